@@ -1,0 +1,481 @@
+//! The accumulator: rebuilds the assistant message under construction from delta events (SPEC §2).
+//!
+//! It applies one event at a time in O(delta length): deltas are appended in place and nothing is cloned or
+//! re-rendered per event. Every protocol violation of SPEC §2 is rejected with an [`AccumulatorError`] naming the
+//! event's position and what was wrong; a rejected event changes nothing. Consumers that want the whole partial
+//! message ask for it explicitly ([`Accumulator::snapshot`]), paying O(message) only then.
+
+use std::collections::{BTreeSet, HashSet};
+use std::fmt;
+
+use crate::delta::{DeltaEvent, ErrorReason};
+use crate::model::{AssistantMessage, ContentBlock, StopReason, ToolArguments, ToolCall, Usage};
+
+/// The kind of a content block, as named in errors.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum BlockKind {
+    /// A text block.
+    Text,
+    /// A reasoning block.
+    Thinking,
+    /// A tool call block.
+    ToolCall,
+}
+
+impl fmt::Display for BlockKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            BlockKind::Text => "text",
+            BlockKind::Thinking => "thinking",
+            BlockKind::ToolCall => "tool call",
+        })
+    }
+}
+
+/// What was wrong with a rejected event.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum Violation {
+    /// The first event was not `start`.
+    #[error("the stream did not begin with start")]
+    BeforeStart,
+    /// `start` arrived twice.
+    #[error("a second start")]
+    SecondStart,
+    /// A delta or end addressed an index with no open block.
+    #[error("index {index} is not open")]
+    NotOpen {
+        /// The addressed index.
+        index: usize,
+    },
+    /// A delta or end addressed an open block of another kind.
+    #[error("index {index} is a {found} block, not {expected}")]
+    WrongKind {
+        /// The addressed index.
+        index: usize,
+        /// The kind the event is for.
+        expected: BlockKind,
+        /// The kind of the open block.
+        found: BlockKind,
+    },
+    /// A block started at an index other than the next unused one.
+    #[error("block started at index {index}, expected the next unused index {expected}")]
+    NotNextIndex {
+        /// The index the event used.
+        index: usize,
+        /// The next unused index.
+        expected: usize,
+    },
+    /// A tool call reused an id.
+    #[error("tool call id {id:?} is already used in this response")]
+    DuplicateId {
+        /// The repeated id.
+        id: String,
+    },
+    /// `done` arrived while blocks were open.
+    #[error("done while blocks {open:?} are still open")]
+    DoneWithOpenBlocks {
+        /// The indices still open.
+        open: Vec<usize>,
+    },
+    /// An event arrived after `done`/`error`.
+    #[error("event after the response ended")]
+    AfterEnd,
+}
+
+/// A rejected event: its 0-based position in the stream, its type, and the violation.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("protocol violation at event {position} ({event}): {violation}")]
+pub struct AccumulatorError {
+    /// 0-based position of the event in the response stream.
+    pub position: usize,
+    /// The event's `type`.
+    pub event: &'static str,
+    /// What was wrong.
+    pub violation: Violation,
+}
+
+/// What applying an event did, for callers that react to it (the engine's commit trigger).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Applied {
+    /// `start` was accepted.
+    Started,
+    /// A block opened at this index.
+    Opened(usize),
+    /// A delta was appended to this index.
+    Appended(usize),
+    /// A text or thinking block closed at this index.
+    Closed(usize),
+    /// The tool call at this index was sealed; [`Accumulator::tool_call`] returns it.
+    Sealed(usize),
+    /// The response ended (`done` or `error`).
+    Ended,
+}
+
+#[derive(Debug, Clone)]
+enum Block {
+    Text {
+        text: String,
+    },
+    Thinking {
+        text: String,
+        signature: Option<String>,
+    },
+    ToolCall {
+        id: String,
+        name: String,
+        flagged_async: bool,
+        raw: String,
+        sealed: Option<ToolArguments>,
+    },
+}
+
+impl Block {
+    fn kind(&self) -> BlockKind {
+        match self {
+            Block::Text { .. } => BlockKind::Text,
+            Block::Thinking { .. } => BlockKind::Thinking,
+            Block::ToolCall { .. } => BlockKind::ToolCall,
+        }
+    }
+
+    fn to_content(&self) -> ContentBlock {
+        match self {
+            Block::Text { text } => ContentBlock::Text { text: text.clone() },
+            Block::Thinking { text, signature } => ContentBlock::Thinking {
+                thinking: text.clone(),
+                signature: signature.clone(),
+            },
+            Block::ToolCall {
+                id, name, raw, sealed, ..
+            } => ContentBlock::ToolCall(ToolCall {
+                id: id.clone(),
+                name: name.clone(),
+                // An unsealed call (cut off by an error) is parsed strictly like a sealed one; it never executes.
+                arguments: sealed.clone().unwrap_or_else(|| ToolArguments::parse(raw)),
+            }),
+        }
+    }
+}
+
+/// How the response ended.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Ending {
+    /// The stop reason.
+    pub stop_reason: StopReason,
+    /// The usage reported at the end (zero if none).
+    pub usage: Usage,
+    /// The error message of an abnormal end.
+    pub error_message: Option<String>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Phase {
+    AwaitingStart,
+    Streaming,
+    Ended,
+}
+
+/// Rebuilds an assistant message from delta events, enforcing SPEC §2.
+#[derive(Debug, Clone)]
+pub struct Accumulator {
+    position: usize,
+    phase: Phase,
+    model: Option<String>,
+    response_id: Option<String>,
+    blocks: Vec<Block>,
+    open: BTreeSet<usize>,
+    ids: HashSet<String>,
+    ending: Option<Ending>,
+}
+
+impl Default for Accumulator {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl Accumulator {
+    /// An accumulator awaiting `start`.
+    pub fn new() -> Self {
+        Accumulator {
+            position: 0,
+            phase: Phase::AwaitingStart,
+            model: None,
+            response_id: None,
+            blocks: Vec::new(),
+            open: BTreeSet::new(),
+            ids: HashSet::new(),
+            ending: None,
+        }
+    }
+
+    /// Applies one event. On error nothing changes and the caller should end the response (SPEC §2: a protocol
+    /// error ends the response as `error` with this message).
+    pub fn apply(&mut self, event: DeltaEvent) -> Result<Applied, AccumulatorError> {
+        let position = self.position;
+        let name = event.type_name();
+        let applied = self.apply_inner(event).map_err(|violation| AccumulatorError {
+            position,
+            event: name,
+            violation,
+        })?;
+        self.position += 1;
+        Ok(applied)
+    }
+
+    fn apply_inner(&mut self, event: DeltaEvent) -> Result<Applied, Violation> {
+        match self.phase {
+            Phase::Ended => return Err(Violation::AfterEnd),
+            Phase::AwaitingStart if !matches!(event, DeltaEvent::Start { .. }) => return Err(Violation::BeforeStart),
+            Phase::Streaming if matches!(event, DeltaEvent::Start { .. }) => return Err(Violation::SecondStart),
+            _ => {}
+        }
+        match event {
+            DeltaEvent::Start { model, response_id } => {
+                self.model = model;
+                self.response_id = response_id;
+                self.phase = Phase::Streaming;
+                Ok(Applied::Started)
+            }
+            DeltaEvent::TextStart { index } => self.open_block(index, Block::Text { text: String::new() }),
+            DeltaEvent::ThinkingStart { index } => self.open_block(
+                index,
+                Block::Thinking {
+                    text: String::new(),
+                    signature: None,
+                },
+            ),
+            DeltaEvent::ToolcallStart {
+                index,
+                id,
+                name,
+                is_async,
+            } => {
+                self.check_next_index(index)?;
+                if self.ids.contains(&id) {
+                    return Err(Violation::DuplicateId { id });
+                }
+                self.ids.insert(id.clone());
+                self.open_block(
+                    index,
+                    Block::ToolCall {
+                        id,
+                        name,
+                        flagged_async: is_async,
+                        raw: String::new(),
+                        sealed: None,
+                    },
+                )
+            }
+            DeltaEvent::TextDelta { index, delta } => {
+                match self.open_block_mut(index, BlockKind::Text)? {
+                    Block::Text { text } => text.push_str(&delta),
+                    _ => unreachable!("open_block_mut checked the kind"),
+                }
+                Ok(Applied::Appended(index))
+            }
+            DeltaEvent::ThinkingDelta { index, delta } => {
+                match self.open_block_mut(index, BlockKind::Thinking)? {
+                    Block::Thinking { text, .. } => text.push_str(&delta),
+                    _ => unreachable!("open_block_mut checked the kind"),
+                }
+                Ok(Applied::Appended(index))
+            }
+            DeltaEvent::ToolcallDelta { index, delta } => {
+                match self.open_block_mut(index, BlockKind::ToolCall)? {
+                    Block::ToolCall { raw, .. } => raw.push_str(&delta),
+                    _ => unreachable!("open_block_mut checked the kind"),
+                }
+                Ok(Applied::Appended(index))
+            }
+            DeltaEvent::TextEnd { index } => {
+                self.open_block_mut(index, BlockKind::Text)?;
+                self.open.remove(&index);
+                Ok(Applied::Closed(index))
+            }
+            DeltaEvent::ThinkingEnd { index, signature } => {
+                match self.open_block_mut(index, BlockKind::Thinking)? {
+                    Block::Thinking { signature: slot, .. } => *slot = signature,
+                    _ => unreachable!("open_block_mut checked the kind"),
+                }
+                self.open.remove(&index);
+                Ok(Applied::Closed(index))
+            }
+            DeltaEvent::ToolcallEnd { index, arguments } => {
+                match self.open_block_mut(index, BlockKind::ToolCall)? {
+                    Block::ToolCall { raw, sealed, .. } => {
+                        let parsed = match arguments {
+                            Some(value) => ToolArguments::from_value(value),
+                            None => ToolArguments::parse(raw),
+                        };
+                        if let ToolArguments::Invalid { raw: text, .. } = &parsed {
+                            // Keep the verbatim text that the stored call shows (the override's, when given).
+                            raw.clone_from(text);
+                        }
+                        *sealed = Some(parsed);
+                    }
+                    _ => unreachable!("open_block_mut checked the kind"),
+                }
+                self.open.remove(&index);
+                Ok(Applied::Sealed(index))
+            }
+            DeltaEvent::Done { stop_reason, usage } => {
+                if !self.open.is_empty() {
+                    return Err(Violation::DoneWithOpenBlocks {
+                        open: self.open.iter().copied().collect(),
+                    });
+                }
+                self.end(stop_reason.into(), usage, None);
+                Ok(Applied::Ended)
+            }
+            DeltaEvent::Error {
+                stop_reason,
+                message,
+                usage,
+            } => {
+                self.end(stop_reason.into(), usage.unwrap_or_default(), Some(message));
+                Ok(Applied::Ended)
+            }
+        }
+    }
+
+    /// Ends the response abnormally whatever state it is in: for model errors, protocol errors, a stream that
+    /// stopped without a terminal event, or cancellation. Does nothing if the response already ended.
+    pub fn fail(&mut self, reason: ErrorReason, message: impl Into<String>) {
+        if self.phase != Phase::Ended {
+            self.end(reason.into(), Usage::default(), Some(message.into()));
+        }
+    }
+
+    fn end(&mut self, stop_reason: StopReason, usage: Usage, error_message: Option<String>) {
+        self.phase = Phase::Ended;
+        self.ending = Some(Ending {
+            stop_reason,
+            usage,
+            error_message,
+        });
+    }
+
+    fn check_next_index(&self, index: usize) -> Result<(), Violation> {
+        if index != self.blocks.len() {
+            return Err(Violation::NotNextIndex {
+                index,
+                expected: self.blocks.len(),
+            });
+        }
+        Ok(())
+    }
+
+    fn open_block(&mut self, index: usize, block: Block) -> Result<Applied, Violation> {
+        self.check_next_index(index)?;
+        self.blocks.push(block);
+        self.open.insert(index);
+        Ok(Applied::Opened(index))
+    }
+
+    fn open_block_mut(&mut self, index: usize, expected: BlockKind) -> Result<&mut Block, Violation> {
+        if !self.open.contains(&index) {
+            return Err(Violation::NotOpen { index });
+        }
+        let block = &mut self.blocks[index];
+        let found = block.kind();
+        if found != expected {
+            return Err(Violation::WrongKind { index, expected, found });
+        }
+        Ok(block)
+    }
+
+    /// How many events were accepted so far.
+    pub fn position(&self) -> usize {
+        self.position
+    }
+
+    /// `true` once `start` was accepted.
+    pub fn started(&self) -> bool {
+        self.phase != Phase::AwaitingStart
+    }
+
+    /// How the response ended, once it has.
+    pub fn ending(&self) -> Option<&Ending> {
+        self.ending.as_ref()
+    }
+
+    /// The provider's response id from `start`.
+    pub fn response_id(&self) -> Option<&str> {
+        self.response_id.as_deref()
+    }
+
+    /// The model name from `start`.
+    pub fn model(&self) -> Option<&str> {
+        self.model.as_deref()
+    }
+
+    /// Number of content blocks opened so far.
+    pub fn len(&self) -> usize {
+        self.blocks.len()
+    }
+
+    /// `true` before the first block opens.
+    pub fn is_empty(&self) -> bool {
+        self.blocks.is_empty()
+    }
+
+    /// `true` when the block at `index` is still open.
+    pub fn is_open(&self, index: usize) -> bool {
+        self.open.contains(&index)
+    }
+
+    /// `true` when some block in `range` is still open. O(log n).
+    pub fn any_open_in(&self, range: std::ops::Range<usize>) -> bool {
+        self.open.range(range).next().is_some()
+    }
+
+    /// The tool call at `index`, sealed or not (unsealed arguments are parsed strictly from the text so far).
+    pub fn tool_call(&self, index: usize) -> Option<ToolCall> {
+        match self.blocks.get(index)? {
+            block @ Block::ToolCall { .. } => block.to_content().as_tool_call().cloned(),
+            _ => None,
+        }
+    }
+
+    /// For a tool call block: whether the `toolcall_start` event flagged it `async`.
+    pub fn call_flagged_async(&self, index: usize) -> Option<bool> {
+        match self.blocks.get(index)? {
+            Block::ToolCall { flagged_async, .. } => Some(*flagged_async),
+            _ => None,
+        }
+    }
+
+    /// For a tool call block: its tool name (cheap, no clone).
+    pub fn call_name(&self, index: usize) -> Option<&str> {
+        match self.blocks.get(index)? {
+            Block::ToolCall { name, .. } => Some(name),
+            _ => None,
+        }
+    }
+
+    /// The content blocks in `range`, materialized (O(size of the range); used once per fragment commit).
+    pub fn content(&self, range: std::ops::Range<usize>) -> Vec<ContentBlock> {
+        self.blocks[range].iter().map(Block::to_content).collect()
+    }
+
+    /// The whole message so far (O(message)); `turn_id` is left empty for the caller to fill in.
+    pub fn snapshot(&self) -> AssistantMessage {
+        let ending = self.ending.clone().unwrap_or(Ending {
+            stop_reason: StopReason::Stop,
+            usage: Usage::default(),
+            error_message: None,
+        });
+        AssistantMessage {
+            turn_id: self.response_id.clone().unwrap_or_default(),
+            stop_reason: ending.stop_reason,
+            content: self.content(0..self.blocks.len()),
+            usage: ending.usage,
+            model: self.model.clone(),
+            error_message: ending.error_message,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests;

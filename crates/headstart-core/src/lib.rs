@@ -1,0 +1,23 @@
+//! # headstart-core
+//!
+//! The pure layer of headstart: the conversation model ([`model`]), the normalized delta events a model stream
+//! produces ([`delta`], SPEC §2), the [`accumulator`] that rebuilds an assistant message from them and rejects every
+//! protocol violation with a typed error, delta-log reading and writing ([`delta_log`]), and the canonical model view
+//! of a stored transcript ([`context`], SPEC §7.3).
+//!
+//! Nothing here performs I/O except reading and writing delta logs through caller-supplied readers and writers, so
+//! every rule can be tested exhaustively.
+#![warn(missing_docs)]
+
+pub mod accumulator;
+pub mod context;
+pub mod delta;
+pub mod delta_log;
+pub mod model;
+
+pub use accumulator::{Accumulator, AccumulatorError, Applied, Violation};
+pub use delta::{DeltaEvent, DoneReason, ErrorReason, ModelError};
+pub use model::{
+    AssistantMessage, ContentBlock, Message, StopReason, ToolArguments, ToolCall, ToolResultMessage, Usage,
+    UserMessage,
+};

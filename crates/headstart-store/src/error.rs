@@ -1,0 +1,46 @@
+//! The store's error type.
+
+/// Why a store operation failed. Every variant's message names the failure in words a user can act on.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum StoreError {
+    /// The database could not be opened or created.
+    #[error("cannot open transcript store {path}: {message}")]
+    Open {
+        /// The path that was opened.
+        path: String,
+        /// Why.
+        message: String,
+    },
+    /// The database file is not a valid database, or its contents are damaged.
+    #[error("transcript store is corrupt: {0}")]
+    Corrupt(String),
+    /// The database cannot be written (read-only file, file system or connection).
+    #[error("transcript store is read-only: {0}")]
+    ReadOnly(String),
+    /// Another connection holds a lock that did not clear in time.
+    #[error("transcript store is locked: {0}")]
+    Locked(String),
+    /// The storage is full (disk full, or the database's size limit).
+    #[error("transcript store is full: {0}")]
+    Full(String),
+    /// The database was written by a newer headstart.
+    #[error("transcript store has schema version {found}, newer than the supported {supported}: upgrade headstart")]
+    NewerSchema {
+        /// The version found.
+        found: i64,
+        /// The newest version this build knows.
+        supported: i64,
+    },
+    /// The session does not exist.
+    #[error("no session {0}")]
+    NoSession(String),
+    /// A write contradicts what is stored (a duplicate call id, a result for an unknown run, …).
+    #[error("transcript store rejected the write: {0}")]
+    Conflict(String),
+    /// A stored record could not be decoded.
+    #[error("transcript store holds an unreadable record: {0}")]
+    Decode(String),
+    /// Any other backend failure.
+    #[error("transcript store failure: {0}")]
+    Backend(String),
+}

@@ -1,0 +1,89 @@
+//! # headstart-store
+//!
+//! The transcript store (SPEC §7): a small, backend-neutral [`TranscriptStore`] trait and its embedded default,
+//! [`SqliteStore`].
+//!
+//! The trait speaks only in transcript terms (sessions, messages with sequence numbers, tool runs); nothing about
+//! connections, pragmas or row ids leaks through it, so other backends (PostgreSQL for fleets of workers) can give
+//! the same guarantees behind the same methods.
+//!
+//! Guarantees every implementation gives:
+//! - every method that writes is one transaction, and returns only after the write is durable at the configured
+//!   level ([`Durability`]);
+//! - [`TranscriptStore::commit_fragment`] writes an assistant fragment and the `admitted` run records of its calls
+//!   together or not at all (SPEC §7.2): a call can only ever be admitted with a durable owner;
+//! - messages are append-only with a per-session sequence number starting at 1 and without gaps.
+#![warn(missing_docs)]
+
+mod error;
+mod sqlite;
+mod types;
+
+pub use error::StoreError;
+pub use sqlite::{SqliteOptions, SqliteStore};
+pub use types::{
+    AdmittedCall, Durability, RunEnd, RunOutcome, RunState, SessionId, SessionInfo, StoredMessage, ToolRun,
+    UnfinishedCall,
+};
+
+use async_trait::async_trait;
+use headstart_core::model::{AssistantMessage, Message, ToolResultMessage, UserMessage};
+
+/// Durable storage of transcripts (SPEC §7).
+///
+/// Times are microseconds on the caller's clock (`at_us`): the engine passes wall-clock time since the Unix epoch
+/// in production and virtual time in replays, so the store never reads a clock itself.
+#[async_trait]
+pub trait TranscriptStore: Send + Sync {
+    /// Creates a new, empty session and returns its id.
+    async fn create_session(&self, at_us: i64) -> Result<SessionId, StoreError>;
+
+    /// Lists the stored sessions, oldest first.
+    async fn sessions(&self) -> Result<Vec<SessionInfo>, StoreError>;
+
+    /// Appends a user prompt; returns its sequence number.
+    async fn append_user(&self, session: &SessionId, message: &UserMessage, at_us: i64)
+        -> Result<u64, StoreError>;
+
+    /// Writes an assistant fragment of model request `request` together with the `admitted` run records of
+    /// `admitted` (a subset of the fragment's calls, in admission order), in one transaction. Returns the
+    /// fragment's sequence number once it is durable. On error nothing was written.
+    async fn commit_fragment(
+        &self,
+        session: &SessionId,
+        request: u32,
+        fragment: &AssistantMessage,
+        admitted: &[AdmittedCall],
+        at_us: i64,
+    ) -> Result<u64, StoreError>;
+
+    /// Records that an admitted call's `execute` began (`admitted → started`). A no-op for a run that already
+    /// ended, so a late write can never move a run backwards.
+    async fn mark_started(&self, session: &SessionId, call_id: &str, at_us: i64) -> Result<(), StoreError>;
+
+    /// Appends a tool result and, when `run` is given, ends the call's run record with it, in one transaction.
+    /// Calls that were never admitted ("not executed", SPEC §3.5) have no run and pass `None`.
+    async fn append_tool_result(
+        &self,
+        session: &SessionId,
+        result: &ToolResultMessage,
+        run: Option<RunEnd>,
+        at_us: i64,
+    ) -> Result<u64, StoreError>;
+
+    /// The session's durable log, in write order.
+    async fn load_log(&self, session: &SessionId) -> Result<Vec<StoredMessage>, StoreError>;
+
+    /// The session's tool runs, in admission order.
+    async fn tool_runs(&self, session: &SessionId) -> Result<Vec<ToolRun>, StoreError>;
+
+    /// Calls admitted but without a result (SPEC §7.4), in admission order.
+    async fn unfinished_calls(&self, session: &SessionId) -> Result<Vec<UnfinishedCall>, StoreError>;
+
+    /// The canonical model context for the next request (SPEC §7.3).
+    async fn model_context(&self, session: &SessionId) -> Result<Vec<Message>, StoreError> {
+        let log = self.load_log(session).await?;
+        let messages: Vec<Message> = log.into_iter().map(|stored| stored.message).collect();
+        Ok(headstart_core::context::model_context(&messages))
+    }
+}

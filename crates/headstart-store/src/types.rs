@@ -1,0 +1,208 @@
+//! The store's record types, shared by every backend.
+
+use std::fmt;
+
+use headstart_core::model::{Message, ToolCall};
+use serde::{Deserialize, Serialize};
+
+/// Identifies a session (a UUIDv7 string for sessions the store creates).
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(transparent)]
+pub struct SessionId(pub String);
+
+impl fmt::Display for SessionId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl From<&str> for SessionId {
+    fn from(id: &str) -> Self {
+        SessionId(id.to_owned())
+    }
+}
+
+/// How durable a write is when the store returns (SPEC §7.1).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Durability {
+    /// Flushed to stable storage on every commit: survives power loss. The default.
+    #[default]
+    Full,
+    /// Survives a crash of the process, not necessarily of the machine.
+    Normal,
+}
+
+/// A stored session.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SessionInfo {
+    /// The session id.
+    pub id: SessionId,
+    /// When it was created (caller's clock, µs).
+    pub created_at_us: i64,
+    /// How many messages it holds.
+    pub messages: u64,
+}
+
+/// One message of the durable log.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct StoredMessage {
+    /// Per-session sequence number, from 1, gapless.
+    pub seq: u64,
+    /// For assistant fragments: the 0-based model request that produced it.
+    pub request: Option<u32>,
+    /// When it became durable (caller's clock, µs).
+    pub at_us: i64,
+    /// The message.
+    pub message: Message,
+}
+
+/// A call admitted with a fragment commit.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct AdmittedCall {
+    /// The call id.
+    pub call_id: String,
+    /// The tool name.
+    pub tool_name: String,
+}
+
+/// The state of a tool run (SPEC §7.2): `admitted → started → finished | cancelled | skipped`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RunState {
+    /// Committed and handed to the scheduler; `execute` has not begun.
+    Admitted,
+    /// `execute` began.
+    Started,
+    /// The call ran and has its result.
+    Finished,
+    /// The call was running when it was cancelled; it has its result.
+    Cancelled,
+    /// The call never started (immediate outcome, or cancelled before start); it has its result.
+    Skipped,
+}
+
+impl RunState {
+    /// The stored name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            RunState::Admitted => "admitted",
+            RunState::Started => "started",
+            RunState::Finished => "finished",
+            RunState::Cancelled => "cancelled",
+            RunState::Skipped => "skipped",
+        }
+    }
+
+    /// Parses a stored name.
+    pub fn parse(name: &str) -> Option<Self> {
+        Some(match name {
+            "admitted" => RunState::Admitted,
+            "started" => RunState::Started,
+            "finished" => RunState::Finished,
+            "cancelled" => RunState::Cancelled,
+            "skipped" => RunState::Skipped,
+            _ => return None,
+        })
+    }
+}
+
+/// How a call ended, in the report's vocabulary (`scenarios/FORMAT.md`, `tool_runs[].outcome`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RunOutcome {
+    /// Executed and returned a result.
+    Finished,
+    /// Executed and returned an error (or a finalize hook turned it into one).
+    Error,
+    /// Executed and panicked.
+    Panicked,
+    /// Was running when cancelled.
+    Cancelled,
+    /// Blocked by a `before_tool_call` hook (or the hook failed).
+    Blocked,
+    /// Arguments were not valid JSON or failed schema validation.
+    Invalid,
+    /// No tool of that name.
+    NotFound,
+    /// Ran past its timeout.
+    TimedOut,
+    /// Never started: cancelled before start, or interrupted by a crash and recovered.
+    Skipped,
+}
+
+impl RunOutcome {
+    /// The stored name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            RunOutcome::Finished => "finished",
+            RunOutcome::Error => "error",
+            RunOutcome::Panicked => "panicked",
+            RunOutcome::Cancelled => "cancelled",
+            RunOutcome::Blocked => "blocked",
+            RunOutcome::Invalid => "invalid",
+            RunOutcome::NotFound => "not_found",
+            RunOutcome::TimedOut => "timed_out",
+            RunOutcome::Skipped => "skipped",
+        }
+    }
+
+    /// Parses a stored name.
+    pub fn parse(name: &str) -> Option<Self> {
+        Some(match name {
+            "finished" => RunOutcome::Finished,
+            "error" => RunOutcome::Error,
+            "panicked" => RunOutcome::Panicked,
+            "cancelled" => RunOutcome::Cancelled,
+            "blocked" => RunOutcome::Blocked,
+            "invalid" => RunOutcome::Invalid,
+            "not_found" => RunOutcome::NotFound,
+            "timed_out" => RunOutcome::TimedOut,
+            "skipped" => RunOutcome::Skipped,
+            _ => return None,
+        })
+    }
+}
+
+/// How a run ends, written together with its result.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RunEnd {
+    /// The final state (`finished`, `cancelled` or `skipped`).
+    pub state: RunState,
+    /// The outcome.
+    pub outcome: RunOutcome,
+}
+
+/// A tool run record (SPEC §7.2).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ToolRun {
+    /// The call id.
+    pub call_id: String,
+    /// The tool name.
+    pub tool_name: String,
+    /// The 0-based model request whose response holds the call.
+    pub request: u32,
+    /// Sequence number of the fragment that owns the call.
+    pub fragment_seq: u64,
+    /// Current state.
+    pub state: RunState,
+    /// Outcome, once ended.
+    pub outcome: Option<RunOutcome>,
+    /// When admitted (µs).
+    pub admitted_at_us: i64,
+    /// When `execute` began (µs), if it did.
+    pub started_at_us: Option<i64>,
+    /// When the result was written (µs), if it was.
+    pub ended_at_us: Option<i64>,
+    /// Sequence number of the result message, if written.
+    pub result_seq: Option<u64>,
+}
+
+/// A call admitted but without a result (SPEC §7.4).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct UnfinishedCall {
+    /// Its run record (state `admitted` or `started`).
+    pub run: ToolRun,
+    /// The call as stored in its owning fragment.
+    pub call: ToolCall,
+}
