@@ -392,7 +392,8 @@ impl Accumulator {
 
     /// `true` once `start` was accepted.
     pub fn started(&self) -> bool {
-        self.phase != Phase::AwaitingStart
+        // The first accepted event is always `start`; `fail` before it ends the response without starting it.
+        self.position > 0
     }
 
     /// How the response ended, once it has.

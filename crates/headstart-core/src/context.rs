@@ -132,7 +132,9 @@ mod tests {
         let context = model_context(&log);
         let roles: Vec<&str> = context.iter().map(Message::role).collect();
         assert_eq!(roles, ["user", "assistant", "tool_result", "tool_result", "assistant"]);
-        let Message::Assistant(first) = &context[1] else { panic!() };
+        let Message::Assistant(first) = &context[1] else {
+            panic!()
+        };
         let ids: Vec<&str> = first.tool_calls().map(|c| c.id.as_str()).collect();
         assert_eq!(ids, ["c1", "c2"]);
         assert_eq!(first.usage.total(), 60);

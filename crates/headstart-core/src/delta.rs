@@ -263,15 +263,29 @@ mod tests {
     fn unknown_fields_and_wrong_reasons_are_rejected() {
         assert!(serde_json::from_value::<DeltaEvent>(json!({"type": "text_start", "index": 0, "x": 1})).is_err());
         assert!(serde_json::from_value::<DeltaEvent>(json!({"type": "done", "stop_reason": "error"})).is_err());
-        assert!(serde_json::from_value::<DeltaEvent>(json!({"type": "error", "stop_reason": "stop", "message": ""})).is_err());
+        assert!(
+            serde_json::from_value::<DeltaEvent>(json!({"type": "error", "stop_reason": "stop", "message": ""}))
+                .is_err()
+        );
         assert!(serde_json::from_value::<DeltaEvent>(json!({"type": "bogus"})).is_err());
         assert!(serde_json::from_value::<DeltaEvent>(json!({"type": "text_delta", "index": -1, "delta": ""})).is_err());
     }
 
     #[test]
     fn rebasing_changes_only_the_index() {
-        let event = DeltaEvent::TextDelta { index: 7, delta: "x".into() };
+        let event = DeltaEvent::TextDelta {
+            index: 7,
+            delta: "x".into(),
+        };
         assert_eq!(event.clone().with_index(2).index(), Some(2));
-        assert_eq!(DeltaEvent::Start { model: None, response_id: None }.with_index(3).index(), None);
+        assert_eq!(
+            DeltaEvent::Start {
+                model: None,
+                response_id: None
+            }
+            .with_index(3)
+            .index(),
+            None
+        );
     }
 }

@@ -69,7 +69,9 @@ pub fn parse_timed_delta(value: Value, previous_at_ms: u64) -> Result<TimedDelta
             .ok_or_else(|| format!("at_ms must be a non-negative integer, got {value}"))?,
     };
     if at_ms < previous_at_ms {
-        return Err(format!("at_ms {at_ms} is earlier than the previous event's {previous_at_ms}"));
+        return Err(format!(
+            "at_ms {at_ms} is earlier than the previous event's {previous_at_ms}"
+        ));
     }
     let event = serde_json::from_value::<DeltaEvent>(Value::Object(fields)).map_err(|err| err.to_string())?;
     Ok(TimedDelta { at_ms, event })
@@ -108,7 +110,12 @@ impl<R: BufRead> DeltaLogReader<R> {
             let available = match self.source.fill_buf() {
                 Ok(bytes) => bytes,
                 Err(err) if err.kind() == std::io::ErrorKind::Interrupted => continue,
-                Err(source) => return Err(DeltaLogError::Io { line: self.line, source }),
+                Err(source) => {
+                    return Err(DeltaLogError::Io {
+                        line: self.line,
+                        source,
+                    })
+                }
             };
             if available.is_empty() {
                 return Ok(saw_any);
@@ -233,7 +240,11 @@ mod tests {
         let cases = [
             ("{\"type\": \"start\"}\nnot json\n", 2, "not valid JSON"),
             ("{\"type\": \"start\"}\n\n{\"type\": \"nope\"}\n", 3, "unknown variant"),
-            ("{\"at_ms\": 5, \"type\": \"start\"}\n{\"at_ms\": 4, \"type\": \"done\", \"stop_reason\": \"stop\"}", 2, "earlier"),
+            (
+                "{\"at_ms\": 5, \"type\": \"start\"}\n{\"at_ms\": 4, \"type\": \"done\", \"stop_reason\": \"stop\"}",
+                2,
+                "earlier",
+            ),
             ("{\"at_ms\": -1, \"type\": \"start\"}", 1, "non-negative"),
             ("[1]", 1, "must be a JSON object"),
         ];

@@ -18,6 +18,5 @@ pub mod model;
 pub use accumulator::{Accumulator, AccumulatorError, Applied, Violation};
 pub use delta::{DeltaEvent, DoneReason, ErrorReason, ModelError};
 pub use model::{
-    AssistantMessage, ContentBlock, Message, StopReason, ToolArguments, ToolCall, ToolResultMessage, Usage,
-    UserMessage,
+    AssistantMessage, ContentBlock, Message, StopReason, ToolArguments, ToolCall, ToolResultMessage, Usage, UserMessage,
 };

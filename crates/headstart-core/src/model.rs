@@ -437,7 +437,10 @@ mod tests {
         assert_eq!(ToolArguments::parse("  "), ToolArguments::Valid(Map::new()));
         assert!(matches!(ToolArguments::parse("[1]"), ToolArguments::Invalid { .. }));
         assert!(matches!(ToolArguments::parse("{} {}"), ToolArguments::Invalid { .. }));
-        assert!(matches!(ToolArguments::from_value(json!(3)), ToolArguments::Invalid { .. }));
+        assert!(matches!(
+            ToolArguments::from_value(json!(3)),
+            ToolArguments::Invalid { .. }
+        ));
         // A stored invalid text that happens to be an object string stays invalid.
         let back: ToolArguments = serde_json::from_value(json!("{}")).unwrap();
         assert!(matches!(back, ToolArguments::Invalid { .. }));
@@ -446,7 +449,10 @@ mod tests {
     #[test]
     fn messages_carry_their_role_tag() {
         let msg = Message::User(UserMessage::new("hi"));
-        assert_eq!(serde_json::to_value(&msg).unwrap(), json!({"role": "user", "text": "hi"}));
+        assert_eq!(
+            serde_json::to_value(&msg).unwrap(),
+            json!({"role": "user", "text": "hi"})
+        );
         assert_eq!(joined_text(&[ContentBlock::text("a"), ContentBlock::text("b")]), "a\nb");
     }
 }

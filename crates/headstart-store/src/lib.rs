@@ -42,8 +42,7 @@ pub trait TranscriptStore: Send + Sync {
     async fn sessions(&self) -> Result<Vec<SessionInfo>, StoreError>;
 
     /// Appends a user prompt; returns its sequence number.
-    async fn append_user(&self, session: &SessionId, message: &UserMessage, at_us: i64)
-        -> Result<u64, StoreError>;
+    async fn append_user(&self, session: &SessionId, message: &UserMessage, at_us: i64) -> Result<u64, StoreError>;
 
     /// Writes an assistant fragment of model request `request` together with the `admitted` run records of
     /// `admitted` (a subset of the fragment's calls, in admission order), in one transaction. Returns the

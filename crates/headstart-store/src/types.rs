@@ -171,6 +171,10 @@ pub struct RunEnd {
     pub state: RunState,
     /// The outcome.
     pub outcome: RunOutcome,
+    /// When `execute` began, if it did. Written with the result so the record is complete even when the
+    /// separate [`TranscriptStore::mark_started`](crate::TranscriptStore::mark_started) write (which the engine
+    /// issues off the critical path) lands late or not at all; an existing `started_at_us` is kept.
+    pub started_at_us: Option<i64>,
 }
 
 /// A tool run record (SPEC §7.2).

@@ -1,0 +1,17 @@
+//! # headstart-sim
+//!
+//! Scenario replay for headstart (SPEC §8, `scenarios/FORMAT.md`): a simulated streaming model that emits each
+//! turn's delta events at their `at_ms`, simulated tools and hooks driven by the scenario, and the report builder.
+//! On tokio's paused clock a scenario's report is deterministic: the same scenario yields byte-identical reports.
+#![warn(missing_docs)]
+
+pub mod expect;
+pub mod replay;
+pub mod report;
+pub mod scenario;
+pub mod sim_model;
+pub mod sim_tools;
+
+pub use replay::{replay, replay_blocking, replay_file, ClockMode, ReplayOptions, ReplayOutcome};
+pub use report::Report;
+pub use scenario::{Scenario, ScenarioError};

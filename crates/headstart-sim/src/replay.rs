@@ -1,0 +1,225 @@
+//! Running a scenario and building its report (`headstart replay`, SPEC §8).
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use futures::StreamExt;
+use headstart::store::{SqliteOptions, SqliteStore, TranscriptStore};
+use headstart::{
+    Agent, AgentEvent, AgentStop, CancellationToken, Clock, Engine, Hooks, Role, TokioClock, Toolbox, UserMessage,
+};
+
+use crate::report::{EventReport, Ms, Report, RequestReport, ToolRunReport, TranscriptEntry};
+use crate::scenario::Scenario;
+use crate::sim_model::SimModel;
+use crate::sim_tools::{SimHooks, SimTool};
+
+/// Which clock a replay runs on.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum ClockMode {
+    /// tokio's paused clock: deterministic reports, whole milliseconds.
+    #[default]
+    Virtual,
+    /// Real time and real sleeps: measured milliseconds.
+    Wall,
+}
+
+/// Options of a replay.
+#[derive(Debug, Clone, Default)]
+pub struct ReplayOptions {
+    /// The clock.
+    pub clock: ClockMode,
+    /// The SQLite file to use; default a temporary file deleted afterwards.
+    pub db: Option<PathBuf>,
+    /// Where `touch` tools create their files.
+    pub touch_dir: Option<PathBuf>,
+}
+
+/// A finished replay.
+#[derive(Debug, Clone)]
+pub struct ReplayOutcome {
+    /// The report.
+    pub report: Report,
+    /// 0 when the scenario ran, 2 when it could not be run.
+    pub exit_code: i32,
+}
+
+impl ReplayOutcome {
+    fn could_not_run(scenario: &str, error: impl Into<String>) -> Self {
+        ReplayOutcome {
+            report: Report::failed(scenario, error),
+            exit_code: 2,
+        }
+    }
+}
+
+/// Loads and replays a scenario file on its own tokio runtime (paused for [`ClockMode::Virtual`]).
+pub fn replay_file(path: &Path, options: &ReplayOptions) -> ReplayOutcome {
+    let scenario = match Scenario::load(path) {
+        Ok(scenario) => scenario,
+        Err(error) => return ReplayOutcome::could_not_run("", error.to_string()),
+    };
+    replay_blocking(&scenario, options)
+}
+
+/// Replays a loaded scenario on its own tokio runtime.
+pub fn replay_blocking(scenario: &Scenario, options: &ReplayOptions) -> ReplayOutcome {
+    let mut builder = tokio::runtime::Builder::new_current_thread();
+    builder.enable_all();
+    if options.clock == ClockMode::Virtual {
+        builder.start_paused(true);
+    }
+    match builder.build() {
+        Ok(runtime) => runtime.block_on(replay(scenario, options)),
+        Err(error) => ReplayOutcome::could_not_run(&scenario.name, format!("cannot start a runtime: {error}")),
+    }
+}
+
+/// Replays a loaded scenario on the current runtime. For deterministic reports the runtime must be a
+/// current-thread runtime with a paused clock (see [`replay_blocking`]).
+pub async fn replay(scenario: &Scenario, options: &ReplayOptions) -> ReplayOutcome {
+    // Keep the temporary directory alive for the whole replay; it is deleted on drop.
+    let temp_dir;
+    let db_path = match &options.db {
+        Some(path) => path.clone(),
+        None => {
+            temp_dir = match tempfile::tempdir() {
+                Ok(dir) => dir,
+                Err(error) => return ReplayOutcome::could_not_run(&scenario.name, format!("cannot create a temporary database: {error}")),
+            };
+            temp_dir.path().join("replay.db")
+        }
+    };
+    let store = match SqliteStore::open(&db_path, SqliteOptions::default()) {
+        Ok(store) => store,
+        Err(error) => return ReplayOutcome::could_not_run(&scenario.name, error.to_string()),
+    };
+    let mut toolbox = Toolbox::new();
+    for spec in &scenario.tools {
+        if let Err(error) = toolbox.register(SimTool::new(spec.clone(), options.touch_dir.clone())) {
+            return ReplayOutcome::could_not_run(&scenario.name, error.to_string());
+        }
+    }
+    let clock = TokioClock::starting_now();
+    let store: Arc<dyn TranscriptStore> = Arc::new(store);
+    let engine = Engine::builder(Arc::clone(&store))
+        .toolbox(toolbox)
+        .hooks(Hooks::new().with(SimHooks::new(scenario.hooks.clone())))
+        .config(scenario.config.engine_config())
+        .clock(Arc::new(clock))
+        .turn_ids(Arc::new(|request| format!("turn-{request}")))
+        .build();
+    let agent = Agent::new(engine, Arc::new(SimModel::new(scenario.turns.clone())));
+    let session = match store.create_session(clock.now_us()).await {
+        Ok(session) => session,
+        Err(error) => return ReplayOutcome::could_not_run(&scenario.name, error.to_string()),
+    };
+
+    let whole = options.clock == ClockMode::Virtual;
+    let now = || Ms::from_us(clock.now_us(), whole);
+    let cancel = CancellationToken::new();
+    let cancel_at = scenario
+        .cancel_at_ms
+        .map(|ms| clock.base() + std::time::Duration::from_millis(ms));
+    let mut events = agent.run(&session, UserMessage::new(scenario.prompt.clone()), cancel.clone());
+    let mut recorder = Recorder::default();
+    loop {
+        // Cancellation is fired from this task, before the agent is polled at the same instant, so the engine
+        // sees it after tool returns and before model events due then (FORMAT.md).
+        let event = tokio::select! {
+            biased;
+            () = sleep_until_option(cancel_at), if !cancel.is_cancelled() => {
+                cancel.cancel();
+                continue;
+            }
+            event = events.next() => event,
+        };
+        let Some(event) = event else { break };
+        recorder.record(&event, now());
+    }
+
+    let mut report = recorder.finish(&scenario.name);
+    let written = async {
+        let log = store.load_log(&session).await?;
+        let runs = store.tool_runs(&session).await?;
+        Ok::<_, headstart::store::StoreError>((log, runs))
+    }
+    .await;
+    match written {
+        Ok((log, runs)) => {
+            report.transcript = log.iter().map(|stored| TranscriptEntry::from_stored(stored, whole)).collect();
+            report.tool_runs = runs.iter().map(|run| ToolRunReport::from_run(run, whole)).collect();
+        }
+        Err(error) => {
+            report.error.get_or_insert_with(|| error.to_string());
+        }
+    }
+    ReplayOutcome {
+        report,
+        exit_code: 0,
+    }
+}
+
+async fn sleep_until_option(deadline: Option<tokio::time::Instant>) {
+    match deadline {
+        Some(deadline) => tokio::time::sleep_until(deadline).await,
+        None => std::future::pending().await,
+    }
+}
+
+/// Builds the report's event-derived parts as events arrive.
+#[derive(Default)]
+struct Recorder {
+    events: Vec<EventReport>,
+    requests: Vec<RequestReport>,
+    error: Option<String>,
+    end_ms: Ms,
+}
+
+impl Recorder {
+    fn record(&mut self, event: &AgentEvent, at: Ms) {
+        self.events.push(EventReport::from_event(event, at));
+        match event {
+            AgentEvent::TurnStart { request } => self.requests.push(RequestReport {
+                request: *request,
+                started_ms: at,
+                stream_end_ms: None,
+                settled_ms: None,
+                stop_reason: None,
+                error: None,
+            }),
+            AgentEvent::MessageEnd { message, .. } if Role::of(message) == Role::Assistant => {
+                // The last assistant fragment of a response is its terminal one.
+                if let Some(request) = self.requests.last_mut() {
+                    request.stream_end_ms = Some(at);
+                }
+            }
+            AgentEvent::TurnEnd { outcome, .. } => {
+                if let Some(request) = self.requests.last_mut() {
+                    request.settled_ms = Some(at);
+                    request.stop_reason = Some(outcome.stop_reason);
+                    request.error.clone_from(&outcome.error);
+                }
+            }
+            AgentEvent::AgentEnd { stop } => {
+                self.end_ms = at;
+                if let AgentStop::Error(message) = stop {
+                    self.error = Some(message.clone());
+                }
+            }
+            _ => {}
+        }
+    }
+
+    fn finish(self, scenario: &str) -> Report {
+        Report {
+            scenario: scenario.to_owned(),
+            error: self.error,
+            requests: self.requests,
+            transcript: Vec::new(),
+            tool_runs: Vec::new(),
+            events: self.events,
+            end_ms: self.end_ms,
+        }
+    }
+}

@@ -1,0 +1,566 @@
+//! Scenario files (`scenarios/FORMAT.md`): parsing, with every unknown key an error naming the key and its path.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use headstart::core::delta_log::{parse_timed_delta, read_delta_log, TimedDelta};
+use headstart::{EngineConfig, ExecutionMode};
+use serde::Deserialize;
+use serde_json::Value;
+
+/// Why a scenario could not be loaded.
+#[derive(Debug, thiserror::Error)]
+pub enum ScenarioError {
+    /// The file could not be read.
+    #[error("cannot read {path}: {message}")]
+    Read {
+        /// The file.
+        path: String,
+        /// Why.
+        message: String,
+    },
+    /// The file is not valid JSON.
+    #[error("{path} is not valid JSON: {message}")]
+    Json {
+        /// The file.
+        path: String,
+        /// The parser's message.
+        message: String,
+    },
+    /// A key the format does not define.
+    #[error("unknown key {key} at {path}")]
+    UnknownKey {
+        /// The key.
+        key: String,
+        /// Where it is (`tools[0].behavior`).
+        path: String,
+    },
+    /// A value of the wrong type or out of range.
+    #[error("invalid scenario at {path}: {message}")]
+    Invalid {
+        /// Where.
+        path: String,
+        /// What is wrong.
+        message: String,
+    },
+    /// A delta log is missing or malformed.
+    #[error("turn {turn}: {message}")]
+    Turn {
+        /// 0-based turn.
+        turn: usize,
+        /// What is wrong.
+        message: String,
+    },
+}
+
+/// The allowed keys of an object, and the shape of each value.
+enum Shape {
+    Object(&'static [(&'static str, Shape)]),
+    ArrayOf(&'static Shape),
+    MapOf(&'static Shape),
+    Any,
+}
+
+const RESULT: Shape = Shape::Object(&[("text", Shape::Any), ("details", Shape::Any), ("terminate", Shape::Any)]);
+const UPDATE: Shape = Shape::Object(&[("at_ms", Shape::Any), ("text", Shape::Any)]);
+const BEHAVIOR: Shape = Shape::Object(&[
+    ("delay_ms", Shape::Any),
+    ("updates", Shape::ArrayOf(&UPDATE)),
+    ("result", RESULT),
+    ("error", Shape::Any),
+    ("panic", Shape::Any),
+    ("hang", Shape::Any),
+    ("on_cancel", Shape::Any),
+    ("touch", Shape::Any),
+]);
+const TOOL: Shape = Shape::Object(&[
+    ("name", Shape::Any),
+    ("description", Shape::Any),
+    ("async", Shape::Any),
+    ("execution_mode", Shape::Any),
+    ("parameters", Shape::Any),
+    ("conflict_key", Shape::Any),
+    ("timeout_ms", Shape::Any),
+    ("idempotent", Shape::Any),
+    ("behavior", BEHAVIOR),
+    ("by_call", Shape::MapOf(&BEHAVIOR)),
+]);
+const AFTER: Shape = Shape::Object(&[
+    ("is_error", Shape::Any),
+    ("text", Shape::Any),
+    ("terminate", Shape::Any),
+    ("details", Shape::Any),
+]);
+const SCENARIO: Shape = Shape::Object(&[
+    ("name", Shape::Any),
+    ("description", Shape::Any),
+    ("prompt", Shape::Any),
+    (
+        "config",
+        Shape::Object(&[
+            ("tool_execution", Shape::Any),
+            ("max_in_flight", Shape::Any),
+            ("max_turns", Shape::Any),
+        ]),
+    ),
+    ("tools", Shape::ArrayOf(&TOOL)),
+    (
+        "hooks",
+        Shape::Object(&[("block", Shape::MapOf(&Shape::Any)), ("after", Shape::MapOf(&AFTER))]),
+    ),
+    ("cancel_at_ms", Shape::Any),
+    (
+        "turns",
+        Shape::ArrayOf(&Shape::Object(&[("log", Shape::Any), ("events", Shape::Any)])),
+    ),
+    ("expect", Shape::Any),
+]);
+
+fn check_keys(value: &Value, shape: &Shape, path: &str) -> Result<(), ScenarioError> {
+    match (shape, value) {
+        (Shape::Object(fields), Value::Object(map)) => {
+            for (key, child) in map {
+                let Some((_, child_shape)) = fields.iter().find(|(name, _)| name == key) else {
+                    return Err(ScenarioError::UnknownKey {
+                        key: key.clone(),
+                        path: if path.is_empty() { "the top level".to_owned() } else { path.to_owned() },
+                    });
+                };
+                let child_path = if path.is_empty() { key.clone() } else { format!("{path}.{key}") };
+                check_keys(child, child_shape, &child_path)?;
+            }
+            Ok(())
+        }
+        (Shape::ArrayOf(item), Value::Array(items)) => items
+            .iter()
+            .enumerate()
+            .try_for_each(|(i, child)| check_keys(child, item, &format!("{path}[{i}]"))),
+        (Shape::MapOf(item), Value::Object(map)) => map
+            .iter()
+            .try_for_each(|(key, child)| check_keys(child, item, &format!("{path}.{key}"))),
+        // Type errors are reported by the typed pass, with their own message.
+        _ => Ok(()),
+    }
+}
+
+/// A tool's simulated result.
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+pub struct ResultSpec {
+    /// Result text.
+    #[serde(default)]
+    pub text: String,
+    /// Result details.
+    #[serde(default)]
+    pub details: Value,
+    /// Ask the loop to stop.
+    #[serde(default)]
+    pub terminate: bool,
+}
+
+/// A partial result due at `at_ms` after the call's start.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+pub struct UpdateSpec {
+    /// Milliseconds after start.
+    pub at_ms: u64,
+    /// Update text.
+    #[serde(default)]
+    pub text: String,
+}
+
+/// What a cancelled simulated tool does.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum OnCancel {
+    /// Return the error "cancelled".
+    #[default]
+    Stop,
+    /// Finish normally despite cancellation.
+    Ignore,
+}
+
+/// A `behavior` block as written (every field optional, so `by_call` entries can be merged field by field).
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+pub struct BehaviorSpec {
+    /// Body duration.
+    pub delay_ms: Option<u64>,
+    /// Partial results.
+    pub updates: Option<Vec<UpdateSpec>>,
+    /// Normal result.
+    pub result: Option<ResultSpec>,
+    /// Return this error.
+    pub error: Option<String>,
+    /// Panic with this message.
+    pub panic: Option<String>,
+    /// Never return unless cancelled.
+    pub hang: Option<bool>,
+    /// Reaction to cancellation.
+    pub on_cancel: Option<OnCancel>,
+    /// Create `<touch-dir>/<call id>` when the body starts.
+    pub touch: Option<bool>,
+}
+
+/// How a simulated body ends.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Outcome {
+    /// Returns this result.
+    Result(ResultSpec),
+    /// Returns an error.
+    Error(String),
+    /// Panics.
+    Panic(String),
+    /// Never returns unless cancelled.
+    Hang,
+}
+
+/// A fully resolved behavior.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Behavior {
+    /// Body duration.
+    pub delay_ms: u64,
+    /// Partial results, in time order.
+    pub updates: Vec<UpdateSpec>,
+    /// How it ends.
+    pub outcome: Outcome,
+    /// Reaction to cancellation.
+    pub on_cancel: OnCancel,
+    /// Real side effect.
+    pub touch: bool,
+}
+
+impl BehaviorSpec {
+    fn outcome(&self) -> Option<Outcome> {
+        if self.hang == Some(true) {
+            return Some(Outcome::Hang);
+        }
+        if let Some(message) = &self.panic {
+            return Some(Outcome::Panic(message.clone()));
+        }
+        if let Some(message) = &self.error {
+            return Some(Outcome::Error(message.clone()));
+        }
+        self.result.clone().map(Outcome::Result)
+    }
+
+    /// This behavior with `overrides` merged field by field; naming any outcome replaces the base outcome.
+    pub fn merged(&self, overrides: &BehaviorSpec) -> Behavior {
+        let outcome = overrides
+            .outcome()
+            .or_else(|| self.outcome())
+            .unwrap_or(Outcome::Result(ResultSpec::default()));
+        let mut updates = overrides.updates.clone().or_else(|| self.updates.clone()).unwrap_or_default();
+        updates.sort_by_key(|update| update.at_ms);
+        Behavior {
+            delay_ms: overrides.delay_ms.or(self.delay_ms).unwrap_or(0),
+            updates,
+            outcome,
+            on_cancel: overrides.on_cancel.or(self.on_cancel).unwrap_or_default(),
+            touch: overrides.touch.or(self.touch).unwrap_or(false),
+        }
+    }
+}
+
+/// A simulated tool.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+pub struct ToolSpec {
+    /// Tool name.
+    pub name: String,
+    /// Description for the model.
+    #[serde(default)]
+    pub description: String,
+    /// Early-executable.
+    #[serde(default, rename = "async")]
+    pub is_async: bool,
+    /// Per-tool execution mode.
+    pub execution_mode: Option<ExecutionMode>,
+    /// JSON Schema of the arguments.
+    #[serde(default = "default_parameters")]
+    pub parameters: Value,
+    /// The argument whose value is the conflict key.
+    pub conflict_key: Option<String>,
+    /// Timeout from start.
+    pub timeout_ms: Option<u64>,
+    /// Safe to re-execute on recovery.
+    #[serde(default)]
+    pub idempotent: bool,
+    /// Base behavior.
+    #[serde(default)]
+    pub behavior: BehaviorSpec,
+    /// Per-call overrides.
+    #[serde(default)]
+    pub by_call: BTreeMap<String, BehaviorSpec>,
+}
+
+fn default_parameters() -> Value {
+    serde_json::json!({"type": "object"})
+}
+
+/// An `after_tool_call` override.
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+pub struct AfterSpec {
+    /// Replace `is_error`.
+    pub is_error: Option<bool>,
+    /// Replace the content with this text.
+    pub text: Option<String>,
+    /// Replace `terminate`.
+    pub terminate: Option<bool>,
+    /// Replace `details`.
+    pub details: Option<Value>,
+}
+
+/// Scenario hooks.
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+pub struct HooksSpec {
+    /// Call ids or tool names to block, with the reason.
+    #[serde(default)]
+    pub block: BTreeMap<String, String>,
+    /// Result overrides by call id or tool name.
+    #[serde(default)]
+    pub after: BTreeMap<String, AfterSpec>,
+}
+
+/// The `config` block.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+pub struct ConfigSpec {
+    /// Parallel or sequential.
+    #[serde(default)]
+    pub tool_execution: ExecutionMode,
+    /// Bound on executing calls.
+    #[serde(default)]
+    pub max_in_flight: Option<usize>,
+    /// Bound on model requests.
+    #[serde(default = "default_max_turns")]
+    pub max_turns: u32,
+}
+
+impl Default for ConfigSpec {
+    fn default() -> Self {
+        ConfigSpec {
+            tool_execution: ExecutionMode::Parallel,
+            max_in_flight: None,
+            max_turns: default_max_turns(),
+        }
+    }
+}
+
+fn default_max_turns() -> u32 {
+    8
+}
+
+impl ConfigSpec {
+    /// The engine configuration this block describes.
+    pub fn engine_config(&self) -> EngineConfig {
+        EngineConfig {
+            tool_execution: self.tool_execution,
+            max_in_flight: self.max_in_flight,
+            max_turns: self.max_turns,
+            early_execution: true,
+        }
+    }
+}
+
+#[derive(Deserialize)]
+struct TurnSpec {
+    log: Option<String>,
+    events: Option<Vec<Value>>,
+}
+
+#[derive(Deserialize)]
+struct ScenarioFile {
+    #[serde(default)]
+    name: String,
+    #[serde(default)]
+    description: String,
+    #[serde(default = "default_prompt")]
+    prompt: String,
+    #[serde(default)]
+    config: ConfigSpec,
+    #[serde(default)]
+    tools: Vec<ToolSpec>,
+    #[serde(default)]
+    hooks: HooksSpec,
+    cancel_at_ms: Option<u64>,
+    #[serde(default)]
+    turns: Vec<TurnSpec>,
+    #[serde(default)]
+    expect: Value,
+}
+
+fn default_prompt() -> String {
+    "go".to_owned()
+}
+
+/// A loaded scenario, with every turn's delta events resolved.
+#[derive(Debug, Clone)]
+pub struct Scenario {
+    /// Name.
+    pub name: String,
+    /// Free text.
+    pub description: String,
+    /// First user message.
+    pub prompt: String,
+    /// Engine settings.
+    pub config: ConfigSpec,
+    /// Simulated tools.
+    pub tools: Vec<ToolSpec>,
+    /// Simulated hooks.
+    pub hooks: HooksSpec,
+    /// External cancellation time.
+    pub cancel_at_ms: Option<u64>,
+    /// One delta log per model request.
+    pub turns: Vec<Vec<TimedDelta>>,
+    /// The `expect` block (read by tests, ignored by replay).
+    pub expect: Value,
+}
+
+impl Scenario {
+    /// Loads a scenario file; delta logs are resolved relative to it.
+    pub fn load(path: impl AsRef<Path>) -> Result<Self, ScenarioError> {
+        let path = path.as_ref();
+        let text = std::fs::read_to_string(path).map_err(|err| ScenarioError::Read {
+            path: path.display().to_string(),
+            message: err.to_string(),
+        })?;
+        let base = path.parent().map(Path::to_path_buf).unwrap_or_default();
+        Self::parse(&text, &base).map_err(|err| match err {
+            ScenarioError::Json { message, .. } => ScenarioError::Json {
+                path: path.display().to_string(),
+                message,
+            },
+            other => other,
+        })
+    }
+
+    /// Parses scenario text; `base` is the folder delta-log paths are relative to.
+    pub fn parse(text: &str, base: &Path) -> Result<Self, ScenarioError> {
+        let value: Value = serde_json::from_str(text).map_err(|err| ScenarioError::Json {
+            path: "scenario".to_owned(),
+            message: err.to_string(),
+        })?;
+        if !value.is_object() {
+            return Err(ScenarioError::Invalid {
+                path: "the top level".to_owned(),
+                message: "a scenario must be a JSON object".to_owned(),
+            });
+        }
+        check_keys(&value, &SCENARIO, "")?;
+        let file: ScenarioFile = serde_json::from_value(value).map_err(|err| ScenarioError::Invalid {
+            path: "scenario".to_owned(),
+            message: err.to_string(),
+        })?;
+        let turns = file
+            .turns
+            .iter()
+            .enumerate()
+            .map(|(turn, spec)| resolve_turn(turn, spec, base))
+            .collect::<Result<Vec<_>, _>>()?;
+        for (i, tool) in file.tools.iter().enumerate() {
+            validate_behavior(&tool.behavior, &format!("tools[{i}].behavior"))?;
+            for (call, spec) in &tool.by_call {
+                validate_behavior(spec, &format!("tools[{i}].by_call.{call}"))?;
+            }
+        }
+        Ok(Scenario {
+            name: file.name,
+            description: file.description,
+            prompt: file.prompt,
+            config: file.config,
+            tools: file.tools,
+            hooks: file.hooks,
+            cancel_at_ms: file.cancel_at_ms,
+            turns,
+            expect: file.expect,
+        })
+    }
+}
+
+fn validate_behavior(spec: &BehaviorSpec, path: &str) -> Result<(), ScenarioError> {
+    let outcomes = [
+        spec.result.is_some(),
+        spec.error.is_some(),
+        spec.panic.is_some(),
+        spec.hang == Some(true),
+    ];
+    if outcomes.iter().filter(|named| **named).count() > 1 {
+        return Err(ScenarioError::Invalid {
+            path: path.to_owned(),
+            message: "name at most one of result, error, panic, hang".to_owned(),
+        });
+    }
+    Ok(())
+}
+
+fn resolve_turn(turn: usize, spec: &TurnSpec, base: &Path) -> Result<Vec<TimedDelta>, ScenarioError> {
+    let fail = |message: String| ScenarioError::Turn { turn, message };
+    match (&spec.log, &spec.events) {
+        (Some(log), None) => {
+            let path: PathBuf = base.join(log);
+            let file = std::fs::File::open(&path).map_err(|err| fail(format!("cannot read {}: {err}", path.display())))?;
+            read_delta_log(std::io::BufReader::new(file)).map_err(|err| fail(format!("{}: {err}", path.display())))
+        }
+        (None, Some(events)) => {
+            let mut previous = 0;
+            events
+                .iter()
+                .enumerate()
+                .map(|(i, event)| {
+                    let timed = parse_timed_delta(event.clone(), previous)
+                        .map_err(|message| fail(format!("events[{i}]: {message}")))?;
+                    previous = timed.at_ms;
+                    Ok(timed)
+                })
+                .collect()
+        }
+        _ => Err(fail("name exactly one of log, events".to_owned())),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(text: &str) -> Result<Scenario, ScenarioError> {
+        Scenario::parse(text, Path::new("."))
+    }
+
+    #[test]
+    fn unknown_keys_name_the_key_and_path() {
+        let cases = [
+            (r#"{"nmae": "x"}"#, "unknown key nmae at the top level"),
+            (r#"{"tools": [{"name": "t", "behavior": {"delay": 3}}]}"#, "unknown key delay at tools[0].behavior"),
+            (
+                r#"{"tools": [{"name": "t", "by_call": {"c1": {"reslt": {}}}}]}"#,
+                "unknown key reslt at tools[0].by_call.c1",
+            ),
+            (r#"{"config": {"parallel": true}}"#, "unknown key parallel at config"),
+            (r#"{"turns": [{"log": "a", "evnts": []}]}"#, "unknown key evnts at turns[0]"),
+        ];
+        for (text, message) in cases {
+            assert_eq!(parse(text).unwrap_err().to_string(), message);
+        }
+    }
+
+    #[test]
+    fn type_errors_and_bad_turns_are_errors_not_panics() {
+        assert!(parse(r#"{"tools": [{"name": 3}]}"#).is_err());
+        assert!(parse(r#"{"turns": [{}]}"#).unwrap_err().to_string().contains("exactly one"));
+        assert!(parse(r#"{"turns": [{"log": "does-not-exist.jsonl"}]}"#).unwrap_err().to_string().contains("cannot read"));
+        assert!(parse(r#"{"turns": [{"events": [{"type": "bogus"}]}]}"#).unwrap_err().to_string().contains("events[0]"));
+        assert!(parse("[]").is_err());
+        assert!(parse(r#"{"tools": [{"name": "t", "behavior": {"error": "a", "panic": "b"}}]}"#).is_err());
+    }
+
+    #[test]
+    fn by_call_overrides_merge_field_by_field() {
+        let scenario = parse(
+            r#"{"tools": [{"name": "t", "behavior": {"delay_ms": 300, "result": {"text": "found"}},
+                "by_call": {"c2": {"delay_ms": 100}, "c3": {"error": "no"}}}]}"#,
+        )
+        .unwrap();
+        let tool = &scenario.tools[0];
+        let c2 = tool.behavior.merged(&tool.by_call["c2"]);
+        assert_eq!(c2.delay_ms, 100);
+        assert_eq!(c2.outcome, Outcome::Result(ResultSpec { text: "found".into(), ..ResultSpec::default() }));
+        let c3 = tool.behavior.merged(&tool.by_call["c3"]);
+        assert_eq!((c3.delay_ms, c3.outcome), (300, Outcome::Error("no".into())));
+    }
+}

@@ -1,0 +1,168 @@
+//! Simulated tools and hooks, driven by a scenario's `behavior` and `hooks` blocks.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use async_trait::async_trait;
+use headstart::core::ContentBlock;
+use headstart::{
+    Arguments, Decision, ExecutionMode, HookError, ResultDraft, ResultOverride, Tool, ToolCall, ToolContext,
+    ToolError, ToolHook, ToolOutput,
+};
+use serde_json::Value;
+use tokio::time::Instant;
+
+use crate::scenario::{Behavior, HooksSpec, OnCancel, Outcome, ToolSpec};
+
+/// A tool that behaves as its scenario says.
+#[derive(Debug, Clone)]
+pub struct SimTool {
+    spec: ToolSpec,
+    touch_dir: Option<PathBuf>,
+}
+
+impl SimTool {
+    /// A simulated tool; `touch_dir` enables `touch` side effects.
+    pub fn new(spec: ToolSpec, touch_dir: Option<PathBuf>) -> Self {
+        SimTool { spec, touch_dir }
+    }
+
+    fn behavior(&self, call_id: &str) -> Behavior {
+        let overrides = self.spec.by_call.get(call_id).cloned().unwrap_or_default();
+        self.spec.behavior.merged(&overrides)
+    }
+}
+
+/// Sleeps until `deadline`, or returns `false` early when the call is cancelled and the tool honours it.
+/// The deadline is checked first, so a body due at the cancellation instant keeps its result.
+async fn wait_until(deadline: Instant, context: &ToolContext, on_cancel: OnCancel) -> bool {
+    if on_cancel == OnCancel::Ignore {
+        tokio::time::sleep_until(deadline).await;
+        return true;
+    }
+    tokio::select! {
+        biased;
+        () = tokio::time::sleep_until(deadline) => true,
+        () = context.cancel.cancelled() => false,
+    }
+}
+
+#[async_trait]
+impl Tool for SimTool {
+    fn name(&self) -> &str {
+        &self.spec.name
+    }
+
+    fn description(&self) -> &str {
+        &self.spec.description
+    }
+
+    fn parameters(&self) -> Value {
+        self.spec.parameters.clone()
+    }
+
+    fn is_async(&self) -> bool {
+        self.spec.is_async
+    }
+
+    fn execution_mode(&self) -> Option<ExecutionMode> {
+        self.spec.execution_mode
+    }
+
+    fn conflict_key(&self, arguments: &Arguments) -> Option<String> {
+        let key = self.spec.conflict_key.as_ref()?;
+        arguments.get(key).map(|value| match value {
+            Value::String(text) => text.clone(),
+            other => other.to_string(),
+        })
+    }
+
+    fn timeout(&self) -> Option<Duration> {
+        self.spec.timeout_ms.map(Duration::from_millis)
+    }
+
+    fn idempotent(&self) -> bool {
+        self.spec.idempotent
+    }
+
+    async fn execute(&self, _arguments: Arguments, context: ToolContext) -> Result<ToolOutput, ToolError> {
+        let start = Instant::now();
+        let behavior = self.behavior(&context.call_id);
+        if behavior.touch {
+            if let Some(dir) = &self.touch_dir {
+                std::fs::File::create(dir.join(&context.call_id))
+                    .map_err(|err| ToolError::new(format!("touch failed: {err}")))?;
+            }
+        }
+        let returns_at = match behavior.outcome {
+            Outcome::Hang => None,
+            _ => Some(behavior.delay_ms),
+        };
+        for update in &behavior.updates {
+            // An update due after the body returns is dropped.
+            if returns_at.is_some_and(|end| update.at_ms > end) {
+                break;
+            }
+            if !wait_until(start + Duration::from_millis(update.at_ms), &context, behavior.on_cancel).await {
+                return Err(ToolError::new("cancelled"));
+            }
+            context.updates.send(ToolOutput::text(update.text.clone()));
+        }
+        let Some(end) = returns_at else {
+            if behavior.on_cancel == OnCancel::Stop {
+                context.cancel.cancelled().await;
+                return Err(ToolError::new("cancelled"));
+            }
+            return std::future::pending().await;
+        };
+        if !wait_until(start + Duration::from_millis(end), &context, behavior.on_cancel).await {
+            return Err(ToolError::new("cancelled"));
+        }
+        match behavior.outcome {
+            Outcome::Result(result) => Ok(ToolOutput::text(result.text)
+                .with_details(result.details)
+                .with_terminate(result.terminate)),
+            Outcome::Error(message) => Err(ToolError::new(message)),
+            Outcome::Panic(message) => panic!("{message}"),
+            Outcome::Hang => unreachable!("handled above"),
+        }
+    }
+}
+
+/// The scenario's `hooks` block as a [`ToolHook`]: blocks by call id or tool name, overrides by call id (which
+/// wins) or tool name.
+#[derive(Debug, Clone)]
+pub struct SimHooks {
+    spec: HooksSpec,
+}
+
+impl SimHooks {
+    /// Hooks from a scenario.
+    pub fn new(spec: HooksSpec) -> Self {
+        SimHooks { spec }
+    }
+}
+
+#[async_trait]
+impl ToolHook for SimHooks {
+    async fn before_tool_call(&self, call: &ToolCall, _arguments: &Arguments) -> Result<Decision, HookError> {
+        let reason = self.spec.block.get(&call.id).or_else(|| self.spec.block.get(&call.name));
+        Ok(match reason {
+            Some(reason) if reason.is_empty() => Decision::Block(None),
+            Some(reason) => Decision::Block(Some(reason.clone())),
+            None => Decision::Continue,
+        })
+    }
+
+    async fn after_tool_call(&self, call: &ToolCall, _result: &ResultDraft) -> Result<ResultOverride, HookError> {
+        let Some(after) = self.spec.after.get(&call.id).or_else(|| self.spec.after.get(&call.name)) else {
+            return Ok(ResultOverride::default());
+        };
+        Ok(ResultOverride {
+            content: after.text.clone().map(|text| vec![ContentBlock::text(text)]),
+            details: after.details.clone(),
+            is_error: after.is_error,
+            terminate: after.terminate,
+        })
+    }
+}

@@ -1,0 +1,370 @@
+//! The embedded default store: one SQLite file in WAL mode (SPEC §7.1).
+//!
+//! # Design
+//!
+//! **One connection behind a mutex, operations on `spawn_blocking`.** A [`SqliteStore`] owns one
+//! [`rusqlite::Connection`] in an `Arc<std::sync::Mutex<_>>`; every trait method moves its (owned) arguments into a
+//! closure that runs on [`tokio::task::spawn_blocking`], locks the connection and performs the whole operation,
+//! so SQLite's blocking I/O and fsyncs never stall the async runtime. Clones share the connection, and operations
+//! are serialized by the mutex (SQLite serializes writers anyway).
+//!
+//! A dedicated database thread fed by a channel would work too, but it is deliberately *not* used: tokio's paused
+//! test clock (the virtual clock of `headstart replay`) does not auto-advance while a `spawn_blocking` task is
+//! running on a current-thread runtime, whereas work on a thread tokio does not know about looks like idleness,
+//! and virtual time would jump ahead while a commit is in flight. With `spawn_blocking`, a commit takes zero
+//! virtual time and replays stay deterministic (tested by `paused_clock_does_not_advance_during_a_commit`).
+//!
+//! Dropping an operation's future does not cancel it: the blocking closure still runs to completion, and its
+//! transaction commits or rolls back as a whole.
+//!
+//! **Transactions.** Every write method is exactly one `BEGIN IMMEDIATE` transaction (so it takes the write lock
+//! before reading what it validates, and cannot fail half-way with `SQLITE_BUSY` on lock upgrade); every read runs
+//! in one deferred transaction and sees one snapshot. The sequence number is `MAX(seq) + 1` inside the write
+//! transaction, which makes it gapless.
+//!
+//! **Durability.** `synchronous = FULL` ([`Durability::Full`]) syncs the WAL on each commit; `NORMAL`
+//! ([`Durability::Normal`]) leaves syncing to checkpoints, so a commit survives a crash of the process but not
+//! necessarily a power loss.
+//!
+//! **Schema.** All SQL is in `sql.rs`; the ordered migrations are `sql::MIGRATIONS` and the `schema_version` table
+//! records how many are applied. A database with a newer version is refused ([`StoreError::NewerSchema`]).
+//!
+//! **Errors.** SQLite failures are classified in one function (`errors::sqlite_error`); nothing from the database
+//! or the file system is unwrapped, and a poisoned mutex or a panicked operation becomes [`StoreError::Backend`].
+
+mod errors;
+mod ops;
+mod schema;
+mod sql;
+#[cfg(test)]
+mod tests;
+
+use std::fmt;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use async_trait::async_trait;
+use headstart_core::model::{AssistantMessage, Message, ToolResultMessage, UserMessage};
+use rusqlite::{Connection, OpenFlags};
+
+use self::errors::sqlite_error;
+use crate::types::{
+    AdmittedCall, Durability, RunEnd, SessionId, SessionInfo, StoredMessage, ToolRun, UnfinishedCall,
+};
+use crate::{StoreError, TranscriptStore};
+
+/// The label of an in-memory database in error messages.
+const MEMORY_LABEL: &str = ":memory:";
+
+/// Options for opening a [`SqliteStore`] with [`SqliteStore::open`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SqliteOptions {
+    /// Durability of each commit (default [`Durability::Full`]).
+    pub durability: Durability,
+    /// How long an operation waits for another connection's lock before failing with [`StoreError::Locked`]
+    /// (default 5 s).
+    pub busy_timeout: Duration,
+    /// Caps the database at this many pages (never below its current size), so writes beyond it fail with
+    /// [`StoreError::Full`]. A test hook that simulates a full disk; `None` (the default) means no cap.
+    pub max_page_count: Option<u64>,
+}
+
+impl Default for SqliteOptions {
+    fn default() -> Self {
+        SqliteOptions {
+            durability: Durability::default(),
+            busy_timeout: Duration::from_secs(5),
+            max_page_count: None,
+        }
+    }
+}
+
+/// The SQLite transcript store (SPEC §7): one database file in WAL mode, shared by cheap clones.
+///
+/// See the [module documentation](self) for the design. `SqliteStore` is `Clone + Send + Sync`; clones share one
+/// connection.
+#[derive(Clone)]
+pub struct SqliteStore {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    conn: Mutex<Connection>,
+    path: Option<PathBuf>,
+    durability: Durability,
+    read_only: bool,
+}
+
+impl fmt::Debug for SqliteStore {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("SqliteStore")
+            .field("path", &self.inner.path)
+            .field("durability", &self.inner.durability)
+            .field("read_only", &self.inner.read_only)
+            .finish_non_exhaustive()
+    }
+}
+
+impl SqliteStore {
+    /// Opens the store at `path` for reading and writing, creating the file (owner-only permissions on unix) and
+    /// the schema if they do not exist, and upgrading an older schema.
+    ///
+    /// Fails with [`StoreError::Corrupt`] when the file is not a database, [`StoreError::NewerSchema`] when a newer
+    /// headstart wrote it, [`StoreError::ReadOnly`] when it cannot be written (use
+    /// [`open_read_only`](Self::open_read_only) to inspect it), [`StoreError::Locked`] when another connection
+    /// holds its lock past the busy timeout, and [`StoreError::Open`] otherwise.
+    pub fn open(path: impl AsRef<Path>, options: SqliteOptions) -> Result<Self, StoreError> {
+        let path = path.as_ref();
+        let label = path.display().to_string();
+        let fail = |what: &'static str| {
+            let label = label.as_str();
+            move |err| sqlite_error(err, what, Some(label))
+        };
+        create_owner_only(path, &label)?;
+        let flags = OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_CREATE | OpenFlags::SQLITE_OPEN_NO_MUTEX;
+        let mut conn = Connection::open_with_flags(path, flags).map_err(fail("open the database"))?;
+        conn.busy_timeout(options.busy_timeout)
+            .map_err(fail("set the busy timeout"))?;
+        conn.query_row(sql::PROBE, [], |_| Ok(()))
+            .map_err(fail("read the database"))?;
+        if conn
+            .is_readonly(rusqlite::MAIN_DB)
+            .map_err(fail("check whether the database is writable"))?
+        {
+            return Err(StoreError::ReadOnly(format!(
+                "{label}: the file cannot be written (open it with SqliteStore::open_read_only to inspect it)"
+            )));
+        }
+        let mode: String = conn
+            .query_row(sql::SET_JOURNAL_MODE_WAL, [], |row| row.get(0))
+            .map_err(fail("switch to WAL journal mode"))?;
+        if !mode.eq_ignore_ascii_case("wal") {
+            return Err(StoreError::Open {
+                path: label,
+                message: format!("cannot switch to WAL journal mode (the journal mode stays {mode:?})"),
+            });
+        }
+        let synchronous = match options.durability {
+            Durability::Full => sql::SET_SYNCHRONOUS_FULL,
+            Durability::Normal => sql::SET_SYNCHRONOUS_NORMAL,
+        };
+        conn.execute_batch(synchronous)
+            .map_err(fail("set the durability"))?;
+        conn.execute_batch(sql::ENABLE_FOREIGN_KEYS)
+            .map_err(fail("enable foreign keys"))?;
+        schema::migrate(&mut conn, &label)?;
+        if let Some(pages) = options.max_page_count {
+            conn.query_row(&sql::set_max_page_count(pages), [], |_| Ok(()))
+                .map_err(fail("set the maximum page count"))?;
+        }
+        Ok(Self::from_connection(conn, Some(path.to_path_buf()), options.durability, false))
+    }
+
+    /// Opens an existing store for reading only (for inspection tools): never creates the file, never migrates,
+    /// and every write fails with [`StoreError::ReadOnly`]. The schema must be exactly the one this build reads.
+    pub fn open_read_only(path: impl AsRef<Path>) -> Result<Self, StoreError> {
+        let path = path.as_ref();
+        let label = path.display().to_string();
+        let fail = |what: &'static str| {
+            let label = label.as_str();
+            move |err| sqlite_error(err, what, Some(label))
+        };
+        match std::fs::metadata(path) {
+            Ok(meta) if meta.is_file() => {}
+            Ok(_) => {
+                return Err(StoreError::Open {
+                    path: label,
+                    message: "not a regular file".to_owned(),
+                })
+            }
+            Err(err) => {
+                return Err(StoreError::Open {
+                    path: label,
+                    message: err.to_string(),
+                })
+            }
+        }
+        let flags = OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX;
+        let conn = Connection::open_with_flags(path, flags).map_err(fail("open the database"))?;
+        conn.busy_timeout(SqliteOptions::default().busy_timeout)
+            .map_err(fail("set the busy timeout"))?;
+        conn.execute_batch(sql::ENABLE_QUERY_ONLY)
+            .map_err(fail("make the connection query-only"))?;
+        conn.query_row(sql::PROBE, [], |_| Ok(()))
+            .map_err(fail("read the database"))?;
+        schema::check_read_only(&conn, &label)?;
+        Ok(Self::from_connection(conn, Some(path.to_path_buf()), Durability::default(), true))
+    }
+
+    /// Opens a private, empty in-memory store (tests, one-off replays). Clones share it; it is gone when the last
+    /// clone is dropped.
+    pub fn open_in_memory() -> Result<Self, StoreError> {
+        let fail = |what: &'static str| move |err| sqlite_error(err, what, Some(MEMORY_LABEL));
+        let mut conn = Connection::open_in_memory().map_err(fail("open the database"))?;
+        conn.execute_batch(sql::ENABLE_FOREIGN_KEYS)
+            .map_err(fail("enable foreign keys"))?;
+        schema::migrate(&mut conn, MEMORY_LABEL)?;
+        Ok(Self::from_connection(conn, None, Durability::default(), false))
+    }
+
+    fn from_connection(conn: Connection, path: Option<PathBuf>, durability: Durability, read_only: bool) -> Self {
+        SqliteStore {
+            inner: Arc::new(Inner {
+                conn: Mutex::new(conn),
+                path,
+                durability,
+                read_only,
+            }),
+        }
+    }
+
+    /// The database file, or `None` for an in-memory store.
+    pub fn path(&self) -> Option<&Path> {
+        self.inner.path.as_deref()
+    }
+
+    /// The durability of commits (for in-memory and read-only stores, which never sync, the default).
+    pub fn durability(&self) -> Durability {
+        self.inner.durability
+    }
+
+    /// Refuses writes on a store opened with [`open_read_only`](Self::open_read_only), before touching SQLite.
+    fn writable(&self, what: &str) -> Result<(), StoreError> {
+        if self.inner.read_only {
+            let label = self
+                .inner
+                .path
+                .as_deref()
+                .map_or_else(|| MEMORY_LABEL.to_owned(), |path| path.display().to_string());
+            return Err(StoreError::ReadOnly(format!("{label}: cannot {what}: the store was opened read-only")));
+        }
+        Ok(())
+    }
+
+    /// Runs `op` on the connection on tokio's blocking pool (see the module documentation for why).
+    async fn run<T, F>(&self, op: F) -> Result<T, StoreError>
+    where
+        T: Send + 'static,
+        F: FnOnce(&mut Connection) -> Result<T, StoreError> + Send + 'static,
+    {
+        let inner = Arc::clone(&self.inner);
+        let task = tokio::task::spawn_blocking(move || {
+            let mut guard = inner.conn.lock().map_err(|_| {
+                StoreError::Backend(
+                    "the database connection is unusable: an earlier store operation panicked while holding it"
+                        .to_owned(),
+                )
+            })?;
+            op(&mut guard)
+        });
+        match task.await {
+            Ok(result) => result,
+            Err(err) if err.is_panic() => Err(StoreError::Backend("a store operation panicked".to_owned())),
+            Err(err) => Err(StoreError::Backend(format!("a store operation did not run: {err}"))),
+        }
+    }
+}
+
+/// Creates `path` with mode 0600 if it does not exist, so SQLite never creates it with the default (umask) mode.
+#[cfg(unix)]
+fn create_owner_only(path: &Path, label: &str) -> Result<(), StoreError> {
+    use std::os::unix::fs::OpenOptionsExt;
+    match std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(0o600)
+        .open(path)
+    {
+        Ok(_) => Ok(()),
+        Err(err) if err.kind() == std::io::ErrorKind::AlreadyExists => Ok(()),
+        Err(err) => Err(StoreError::Open {
+            path: label.to_owned(),
+            message: format!("cannot create the file: {err}"),
+        }),
+    }
+}
+
+/// On other platforms SQLite creates the file with the platform's default permissions.
+#[cfg(not(unix))]
+fn create_owner_only(_path: &Path, _label: &str) -> Result<(), StoreError> {
+    Ok(())
+}
+
+#[async_trait]
+impl TranscriptStore for SqliteStore {
+    async fn create_session(&self, at_us: i64) -> Result<SessionId, StoreError> {
+        self.writable("create a session")?;
+        let id = uuid::Uuid::now_v7().to_string();
+        let session = id.clone();
+        self.run(move |conn| ops::create_session(conn, &session, at_us))
+            .await?;
+        Ok(SessionId(id))
+    }
+
+    async fn sessions(&self) -> Result<Vec<SessionInfo>, StoreError> {
+        self.run(ops::sessions).await
+    }
+
+    async fn append_user(&self, session: &SessionId, message: &UserMessage, at_us: i64) -> Result<u64, StoreError> {
+        self.writable("append a user message")?;
+        let session = session.0.clone();
+        let message = Message::User(message.clone());
+        self.run(move |conn| ops::append_user(conn, &session, &message, at_us))
+            .await
+    }
+
+    async fn commit_fragment(
+        &self,
+        session: &SessionId,
+        request: u32,
+        fragment: &AssistantMessage,
+        admitted: &[AdmittedCall],
+        at_us: i64,
+    ) -> Result<u64, StoreError> {
+        self.writable("commit a fragment")?;
+        let session = session.0.clone();
+        let fragment = Message::Assistant(fragment.clone());
+        let admitted = admitted.to_vec();
+        self.run(move |conn| ops::commit_fragment(conn, &session, request, &fragment, &admitted, at_us))
+            .await
+    }
+
+    async fn mark_started(&self, session: &SessionId, call_id: &str, at_us: i64) -> Result<(), StoreError> {
+        self.writable("mark a call started")?;
+        let session = session.0.clone();
+        let call_id = call_id.to_owned();
+        self.run(move |conn| ops::mark_started(conn, &session, &call_id, at_us))
+            .await
+    }
+
+    async fn append_tool_result(
+        &self,
+        session: &SessionId,
+        result: &ToolResultMessage,
+        run: Option<RunEnd>,
+        at_us: i64,
+    ) -> Result<u64, StoreError> {
+        self.writable("append a tool result")?;
+        let session = session.0.clone();
+        let result = Message::ToolResult(result.clone());
+        self.run(move |conn| ops::append_tool_result(conn, &session, &result, run, at_us))
+            .await
+    }
+
+    async fn load_log(&self, session: &SessionId) -> Result<Vec<StoredMessage>, StoreError> {
+        let session = session.0.clone();
+        self.run(move |conn| ops::load_log(conn, &session)).await
+    }
+
+    async fn tool_runs(&self, session: &SessionId) -> Result<Vec<ToolRun>, StoreError> {
+        let session = session.0.clone();
+        self.run(move |conn| ops::tool_runs(conn, &session)).await
+    }
+
+    async fn unfinished_calls(&self, session: &SessionId) -> Result<Vec<UnfinishedCall>, StoreError> {
+        let session = session.0.clone();
+        self.run(move |conn| ops::unfinished_calls(conn, &session))
+            .await
+    }
+}

@@ -1,0 +1,175 @@
+//! Every SQL statement of the SQLite store, and the schema migrations.
+//!
+//! Nothing outside this module writes SQL text. Statements take positional parameters (`?1`, `?2`, …) documented
+//! next to each constant; state names are the stored names of [`RunState`](crate::RunState).
+
+// ---------------------------------------------------------------------------------------------------------------
+// Connection setup
+// ---------------------------------------------------------------------------------------------------------------
+
+/// Switches to write-ahead logging; returns the resulting mode (`wal`, or `memory` for in-memory databases).
+pub(super) const SET_JOURNAL_MODE_WAL: &str = "PRAGMA journal_mode = WAL";
+
+/// `Durability::Full`: the WAL is synced on every commit (survives power loss).
+pub(super) const SET_SYNCHRONOUS_FULL: &str = "PRAGMA synchronous = FULL";
+
+/// `Durability::Normal`: in WAL mode, a commit survives a crash of the process, not necessarily of the machine.
+pub(super) const SET_SYNCHRONOUS_NORMAL: &str = "PRAGMA synchronous = NORMAL";
+
+/// Enforces the schema's foreign keys (off by default in SQLite, per connection).
+pub(super) const ENABLE_FOREIGN_KEYS: &str = "PRAGMA foreign_keys = ON";
+
+/// Makes a connection refuse every write (read-only stores).
+pub(super) const ENABLE_QUERY_ONLY: &str = "PRAGMA query_only = ON";
+
+/// Reads something from the file so that a file that is not a database fails early.
+pub(super) const PROBE: &str = "SELECT COUNT(*) FROM sqlite_master";
+
+/// Caps the database at `pages` pages (a per-connection limit; returns the effective limit, which is never below
+/// the current size). The test hook behind `SqliteOptions::max_page_count`.
+pub(super) fn set_max_page_count(pages: u64) -> String {
+    format!("PRAGMA max_page_count = {}", pages.min(i64::MAX as u64))
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// Schema version and migrations
+// ---------------------------------------------------------------------------------------------------------------
+
+/// `1` when the `schema_version` table exists.
+pub(super) const SCHEMA_VERSION_TABLE_EXISTS: &str =
+    "SELECT EXISTS (SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'schema_version')";
+
+/// How many tables the database holds (besides SQLite's own): a database without `schema_version` must hold none
+/// before headstart will create its schema in it.
+pub(super) const COUNT_TABLES: &str =
+    "SELECT COUNT(*) FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite\\_%' ESCAPE '\\'";
+
+/// The bookkeeping table, created before the migrations run. One row; `version` = how many migrations are applied.
+pub(super) const CREATE_SCHEMA_VERSION: &str = "CREATE TABLE IF NOT EXISTS schema_version (
+    id      INTEGER PRIMARY KEY CHECK (id = 1),
+    version INTEGER NOT NULL
+)";
+
+/// The applied version (no row = 0).
+pub(super) const SELECT_SCHEMA_VERSION: &str = "SELECT version FROM schema_version WHERE id = 1";
+
+/// `?1` = the new version.
+pub(super) const SET_SCHEMA_VERSION: &str = "INSERT INTO schema_version (id, version) VALUES (1, ?1)
+    ON CONFLICT (id) DO UPDATE SET version = excluded.version";
+
+/// The migrations, in order: schema version N is the first N steps applied. Append only; never edit a step that
+/// has shipped.
+pub(super) const MIGRATIONS: &[&str] = &[
+    // 1: sessions, messages, tool runs.
+    "CREATE TABLE sessions (
+        ordinal       INTEGER PRIMARY KEY,              -- creation order, ties of created_at_us
+        id            TEXT NOT NULL UNIQUE,
+        created_at_us INTEGER NOT NULL
+    );
+    CREATE TABLE messages (
+        session_id TEXT NOT NULL REFERENCES sessions (id),
+        seq        INTEGER NOT NULL CHECK (seq >= 1),   -- per session, from 1, gapless
+        role       TEXT NOT NULL CHECK (role IN ('user', 'assistant', 'tool_result')),
+        request    INTEGER CHECK (request IS NULL OR (role = 'assistant' AND request >= 0)),
+        turn_id    TEXT CHECK (turn_id IS NULL OR role = 'assistant'),
+        at_us      INTEGER NOT NULL,
+        body       TEXT NOT NULL,                       -- serde_json of headstart_core::model::Message
+        PRIMARY KEY (session_id, seq)
+    );
+    CREATE TABLE tool_runs (
+        session_id     TEXT NOT NULL REFERENCES sessions (id),
+        call_id        TEXT NOT NULL,
+        admission      INTEGER NOT NULL CHECK (admission >= 1),   -- per session admission order, from 1
+        tool_name      TEXT NOT NULL,
+        request        INTEGER NOT NULL CHECK (request >= 0),
+        fragment_seq   INTEGER NOT NULL,
+        state          TEXT NOT NULL
+                       CHECK (state IN ('admitted', 'started', 'finished', 'cancelled', 'skipped')),
+        outcome        TEXT,
+        admitted_at_us INTEGER NOT NULL,
+        started_at_us  INTEGER,
+        ended_at_us    INTEGER,
+        result_seq     INTEGER,
+        PRIMARY KEY (session_id, call_id),
+        UNIQUE (session_id, admission),
+        FOREIGN KEY (session_id, fragment_seq) REFERENCES messages (session_id, seq),
+        FOREIGN KEY (session_id, result_seq) REFERENCES messages (session_id, seq)
+    );",
+];
+
+// ---------------------------------------------------------------------------------------------------------------
+// Sessions
+// ---------------------------------------------------------------------------------------------------------------
+
+/// `?1` = session id → `1` when it exists.
+pub(super) const SESSION_EXISTS: &str = "SELECT EXISTS (SELECT 1 FROM sessions WHERE id = ?1)";
+
+/// `?1` = id, `?2` = created_at_us.
+pub(super) const INSERT_SESSION: &str = "INSERT INTO sessions (id, created_at_us) VALUES (?1, ?2)";
+
+/// Columns: id, created_at_us, message count. Oldest first (creation time, then creation order).
+pub(super) const LIST_SESSIONS: &str = "SELECT s.id, s.created_at_us,
+        (SELECT COUNT(*) FROM messages AS m WHERE m.session_id = s.id)
+    FROM sessions AS s
+    ORDER BY s.created_at_us, s.ordinal";
+
+// ---------------------------------------------------------------------------------------------------------------
+// Messages
+// ---------------------------------------------------------------------------------------------------------------
+
+/// `?1` = session id → the next sequence number (only meaningful inside a write transaction).
+pub(super) const NEXT_SEQ: &str = "SELECT COALESCE(MAX(seq), 0) + 1 FROM messages WHERE session_id = ?1";
+
+/// `?1` session id, `?2` seq, `?3` role, `?4` request, `?5` turn_id, `?6` at_us, `?7` body.
+pub(super) const INSERT_MESSAGE: &str = "INSERT INTO messages (session_id, seq, role, request, turn_id, at_us, body)
+    VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)";
+
+/// `?1` = session id. Columns: seq, role, request, at_us, body; in write order.
+pub(super) const LOAD_LOG: &str = "SELECT seq, role, request, at_us, body FROM messages
+    WHERE session_id = ?1
+    ORDER BY seq";
+
+// ---------------------------------------------------------------------------------------------------------------
+// Tool runs
+// ---------------------------------------------------------------------------------------------------------------
+
+/// `?1` session id, `?2` call id. Columns: state, result_seq.
+pub(super) const RUN_STATE: &str = "SELECT state, result_seq FROM tool_runs WHERE session_id = ?1 AND call_id = ?2";
+
+/// `?1` = session id → the next admission number (only meaningful inside a write transaction).
+pub(super) const NEXT_ADMISSION: &str =
+    "SELECT COALESCE(MAX(admission), 0) + 1 FROM tool_runs WHERE session_id = ?1";
+
+/// `?1` session id, `?2` call id, `?3` admission, `?4` tool name, `?5` request, `?6` fragment seq,
+/// `?7` admitted_at_us.
+pub(super) const INSERT_ADMITTED_RUN: &str = "INSERT INTO tool_runs
+        (session_id, call_id, admission, tool_name, request, fragment_seq, state, admitted_at_us)
+    VALUES (?1, ?2, ?3, ?4, ?5, ?6, 'admitted', ?7)";
+
+/// `?1` session id, `?2` call id, `?3` started_at_us. Only moves `admitted → started`.
+pub(super) const MARK_STARTED: &str = "UPDATE tool_runs SET state = 'started', started_at_us = ?3
+    WHERE session_id = ?1 AND call_id = ?2 AND state = 'admitted'";
+
+/// `?1` session id, `?2` call id, `?3` state, `?4` outcome, `?5` ended_at_us, `?6` result seq,
+/// `?7` started_at_us (kept if one is already stored). Only ends a run that has not ended.
+pub(super) const END_RUN: &str = "UPDATE tool_runs
+    SET state = ?3, outcome = ?4, ended_at_us = ?5, result_seq = ?6,
+        started_at_us = COALESCE(started_at_us, ?7)
+    WHERE session_id = ?1 AND call_id = ?2 AND state IN ('admitted', 'started') AND result_seq IS NULL";
+
+/// `?1` = session id. The run columns read by `RawRun` (call_id, tool_name, request, fragment_seq, state,
+/// outcome, admitted_at_us, started_at_us, ended_at_us, result_seq), in admission order.
+pub(super) const TOOL_RUNS: &str = "SELECT call_id, tool_name, request, fragment_seq, state, outcome,
+        admitted_at_us, started_at_us, ended_at_us, result_seq
+    FROM tool_runs
+    WHERE session_id = ?1
+    ORDER BY admission";
+
+/// `?1` = session id. The run columns of [`TOOL_RUNS`] followed by the owning fragment's body (NULL if missing),
+/// for runs that are admitted or started and have no result, in admission order.
+pub(super) const UNFINISHED_RUNS: &str = "SELECT r.call_id, r.tool_name, r.request, r.fragment_seq, r.state,
+        r.outcome, r.admitted_at_us, r.started_at_us, r.ended_at_us, r.result_seq, m.body
+    FROM tool_runs AS r
+    LEFT JOIN messages AS m ON m.session_id = r.session_id AND m.seq = r.fragment_seq
+    WHERE r.session_id = ?1 AND r.state IN ('admitted', 'started') AND r.result_seq IS NULL
+    ORDER BY r.admission";

@@ -1,0 +1,656 @@
+//! Tests of the SQLite store. The child-process durability test is in `tests/kill_after_commit.rs`.
+
+use std::path::Path;
+use std::time::Duration;
+
+use headstart_core::model::{
+    AssistantMessage, ContentBlock, Message, StopReason, ToolArguments, ToolCall, ToolResultMessage, Usage,
+    UserMessage,
+};
+use rusqlite::ffi;
+use serde_json::Value;
+
+use super::errors::sqlite_error;
+use super::schema::LATEST_VERSION;
+use super::*;
+use crate::types::{RunOutcome, RunState};
+
+fn call(id: &str, name: &str) -> ToolCall {
+    ToolCall {
+        id: id.to_owned(),
+        name: name.to_owned(),
+        arguments: ToolArguments::parse(&format!(r#"{{"q": "{id}"}}"#)),
+    }
+}
+
+fn fragment(turn_id: &str, stop_reason: StopReason, text: &str, calls: &[ToolCall], usage: Usage) -> AssistantMessage {
+    let mut content = vec![ContentBlock::text(text)];
+    content.extend(calls.iter().cloned().map(ContentBlock::ToolCall));
+    AssistantMessage {
+        turn_id: turn_id.to_owned(),
+        stop_reason,
+        content,
+        usage,
+        model: None,
+        error_message: None,
+    }
+}
+
+fn prefix(turn_id: &str, text: &str, calls: &[ToolCall]) -> AssistantMessage {
+    fragment(turn_id, StopReason::ToolUse, text, calls, Usage::default())
+}
+
+fn admit(calls: &[&ToolCall]) -> Vec<AdmittedCall> {
+    calls
+        .iter()
+        .map(|call| AdmittedCall {
+            call_id: call.id.clone(),
+            tool_name: call.name.clone(),
+        })
+        .collect()
+}
+
+fn result(call: &ToolCall, text: &str) -> ToolResultMessage {
+    ToolResultMessage {
+        tool_call_id: call.id.clone(),
+        tool_name: call.name.clone(),
+        content: vec![ContentBlock::text(text)],
+        details: Value::Null,
+        is_error: false,
+        terminate: false,
+    }
+}
+
+fn finished(started_at_us: Option<i64>) -> Option<RunEnd> {
+    Some(RunEnd {
+        state: RunState::Finished,
+        outcome: RunOutcome::Finished,
+        started_at_us,
+    })
+}
+
+fn db_path(dir: &tempfile::TempDir) -> std::path::PathBuf {
+    dir.path().join("transcript.db")
+}
+
+/// A store with one session holding a user prompt; returns both.
+async fn store_with_session(store: &SqliteStore) -> SessionId {
+    let session = store.create_session(1).await.expect("create session");
+    store
+        .append_user(&session, &UserMessage::new("go"), 2)
+        .await
+        .expect("append user");
+    session
+}
+
+/// Fills the session's log up to a committed fragment with call `c1` admitted.
+async fn commit_one(store: &SqliteStore, session: &SessionId, id: &str) -> Result<u64, StoreError> {
+    let c = call(id, "lookup");
+    store
+        .commit_fragment(session, 0, &prefix("turn-x", "t", std::slice::from_ref(&c)), &admit(&[&c]), 10)
+        .await
+}
+
+fn with_conn<T>(store: &SqliteStore, f: impl FnOnce(&Connection) -> T) -> T {
+    let guard = store.inner.conn.lock().expect("test: connection mutex");
+    f(&guard)
+}
+
+#[test]
+fn store_is_cheap_to_clone_and_shareable_across_threads() {
+    fn assert_traits<T: Clone + Send + Sync + 'static>() {}
+    assert_traits::<SqliteStore>();
+    let store = SqliteStore::open_in_memory().expect("open");
+    let clone = store.clone();
+    assert!(Arc::ptr_eq(&store.inner, &clone.inner), "clones must share one connection");
+    assert_eq!(store.path(), None);
+}
+
+#[tokio::test]
+async fn round_trip_keeps_write_order_runs_and_unfinished_calls() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let store = SqliteStore::open(db_path(&dir), SqliteOptions::default()).expect("open");
+    let session = store.create_session(100).await.expect("create session");
+    assert_eq!(store.append_user(&session, &UserMessage::new("find it"), 110).await, Ok(1));
+
+    // Request 0: two fragments of one response; a and b admitted early with the first, c with the second.
+    let (a, b, c, d) = (call("a", "lookup"), call("b", "lookup"), call("c", "fetch"), call("d", "fetch"));
+    let first = prefix("turn-0", "let me check", &[a.clone(), b.clone()]);
+    assert_eq!(store.commit_fragment(&session, 0, &first, &admit(&[&b, &a]), 200).await, Ok(2));
+    store.mark_started(&session, "b", 210).await.expect("mark b");
+    store.mark_started(&session, "a", 220).await.expect("mark a");
+    assert_eq!(store.append_tool_result(&session, &result(&a, "A"), finished(None), 300).await, Ok(3));
+    let usage = Usage {
+        input: 10,
+        output: 50,
+        ..Usage::default()
+    };
+    let last = fragment("turn-0", StopReason::ToolUse, "and more", &[c.clone(), d.clone()], usage);
+    assert_eq!(store.commit_fragment(&session, 0, &last, &admit(&[&c]), 400).await, Ok(4));
+    // d was not admitted ("not executed"): a result without a run.
+    let d_result = ToolResultMessage::error(&d, "not executed");
+    assert_eq!(store.append_tool_result(&session, &d_result, None, 410).await, Ok(5));
+    // A late mark_started never moves a run backwards, and does not overwrite the start time.
+    store.mark_started(&session, "a", 999).await.expect("late mark");
+    store.mark_started(&session, "b", 998).await.expect("second mark");
+
+    let log = store.load_log(&session).await.expect("load log");
+    let seqs: Vec<u64> = log.iter().map(|m| m.seq).collect();
+    assert_eq!(seqs, vec![1, 2, 3, 4, 5], "gapless from 1, in write order");
+    let roles: Vec<&str> = log.iter().map(|m| m.message.role()).collect();
+    assert_eq!(roles, vec!["user", "assistant", "tool_result", "assistant", "tool_result"]);
+    assert_eq!(log.iter().map(|m| m.at_us).collect::<Vec<_>>(), vec![110, 200, 300, 400, 410]);
+    assert_eq!(log.iter().map(|m| m.request).collect::<Vec<_>>(), vec![None, Some(0), None, Some(0), None]);
+    assert_eq!(log[1].message, Message::Assistant(first.clone()));
+    assert_eq!(log[3].message, Message::Assistant(last.clone()));
+    assert_eq!(log[4].message, Message::ToolResult(d_result.clone()));
+
+    let runs = store.tool_runs(&session).await.expect("tool runs");
+    let ids: Vec<&str> = runs.iter().map(|r| r.call_id.as_str()).collect();
+    assert_eq!(ids, vec!["b", "a", "c"], "admission order");
+    let b_run = &runs[0];
+    assert_eq!(
+        (b_run.state, b_run.outcome, b_run.started_at_us, b_run.ended_at_us, b_run.result_seq),
+        (RunState::Started, None, Some(210), None, None)
+    );
+    assert_eq!((b_run.request, b_run.fragment_seq, b_run.admitted_at_us), (0, 2, 200));
+    let a_run = &runs[1];
+    assert_eq!(
+        (a_run.state, a_run.outcome, a_run.started_at_us, a_run.ended_at_us, a_run.result_seq),
+        (RunState::Finished, Some(RunOutcome::Finished), Some(220), Some(300), Some(3))
+    );
+    let c_run = &runs[2];
+    assert_eq!(
+        (c_run.state, c_run.tool_name.as_str(), c_run.fragment_seq, c_run.started_at_us),
+        (RunState::Admitted, "fetch", 4, None)
+    );
+
+    let unfinished = store.unfinished_calls(&session).await.expect("unfinished");
+    let unfinished_ids: Vec<&str> = unfinished.iter().map(|u| u.call.id.as_str()).collect();
+    assert_eq!(unfinished_ids, vec!["b", "c"]);
+    assert_eq!(unfinished[0].call, b);
+    assert_eq!(unfinished[0].run, runs[0]);
+    assert_eq!(unfinished[1].call, c);
+
+    // The canonical context merges the two fragments into one message, followed by the results in call order.
+    let context = store.model_context(&session).await.expect("model context");
+    assert_eq!(context.len(), 4, "{context:#?}");
+    let Message::Assistant(merged) = &context[1] else {
+        panic!("expected the merged response, got {:?}", context[1]);
+    };
+    assert_eq!(merged.content.len(), first.content.len() + last.content.len());
+    assert_eq!(merged.usage, usage);
+    assert!(matches!(&context[2], Message::ToolResult(r) if r.tool_call_id == "a"));
+    assert!(matches!(&context[3], Message::ToolResult(r) if r.tool_call_id == "d"));
+
+    let sessions = store.sessions().await.expect("sessions");
+    assert_eq!(sessions.len(), 1);
+    assert_eq!((sessions[0].created_at_us, sessions[0].messages), (100, 5));
+}
+
+#[tokio::test]
+async fn result_carries_a_start_time_that_mark_started_never_wrote() {
+    let store = SqliteStore::open_in_memory().expect("open");
+    let session = store_with_session(&store).await;
+    let (a, b) = (call("a", "lookup"), call("b", "lookup"));
+    store
+        .commit_fragment(&session, 0, &prefix("t", "x", &[a.clone(), b.clone()]), &admit(&[&a, &b]), 10)
+        .await
+        .expect("commit");
+    store.mark_started(&session, "b", 20).await.expect("mark b");
+    store
+        .append_tool_result(&session, &result(&a, "A"), finished(Some(15)), 30)
+        .await
+        .expect("a");
+    store
+        .append_tool_result(&session, &result(&b, "B"), finished(Some(25)), 40)
+        .await
+        .expect("b");
+    let runs = store.tool_runs(&session).await.expect("runs");
+    assert_eq!(runs[0].started_at_us, Some(15), "the result's start time fills the gap");
+    assert_eq!(runs[1].started_at_us, Some(20), "an existing start time is kept");
+    assert!(store.unfinished_calls(&session).await.expect("unfinished").is_empty());
+}
+
+#[tokio::test]
+async fn duplicate_admission_is_a_conflict_and_stores_nothing() {
+    let store = SqliteStore::open_in_memory().expect("open");
+    let session = store_with_session(&store).await;
+    assert_eq!(commit_one(&store, &session, "c1").await, Ok(2));
+    let before = store.load_log(&session).await.expect("log").len();
+
+    // The same call id again, in a later fragment.
+    let dup = call("c1", "lookup");
+    let other = call("c2", "lookup");
+    let second = prefix("turn-x", "again", &[other.clone(), dup.clone()]);
+    let err = store
+        .commit_fragment(&session, 0, &second, &admit(&[&other, &dup]), 20)
+        .await
+        .expect_err("duplicate call id");
+    assert!(matches!(&err, StoreError::Conflict(m) if m.contains("c1")), "{err:?}");
+    // Twice within one commit.
+    let err = store
+        .commit_fragment(&session, 0, &second, &admit(&[&other, &other]), 20)
+        .await
+        .expect_err("call admitted twice");
+    assert!(matches!(err, StoreError::Conflict(_)), "{err:?}");
+    // A call that is not in the fragment.
+    let stranger = call("zz", "lookup");
+    let err = store
+        .commit_fragment(&session, 0, &second, &admit(&[&stranger]), 20)
+        .await
+        .expect_err("call not in fragment");
+    assert!(matches!(err, StoreError::Conflict(_)), "{err:?}");
+
+    assert_eq!(store.load_log(&session).await.expect("log").len(), before, "no fragment was stored");
+    let runs = store.tool_runs(&session).await.expect("runs");
+    assert_eq!(runs.iter().map(|r| r.call_id.as_str()).collect::<Vec<_>>(), vec!["c1"], "no run was stored");
+    // The sequence stays gapless after the failed commits.
+    assert_eq!(store.append_user(&session, &UserMessage::new("next"), 30).await, Ok(3));
+}
+
+#[tokio::test]
+async fn results_for_missing_or_ended_runs_are_conflicts_and_store_nothing() {
+    let store = SqliteStore::open_in_memory().expect("open");
+    let session = store_with_session(&store).await;
+    commit_one(&store, &session, "c1").await.expect("commit");
+    let c1 = call("c1", "lookup");
+    let ghost = call("ghost", "lookup");
+
+    let err = store
+        .append_tool_result(&session, &result(&ghost, "?"), finished(None), 20)
+        .await
+        .expect_err("no run");
+    assert!(matches!(&err, StoreError::Conflict(m) if m.contains("ghost")), "{err:?}");
+    let err = store
+        .append_tool_result(&session, &result(&c1, "?"), None, 20)
+        .await
+        .expect_err("an admitted call's result must end its run");
+    assert!(matches!(err, StoreError::Conflict(_)), "{err:?}");
+    let not_an_end = Some(RunEnd {
+        state: RunState::Started,
+        outcome: RunOutcome::Finished,
+        started_at_us: None,
+    });
+    let err = store
+        .append_tool_result(&session, &result(&c1, "?"), not_an_end, 20)
+        .await
+        .expect_err("started is not an end state");
+    assert!(matches!(err, StoreError::Conflict(_)), "{err:?}");
+
+    assert_eq!(store.append_tool_result(&session, &result(&c1, "ok"), finished(None), 30).await, Ok(3));
+    let err = store
+        .append_tool_result(&session, &result(&c1, "again"), finished(None), 40)
+        .await
+        .expect_err("already ended");
+    assert!(matches!(&err, StoreError::Conflict(m) if m.contains("already ended")), "{err:?}");
+
+    let log = store.load_log(&session).await.expect("log");
+    assert_eq!(log.len(), 3, "only the valid result was stored");
+    let runs = store.tool_runs(&session).await.expect("runs");
+    assert_eq!((runs[0].ended_at_us, runs[0].result_seq), (Some(30), Some(3)));
+}
+
+#[tokio::test]
+async fn unknown_session_is_no_session() {
+    let store = SqliteStore::open_in_memory().expect("open");
+    let ghost = SessionId::from("no-such-session");
+    let c = call("c", "lookup");
+    let is_no_session = |r: Result<(), StoreError>| matches!(r, Err(StoreError::NoSession(id)) if id == "no-such-session");
+    assert!(is_no_session(store.append_user(&ghost, &UserMessage::new("x"), 1).await.map(drop)));
+    assert!(is_no_session(
+        store
+            .commit_fragment(&ghost, 0, &prefix("t", "x", std::slice::from_ref(&c)), &admit(&[&c]), 1)
+            .await
+            .map(drop)
+    ));
+    assert!(is_no_session(store.mark_started(&ghost, "c", 1).await));
+    assert!(is_no_session(store.append_tool_result(&ghost, &result(&c, "r"), None, 1).await.map(drop)));
+    assert!(is_no_session(store.load_log(&ghost).await.map(drop)));
+    assert!(is_no_session(store.tool_runs(&ghost).await.map(drop)));
+    assert!(is_no_session(store.unfinished_calls(&ghost).await.map(drop)));
+    assert!(is_no_session(store.model_context(&ghost).await.map(drop)));
+}
+
+#[tokio::test]
+async fn sessions_are_uuidv7_listed_oldest_first_with_message_counts() {
+    let store = SqliteStore::open_in_memory().expect("open");
+    let late = store.create_session(300).await.expect("late");
+    let early = store.create_session(100).await.expect("early");
+    let tie = store.create_session(300).await.expect("tie");
+    store.append_user(&early, &UserMessage::new("a"), 101).await.expect("a");
+    store.append_user(&early, &UserMessage::new("b"), 102).await.expect("b");
+    for id in [&late, &early, &tie] {
+        let uuid = uuid::Uuid::parse_str(&id.0).expect("a UUID");
+        assert_eq!(uuid.get_version_num(), 7, "{id}");
+    }
+    let listed = store.sessions().await.expect("sessions");
+    let order: Vec<&SessionId> = listed.iter().map(|s| &s.id).collect();
+    assert_eq!(order, vec![&early, &late, &tie], "by creation time, ties in creation order");
+    assert_eq!(listed.iter().map(|s| s.messages).collect::<Vec<_>>(), vec![2, 0, 0]);
+    // Sequence numbers are per session.
+    assert_eq!(store.append_user(&late, &UserMessage::new("c"), 301).await, Ok(1));
+}
+
+#[tokio::test]
+async fn reopening_keeps_the_data_and_the_schema_version() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = db_path(&dir);
+    let session = {
+        let store = SqliteStore::open(&path, SqliteOptions::default()).expect("open");
+        let session = store_with_session(&store).await;
+        commit_one(&store, &session, "c1").await.expect("commit");
+        session
+    };
+    let store = SqliteStore::open(
+        &path,
+        SqliteOptions {
+            durability: Durability::Normal,
+            ..SqliteOptions::default()
+        },
+    )
+    .expect("reopen");
+    assert_eq!(store.durability(), Durability::Normal);
+    assert_eq!(store.path(), Some(path.as_path()));
+    assert_eq!(store.load_log(&session).await.expect("log").len(), 2);
+    assert_eq!(store.unfinished_calls(&session).await.expect("unfinished").len(), 1);
+    let version: i64 = with_conn(&store, |conn| conn.query_row(sql::SELECT_SCHEMA_VERSION, [], |r| r.get(0)))
+        .expect("schema version");
+    assert_eq!(version, LATEST_VERSION);
+    assert_eq!(LATEST_VERSION, sql::MIGRATIONS.len() as i64);
+}
+
+#[tokio::test]
+async fn connections_use_wal_the_configured_sync_and_foreign_keys() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    for (durability, synchronous) in [(Durability::Full, 2), (Durability::Normal, 1)] {
+        let path = dir.path().join(format!("{durability:?}.db"));
+        let options = SqliteOptions {
+            durability,
+            busy_timeout: Duration::from_millis(1234),
+            max_page_count: None,
+        };
+        let store = SqliteStore::open(&path, options).expect("open");
+        let (mode, sync, fks, timeout) = with_conn(&store, |conn| {
+            let mode: String = conn.query_row("PRAGMA journal_mode", [], |r| r.get(0)).expect("journal_mode");
+            let sync: i64 = conn.query_row("PRAGMA synchronous", [], |r| r.get(0)).expect("synchronous");
+            let fks: i64 = conn.query_row("PRAGMA foreign_keys", [], |r| r.get(0)).expect("foreign_keys");
+            let timeout: i64 = conn.query_row("PRAGMA busy_timeout", [], |r| r.get(0)).expect("busy_timeout");
+            (mode, sync, fks, timeout)
+        });
+        assert_eq!((mode.as_str(), sync, fks, timeout), ("wal", synchronous, 1, 1234), "{durability:?}");
+        assert_eq!(store.durability(), durability);
+    }
+}
+
+#[cfg(unix)]
+#[tokio::test]
+async fn a_new_file_is_owner_only() {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = db_path(&dir);
+    let store = SqliteStore::open(&path, SqliteOptions::default()).expect("open");
+    let session = store_with_session(&store).await;
+    commit_one(&store, &session, "c1").await.expect("commit");
+    let mode = |p: &Path| std::fs::metadata(p).map(|m| m.permissions().mode() & 0o777);
+    assert_eq!(mode(&path).expect("db metadata"), 0o600);
+    // SQLite gives its WAL and shared-memory files the database file's permissions.
+    for suffix in ["-wal", "-shm"] {
+        let side = dir.path().join(format!("transcript.db{suffix}"));
+        if let Ok(m) = mode(&side) {
+            assert_eq!(m, 0o600, "{}", side.display());
+        }
+    }
+}
+
+#[tokio::test]
+async fn open_read_only_never_creates_a_file() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = db_path(&dir);
+    let err = SqliteStore::open_read_only(&path).expect_err("missing file");
+    assert!(matches!(&err, StoreError::Open { path: p, .. } if p.contains("transcript.db")), "{err:?}");
+    assert!(!path.exists(), "open_read_only created the file");
+}
+
+#[tokio::test]
+async fn a_read_only_store_reads_and_refuses_every_write() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = db_path(&dir);
+    let session = {
+        let store = SqliteStore::open(&path, SqliteOptions::default()).expect("open");
+        let session = store_with_session(&store).await;
+        commit_one(&store, &session, "c1").await.expect("commit");
+        session
+    };
+    let store = SqliteStore::open_read_only(&path).expect("open read-only");
+    assert_eq!(store.load_log(&session).await.expect("log").len(), 2);
+    assert_eq!(store.sessions().await.expect("sessions").len(), 1);
+    let c1 = call("c1", "lookup");
+    assert!(matches!(store.create_session(1).await, Err(StoreError::ReadOnly(_))));
+    assert!(matches!(
+        store.append_user(&session, &UserMessage::new("x"), 1).await,
+        Err(StoreError::ReadOnly(_))
+    ));
+    assert!(matches!(commit_one(&store, &session, "c2").await, Err(StoreError::ReadOnly(_))));
+    assert!(matches!(store.mark_started(&session, "c1", 1).await, Err(StoreError::ReadOnly(_))));
+    assert!(matches!(
+        store.append_tool_result(&session, &result(&c1, "r"), finished(None), 1).await,
+        Err(StoreError::ReadOnly(_))
+    ));
+    // The connection itself refuses writes too (SQLite's SQLITE_READONLY, mapped): this holds even for root.
+    let raw = with_conn(&store, |conn| conn.execute(sql::INSERT_SESSION, rusqlite::params!["x", 1]));
+    let err = sqlite_error(raw.expect_err("a read-only connection wrote"), "insert", None);
+    assert!(matches!(err, StoreError::ReadOnly(_)), "{err:?}");
+    assert_eq!(store.load_log(&session).await.expect("log").len(), 2);
+}
+
+#[tokio::test]
+async fn a_write_on_a_read_only_connection_is_read_only() {
+    // SQLITE_READONLY through the whole write path (the connection refuses writes, as a read-only file would).
+    let store = SqliteStore::open_in_memory().expect("open");
+    let session = store_with_session(&store).await;
+    with_conn(&store, |conn| conn.execute_batch(sql::ENABLE_QUERY_ONLY)).expect("query_only");
+    let err = commit_one(&store, &session, "c1").await.expect_err("write on a query-only connection");
+    assert!(matches!(&err, StoreError::ReadOnly(m) if m.contains("commit a fragment")), "{err:?}");
+    assert_eq!(store.load_log(&session).await.expect("log").len(), 1);
+}
+
+#[cfg(unix)]
+#[tokio::test]
+async fn a_read_only_file_cannot_be_opened_for_writing() {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = db_path(&dir);
+    {
+        let store = SqliteStore::open(&path, SqliteOptions::default()).expect("open");
+        store_with_session(&store).await;
+    }
+    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o400)).expect("chmod 0400");
+    // Root (as in CI containers) bypasses file permissions, so the file is only read-only for other users.
+    let privileged = std::fs::OpenOptions::new().write(true).open(&path).is_ok();
+    let opened = SqliteStore::open(&path, SqliteOptions::default());
+    if privileged {
+        eprintln!("running with privileges that bypass file permissions: a 0400 file stays writable");
+        let store = opened.expect("a privileged user opens a 0400 file for writing");
+        store.create_session(5).await.expect("and writes it");
+    } else {
+        let err = opened.expect_err("a 0400 file opened for writing");
+        assert!(matches!(err, StoreError::ReadOnly(_)), "{err:?}");
+    }
+    // Either way it can be inspected.
+    let store = SqliteStore::open_read_only(&path).expect("open read-only");
+    assert!(!store.sessions().await.expect("sessions").is_empty());
+}
+
+#[tokio::test]
+async fn a_file_that_is_not_a_database_is_corrupt() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = db_path(&dir);
+    let garbage: Vec<u8> = (0..8192u32).map(|i| (i.wrapping_mul(2_654_435_761) >> 13) as u8).collect();
+    std::fs::write(&path, &garbage).expect("write garbage");
+    let err = SqliteStore::open(&path, SqliteOptions::default()).expect_err("garbage opened");
+    assert!(matches!(&err, StoreError::Corrupt(m) if m.contains("transcript.db")), "{err:?}");
+    let err = SqliteStore::open_read_only(&path).expect_err("garbage opened read-only");
+    assert!(matches!(err, StoreError::Corrupt(_)), "{err:?}");
+    assert_eq!(std::fs::read(&path).expect("read back"), garbage, "the file was modified");
+}
+
+#[tokio::test]
+async fn a_newer_schema_is_refused() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = db_path(&dir);
+    {
+        let store = SqliteStore::open(&path, SqliteOptions::default()).expect("open");
+        with_conn(&store, |conn| conn.execute(sql::SET_SCHEMA_VERSION, [LATEST_VERSION + 7])).expect("bump");
+    }
+    let expected = StoreError::NewerSchema {
+        found: LATEST_VERSION + 7,
+        supported: LATEST_VERSION,
+    };
+    assert_eq!(SqliteStore::open(&path, SqliteOptions::default()).map(drop), Err(expected.clone()));
+    assert_eq!(SqliteStore::open_read_only(&path).map(drop), Err(expected));
+}
+
+#[tokio::test]
+async fn a_foreign_database_is_not_taken_over() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = db_path(&dir);
+    {
+        let conn = Connection::open(&path).expect("raw open");
+        conn.execute_batch("CREATE TABLE notes (body TEXT)").expect("foreign table");
+    }
+    let err = SqliteStore::open(&path, SqliteOptions::default()).expect_err("foreign database opened");
+    assert!(matches!(&err, StoreError::Open { message, .. } if message.contains("schema_version")), "{err:?}");
+    let tables: i64 = Connection::open(&path)
+        .and_then(|conn| conn.query_row("SELECT COUNT(*) FROM sqlite_master WHERE type = 'table'", [], |r| r.get(0)))
+        .expect("count tables");
+    assert_eq!(tables, 1, "headstart created its tables in a foreign database");
+}
+
+#[tokio::test]
+async fn a_full_database_fails_the_commit_and_keeps_earlier_data() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = db_path(&dir);
+    let session = {
+        let store = SqliteStore::open(&path, SqliteOptions::default()).expect("open");
+        let session = store_with_session(&store).await;
+        commit_one(&store, &session, "c1").await.expect("commit");
+        session
+    };
+    // Cap the database at its current size: the next write that needs a page fails.
+    let options = SqliteOptions {
+        max_page_count: Some(1),
+        ..SqliteOptions::default()
+    };
+    let store = SqliteStore::open(&path, options).expect("reopen capped");
+    let big = call("big", "lookup");
+    let huge = prefix("turn-y", &"x".repeat(256 * 1024), std::slice::from_ref(&big));
+    let err = store
+        .commit_fragment(&session, 1, &huge, &admit(&[&big]), 50)
+        .await
+        .expect_err("a commit beyond the size cap");
+    assert!(matches!(&err, StoreError::Full(m) if m.contains(&session.0)), "{err:?}");
+    let log = store.load_log(&session).await.expect("earlier data stays readable");
+    assert_eq!(log.iter().map(|m| m.seq).collect::<Vec<_>>(), vec![1, 2]);
+    let runs = store.tool_runs(&session).await.expect("runs");
+    assert_eq!(runs.iter().map(|r| r.call_id.as_str()).collect::<Vec<_>>(), vec!["c1"], "no run was admitted");
+}
+
+#[tokio::test]
+async fn a_lock_held_by_another_connection_is_locked() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = db_path(&dir);
+    let options = SqliteOptions {
+        busy_timeout: Duration::from_millis(50),
+        ..SqliteOptions::default()
+    };
+    let store = SqliteStore::open(&path, options).expect("open");
+    let session = store_with_session(&store).await;
+
+    let other = Connection::open(&path).expect("second connection");
+    other.execute_batch("BEGIN IMMEDIATE").expect("take the write lock");
+    let err = commit_one(&store, &session, "c1").await.expect_err("commit while locked");
+    assert!(matches!(&err, StoreError::Locked(m) if m.contains("commit a fragment")), "{err:?}");
+    // Readers are not blocked in WAL mode.
+    assert_eq!(store.load_log(&session).await.expect("log").len(), 1);
+    other.execute_batch("ROLLBACK").expect("release the lock");
+    assert_eq!(commit_one(&store, &session, "c1").await, Ok(2));
+}
+
+#[tokio::test]
+async fn an_undecodable_body_names_its_session_and_seq() {
+    let store = SqliteStore::open_in_memory().expect("open");
+    let session = store_with_session(&store).await;
+    commit_one(&store, &session, "c1").await.expect("commit");
+    with_conn(&store, |conn| {
+        conn.execute("UPDATE messages SET body = '{not json' WHERE session_id = ?1 AND seq = 2", [&session.0])
+    })
+    .expect("damage the body");
+    let err = store.load_log(&session).await.expect_err("decoded garbage");
+    assert!(
+        matches!(&err, StoreError::Decode(m) if m.contains(&session.0) && m.contains("seq 2")),
+        "{err:?}"
+    );
+    let err = store.unfinished_calls(&session).await.expect_err("decoded garbage");
+    assert!(matches!(&err, StoreError::Decode(m) if m.contains("seq 2")), "{err:?}");
+}
+
+#[tokio::test]
+async fn a_poisoned_connection_is_an_error_not_a_panic() {
+    let store = SqliteStore::open_in_memory().expect("open");
+    let poisoner = store.clone();
+    let joined = std::thread::spawn(move || {
+        let _guard = poisoner.inner.conn.lock();
+        panic!("poisoning the connection mutex on purpose");
+    })
+    .join();
+    assert!(joined.is_err());
+    let err = store.create_session(1).await.expect_err("used a poisoned connection");
+    assert!(matches!(&err, StoreError::Backend(m) if m.contains("panicked")), "{err:?}");
+}
+
+#[tokio::test(start_paused = true)]
+async fn paused_clock_does_not_advance_during_a_commit() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let store = SqliteStore::open(db_path(&dir), SqliteOptions::default()).expect("open");
+    let session = store_with_session(&store).await;
+    let t0 = tokio::time::Instant::now();
+    let commit = commit_one(&store, &session, "c1");
+    tokio::pin!(commit);
+    tokio::select! {
+        biased;
+        committed = &mut commit => assert_eq!(committed, Ok(2)),
+        () = tokio::time::sleep(Duration::from_millis(1)) => {
+            panic!("virtual time advanced while a commit was in flight")
+        }
+    }
+    assert_eq!(tokio::time::Instant::now(), t0);
+}
+
+#[test]
+fn sqlite_errors_map_to_store_errors() {
+    let failure = |code: i32| rusqlite::Error::SqliteFailure(ffi::Error::new(code), None);
+    let cases: Vec<(i32, fn(&StoreError) -> bool)> = vec![
+        (ffi::SQLITE_READONLY, |e| matches!(e, StoreError::ReadOnly(_))),
+        (ffi::SQLITE_READONLY_DBMOVED, |e| matches!(e, StoreError::ReadOnly(_))),
+        (ffi::SQLITE_BUSY, |e| matches!(e, StoreError::Locked(_))),
+        (ffi::SQLITE_BUSY_SNAPSHOT, |e| matches!(e, StoreError::Locked(_))),
+        (ffi::SQLITE_LOCKED, |e| matches!(e, StoreError::Locked(_))),
+        (ffi::SQLITE_FULL, |e| matches!(e, StoreError::Full(_))),
+        (ffi::SQLITE_CORRUPT, |e| matches!(e, StoreError::Corrupt(_))),
+        (ffi::SQLITE_NOTADB, |e| matches!(e, StoreError::Corrupt(_))),
+        (ffi::SQLITE_CONSTRAINT_PRIMARYKEY, |e| matches!(e, StoreError::Conflict(_))),
+        (ffi::SQLITE_IOERR, |e| matches!(e, StoreError::Backend(_))),
+    ];
+    for (code, expected) in cases {
+        let err = sqlite_error(failure(code), "do the thing", None);
+        assert!(expected(&err), "code {code}: {err:?}");
+        assert!(err.to_string().contains("do the thing"), "{err}");
+    }
+    let err = sqlite_error(failure(ffi::SQLITE_CANTOPEN), "open the database", Some("/x/t.db"));
+    assert!(matches!(&err, StoreError::Open { path, .. } if path == "/x/t.db"), "{err:?}");
+    let err = sqlite_error(failure(ffi::SQLITE_NOTADB), "read the database", Some("/x/t.db"));
+    assert!(matches!(&err, StoreError::Corrupt(m) if m.contains("/x/t.db")), "{err:?}");
+    let err = sqlite_error(rusqlite::Error::IntegralValueOutOfRange(0, -1), "read", None);
+    assert!(matches!(err, StoreError::Decode(_)), "{err:?}");
+}

@@ -1,0 +1,199 @@
+//! Agent events: what the engine tells its consumer, as one ordered stream (SPEC §6).
+//!
+//! Guarantees, for one stream:
+//! 1. a `MessageEnd` is emitted only after its message is durable;
+//! 2. per fragment: `MessageStart` → `MessageUpdate`* → `MessageEnd`, and fragment k ends before k+1 starts;
+//! 3. a prefix's `MessageEnd` precedes its calls' `ToolExecutionStart`;
+//! 4. per call: `ToolExecutionStart` → `ToolExecutionUpdate`* → `ToolExecutionEnd` → its result's
+//!    `MessageStart`/`MessageEnd`;
+//! 5. tool events interleave with later model events; results become durable in completion order;
+//! 6. `TurnEnd` follows every result of the response; `AgentEnd` is last and appears once.
+//!
+//! Events are observation: a slow consumer slows the engine down (backpressure) but never reorders or loses events.
+
+use std::sync::Arc;
+
+use headstart_core::{DeltaEvent, Message, StopReason, ToolCall};
+use headstart_store::{RunOutcome, SessionId};
+use serde::Serialize;
+
+use crate::tool::ToolOutput;
+
+/// Who a message is from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Role {
+    /// A user prompt.
+    User,
+    /// An assistant fragment.
+    Assistant,
+    /// A tool result.
+    ToolResult,
+}
+
+impl Role {
+    /// The role of a message.
+    pub fn of(message: &Message) -> Role {
+        match message {
+            Message::User(_) => Role::User,
+            Message::Assistant(_) => Role::Assistant,
+            Message::ToolResult(_) => Role::ToolResult,
+        }
+    }
+
+    /// The wire name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Role::User => "user",
+            Role::Assistant => "assistant",
+            Role::ToolResult => "tool_result",
+        }
+    }
+}
+
+/// How a response ended, as the loop sees it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TurnOutcome {
+    /// The response's stop reason.
+    pub stop_reason: StopReason,
+    /// The error message of an `error`/`aborted` response.
+    pub error: Option<String>,
+    /// Number of calls admitted (they executed or failed in preparation).
+    pub admitted: usize,
+    /// Every non-empty batch terminated (SPEC §5.6).
+    pub terminated: bool,
+    /// A store write failed during the response; the loop must stop.
+    pub store_failure: Option<String>,
+}
+
+impl TurnOutcome {
+    /// SPEC §3.6: another request follows when a call was admitted, unless every batch terminated or the response
+    /// ended in `error`/`aborted`.
+    pub fn wants_continuation(&self) -> bool {
+        self.admitted > 0 && !self.terminated && !self.stop_reason.is_abnormal() && self.store_failure.is_none()
+    }
+}
+
+/// Why the agent loop stopped.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(tag = "reason", content = "message", rename_all = "snake_case")]
+pub enum AgentStop {
+    /// The model answered without needing tools (no continuation).
+    Completed,
+    /// Every batch of the last response asked to terminate.
+    Terminated,
+    /// The last response ended in `error`/`aborted`.
+    ResponseFailed,
+    /// The caller cancelled.
+    Cancelled,
+    /// `max_turns` requests were made.
+    MaxTurns,
+    /// The run could not go on: a store failure, or a model request that could not be made.
+    Error(String),
+}
+
+/// One event of an agent run.
+#[derive(Debug, Clone)]
+pub enum AgentEvent {
+    /// The run began.
+    AgentStart {
+        /// The session.
+        session: SessionId,
+    },
+    /// A model request began.
+    TurnStart {
+        /// 0-based request index.
+        request: u32,
+    },
+    /// A message began: a user prompt, an assistant fragment, or a tool result.
+    MessageStart {
+        /// Its role.
+        role: Role,
+    },
+    /// A delta of the current assistant fragment, re-based to the fragment (SPEC §3.4).
+    MessageUpdate {
+        /// Fragment-relative content index.
+        index: usize,
+        /// The delta event, with its index re-based.
+        delta: DeltaEvent,
+    },
+    /// A message is durable.
+    MessageEnd {
+        /// Its per-session sequence number, or `None` if the store failed to write it.
+        seq: Option<u64>,
+        /// The message as stored.
+        message: Arc<Message>,
+    },
+    /// A call starts executing (or, for a call that never executes, is about to get its result).
+    ToolExecutionStart {
+        /// The call.
+        call: Arc<ToolCall>,
+    },
+    /// A partial result of a running call.
+    ToolExecutionUpdate {
+        /// The call id.
+        tool_call_id: String,
+        /// The partial result.
+        update: ToolOutput,
+    },
+    /// A call ended.
+    ToolExecutionEnd {
+        /// The call id.
+        tool_call_id: String,
+        /// Whether the result is an error.
+        is_error: bool,
+        /// How it ended; `None` for calls never admitted ("not executed", SPEC §3.5).
+        outcome: Option<RunOutcome>,
+    },
+    /// A model request and all its calls are done.
+    TurnEnd {
+        /// 0-based request index.
+        request: u32,
+        /// How it ended.
+        outcome: TurnOutcome,
+    },
+    /// The run is over; always the last event.
+    AgentEnd {
+        /// Why.
+        stop: AgentStop,
+    },
+}
+
+impl AgentEvent {
+    /// The event's name (`agent_start`, `message_update`, …), as in reports.
+    pub fn type_name(&self) -> &'static str {
+        match self {
+            AgentEvent::AgentStart { .. } => "agent_start",
+            AgentEvent::TurnStart { .. } => "turn_start",
+            AgentEvent::MessageStart { .. } => "message_start",
+            AgentEvent::MessageUpdate { .. } => "message_update",
+            AgentEvent::MessageEnd { .. } => "message_end",
+            AgentEvent::ToolExecutionStart { .. } => "tool_execution_start",
+            AgentEvent::ToolExecutionUpdate { .. } => "tool_execution_update",
+            AgentEvent::ToolExecutionEnd { .. } => "tool_execution_end",
+            AgentEvent::TurnEnd { .. } => "turn_end",
+            AgentEvent::AgentEnd { .. } => "agent_end",
+        }
+    }
+
+    /// The call id a tool event is about.
+    pub fn tool_call_id(&self) -> Option<&str> {
+        match self {
+            AgentEvent::ToolExecutionStart { call } => Some(&call.id),
+            AgentEvent::ToolExecutionUpdate { tool_call_id, .. } | AgentEvent::ToolExecutionEnd { tool_call_id, .. } => {
+                Some(tool_call_id)
+            }
+            _ => None,
+        }
+    }
+
+    /// The role a message event is about.
+    pub fn role(&self) -> Option<Role> {
+        match self {
+            AgentEvent::MessageStart { role } => Some(*role),
+            AgentEvent::MessageEnd { message, .. } => Some(Role::of(message)),
+            AgentEvent::MessageUpdate { .. } => Some(Role::Assistant),
+            _ => None,
+        }
+    }
+}

@@ -1,0 +1,117 @@
+//! The execute and finalize phases of one call (SPEC §5.4, §4.6): the body with its timeout, panics caught,
+//! then the `after` hooks.
+
+use std::any::Any;
+use std::panic::AssertUnwindSafe;
+use std::sync::Arc;
+
+use futures::FutureExt;
+use headstart_core::ToolCall;
+use headstart_store::{RunOutcome, RunState};
+use serde_json::Value;
+
+use crate::hooks::{Hooks, ResultDraft};
+use crate::prepare::ReadyCall;
+use crate::tool::ToolContext;
+
+/// The settled result of an executed call.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct Executed {
+    pub draft: ResultDraft,
+    pub outcome: RunOutcome,
+}
+
+impl Executed {
+    pub fn error(outcome: RunOutcome, text: impl Into<String>) -> Self {
+        Executed {
+            draft: error_draft(text.into()),
+            outcome,
+        }
+    }
+
+    /// The run state this outcome ends in.
+    pub fn run_state(&self) -> RunState {
+        match self.outcome {
+            RunOutcome::Cancelled | RunOutcome::TimedOut => RunState::Cancelled,
+            _ => RunState::Finished,
+        }
+    }
+}
+
+fn error_draft(text: String) -> ResultDraft {
+    ResultDraft {
+        content: vec![headstart_core::ContentBlock::text(text)],
+        details: Value::Null,
+        is_error: true,
+        terminate: false,
+    }
+}
+
+/// The message of a caught panic.
+pub(crate) fn panic_message(payload: &(dyn Any + Send)) -> String {
+    if let Some(text) = payload.downcast_ref::<&str>() {
+        (*text).to_owned()
+    } else if let Some(text) = payload.downcast_ref::<String>() {
+        text.clone()
+    } else {
+        "a panic without a message".to_owned()
+    }
+}
+
+/// Runs the body: the timeout counts from here (the call's start), a return exactly at the deadline wins, and a
+/// panic becomes an error result instead of unwinding into the engine.
+async fn run_body(ready: ReadyCall, call: &ToolCall, context: ToolContext) -> Executed {
+    let cancel = context.cancel.clone();
+    let timeout = ready.tool.timeout();
+    let body = AssertUnwindSafe(ready.tool.execute(ready.arguments, context)).catch_unwind();
+    let returned = match timeout {
+        None => Some(body.await),
+        Some(limit) => tokio::select! {
+            biased;
+            returned = body => Some(returned),
+            () = tokio::time::sleep(limit) => None,
+        },
+    };
+    match returned {
+        None => {
+            cancel.cancel();
+            let limit = timeout.map_or(0, |limit| limit.as_millis());
+            Executed::error(RunOutcome::TimedOut, format!("timed out after {limit}ms"))
+        }
+        Some(Ok(Ok(output))) => Executed {
+            draft: ResultDraft {
+                content: output.content,
+                details: output.details,
+                is_error: false,
+                terminate: output.terminate,
+            },
+            outcome: RunOutcome::Finished,
+        },
+        Some(Ok(Err(error))) => {
+            let outcome = if cancel.is_cancelled() {
+                RunOutcome::Cancelled
+            } else {
+                RunOutcome::Error
+            };
+            Executed::error(outcome, error.message)
+        }
+        Some(Err(payload)) => Executed::error(
+            RunOutcome::Panicked,
+            format!("tool {} panicked: {}", call.name, panic_message(payload.as_ref())),
+        ),
+    }
+}
+
+/// Executes a prepared call and finalizes its result with the `after` hooks.
+pub(crate) async fn execute(ready: ReadyCall, call: Arc<ToolCall>, hooks: Hooks, context: ToolContext) -> Executed {
+    let executed = run_body(ready, &call, context).await;
+    let finalized = AssertUnwindSafe(hooks.after(&call, executed.draft.clone())).catch_unwind().await;
+    match finalized {
+        Ok(Ok(draft)) => Executed { draft, ..executed },
+        Ok(Err(error)) => Executed::error(RunOutcome::Error, error.message),
+        Err(payload) => Executed::error(
+            RunOutcome::Error,
+            format!("after_tool_call hook panicked: {}", panic_message(payload.as_ref())),
+        ),
+    }
+}

@@ -1,0 +1,43 @@
+//! The model side: what the engine asks a model for, and the stream it gets back.
+
+use async_trait::async_trait;
+use futures::stream::BoxStream;
+use headstart_core::{DeltaEvent, Message, ModelError};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+/// A model's response stream: delta events (SPEC §2), or a transport/provider failure.
+pub type DeltaStream = BoxStream<'static, Result<DeltaEvent, ModelError>>;
+
+/// A tool as the model sees it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ToolDefinition {
+    /// The tool's name.
+    pub name: String,
+    /// What it does, for the model.
+    pub description: String,
+    /// JSON Schema of its arguments.
+    pub parameters: Value,
+}
+
+/// One model request.
+#[derive(Debug, Clone)]
+pub struct ModelRequest {
+    /// 0-based index of the request within the agent run.
+    pub request: u32,
+    /// The canonical model context (SPEC §7.3).
+    pub context: Vec<Message>,
+    /// The tools the model may call.
+    pub tools: Vec<ToolDefinition>,
+}
+
+/// A streaming model (a provider client, a simulator, a replayed log).
+///
+/// `stream` returns once the response has begun (or failed to); an `Err` means no response exists and ends the
+/// agent run with that error. Failures after that point belong inside the stream, where they end the response as
+/// `error` (SPEC §3.5).
+#[async_trait]
+pub trait Model: Send + Sync {
+    /// Starts one response.
+    async fn stream(&self, request: ModelRequest) -> Result<DeltaStream, ModelError>;
+}

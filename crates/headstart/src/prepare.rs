@@ -1,0 +1,67 @@
+//! The prepare phase (SPEC §5.2) and its immediate outcomes (SPEC §5.3).
+
+use std::sync::Arc;
+
+use headstart_core::{ToolArguments, ToolCall};
+use headstart_store::RunOutcome;
+
+use crate::hooks::{Decision, Hooks};
+use crate::tool::{Arguments, Tool};
+use crate::toolbox::Toolbox;
+
+/// A call that passed preparation.
+pub(crate) struct ReadyCall {
+    pub tool: Arc<dyn Tool>,
+    pub arguments: Arguments,
+    pub conflict_key: Option<String>,
+}
+
+/// A call settled without executing: its error text and outcome.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Immediate {
+    pub text: String,
+    pub outcome: RunOutcome,
+}
+
+impl Immediate {
+    fn new(outcome: RunOutcome, text: impl Into<String>) -> Self {
+        Immediate {
+            text: text.into(),
+            outcome,
+        }
+    }
+}
+
+/// Looks the tool up, rewrites and validates the arguments, and runs the `before` hooks, in that order.
+pub(crate) async fn prepare(call: &ToolCall, toolbox: &Toolbox, hooks: &Hooks) -> Result<ReadyCall, Immediate> {
+    let name = &call.name;
+    let Some(tool) = toolbox.get(name).cloned() else {
+        return Err(Immediate::new(RunOutcome::NotFound, format!("tool {name} not found")));
+    };
+    let invalid = |message: &str| Immediate::new(RunOutcome::Invalid, format!("invalid arguments for tool {name}: {message}"));
+    let arguments = match &call.arguments {
+        ToolArguments::Valid(arguments) => arguments.clone(),
+        ToolArguments::Invalid { error, .. } => return Err(invalid(error)),
+    };
+    let arguments = tool.prepare_arguments(arguments).map_err(|message| invalid(&message))?;
+    if let Err(violations) = toolbox.validate(name, &arguments) {
+        return Err(Immediate::new(
+            RunOutcome::Invalid,
+            format!("validation failed for tool {name}: {}", violations.join("; ")),
+        ));
+    }
+    match hooks.before(call, &arguments).await {
+        Ok(Decision::Continue) => {}
+        Ok(Decision::Block(reason)) => {
+            let reason = reason.unwrap_or_else(|| "tool execution was blocked".to_owned());
+            return Err(Immediate::new(RunOutcome::Blocked, reason));
+        }
+        Err(err) => return Err(Immediate::new(RunOutcome::Blocked, err.message)),
+    }
+    let conflict_key = tool.conflict_key(&arguments);
+    Ok(ReadyCall {
+        tool,
+        arguments,
+        conflict_key,
+    })
+}

@@ -1,0 +1,516 @@
+//! The stream adapter (SPEC §3): one model response in, one ordered stream of agent events out.
+//!
+//! [`ResponseDriver`] holds the state of one response and has one small method per step — accumulate an event,
+//! decide whether a sealed call triggers a prefix commit, commit, admit, settle a call, end the response. Each
+//! step pushes the events it produces onto an outbox; [`response_events`] is the thin generator that feeds the
+//! driver and yields the outbox, so backpressure from the consumer reaches the driver directly.
+//!
+//! Order of effects for a prefix (SPEC §3.3): commit (durable) → `message_end` → admit. A failed commit admits
+//! nothing: the response ends as `error` naming the store failure.
+
+use std::collections::{HashSet, VecDeque};
+use std::sync::Arc;
+
+use futures::{Stream, StreamExt};
+use headstart_core::accumulator::Ending;
+use headstart_core::{
+    Accumulator, Applied, AssistantMessage, DeltaEvent, ErrorReason, Message, ModelError, StopReason, ToolCall,
+    ToolResultMessage, Usage,
+};
+use headstart_store::{AdmittedCall, RunEnd, RunOutcome, RunState, SessionId};
+use tokio_util::sync::CancellationToken;
+use tracing::Instrument;
+
+use crate::engine::Shared;
+use crate::event::{AgentEvent, Role, TurnOutcome};
+use crate::runner::{RunnerEvent, ToolRunner};
+
+/// The message a stream gets when it stops without `done`/`error` (SPEC §2).
+pub const MISSING_TERMINAL: &str = "stream ended without a terminal event";
+/// The reason given when the caller cancels (SPEC §5.5).
+pub const CANCELLED_BY_CALLER: &str = "cancelled by the caller";
+
+/// What woke the driver.
+enum Step {
+    Tool(RunnerEvent),
+    Cancelled,
+    Model(Option<Result<DeltaEvent, ModelError>>),
+}
+
+/// The state of one response.
+pub(crate) struct ResponseDriver {
+    shared: Arc<Shared>,
+    session: SessionId,
+    request: u32,
+    accumulator: Accumulator,
+    /// Leading content blocks already committed (SPEC §3).
+    committed: usize,
+    /// The first call at or after `committed` that is not early-eligible: no prefix can pass it.
+    first_ineligible: Option<usize>,
+    turn_id: Option<String>,
+    fragment_open: bool,
+    stream_ended: bool,
+    cancel_seen: bool,
+    admitted_ids: HashSet<String>,
+    runner: ToolRunner,
+    store_failure: Option<String>,
+    outbox: VecDeque<AgentEvent>,
+}
+
+impl ResponseDriver {
+    fn new(shared: Arc<Shared>, session: SessionId, request: u32) -> Self {
+        let runner = ToolRunner::new(&shared.config, Arc::clone(&shared.toolbox), shared.hooks.clone());
+        ResponseDriver {
+            shared,
+            session,
+            request,
+            accumulator: Accumulator::new(),
+            committed: 0,
+            first_ineligible: None,
+            turn_id: None,
+            fragment_open: false,
+            stream_ended: false,
+            cancel_seen: false,
+            admitted_ids: HashSet::new(),
+            runner,
+            store_failure: None,
+            outbox: VecDeque::new(),
+        }
+    }
+
+    fn finished(&self) -> bool {
+        self.stream_ended && self.runner.is_idle()
+    }
+
+    fn now_us(&self) -> i64 {
+        self.shared.clock.now_us()
+    }
+
+    async fn handle(&mut self, step: Step) {
+        match step {
+            Step::Tool(event) => self.on_runner_event(event).await,
+            Step::Cancelled => self.on_cancel().await,
+            Step::Model(None) => self.fail_and_end(ErrorReason::Error, MISSING_TERMINAL).await,
+            Step::Model(Some(Err(error))) => {
+                let reason = if error.aborted {
+                    ErrorReason::Aborted
+                } else {
+                    ErrorReason::Error
+                };
+                self.fail_and_end(reason, error.message).await;
+            }
+            Step::Model(Some(Ok(event))) => self.on_delta(event).await,
+        }
+    }
+
+    // ---- accumulate -------------------------------------------------------------------------------------------
+
+    async fn on_delta(&mut self, event: DeltaEvent) {
+        let update = event.index().map(|index| {
+            let relative = index.saturating_sub(self.committed);
+            (relative, event.clone().with_index(relative))
+        });
+        match self.accumulator.apply(event) {
+            Err(violation) => self.fail_and_end(ErrorReason::Error, violation.to_string()).await,
+            Ok(Applied::Started) => self.open_fragment(),
+            Ok(Applied::Ended) => self.end_response().await,
+            Ok(applied) => {
+                if let Some((index, delta)) = update {
+                    self.open_fragment();
+                    self.outbox.push_back(AgentEvent::MessageUpdate { index, delta });
+                }
+                match applied {
+                    Applied::Opened(index) => self.note_eligibility(index),
+                    Applied::Sealed(index) if self.triggers_commit(index) => self.commit_prefix(index).await,
+                    _ => {}
+                }
+            }
+        }
+    }
+
+    fn open_fragment(&mut self) {
+        if !self.fragment_open {
+            self.fragment_open = true;
+            self.outbox.push_back(AgentEvent::MessageStart { role: Role::Assistant });
+        }
+    }
+
+    fn is_early_eligible(&self, index: usize) -> bool {
+        let (Some(name), Some(flagged)) = (
+            self.accumulator.call_name(index),
+            self.accumulator.call_flagged_async(index),
+        ) else {
+            return false;
+        };
+        self.shared.toolbox.is_early_eligible(name, flagged)
+    }
+
+    fn note_eligibility(&mut self, index: usize) {
+        let is_call = self.accumulator.call_name(index).is_some();
+        if is_call && self.first_ineligible.is_none() && !self.is_early_eligible(index) {
+            self.first_ineligible = Some(index);
+        }
+    }
+
+    // ---- decide to commit (SPEC §3.1) -------------------------------------------------------------------------
+
+    fn triggers_commit(&self, index: usize) -> bool {
+        self.shared.config.early_execution
+            && self.is_early_eligible(index)
+            && self
+                .accumulator
+                .tool_call(index)
+                .is_some_and(|call| !self.admitted_ids.contains(&call.id))
+            && self.first_ineligible.is_none_or(|first| first > index)
+            && !self.accumulator.any_open_in(self.committed..index)
+    }
+
+    // ---- commit -----------------------------------------------------------------------------------------------
+
+    fn turn_id(&mut self) -> String {
+        if self.turn_id.is_none() {
+            let id = match self.accumulator.response_id() {
+                Some(id) => id.to_owned(),
+                None => (self.shared.turn_ids)(self.request),
+            };
+            self.turn_id = Some(id);
+        }
+        self.turn_id.clone().unwrap_or_default()
+    }
+
+    fn calls_in(&self, range: std::ops::Range<usize>) -> Vec<(usize, ToolCall)> {
+        range
+            .filter_map(|index| self.accumulator.tool_call(index).map(|call| (index, call)))
+            .collect()
+    }
+
+    /// Writes a fragment with the admission records of `admitted`; on success emits its `message_end`.
+    async fn commit_fragment(&mut self, fragment: AssistantMessage, admitted: &[ToolCall]) -> Result<u64, String> {
+        self.open_fragment();
+        let records: Vec<AdmittedCall> = admitted
+            .iter()
+            .map(|call| AdmittedCall {
+                call_id: call.id.clone(),
+                tool_name: call.name.clone(),
+            })
+            .collect();
+        let span = tracing::info_span!("fragment_commit", request = self.request, calls = records.len());
+        let written = self
+            .shared
+            .store
+            .commit_fragment(&self.session, self.request, &fragment, &records, self.now_us())
+            .instrument(span)
+            .await;
+        match written {
+            Ok(seq) => {
+                self.fragment_open = false;
+                self.outbox.push_back(AgentEvent::MessageEnd {
+                    seq: Some(seq),
+                    message: Arc::new(Message::Assistant(fragment)),
+                });
+                Ok(seq)
+            }
+            Err(error) => {
+                let message = error.to_string();
+                tracing::error!(request = self.request, %message, "fragment commit failed");
+                self.store_failure.get_or_insert_with(|| message.clone());
+                Err(message)
+            }
+        }
+    }
+
+    async fn commit_prefix(&mut self, index: usize) {
+        let range = self.committed..index + 1;
+        let calls: Vec<ToolCall> = self.calls_in(range.clone()).into_iter().map(|(_, call)| call).collect();
+        let fragment = AssistantMessage {
+            turn_id: self.turn_id(),
+            stop_reason: StopReason::ToolUse,
+            content: self.accumulator.content(range),
+            usage: Usage::default(),
+            model: self.accumulator.model().map(str::to_owned),
+            error_message: None,
+        };
+        match self.commit_fragment(fragment, &calls).await {
+            Ok(_) => {
+                self.committed = index + 1;
+                self.admit(calls);
+            }
+            // SPEC §3.3: nothing of this prefix executes; its content goes into the terminal fragment.
+            Err(message) => self.fail_and_end(ErrorReason::Error, message).await,
+        }
+    }
+
+    // ---- admit ------------------------------------------------------------------------------------------------
+
+    fn admit(&mut self, calls: Vec<ToolCall>) {
+        // SPEC §4.7: each id at most once, whatever path admits it.
+        let calls: Vec<ToolCall> = calls
+            .into_iter()
+            .filter(|call| self.admitted_ids.insert(call.id.clone()))
+            .collect();
+        if !calls.is_empty() {
+            self.runner.admit(calls);
+            self.advance();
+        }
+    }
+
+    /// Starts whatever the scheduler allows now.
+    fn advance(&mut self) {
+        let now = self.now_us();
+        for slot in self.runner.advance(now) {
+            let call = Arc::clone(&self.runner.slot(slot).call);
+            tracing::info!(request = self.request, call_id = %call.id, tool = %call.name, "tool call started");
+            self.record_started(&call.id, now);
+            self.outbox.push_back(AgentEvent::ToolExecutionStart { call });
+        }
+    }
+
+    /// The `started` mark is informational (recovery shows whether a call had begun); the result write carries
+    /// the start time too, so this write stays off the path to `execute`.
+    fn record_started(&self, call_id: &str, now: i64) {
+        let store = Arc::clone(&self.shared.store);
+        let session = self.session.clone();
+        let call_id = call_id.to_owned();
+        tokio::spawn(async move {
+            if let Err(error) = store.mark_started(&session, &call_id, now).await {
+                tracing::warn!(%call_id, %error, "could not record the start of a call");
+            }
+        });
+    }
+
+    // ---- settle calls -----------------------------------------------------------------------------------------
+
+    async fn on_runner_event(&mut self, event: RunnerEvent) {
+        match event {
+            RunnerEvent::Update { slot, update } => {
+                let tool_call_id = self.runner.slot(slot).call.id.clone();
+                self.outbox
+                    .push_back(AgentEvent::ToolExecutionUpdate { tool_call_id, update });
+            }
+            RunnerEvent::Prepared => {}
+            RunnerEvent::Immediate { slot, immediate } => {
+                let call = Arc::clone(&self.runner.slot(slot).call);
+                let result = ToolResultMessage::error(&call, immediate.text);
+                let run = RunEnd {
+                    state: RunState::Skipped,
+                    outcome: immediate.outcome,
+                    started_at_us: None,
+                };
+                self.record_result(&call, result, Some(run), true).await;
+            }
+            RunnerEvent::Executed { slot, executed } => {
+                let entry = self.runner.slot(slot);
+                let call = Arc::clone(&entry.call);
+                let run = RunEnd {
+                    state: executed.run_state(),
+                    outcome: executed.outcome,
+                    started_at_us: entry.started_at_us,
+                };
+                let result = ToolResultMessage {
+                    tool_call_id: call.id.clone(),
+                    tool_name: call.name.clone(),
+                    content: executed.draft.content,
+                    details: executed.draft.details,
+                    is_error: executed.draft.is_error,
+                    terminate: executed.draft.terminate,
+                };
+                self.runner.slot_mut(slot).terminate = result.terminate;
+                self.record_result(&call, result, Some(run), false).await;
+            }
+        }
+        self.advance();
+    }
+
+    /// Writes a result and emits its events. A call that never executed gets its `tool_execution_start` here,
+    /// immediately before its end (SPEC §5.7).
+    async fn record_result(&mut self, call: &Arc<ToolCall>, result: ToolResultMessage, run: Option<RunEnd>, never_started: bool) {
+        if never_started {
+            self.outbox.push_back(AgentEvent::ToolExecutionStart { call: Arc::clone(call) });
+        }
+        let written = self
+            .shared
+            .store
+            .append_tool_result(&self.session, &result, run, self.now_us())
+            .await;
+        let seq = match written {
+            Ok(seq) => Some(seq),
+            Err(error) => {
+                let message = error.to_string();
+                tracing::error!(call_id = %call.id, %message, "tool result write failed");
+                self.store_failure.get_or_insert(message);
+                None
+            }
+        };
+        self.outbox.push_back(AgentEvent::ToolExecutionEnd {
+            tool_call_id: call.id.clone(),
+            is_error: result.is_error,
+            outcome: run.map(|run| run.outcome),
+        });
+        self.outbox.push_back(AgentEvent::MessageStart { role: Role::ToolResult });
+        self.outbox.push_back(AgentEvent::MessageEnd {
+            seq,
+            message: Arc::new(Message::ToolResult(result)),
+        });
+    }
+
+    /// Settles every call that has not started with "cancelled before start: <reason>" (SPEC §5.5).
+    async fn abort_calls(&mut self, reason: &str) {
+        for slot in self.runner.abort() {
+            let call = Arc::clone(&self.runner.slot(slot).call);
+            let result = ToolResultMessage::error(&call, format!("cancelled before start: {reason}"));
+            let run = RunEnd {
+                state: RunState::Skipped,
+                outcome: RunOutcome::Skipped,
+                started_at_us: None,
+            };
+            self.record_result(&call, result, Some(run), true).await;
+        }
+    }
+
+    // ---- end the response (SPEC §3.5) -------------------------------------------------------------------------
+
+    async fn on_cancel(&mut self) {
+        self.cancel_seen = true;
+        if self.stream_ended {
+            self.abort_calls(CANCELLED_BY_CALLER).await;
+        } else {
+            self.fail_and_end(ErrorReason::Aborted, CANCELLED_BY_CALLER).await;
+        }
+    }
+
+    async fn fail_and_end(&mut self, reason: ErrorReason, message: impl Into<String>) {
+        self.accumulator.fail(reason, message);
+        self.end_response().await;
+    }
+
+    async fn end_response(&mut self) {
+        if self.stream_ended {
+            return;
+        }
+        self.stream_ended = true;
+        let Some(Ending {
+            stop_reason,
+            usage,
+            error_message,
+        }) = self.accumulator.ending().cloned()
+        else {
+            return;
+        };
+        let range = self.committed..self.accumulator.len();
+        let calls = self.calls_in(range.clone());
+        let admitted: Vec<ToolCall> = calls
+            .iter()
+            .filter(|(index, _)| match stop_reason {
+                StopReason::ToolUse => true,
+                StopReason::Stop | StopReason::Length => self.is_early_eligible(*index),
+                StopReason::Error | StopReason::Aborted => false,
+            })
+            .map(|(_, call)| call.clone())
+            .collect();
+        let fragment = AssistantMessage {
+            turn_id: self.turn_id(),
+            stop_reason,
+            content: self.accumulator.content(range.clone()),
+            usage,
+            model: self.accumulator.model().map(str::to_owned),
+            error_message: error_message.clone(),
+        };
+        let committed = self.commit_fragment(fragment, &admitted).await.is_ok();
+        if committed {
+            self.committed = range.end;
+        } else {
+            // The terminal fragment could not be stored: show it anyway, marked as not durable.
+            self.emit_unstored_terminal(range.clone(), stop_reason, usage, error_message.clone());
+        }
+        let abort_reason = if stop_reason.is_abnormal() {
+            error_message.clone().or_else(|| Some(stop_reason.to_string()))
+        } else {
+            self.store_failure.clone()
+        };
+        match abort_reason {
+            Some(reason) => self.abort_calls(&reason).await,
+            None => self.admit(admitted.clone()),
+        }
+        let admitted_now: HashSet<&str> = if committed && !stop_reason.is_abnormal() {
+            admitted.iter().map(|call| call.id.as_str()).collect()
+        } else {
+            HashSet::new()
+        };
+        for (_, call) in calls {
+            if !admitted_now.contains(call.id.as_str()) {
+                let text = format!("not executed: the response ended with stop reason {stop_reason}");
+                let result = ToolResultMessage::error(&call, text);
+                self.record_result(&Arc::new(call), result, None, true).await;
+            }
+        }
+    }
+
+    fn emit_unstored_terminal(
+        &mut self,
+        range: std::ops::Range<usize>,
+        stop_reason: StopReason,
+        usage: Usage,
+        error_message: Option<String>,
+    ) {
+        let fragment = AssistantMessage {
+            turn_id: self.turn_id(),
+            stop_reason,
+            content: self.accumulator.content(range),
+            usage,
+            model: self.accumulator.model().map(str::to_owned),
+            error_message,
+        };
+        self.fragment_open = false;
+        self.outbox.push_back(AgentEvent::MessageEnd {
+            seq: None,
+            message: Arc::new(Message::Assistant(fragment)),
+        });
+    }
+
+    fn outcome(&self) -> TurnOutcome {
+        let ending = self.accumulator.ending();
+        TurnOutcome {
+            stop_reason: ending.map_or(StopReason::Error, |ending| ending.stop_reason),
+            error: ending.and_then(|ending| ending.error_message.clone()),
+            admitted: self.runner.len(),
+            terminated: self.runner.all_batches_terminated(),
+            store_failure: self.store_failure.clone(),
+        }
+    }
+}
+
+/// Drives one response: wraps `stream` and yields its agent events, from `TurnStart` to `TurnEnd` (SPEC §3, §6).
+pub(crate) fn response_events<S>(
+    shared: Arc<Shared>,
+    session: SessionId,
+    request: u32,
+    stream: S,
+    cancel: CancellationToken,
+) -> impl Stream<Item = AgentEvent> + Send + 'static
+where
+    S: Stream<Item = Result<DeltaEvent, ModelError>> + Send + 'static,
+{
+    async_stream::stream! {
+        let mut driver = ResponseDriver::new(shared, session, request);
+        let mut stream = Box::pin(stream);
+        yield AgentEvent::TurnStart { request };
+        loop {
+            while let Some(event) = driver.outbox.pop_front() {
+                yield event;
+            }
+            if driver.finished() {
+                break;
+            }
+            // Priority for things due at the same instant (FORMAT.md): tool returns, timeouts and updates;
+            // then external cancellation; then model stream events.
+            let step = tokio::select! {
+                biased;
+                event = driver.runner.next_event() => Step::Tool(event),
+                () = cancel.cancelled(), if !driver.cancel_seen => Step::Cancelled,
+                item = stream.next(), if !driver.stream_ended => Step::Model(item),
+            };
+            driver.handle(step).await;
+        }
+        yield AgentEvent::TurnEnd { request, outcome: driver.outcome() };
+    }
+}

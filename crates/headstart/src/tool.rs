@@ -1,0 +1,165 @@
+//! Tools: the [`Tool`] trait and what a call's body gets to work with.
+
+use std::time::Duration;
+
+use async_trait::async_trait;
+use headstart_core::model::ContentBlock;
+use serde_json::{Map, Value};
+use tokio::sync::mpsc::UnboundedSender;
+use tokio_util::sync::CancellationToken;
+
+use crate::config::ExecutionMode;
+
+/// A tool's arguments: always a JSON object once a call reaches `execute`.
+pub type Arguments = Map<String, Value>;
+
+/// What a tool body returns (and what partial updates carry).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct ToolOutput {
+    /// What the model sees.
+    pub content: Vec<ContentBlock>,
+    /// Structured data for the application (not sent to the model).
+    pub details: Value,
+    /// Ask the agent loop to stop after this call's batch (SPEC §5.6).
+    pub terminate: bool,
+}
+
+impl ToolOutput {
+    /// An output holding one text block.
+    pub fn text(text: impl Into<String>) -> Self {
+        ToolOutput {
+            content: vec![ContentBlock::text(text)],
+            ..ToolOutput::default()
+        }
+    }
+
+    /// Sets `details`.
+    pub fn with_details(mut self, details: Value) -> Self {
+        self.details = details;
+        self
+    }
+
+    /// Sets `terminate`.
+    pub fn with_terminate(mut self, terminate: bool) -> Self {
+        self.terminate = terminate;
+        self
+    }
+}
+
+/// A tool body's failure; its message becomes the error result's text (SPEC §5.4).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{message}")]
+pub struct ToolError {
+    /// What went wrong.
+    pub message: String,
+}
+
+impl ToolError {
+    /// A failure with this message.
+    pub fn new(message: impl Into<String>) -> Self {
+        ToolError {
+            message: message.into(),
+        }
+    }
+}
+
+impl From<String> for ToolError {
+    fn from(message: String) -> Self {
+        ToolError { message }
+    }
+}
+
+impl From<&str> for ToolError {
+    fn from(message: &str) -> Self {
+        ToolError::new(message)
+    }
+}
+
+/// Sends partial results of a running call; each becomes a `tool_execution_update` event.
+///
+/// Updates sent after the call has ended are dropped.
+#[derive(Debug, Clone)]
+pub struct UpdateSink {
+    slot: usize,
+    sender: UnboundedSender<(usize, ToolOutput)>,
+}
+
+impl UpdateSink {
+    pub(crate) fn new(slot: usize, sender: UnboundedSender<(usize, ToolOutput)>) -> Self {
+        UpdateSink { slot, sender }
+    }
+
+    /// Publishes a partial result.
+    pub fn send(&self, update: ToolOutput) {
+        // The receiver is gone only once the response is over; a late update has nobody to tell.
+        let _ = self.sender.send((self.slot, update));
+    }
+}
+
+/// What a call's body gets besides its arguments.
+#[derive(Debug, Clone)]
+pub struct ToolContext {
+    /// The call's id.
+    pub call_id: String,
+    /// Cancelled when the response fails, the caller cancels, or the call's timeout passes. A body should return
+    /// promptly once it fires; whatever it returns is recorded (SPEC §5.5).
+    pub cancel: CancellationToken,
+    /// Partial results.
+    pub updates: UpdateSink,
+}
+
+/// A tool the model can call.
+///
+/// Only `name` and `execute` are required. The engine guarantees that `execute` never begins before the
+/// assistant fragment containing the call is durably committed (SPEC §1), and that each call id executes at most
+/// once per response (SPEC §4.7).
+#[async_trait]
+pub trait Tool: Send + Sync {
+    /// The name the model calls it by.
+    fn name(&self) -> &str;
+
+    /// What it does, for the model.
+    fn description(&self) -> &str {
+        ""
+    }
+
+    /// JSON Schema of the arguments; calls are validated against it before they run (SPEC §5.2).
+    fn parameters(&self) -> Value {
+        serde_json::json!({"type": "object"})
+    }
+
+    /// Early-executable: the call may start as soon as it is sealed, while the model keeps streaming (SPEC §3.1).
+    /// Only flag tools whose result the model does not need before it finishes the response, and whose effects
+    /// are safe to start before the model has finished talking.
+    fn is_async(&self) -> bool {
+        false
+    }
+
+    /// `Some(Sequential)` fences this tool's batch (SPEC §4.4).
+    fn execution_mode(&self) -> Option<ExecutionMode> {
+        None
+    }
+
+    /// Calls with equal keys run in source order; different keys run in parallel (SPEC §4.5).
+    fn conflict_key(&self, _arguments: &Arguments) -> Option<String> {
+        None
+    }
+
+    /// The body is cancelled and the call fails with "timed out after <N>ms" once this passes (SPEC §4.6).
+    fn timeout(&self) -> Option<Duration> {
+        None
+    }
+
+    /// A compatibility rewrite applied before validation (SPEC §5.2); an `Err` is an invalid-arguments outcome.
+    fn prepare_arguments(&self, arguments: Arguments) -> Result<Arguments, String> {
+        Ok(arguments)
+    }
+
+    /// Safe to run twice: recovery may re-execute an interrupted call instead of failing it (SPEC §7.4).
+    fn idempotent(&self) -> bool {
+        false
+    }
+
+    /// Runs the call.
+    async fn execute(&self, arguments: Arguments, context: ToolContext) -> Result<ToolOutput, ToolError>;
+}

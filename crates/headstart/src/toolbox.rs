@@ -1,0 +1,138 @@
+//! The [`Toolbox`]: the registry of tools, with each JSON Schema compiled once.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use headstart_core::ToolCall;
+use jsonschema::Validator;
+
+use crate::model::ToolDefinition;
+use crate::tool::{Arguments, Tool};
+
+/// A tool schema that does not compile.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ToolboxError {
+    /// The tool's `parameters` is not a valid JSON Schema.
+    #[error("tool {name}: invalid parameters schema: {message}")]
+    InvalidSchema {
+        /// The tool.
+        name: String,
+        /// The compiler's message.
+        message: String,
+    },
+    /// Two tools share a name.
+    #[error("tool {0} is registered twice")]
+    Duplicate(String),
+}
+
+struct Entry {
+    tool: Arc<dyn Tool>,
+    validator: Validator,
+}
+
+/// The tools an agent can call, by name.
+#[derive(Default, Clone)]
+pub struct Toolbox {
+    entries: HashMap<String, Arc<Entry>>,
+    order: Vec<String>,
+}
+
+impl std::fmt::Debug for Toolbox {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Toolbox").field("tools", &self.order).finish()
+    }
+}
+
+impl Toolbox {
+    /// An empty toolbox.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Adds a tool, compiling its schema.
+    pub fn register(&mut self, tool: impl Tool + 'static) -> Result<&mut Self, ToolboxError> {
+        self.register_arc(Arc::new(tool))
+    }
+
+    /// Adds a shared tool, compiling its schema.
+    pub fn register_arc(&mut self, tool: Arc<dyn Tool>) -> Result<&mut Self, ToolboxError> {
+        let name = tool.name().to_owned();
+        if self.entries.contains_key(&name) {
+            return Err(ToolboxError::Duplicate(name));
+        }
+        let validator = jsonschema::validator_for(&tool.parameters()).map_err(|err| ToolboxError::InvalidSchema {
+            name: name.clone(),
+            message: err.to_string(),
+        })?;
+        self.entries.insert(name.clone(), Arc::new(Entry { tool, validator }));
+        self.order.push(name);
+        Ok(self)
+    }
+
+    /// Builder-style [`Toolbox::register`].
+    pub fn with(mut self, tool: impl Tool + 'static) -> Result<Self, ToolboxError> {
+        self.register(tool)?;
+        Ok(self)
+    }
+
+    /// The tool called `name`.
+    pub fn get(&self, name: &str) -> Option<&Arc<dyn Tool>> {
+        self.entries.get(name).map(|entry| &entry.tool)
+    }
+
+    /// Whether a call is early-eligible (SPEC §1): its tool is async, or the stream flagged the call async.
+    pub fn is_early_eligible(&self, name: &str, flagged_async: bool) -> bool {
+        flagged_async || self.get(name).is_some_and(|tool| tool.is_async())
+    }
+
+    /// Validates arguments against the tool's schema; `Err` lists every violation as `<path>: <message>`.
+    pub(crate) fn validate(&self, name: &str, arguments: &Arguments) -> Result<(), Vec<String>> {
+        let Some(entry) = self.entries.get(name) else {
+            return Ok(());
+        };
+        let instance = serde_json::Value::Object(arguments.clone());
+        let violations: Vec<String> = entry
+            .validator
+            .iter_errors(&instance)
+            .map(|error| {
+                let path = error.instance_path().to_string();
+                let path = if path.is_empty() { "/".to_owned() } else { path };
+                format!("{path}: {error}")
+            })
+            .collect();
+        if violations.is_empty() {
+            Ok(())
+        } else {
+            Err(violations)
+        }
+    }
+
+    /// The tools as the model sees them, in registration order.
+    pub fn definitions(&self) -> Vec<ToolDefinition> {
+        self.order
+            .iter()
+            .filter_map(|name| self.entries.get(name))
+            .map(|entry| ToolDefinition {
+                name: entry.tool.name().to_owned(),
+                description: entry.tool.description().to_owned(),
+                parameters: entry.tool.parameters(),
+            })
+            .collect()
+    }
+
+    /// Whether a call's tool fences its batch (SPEC §4.4).
+    pub(crate) fn fences(&self, call: &ToolCall) -> bool {
+        self.get(&call.name)
+            .is_some_and(|tool| tool.execution_mode() == Some(crate::config::ExecutionMode::Sequential))
+    }
+
+    /// Number of tools.
+    pub fn len(&self) -> usize {
+        self.entries.len()
+    }
+
+    /// `true` when no tool is registered.
+    pub fn is_empty(&self) -> bool {
+        self.entries.is_empty()
+    }
+}
