@@ -1,0 +1,58 @@
+//! `headstart replay SCENARIO.json [--report R] [--db PATH] [--clock virtual|wall] [--touch-dir DIR]`.
+
+use std::path::PathBuf;
+
+use clap::ValueEnum;
+use headstart_sim::{replay_file, ClockMode, ReplayOptions};
+
+/// Arguments of `headstart replay`.
+#[derive(clap::Args)]
+pub struct Args {
+    /// The scenario file.
+    scenario: PathBuf,
+    /// Where the report goes (default: standard output).
+    #[arg(long)]
+    report: Option<PathBuf>,
+    /// The SQLite transcript file to use (default: a temporary file, deleted afterwards).
+    #[arg(long)]
+    db: Option<PathBuf>,
+    /// virtual: tokio's paused clock, deterministic; wall: real time.
+    #[arg(long, value_enum, default_value_t = Clock::Virtual)]
+    clock: Clock,
+    /// Where tools with `touch: true` create `<call id>` files.
+    #[arg(long)]
+    touch_dir: Option<PathBuf>,
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+enum Clock {
+    Virtual,
+    Wall,
+}
+
+/// Runs the replay; exit status 0 when the scenario ran, 2 when it could not be run.
+pub fn run(args: &Args) -> u8 {
+    let options = ReplayOptions {
+        clock: match args.clock {
+            Clock::Virtual => ClockMode::Virtual,
+            Clock::Wall => ClockMode::Wall,
+        },
+        db: args.db.clone(),
+        touch_dir: args.touch_dir.clone(),
+    };
+    let outcome = replay_file(&args.scenario, &options);
+    let text = outcome.report.to_json();
+    match &args.report {
+        None => print!("{text}"),
+        Some(path) => {
+            if let Err(error) = std::fs::write(path, text) {
+                eprintln!("headstart replay: cannot write {}: {error}", path.display());
+                return 2;
+            }
+        }
+    }
+    if let Some(error) = &outcome.report.error {
+        eprintln!("headstart replay: {error}");
+    }
+    u8::try_from(outcome.exit_code).unwrap_or(2)
+}
