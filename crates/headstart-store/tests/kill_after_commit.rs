@@ -74,7 +74,8 @@ async fn child_commits_then_waits() {
         .await
         .expect("child: commit");
     let mut stdout = std::io::stdout().lock();
-    writeln!(stdout, "committed {seq}").expect("child: report");
+    // libtest has already printed "test child_commits_then_waits ... " without a newline: start a fresh line.
+    writeln!(stdout, "\ncommitted {seq}").expect("child: report");
     stdout.flush().expect("child: flush");
     drop(stdout);
     loop {
@@ -121,7 +122,11 @@ fn commit_in_child_and_kill(path: &Path, durability: &str) -> u64 {
     // `Child::kill` sends SIGKILL on unix: no destructor, no close, no checkpoint runs in the child.
     child.kill().expect("kill the child");
     let status = child.wait().expect("reap the child");
-    assert_eq!(status.signal(), Some(9), "the child was not killed by SIGKILL: {status:?}");
+    assert_eq!(
+        status.signal(),
+        Some(9),
+        "the child was not killed by SIGKILL: {status:?}"
+    );
     seq
 }
 
@@ -136,12 +141,18 @@ async fn fragment_survives_sigkill(durability: &str) {
     assert_eq!(sessions.len(), 1, "{sessions:?}");
     let session = &sessions[0].id;
     let log = store.load_log(session).await.expect("log");
-    let fragment = log.iter().find(|m| m.seq == seq).expect("the committed fragment is in the file");
+    let fragment = log
+        .iter()
+        .find(|m| m.seq == seq)
+        .expect("the committed fragment is in the file");
     assert_eq!(fragment.message, Message::Assistant(the_fragment()));
     assert_eq!(fragment.request, Some(0));
     let runs = store.tool_runs(session).await.expect("runs");
     assert_eq!(runs.len(), 1);
-    assert_eq!((runs[0].call_id.as_str(), runs[0].state, runs[0].fragment_seq), ("call_1", RunState::Admitted, seq));
+    assert_eq!(
+        (runs[0].call_id.as_str(), runs[0].state, runs[0].fragment_seq),
+        ("call_1", RunState::Admitted, seq)
+    );
     let unfinished = store.unfinished_calls(session).await.expect("unfinished");
     assert_eq!(unfinished.len(), 1);
     assert_eq!(unfinished[0].call.id, "call_1");

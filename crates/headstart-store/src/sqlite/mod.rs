@@ -1,36 +1,13 @@
 //! The embedded default store: one SQLite file in WAL mode (SPEC §7.1).
 //!
-//! # Design
+//! The design (one connection, `spawn_blocking`, transactions, durability, schema, errors) is documented on
+//! [`SqliteStore`], where rustdoc shows it (this module is private). In short: every operation runs on
+//! `tokio::task::spawn_blocking` with the connection behind a `std::sync::Mutex`, never on a dedicated database
+//! thread, because tokio's paused clock does not auto-advance while a `spawn_blocking` task runs: a commit then
+//! takes zero virtual time and virtual-time replays stay deterministic.
 //!
-//! **One connection behind a mutex, operations on `spawn_blocking`.** A [`SqliteStore`] owns one
-//! [`rusqlite::Connection`] in an `Arc<std::sync::Mutex<_>>`; every trait method moves its (owned) arguments into a
-//! closure that runs on [`tokio::task::spawn_blocking`], locks the connection and performs the whole operation,
-//! so SQLite's blocking I/O and fsyncs never stall the async runtime. Clones share the connection, and operations
-//! are serialized by the mutex (SQLite serializes writers anyway).
-//!
-//! A dedicated database thread fed by a channel would work too, but it is deliberately *not* used: tokio's paused
-//! test clock (the virtual clock of `headstart replay`) does not auto-advance while a `spawn_blocking` task is
-//! running on a current-thread runtime, whereas work on a thread tokio does not know about looks like idleness,
-//! and virtual time would jump ahead while a commit is in flight. With `spawn_blocking`, a commit takes zero
-//! virtual time and replays stay deterministic (tested by `paused_clock_does_not_advance_during_a_commit`).
-//!
-//! Dropping an operation's future does not cancel it: the blocking closure still runs to completion, and its
-//! transaction commits or rolls back as a whole.
-//!
-//! **Transactions.** Every write method is exactly one `BEGIN IMMEDIATE` transaction (so it takes the write lock
-//! before reading what it validates, and cannot fail half-way with `SQLITE_BUSY` on lock upgrade); every read runs
-//! in one deferred transaction and sees one snapshot. The sequence number is `MAX(seq) + 1` inside the write
-//! transaction, which makes it gapless.
-//!
-//! **Durability.** `synchronous = FULL` ([`Durability::Full`]) syncs the WAL on each commit; `NORMAL`
-//! ([`Durability::Normal`]) leaves syncing to checkpoints, so a commit survives a crash of the process but not
-//! necessarily a power loss.
-//!
-//! **Schema.** All SQL is in `sql.rs`; the ordered migrations are `sql::MIGRATIONS` and the `schema_version` table
-//! records how many are applied. A database with a newer version is refused ([`StoreError::NewerSchema`]).
-//!
-//! **Errors.** SQLite failures are classified in one function (`errors::sqlite_error`); nothing from the database
-//! or the file system is unwrapped, and a poisoned mutex or a panicked operation becomes [`StoreError::Backend`].
+//! Layout: `sql` holds every SQL statement and the migrations, `schema` applies them, `ops` implements the
+//! operations synchronously on a connection, `errors` classifies SQLite errors.
 
 mod errors;
 mod ops;
@@ -49,9 +26,7 @@ use headstart_core::model::{AssistantMessage, Message, ToolResultMessage, UserMe
 use rusqlite::{Connection, OpenFlags};
 
 use self::errors::sqlite_error;
-use crate::types::{
-    AdmittedCall, Durability, RunEnd, SessionId, SessionInfo, StoredMessage, ToolRun, UnfinishedCall,
-};
+use crate::types::{AdmittedCall, Durability, RunEnd, SessionId, SessionInfo, StoredMessage, ToolRun, UnfinishedCall};
 use crate::{StoreError, TranscriptStore};
 
 /// The label of an in-memory database in error messages.
@@ -82,8 +57,39 @@ impl Default for SqliteOptions {
 
 /// The SQLite transcript store (SPEC §7): one database file in WAL mode, shared by cheap clones.
 ///
-/// See the [module documentation](self) for the design. `SqliteStore` is `Clone + Send + Sync`; clones share one
-/// connection.
+/// `SqliteStore` is `Clone + Send + Sync`; clones share one connection.
+///
+/// # Design
+///
+/// **One connection behind a mutex, operations on `spawn_blocking`.** A [`SqliteStore`] owns one
+/// [`rusqlite::Connection`] behind a `std::sync::Mutex`, shared by clones through an `Arc`; every trait method
+/// moves its (owned) arguments into a closure that runs on [`tokio::task::spawn_blocking`], locks the connection
+/// and performs the whole operation, so SQLite's blocking I/O and fsyncs never stall the async runtime.
+/// Operations are serialized by the mutex (SQLite serializes writers anyway).
+///
+/// A dedicated database thread fed by a channel would work too, but it is deliberately *not* used: tokio's paused
+/// test clock (the virtual clock of `headstart replay`) does not auto-advance while a `spawn_blocking` task is
+/// running on a current-thread runtime, whereas work on a thread tokio does not know about looks like idleness,
+/// and virtual time would jump ahead while a commit is in flight. With `spawn_blocking`, a commit takes zero
+/// virtual time and replays stay deterministic (a tested property).
+///
+/// Dropping an operation's future does not cancel it: the blocking closure still runs to completion, and its
+/// transaction commits or rolls back as a whole.
+///
+/// **Transactions.** Every write method is exactly one `BEGIN IMMEDIATE` transaction (so it takes the write lock
+/// before reading what it validates, and cannot fail half-way with `SQLITE_BUSY` on lock upgrade); every read runs
+/// in one deferred transaction and sees one snapshot. The sequence number is `MAX(seq) + 1` inside the write
+/// transaction, which makes it gapless.
+///
+/// **Durability.** `synchronous = FULL` ([`Durability::Full`]) syncs the WAL on each commit; `NORMAL`
+/// ([`Durability::Normal`]) leaves syncing to checkpoints, so a commit survives a crash of the process but not
+/// necessarily a power loss.
+///
+/// **Schema.** All SQL is in `sql.rs`; the ordered migrations are `sql::MIGRATIONS` and the `schema_version` table
+/// records how many are applied. A database with a newer version is refused ([`StoreError::NewerSchema`]).
+///
+/// **Errors.** SQLite failures are classified in one function (`errors::sqlite_error`); nothing from the database
+/// or the file system is unwrapped, and a poisoned mutex or a panicked operation becomes [`StoreError::Backend`].
 #[derive(Clone)]
 pub struct SqliteStore {
     inner: Arc<Inner>,
@@ -149,8 +155,7 @@ impl SqliteStore {
             Durability::Full => sql::SET_SYNCHRONOUS_FULL,
             Durability::Normal => sql::SET_SYNCHRONOUS_NORMAL,
         };
-        conn.execute_batch(synchronous)
-            .map_err(fail("set the durability"))?;
+        conn.execute_batch(synchronous).map_err(fail("set the durability"))?;
         conn.execute_batch(sql::ENABLE_FOREIGN_KEYS)
             .map_err(fail("enable foreign keys"))?;
         schema::migrate(&mut conn, &label)?;
@@ -158,7 +163,12 @@ impl SqliteStore {
             conn.query_row(&sql::set_max_page_count(pages), [], |_| Ok(()))
                 .map_err(fail("set the maximum page count"))?;
         }
-        Ok(Self::from_connection(conn, Some(path.to_path_buf()), options.durability, false))
+        Ok(Self::from_connection(
+            conn,
+            Some(path.to_path_buf()),
+            options.durability,
+            false,
+        ))
     }
 
     /// Opens an existing store for reading only (for inspection tools): never creates the file, never migrates,
@@ -194,7 +204,12 @@ impl SqliteStore {
         conn.query_row(sql::PROBE, [], |_| Ok(()))
             .map_err(fail("read the database"))?;
         schema::check_read_only(&conn, &label)?;
-        Ok(Self::from_connection(conn, Some(path.to_path_buf()), Durability::default(), true))
+        Ok(Self::from_connection(
+            conn,
+            Some(path.to_path_buf()),
+            Durability::default(),
+            true,
+        ))
     }
 
     /// Opens a private, empty in-memory store (tests, one-off replays). Clones share it; it is gone when the last
@@ -237,7 +252,9 @@ impl SqliteStore {
                 .path
                 .as_deref()
                 .map_or_else(|| MEMORY_LABEL.to_owned(), |path| path.display().to_string());
-            return Err(StoreError::ReadOnly(format!("{label}: cannot {what}: the store was opened read-only")));
+            return Err(StoreError::ReadOnly(format!(
+                "{label}: cannot {what}: the store was opened read-only"
+            )));
         }
         Ok(())
     }
@@ -297,8 +314,7 @@ impl TranscriptStore for SqliteStore {
         self.writable("create a session")?;
         let id = uuid::Uuid::now_v7().to_string();
         let session = id.clone();
-        self.run(move |conn| ops::create_session(conn, &session, at_us))
-            .await?;
+        self.run(move |conn| ops::create_session(conn, &session, at_us)).await?;
         Ok(SessionId(id))
     }
 
@@ -364,7 +380,6 @@ impl TranscriptStore for SqliteStore {
 
     async fn unfinished_calls(&self, session: &SessionId) -> Result<Vec<UnfinishedCall>, StoreError> {
         let session = session.0.clone();
-        self.run(move |conn| ops::unfinished_calls(conn, &session))
-            .await
+        self.run(move |conn| ops::unfinished_calls(conn, &session)).await
     }
 }

@@ -43,7 +43,8 @@ fn next_seq(tx: &Transaction<'_>, session: &str, what: &str) -> Result<i64, Stor
 }
 
 fn encode(message: &Message, what: &str) -> Result<String, StoreError> {
-    serde_json::to_string(message).map_err(|err| StoreError::Backend(format!("{what}: cannot encode the message: {err}")))
+    serde_json::to_string(message)
+        .map_err(|err| StoreError::Backend(format!("{what}: cannot encode the message: {err}")))
 }
 
 fn seq_u64(value: i64, session: &str, column: &str) -> Result<u64, StoreError> {
@@ -68,7 +69,15 @@ fn insert_message(
     let seq = next_seq(tx, session, what)?;
     tx.execute(
         sql::INSERT_MESSAGE,
-        params![session, seq, message.role(), request.map(i64::from), turn_id, at_us, body],
+        params![
+            session,
+            seq,
+            message.role(),
+            request.map(i64::from),
+            turn_id,
+            at_us,
+            body
+        ],
     )
     .map_err(ctx(what))?;
     Ok(seq)
@@ -88,7 +97,9 @@ pub(super) fn sessions(conn: &mut Connection) -> Result<Vec<SessionInfo>, StoreE
     let rows = {
         let mut stmt = tx.prepare(sql::LIST_SESSIONS).map_err(ctx(what))?;
         let rows = stmt
-            .query_map([], |row| Ok((row.get::<_, String>(0)?, row.get::<_, i64>(1)?, row.get::<_, i64>(2)?)))
+            .query_map([], |row| {
+                Ok((row.get::<_, String>(0)?, row.get::<_, i64>(1)?, row.get::<_, i64>(2)?))
+            })
             .map_err(ctx(what))?;
         rows.collect::<Result<Vec<_>, _>>().map_err(ctx(what))?
     };
@@ -128,7 +139,9 @@ pub(super) fn commit_fragment(
 ) -> Result<u64, StoreError> {
     let what = format!("commit a fragment of request {request} to session {session}");
     let Message::Assistant(assistant) = fragment else {
-        return Err(StoreError::Backend(format!("{what}: the fragment is not an assistant message")));
+        return Err(StoreError::Backend(format!(
+            "{what}: the fragment is not an assistant message"
+        )));
     };
     let tx = begin_write(conn, &what)?;
     require_session(&tx, session, &what)?;
@@ -141,7 +154,10 @@ pub(super) fn commit_fragment(
                 call.call_id
             )));
         }
-        if admitted[..position].iter().any(|earlier| earlier.call_id == call.call_id) {
+        if admitted[..position]
+            .iter()
+            .any(|earlier| earlier.call_id == call.call_id)
+        {
             return Err(StoreError::Conflict(format!(
                 "{what}: call {} is admitted twice in one commit",
                 call.call_id
@@ -165,7 +181,15 @@ pub(super) fn commit_fragment(
     for (admission, call) in (first_admission..).zip(admitted) {
         tx.execute(
             sql::INSERT_ADMITTED_RUN,
-            params![session, call.call_id, admission, call.tool_name, i64::from(request), seq, at_us],
+            params![
+                session,
+                call.call_id,
+                admission,
+                call.tool_name,
+                i64::from(request),
+                seq,
+                at_us
+            ],
         )
         .map_err(ctx(&what))?;
     }
@@ -181,6 +205,16 @@ pub(super) fn mark_started(conn: &mut Connection, session: &str, call_id: &str, 
     tx.execute(sql::MARK_STARTED, params![session, call_id, at_us])
         .map_err(ctx(&what))?;
     tx.commit().map_err(ctx(&what))
+}
+
+/// The states a run can end in.
+fn is_end_state(state: RunState) -> bool {
+    matches!(state, RunState::Finished | RunState::Cancelled | RunState::Skipped)
+}
+
+/// Whether a stored run (its state name and result seq) has ended.
+fn has_ended(state: &str, result_seq: Option<i64>) -> bool {
+    result_seq.is_some() || !matches!(state, "admitted" | "started")
 }
 
 pub(super) fn append_tool_result(
@@ -200,20 +234,24 @@ pub(super) fn append_tool_result(
     let tx = begin_write(conn, &what)?;
     require_session(&tx, session, &what)?;
     let existing: Option<(String, Option<i64>)> = tx
-        .query_row(sql::RUN_STATE, params![session, call_id], |row| Ok((row.get(0)?, row.get(1)?)))
+        .query_row(sql::RUN_STATE, params![session, call_id], |row| {
+            Ok((row.get(0)?, row.get(1)?))
+        })
         .optional()
         .map_err(ctx(&what))?;
     match (&run, &existing) {
         (Some(_), None) => {
-            return Err(StoreError::Conflict(format!("{what}: call {call_id} has no admitted run")));
+            return Err(StoreError::Conflict(format!(
+                "{what}: call {call_id} has no admitted run"
+            )));
         }
-        (Some(end), Some(_)) if !matches!(end.state, RunState::Finished | RunState::Cancelled | RunState::Skipped) => {
+        (Some(end), Some(_)) if !is_end_state(end.state) => {
             return Err(StoreError::Conflict(format!(
                 "{what}: a run cannot end in state {}",
                 end.state.as_str()
             )));
         }
-        (_, Some((state, result_seq))) if result_seq.is_some() || !matches!(state.as_str(), "admitted" | "started") => {
+        (_, Some((state, result_seq))) if has_ended(state, *result_seq) => {
             return Err(StoreError::Conflict(format!(
                 "{what}: the run of call {call_id} already ended ({state})"
             )));
@@ -386,7 +424,9 @@ pub(super) fn unfinished_calls(conn: &mut Connection, session: &str) -> Result<V
     let rows = {
         let mut stmt = tx.prepare(sql::UNFINISHED_RUNS).map_err(ctx(&what))?;
         let rows = stmt
-            .query_map([session], |row| Ok((RawRun::read(row)?, row.get::<_, Option<String>>(10)?)))
+            .query_map([session], |row| {
+                Ok((RawRun::read(row)?, row.get::<_, Option<String>>(10)?))
+            })
             .map_err(ctx(&what))?;
         rows.collect::<Result<Vec<_>, _>>().map_err(ctx(&what))?
     };

@@ -137,8 +137,7 @@ pub(super) const LOAD_LOG: &str = "SELECT seq, role, request, at_us, body FROM m
 pub(super) const RUN_STATE: &str = "SELECT state, result_seq FROM tool_runs WHERE session_id = ?1 AND call_id = ?2";
 
 /// `?1` = session id → the next admission number (only meaningful inside a write transaction).
-pub(super) const NEXT_ADMISSION: &str =
-    "SELECT COALESCE(MAX(admission), 0) + 1 FROM tool_runs WHERE session_id = ?1";
+pub(super) const NEXT_ADMISSION: &str = "SELECT COALESCE(MAX(admission), 0) + 1 FROM tool_runs WHERE session_id = ?1";
 
 /// `?1` session id, `?2` call id, `?3` admission, `?4` tool name, `?5` request, `?6` fragment seq,
 /// `?7` admitted_at_us.

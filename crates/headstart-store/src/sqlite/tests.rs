@@ -4,8 +4,7 @@ use std::path::Path;
 use std::time::Duration;
 
 use headstart_core::model::{
-    AssistantMessage, ContentBlock, Message, StopReason, ToolArguments, ToolCall, ToolResultMessage, Usage,
-    UserMessage,
+    AssistantMessage, ContentBlock, Message, StopReason, ToolArguments, ToolCall, ToolResultMessage, Usage, UserMessage,
 };
 use rusqlite::ffi;
 use serde_json::Value;
@@ -87,7 +86,13 @@ async fn store_with_session(store: &SqliteStore) -> SessionId {
 async fn commit_one(store: &SqliteStore, session: &SessionId, id: &str) -> Result<u64, StoreError> {
     let c = call(id, "lookup");
     store
-        .commit_fragment(session, 0, &prefix("turn-x", "t", std::slice::from_ref(&c)), &admit(&[&c]), 10)
+        .commit_fragment(
+            session,
+            0,
+            &prefix("turn-x", "t", std::slice::from_ref(&c)),
+            &admit(&[&c]),
+            10,
+        )
         .await
 }
 
@@ -102,7 +107,10 @@ fn store_is_cheap_to_clone_and_shareable_across_threads() {
     assert_traits::<SqliteStore>();
     let store = SqliteStore::open_in_memory().expect("open");
     let clone = store.clone();
-    assert!(Arc::ptr_eq(&store.inner, &clone.inner), "clones must share one connection");
+    assert!(
+        Arc::ptr_eq(&store.inner, &clone.inner),
+        "clones must share one connection"
+    );
     assert_eq!(store.path(), None);
 }
 
@@ -111,22 +119,47 @@ async fn round_trip_keeps_write_order_runs_and_unfinished_calls() {
     let dir = tempfile::tempdir().expect("tempdir");
     let store = SqliteStore::open(db_path(&dir), SqliteOptions::default()).expect("open");
     let session = store.create_session(100).await.expect("create session");
-    assert_eq!(store.append_user(&session, &UserMessage::new("find it"), 110).await, Ok(1));
+    assert_eq!(
+        store.append_user(&session, &UserMessage::new("find it"), 110).await,
+        Ok(1)
+    );
 
     // Request 0: two fragments of one response; a and b admitted early with the first, c with the second.
-    let (a, b, c, d) = (call("a", "lookup"), call("b", "lookup"), call("c", "fetch"), call("d", "fetch"));
+    let (a, b, c, d) = (
+        call("a", "lookup"),
+        call("b", "lookup"),
+        call("c", "fetch"),
+        call("d", "fetch"),
+    );
     let first = prefix("turn-0", "let me check", &[a.clone(), b.clone()]);
-    assert_eq!(store.commit_fragment(&session, 0, &first, &admit(&[&b, &a]), 200).await, Ok(2));
+    assert_eq!(
+        store.commit_fragment(&session, 0, &first, &admit(&[&b, &a]), 200).await,
+        Ok(2)
+    );
     store.mark_started(&session, "b", 210).await.expect("mark b");
     store.mark_started(&session, "a", 220).await.expect("mark a");
-    assert_eq!(store.append_tool_result(&session, &result(&a, "A"), finished(None), 300).await, Ok(3));
+    assert_eq!(
+        store
+            .append_tool_result(&session, &result(&a, "A"), finished(None), 300)
+            .await,
+        Ok(3)
+    );
     let usage = Usage {
         input: 10,
         output: 50,
         ..Usage::default()
     };
-    let last = fragment("turn-0", StopReason::ToolUse, "and more", &[c.clone(), d.clone()], usage);
-    assert_eq!(store.commit_fragment(&session, 0, &last, &admit(&[&c]), 400).await, Ok(4));
+    let last = fragment(
+        "turn-0",
+        StopReason::ToolUse,
+        "and more",
+        &[c.clone(), d.clone()],
+        usage,
+    );
+    assert_eq!(
+        store.commit_fragment(&session, 0, &last, &admit(&[&c]), 400).await,
+        Ok(4)
+    );
     // d was not admitted ("not executed"): a result without a run.
     let d_result = ToolResultMessage::error(&d, "not executed");
     assert_eq!(store.append_tool_result(&session, &d_result, None, 410).await, Ok(5));
@@ -138,9 +171,18 @@ async fn round_trip_keeps_write_order_runs_and_unfinished_calls() {
     let seqs: Vec<u64> = log.iter().map(|m| m.seq).collect();
     assert_eq!(seqs, vec![1, 2, 3, 4, 5], "gapless from 1, in write order");
     let roles: Vec<&str> = log.iter().map(|m| m.message.role()).collect();
-    assert_eq!(roles, vec!["user", "assistant", "tool_result", "assistant", "tool_result"]);
-    assert_eq!(log.iter().map(|m| m.at_us).collect::<Vec<_>>(), vec![110, 200, 300, 400, 410]);
-    assert_eq!(log.iter().map(|m| m.request).collect::<Vec<_>>(), vec![None, Some(0), None, Some(0), None]);
+    assert_eq!(
+        roles,
+        vec!["user", "assistant", "tool_result", "assistant", "tool_result"]
+    );
+    assert_eq!(
+        log.iter().map(|m| m.at_us).collect::<Vec<_>>(),
+        vec![110, 200, 300, 400, 410]
+    );
+    assert_eq!(
+        log.iter().map(|m| m.request).collect::<Vec<_>>(),
+        vec![None, Some(0), None, Some(0), None]
+    );
     assert_eq!(log[1].message, Message::Assistant(first.clone()));
     assert_eq!(log[3].message, Message::Assistant(last.clone()));
     assert_eq!(log[4].message, Message::ToolResult(d_result.clone()));
@@ -150,18 +192,41 @@ async fn round_trip_keeps_write_order_runs_and_unfinished_calls() {
     assert_eq!(ids, vec!["b", "a", "c"], "admission order");
     let b_run = &runs[0];
     assert_eq!(
-        (b_run.state, b_run.outcome, b_run.started_at_us, b_run.ended_at_us, b_run.result_seq),
+        (
+            b_run.state,
+            b_run.outcome,
+            b_run.started_at_us,
+            b_run.ended_at_us,
+            b_run.result_seq
+        ),
         (RunState::Started, None, Some(210), None, None)
     );
     assert_eq!((b_run.request, b_run.fragment_seq, b_run.admitted_at_us), (0, 2, 200));
     let a_run = &runs[1];
     assert_eq!(
-        (a_run.state, a_run.outcome, a_run.started_at_us, a_run.ended_at_us, a_run.result_seq),
-        (RunState::Finished, Some(RunOutcome::Finished), Some(220), Some(300), Some(3))
+        (
+            a_run.state,
+            a_run.outcome,
+            a_run.started_at_us,
+            a_run.ended_at_us,
+            a_run.result_seq
+        ),
+        (
+            RunState::Finished,
+            Some(RunOutcome::Finished),
+            Some(220),
+            Some(300),
+            Some(3)
+        )
     );
     let c_run = &runs[2];
     assert_eq!(
-        (c_run.state, c_run.tool_name.as_str(), c_run.fragment_seq, c_run.started_at_us),
+        (
+            c_run.state,
+            c_run.tool_name.as_str(),
+            c_run.fragment_seq,
+            c_run.started_at_us
+        ),
         (RunState::Admitted, "fetch", 4, None)
     );
 
@@ -194,7 +259,13 @@ async fn result_carries_a_start_time_that_mark_started_never_wrote() {
     let session = store_with_session(&store).await;
     let (a, b) = (call("a", "lookup"), call("b", "lookup"));
     store
-        .commit_fragment(&session, 0, &prefix("t", "x", &[a.clone(), b.clone()]), &admit(&[&a, &b]), 10)
+        .commit_fragment(
+            &session,
+            0,
+            &prefix("t", "x", &[a.clone(), b.clone()]),
+            &admit(&[&a, &b]),
+            10,
+        )
         .await
         .expect("commit");
     store.mark_started(&session, "b", 20).await.expect("mark b");
@@ -242,9 +313,17 @@ async fn duplicate_admission_is_a_conflict_and_stores_nothing() {
         .expect_err("call not in fragment");
     assert!(matches!(err, StoreError::Conflict(_)), "{err:?}");
 
-    assert_eq!(store.load_log(&session).await.expect("log").len(), before, "no fragment was stored");
+    assert_eq!(
+        store.load_log(&session).await.expect("log").len(),
+        before,
+        "no fragment was stored"
+    );
     let runs = store.tool_runs(&session).await.expect("runs");
-    assert_eq!(runs.iter().map(|r| r.call_id.as_str()).collect::<Vec<_>>(), vec!["c1"], "no run was stored");
+    assert_eq!(
+        runs.iter().map(|r| r.call_id.as_str()).collect::<Vec<_>>(),
+        vec!["c1"],
+        "no run was stored"
+    );
     // The sequence stays gapless after the failed commits.
     assert_eq!(store.append_user(&session, &UserMessage::new("next"), 30).await, Ok(3));
 }
@@ -261,7 +340,10 @@ async fn results_for_missing_or_ended_runs_are_conflicts_and_store_nothing() {
         .append_tool_result(&session, &result(&ghost, "?"), finished(None), 20)
         .await
         .expect_err("no run");
-    assert!(matches!(&err, StoreError::Conflict(m) if m.contains("ghost")), "{err:?}");
+    assert!(
+        matches!(&err, StoreError::Conflict(m) if m.contains("ghost")),
+        "{err:?}"
+    );
     let err = store
         .append_tool_result(&session, &result(&c1, "?"), None, 20)
         .await
@@ -278,12 +360,20 @@ async fn results_for_missing_or_ended_runs_are_conflicts_and_store_nothing() {
         .expect_err("started is not an end state");
     assert!(matches!(err, StoreError::Conflict(_)), "{err:?}");
 
-    assert_eq!(store.append_tool_result(&session, &result(&c1, "ok"), finished(None), 30).await, Ok(3));
+    assert_eq!(
+        store
+            .append_tool_result(&session, &result(&c1, "ok"), finished(None), 30)
+            .await,
+        Ok(3)
+    );
     let err = store
         .append_tool_result(&session, &result(&c1, "again"), finished(None), 40)
         .await
         .expect_err("already ended");
-    assert!(matches!(&err, StoreError::Conflict(m) if m.contains("already ended")), "{err:?}");
+    assert!(
+        matches!(&err, StoreError::Conflict(m) if m.contains("already ended")),
+        "{err:?}"
+    );
 
     let log = store.load_log(&session).await.expect("log");
     assert_eq!(log.len(), 3, "only the valid result was stored");
@@ -296,8 +386,11 @@ async fn unknown_session_is_no_session() {
     let store = SqliteStore::open_in_memory().expect("open");
     let ghost = SessionId::from("no-such-session");
     let c = call("c", "lookup");
-    let is_no_session = |r: Result<(), StoreError>| matches!(r, Err(StoreError::NoSession(id)) if id == "no-such-session");
-    assert!(is_no_session(store.append_user(&ghost, &UserMessage::new("x"), 1).await.map(drop)));
+    let is_no_session =
+        |r: Result<(), StoreError>| matches!(r, Err(StoreError::NoSession(id)) if id == "no-such-session");
+    assert!(is_no_session(
+        store.append_user(&ghost, &UserMessage::new("x"), 1).await.map(drop)
+    ));
     assert!(is_no_session(
         store
             .commit_fragment(&ghost, 0, &prefix("t", "x", std::slice::from_ref(&c)), &admit(&[&c]), 1)
@@ -305,7 +398,12 @@ async fn unknown_session_is_no_session() {
             .map(drop)
     ));
     assert!(is_no_session(store.mark_started(&ghost, "c", 1).await));
-    assert!(is_no_session(store.append_tool_result(&ghost, &result(&c, "r"), None, 1).await.map(drop)));
+    assert!(is_no_session(
+        store
+            .append_tool_result(&ghost, &result(&c, "r"), None, 1)
+            .await
+            .map(drop)
+    ));
     assert!(is_no_session(store.load_log(&ghost).await.map(drop)));
     assert!(is_no_session(store.tool_runs(&ghost).await.map(drop)));
     assert!(is_no_session(store.unfinished_calls(&ghost).await.map(drop)));
@@ -326,7 +424,11 @@ async fn sessions_are_uuidv7_listed_oldest_first_with_message_counts() {
     }
     let listed = store.sessions().await.expect("sessions");
     let order: Vec<&SessionId> = listed.iter().map(|s| &s.id).collect();
-    assert_eq!(order, vec![&early, &late, &tie], "by creation time, ties in creation order");
+    assert_eq!(
+        order,
+        vec![&early, &late, &tie],
+        "by creation time, ties in creation order"
+    );
     assert_eq!(listed.iter().map(|s| s.messages).collect::<Vec<_>>(), vec![2, 0, 0]);
     // Sequence numbers are per session.
     assert_eq!(store.append_user(&late, &UserMessage::new("c"), 301).await, Ok(1));
@@ -354,8 +456,10 @@ async fn reopening_keeps_the_data_and_the_schema_version() {
     assert_eq!(store.path(), Some(path.as_path()));
     assert_eq!(store.load_log(&session).await.expect("log").len(), 2);
     assert_eq!(store.unfinished_calls(&session).await.expect("unfinished").len(), 1);
-    let version: i64 = with_conn(&store, |conn| conn.query_row(sql::SELECT_SCHEMA_VERSION, [], |r| r.get(0)))
-        .expect("schema version");
+    let version: i64 = with_conn(&store, |conn| {
+        conn.query_row(sql::SELECT_SCHEMA_VERSION, [], |r| r.get(0))
+    })
+    .expect("schema version");
     assert_eq!(version, LATEST_VERSION);
     assert_eq!(LATEST_VERSION, sql::MIGRATIONS.len() as i64);
 }
@@ -372,13 +476,25 @@ async fn connections_use_wal_the_configured_sync_and_foreign_keys() {
         };
         let store = SqliteStore::open(&path, options).expect("open");
         let (mode, sync, fks, timeout) = with_conn(&store, |conn| {
-            let mode: String = conn.query_row("PRAGMA journal_mode", [], |r| r.get(0)).expect("journal_mode");
-            let sync: i64 = conn.query_row("PRAGMA synchronous", [], |r| r.get(0)).expect("synchronous");
-            let fks: i64 = conn.query_row("PRAGMA foreign_keys", [], |r| r.get(0)).expect("foreign_keys");
-            let timeout: i64 = conn.query_row("PRAGMA busy_timeout", [], |r| r.get(0)).expect("busy_timeout");
+            let mode: String = conn
+                .query_row("PRAGMA journal_mode", [], |r| r.get(0))
+                .expect("journal_mode");
+            let sync: i64 = conn
+                .query_row("PRAGMA synchronous", [], |r| r.get(0))
+                .expect("synchronous");
+            let fks: i64 = conn
+                .query_row("PRAGMA foreign_keys", [], |r| r.get(0))
+                .expect("foreign_keys");
+            let timeout: i64 = conn
+                .query_row("PRAGMA busy_timeout", [], |r| r.get(0))
+                .expect("busy_timeout");
             (mode, sync, fks, timeout)
         });
-        assert_eq!((mode.as_str(), sync, fks, timeout), ("wal", synchronous, 1, 1234), "{durability:?}");
+        assert_eq!(
+            (mode.as_str(), sync, fks, timeout),
+            ("wal", synchronous, 1, 1234),
+            "{durability:?}"
+        );
         assert_eq!(store.durability(), durability);
     }
 }
@@ -408,7 +524,10 @@ async fn open_read_only_never_creates_a_file() {
     let dir = tempfile::tempdir().expect("tempdir");
     let path = db_path(&dir);
     let err = SqliteStore::open_read_only(&path).expect_err("missing file");
-    assert!(matches!(&err, StoreError::Open { path: p, .. } if p.contains("transcript.db")), "{err:?}");
+    assert!(
+        matches!(&err, StoreError::Open { path: p, .. } if p.contains("transcript.db")),
+        "{err:?}"
+    );
     assert!(!path.exists(), "open_read_only created the file");
 }
 
@@ -431,14 +550,24 @@ async fn a_read_only_store_reads_and_refuses_every_write() {
         store.append_user(&session, &UserMessage::new("x"), 1).await,
         Err(StoreError::ReadOnly(_))
     ));
-    assert!(matches!(commit_one(&store, &session, "c2").await, Err(StoreError::ReadOnly(_))));
-    assert!(matches!(store.mark_started(&session, "c1", 1).await, Err(StoreError::ReadOnly(_))));
     assert!(matches!(
-        store.append_tool_result(&session, &result(&c1, "r"), finished(None), 1).await,
+        commit_one(&store, &session, "c2").await,
+        Err(StoreError::ReadOnly(_))
+    ));
+    assert!(matches!(
+        store.mark_started(&session, "c1", 1).await,
+        Err(StoreError::ReadOnly(_))
+    ));
+    assert!(matches!(
+        store
+            .append_tool_result(&session, &result(&c1, "r"), finished(None), 1)
+            .await,
         Err(StoreError::ReadOnly(_))
     ));
     // The connection itself refuses writes too (SQLite's SQLITE_READONLY, mapped): this holds even for root.
-    let raw = with_conn(&store, |conn| conn.execute(sql::INSERT_SESSION, rusqlite::params!["x", 1]));
+    let raw = with_conn(&store, |conn| {
+        conn.execute(sql::INSERT_SESSION, rusqlite::params!["x", 1])
+    });
     let err = sqlite_error(raw.expect_err("a read-only connection wrote"), "insert", None);
     assert!(matches!(err, StoreError::ReadOnly(_)), "{err:?}");
     assert_eq!(store.load_log(&session).await.expect("log").len(), 2);
@@ -450,8 +579,13 @@ async fn a_write_on_a_read_only_connection_is_read_only() {
     let store = SqliteStore::open_in_memory().expect("open");
     let session = store_with_session(&store).await;
     with_conn(&store, |conn| conn.execute_batch(sql::ENABLE_QUERY_ONLY)).expect("query_only");
-    let err = commit_one(&store, &session, "c1").await.expect_err("write on a query-only connection");
-    assert!(matches!(&err, StoreError::ReadOnly(m) if m.contains("commit a fragment")), "{err:?}");
+    let err = commit_one(&store, &session, "c1")
+        .await
+        .expect_err("write on a query-only connection");
+    assert!(
+        matches!(&err, StoreError::ReadOnly(m) if m.contains("commit a fragment")),
+        "{err:?}"
+    );
     assert_eq!(store.load_log(&session).await.expect("log").len(), 1);
 }
 
@@ -486,13 +620,22 @@ async fn a_read_only_file_cannot_be_opened_for_writing() {
 async fn a_file_that_is_not_a_database_is_corrupt() {
     let dir = tempfile::tempdir().expect("tempdir");
     let path = db_path(&dir);
-    let garbage: Vec<u8> = (0..8192u32).map(|i| (i.wrapping_mul(2_654_435_761) >> 13) as u8).collect();
+    let garbage: Vec<u8> = (0..8192u32)
+        .map(|i| (i.wrapping_mul(2_654_435_761) >> 13) as u8)
+        .collect();
     std::fs::write(&path, &garbage).expect("write garbage");
     let err = SqliteStore::open(&path, SqliteOptions::default()).expect_err("garbage opened");
-    assert!(matches!(&err, StoreError::Corrupt(m) if m.contains("transcript.db")), "{err:?}");
+    assert!(
+        matches!(&err, StoreError::Corrupt(m) if m.contains("transcript.db")),
+        "{err:?}"
+    );
     let err = SqliteStore::open_read_only(&path).expect_err("garbage opened read-only");
     assert!(matches!(err, StoreError::Corrupt(_)), "{err:?}");
-    assert_eq!(std::fs::read(&path).expect("read back"), garbage, "the file was modified");
+    assert_eq!(
+        std::fs::read(&path).expect("read back"),
+        garbage,
+        "the file was modified"
+    );
 }
 
 #[tokio::test]
@@ -501,13 +644,19 @@ async fn a_newer_schema_is_refused() {
     let path = db_path(&dir);
     {
         let store = SqliteStore::open(&path, SqliteOptions::default()).expect("open");
-        with_conn(&store, |conn| conn.execute(sql::SET_SCHEMA_VERSION, [LATEST_VERSION + 7])).expect("bump");
+        with_conn(&store, |conn| {
+            conn.execute(sql::SET_SCHEMA_VERSION, [LATEST_VERSION + 7])
+        })
+        .expect("bump");
     }
     let expected = StoreError::NewerSchema {
         found: LATEST_VERSION + 7,
         supported: LATEST_VERSION,
     };
-    assert_eq!(SqliteStore::open(&path, SqliteOptions::default()).map(drop), Err(expected.clone()));
+    assert_eq!(
+        SqliteStore::open(&path, SqliteOptions::default()).map(drop),
+        Err(expected.clone())
+    );
     assert_eq!(SqliteStore::open_read_only(&path).map(drop), Err(expected));
 }
 
@@ -517,12 +666,20 @@ async fn a_foreign_database_is_not_taken_over() {
     let path = db_path(&dir);
     {
         let conn = Connection::open(&path).expect("raw open");
-        conn.execute_batch("CREATE TABLE notes (body TEXT)").expect("foreign table");
+        conn.execute_batch("CREATE TABLE notes (body TEXT)")
+            .expect("foreign table");
     }
     let err = SqliteStore::open(&path, SqliteOptions::default()).expect_err("foreign database opened");
-    assert!(matches!(&err, StoreError::Open { message, .. } if message.contains("schema_version")), "{err:?}");
+    assert!(
+        matches!(&err, StoreError::Open { message, .. } if message.contains("schema_version")),
+        "{err:?}"
+    );
     let tables: i64 = Connection::open(&path)
-        .and_then(|conn| conn.query_row("SELECT COUNT(*) FROM sqlite_master WHERE type = 'table'", [], |r| r.get(0)))
+        .and_then(|conn| {
+            conn.query_row("SELECT COUNT(*) FROM sqlite_master WHERE type = 'table'", [], |r| {
+                r.get(0)
+            })
+        })
         .expect("count tables");
     assert_eq!(tables, 1, "headstart created its tables in a foreign database");
 }
@@ -553,7 +710,11 @@ async fn a_full_database_fails_the_commit_and_keeps_earlier_data() {
     let log = store.load_log(&session).await.expect("earlier data stays readable");
     assert_eq!(log.iter().map(|m| m.seq).collect::<Vec<_>>(), vec![1, 2]);
     let runs = store.tool_runs(&session).await.expect("runs");
-    assert_eq!(runs.iter().map(|r| r.call_id.as_str()).collect::<Vec<_>>(), vec!["c1"], "no run was admitted");
+    assert_eq!(
+        runs.iter().map(|r| r.call_id.as_str()).collect::<Vec<_>>(),
+        vec!["c1"],
+        "no run was admitted"
+    );
 }
 
 #[tokio::test]
@@ -569,8 +730,13 @@ async fn a_lock_held_by_another_connection_is_locked() {
 
     let other = Connection::open(&path).expect("second connection");
     other.execute_batch("BEGIN IMMEDIATE").expect("take the write lock");
-    let err = commit_one(&store, &session, "c1").await.expect_err("commit while locked");
-    assert!(matches!(&err, StoreError::Locked(m) if m.contains("commit a fragment")), "{err:?}");
+    let err = commit_one(&store, &session, "c1")
+        .await
+        .expect_err("commit while locked");
+    assert!(
+        matches!(&err, StoreError::Locked(m) if m.contains("commit a fragment")),
+        "{err:?}"
+    );
     // Readers are not blocked in WAL mode.
     assert_eq!(store.load_log(&session).await.expect("log").len(), 1);
     other.execute_batch("ROLLBACK").expect("release the lock");
@@ -583,7 +749,10 @@ async fn an_undecodable_body_names_its_session_and_seq() {
     let session = store_with_session(&store).await;
     commit_one(&store, &session, "c1").await.expect("commit");
     with_conn(&store, |conn| {
-        conn.execute("UPDATE messages SET body = '{not json' WHERE session_id = ?1 AND seq = 2", [&session.0])
+        conn.execute(
+            "UPDATE messages SET body = '{not json' WHERE session_id = ?1 AND seq = 2",
+            [&session.0],
+        )
     })
     .expect("damage the body");
     let err = store.load_log(&session).await.expect_err("decoded garbage");
@@ -606,7 +775,10 @@ async fn a_poisoned_connection_is_an_error_not_a_panic() {
     .join();
     assert!(joined.is_err());
     let err = store.create_session(1).await.expect_err("used a poisoned connection");
-    assert!(matches!(&err, StoreError::Backend(m) if m.contains("panicked")), "{err:?}");
+    assert!(
+        matches!(&err, StoreError::Backend(m) if m.contains("panicked")),
+        "{err:?}"
+    );
 }
 
 #[tokio::test(start_paused = true)]
@@ -630,7 +802,8 @@ async fn paused_clock_does_not_advance_during_a_commit() {
 #[test]
 fn sqlite_errors_map_to_store_errors() {
     let failure = |code: i32| rusqlite::Error::SqliteFailure(ffi::Error::new(code), None);
-    let cases: Vec<(i32, fn(&StoreError) -> bool)> = vec![
+    type Expect = fn(&StoreError) -> bool;
+    let cases: Vec<(i32, Expect)> = vec![
         (ffi::SQLITE_READONLY, |e| matches!(e, StoreError::ReadOnly(_))),
         (ffi::SQLITE_READONLY_DBMOVED, |e| matches!(e, StoreError::ReadOnly(_))),
         (ffi::SQLITE_BUSY, |e| matches!(e, StoreError::Locked(_))),
@@ -639,7 +812,9 @@ fn sqlite_errors_map_to_store_errors() {
         (ffi::SQLITE_FULL, |e| matches!(e, StoreError::Full(_))),
         (ffi::SQLITE_CORRUPT, |e| matches!(e, StoreError::Corrupt(_))),
         (ffi::SQLITE_NOTADB, |e| matches!(e, StoreError::Corrupt(_))),
-        (ffi::SQLITE_CONSTRAINT_PRIMARYKEY, |e| matches!(e, StoreError::Conflict(_))),
+        (ffi::SQLITE_CONSTRAINT_PRIMARYKEY, |e| {
+            matches!(e, StoreError::Conflict(_))
+        }),
         (ffi::SQLITE_IOERR, |e| matches!(e, StoreError::Backend(_))),
     ];
     for (code, expected) in cases {
@@ -648,9 +823,15 @@ fn sqlite_errors_map_to_store_errors() {
         assert!(err.to_string().contains("do the thing"), "{err}");
     }
     let err = sqlite_error(failure(ffi::SQLITE_CANTOPEN), "open the database", Some("/x/t.db"));
-    assert!(matches!(&err, StoreError::Open { path, .. } if path == "/x/t.db"), "{err:?}");
+    assert!(
+        matches!(&err, StoreError::Open { path, .. } if path == "/x/t.db"),
+        "{err:?}"
+    );
     let err = sqlite_error(failure(ffi::SQLITE_NOTADB), "read the database", Some("/x/t.db"));
-    assert!(matches!(&err, StoreError::Corrupt(m) if m.contains("/x/t.db")), "{err:?}");
+    assert!(
+        matches!(&err, StoreError::Corrupt(m) if m.contains("/x/t.db")),
+        "{err:?}"
+    );
     let err = sqlite_error(rusqlite::Error::IntegralValueOutOfRange(0, -1), "read", None);
     assert!(matches!(err, StoreError::Decode(_)), "{err:?}");
 }
