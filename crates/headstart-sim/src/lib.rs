@@ -5,6 +5,7 @@
 //! On tokio's paused clock a scenario's report is deterministic: the same scenario yields byte-identical reports.
 #![warn(missing_docs)]
 
+pub mod demo;
 pub mod expect;
 pub mod replay;
 pub mod report;

@@ -127,8 +127,10 @@ pub enum RunOutcome {
     NotFound,
     /// Ran past its timeout.
     TimedOut,
-    /// Never started: cancelled before start, or interrupted by a crash and recovered.
+    /// Never started: cancelled before start.
     Skipped,
+    /// The process stopped while the call was admitted or running; recovery gave it an error result (SPEC §7.4).
+    Interrupted,
 }
 
 impl RunOutcome {
@@ -144,6 +146,7 @@ impl RunOutcome {
             RunOutcome::NotFound => "not_found",
             RunOutcome::TimedOut => "timed_out",
             RunOutcome::Skipped => "skipped",
+            RunOutcome::Interrupted => "interrupted",
         }
     }
 
@@ -159,6 +162,7 @@ impl RunOutcome {
             "not_found" => RunOutcome::NotFound,
             "timed_out" => RunOutcome::TimedOut,
             "skipped" => RunOutcome::Skipped,
+            "interrupted" => RunOutcome::Interrupted,
             _ => return None,
         })
     }

@@ -6,7 +6,7 @@ use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
 
 use futures::FutureExt;
-use headstart_core::ToolCall;
+use headstart_core::{ToolCall, ToolResultMessage};
 use headstart_store::{RunOutcome, RunState};
 use serde_json::Value;
 
@@ -26,6 +26,18 @@ impl Executed {
         Executed {
             draft: error_draft(text.into()),
             outcome,
+        }
+    }
+
+    /// The result message for `call`.
+    pub fn into_result(self, call: &ToolCall) -> ToolResultMessage {
+        ToolResultMessage {
+            tool_call_id: call.id.clone(),
+            tool_name: call.name.clone(),
+            content: self.draft.content,
+            details: self.draft.details,
+            is_error: self.draft.is_error,
+            terminate: self.draft.terminate,
         }
     }
 
@@ -102,10 +114,13 @@ async fn run_body(ready: ReadyCall, call: &ToolCall, context: ToolContext) -> Ex
     }
 }
 
-/// Executes a prepared call and finalizes its result with the `after` hooks.
+/// Executes a prepared call and finalizes its result with the `after` hooks. Never unwinds: panics in the body
+/// or in a hook become error results.
 pub(crate) async fn execute(ready: ReadyCall, call: Arc<ToolCall>, hooks: Hooks, context: ToolContext) -> Executed {
     let executed = run_body(ready, &call, context).await;
-    let finalized = AssertUnwindSafe(hooks.after(&call, executed.draft.clone())).catch_unwind().await;
+    let finalized = AssertUnwindSafe(hooks.after(&call, executed.draft.clone()))
+        .catch_unwind()
+        .await;
     match finalized {
         Ok(Ok(draft)) => Executed { draft, ..executed },
         Ok(Err(error)) => Executed::error(RunOutcome::Error, error.message),

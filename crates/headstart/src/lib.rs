@@ -12,6 +12,58 @@
 //! - [`Agent`]: the multi-request loop over a [`Model`];
 //! - [`AgentEvent`]: the single ordered event stream a consumer observes;
 //! - re-exported layers: [`core`] (model types, delta events, accumulator) and [`store`] (transcript store).
+//!
+//! ## Wrapping your model stream
+//!
+//! ```
+//! use std::sync::Arc;
+//! use futures::StreamExt;
+//! use headstart::core::{DoneReason, Usage};
+//! use headstart::{AgentEvent, Arguments, CancellationToken, DeltaEvent, Engine, SqliteStore, Tool, ToolContext,
+//!                 ToolError, ToolOutput, Toolbox, TranscriptStore};
+//!
+//! struct Lookup;
+//!
+//! #[async_trait::async_trait]
+//! impl Tool for Lookup {
+//!     fn name(&self) -> &str { "lookup" }
+//!     fn is_async(&self) -> bool { true } // may start as soon as the call is sealed
+//!     async fn execute(&self, args: Arguments, _ctx: ToolContext) -> Result<ToolOutput, ToolError> {
+//!         Ok(ToolOutput::text(format!("found {}", args["q"])))
+//!     }
+//! }
+//!
+//! # fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! # tokio::runtime::Builder::new_current_thread().enable_all().build()?.block_on(async {
+//! let store = Arc::new(SqliteStore::open_in_memory()?);
+//! let engine = Engine::builder(store.clone()).toolbox(Toolbox::new().with(Lookup)?).build();
+//! let session = store.create_session(0).await?;
+//!
+//! // Your provider adapter's output: any Stream<Item = Result<DeltaEvent, ModelError>>.
+//! let deltas = futures::stream::iter([
+//!     DeltaEvent::Start { model: None, response_id: None },
+//!     DeltaEvent::ToolcallStart { index: 0, id: "c1".into(), name: "lookup".into(), is_async: false },
+//!     DeltaEvent::ToolcallDelta { index: 0, delta: r#"{"q": "tokio"}"#.into() },
+//!     DeltaEvent::ToolcallEnd { index: 0, arguments: None },
+//!     DeltaEvent::Done { stop_reason: DoneReason::ToolUse, usage: Usage::default() },
+//! ].map(Ok));
+//!
+//! let mut events = engine.wrap(&session, 0, deltas, CancellationToken::new());
+//! let mut order = Vec::new();
+//! while let Some(event) = events.next().await {
+//!     order.push(event.type_name());
+//! }
+//! // The prefix holding c1 was durable before c1 started (SPEC §3.3).
+//! let commit = order.iter().position(|e| *e == "message_end").unwrap();
+//! let start = order.iter().position(|e| *e == "tool_execution_start").unwrap();
+//! assert!(commit < start);
+//! assert_eq!(order.last(), Some(&"turn_end"));
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! # })
+//! # }
+//! ```
+//!
+//! For the whole multi-request loop, implement [`Model`] and use [`Agent::run`].
 #![warn(missing_docs)]
 
 mod agent;
@@ -23,6 +75,7 @@ mod execute;
 mod hooks;
 mod model;
 mod prepare;
+mod recovery;
 mod response;
 mod runner;
 pub mod scheduler;
@@ -39,6 +92,7 @@ pub use engine::{Engine, EngineBuilder, EventStream, TurnIdSource};
 pub use event::{AgentEvent, AgentStop, Role, TurnOutcome};
 pub use hooks::{Decision, HookError, Hooks, ResultDraft, ResultOverride, ToolHook};
 pub use model::{DeltaStream, Model, ModelRequest, ToolDefinition};
+pub use recovery::{recover_all, recover_session, RecoveredCall, RecoveryAction, RecoveryPolicy, INTERRUPTED};
 pub use response::{CANCELLED_BY_CALLER, MISSING_TERMINAL};
 pub use tool::{Arguments, Tool, ToolContext, ToolError, ToolOutput, UpdateSink};
 pub use toolbox::{Toolbox, ToolboxError};

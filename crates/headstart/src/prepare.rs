@@ -1,10 +1,14 @@
 //! The prepare phase (SPEC §5.2) and its immediate outcomes (SPEC §5.3).
 
+use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
+
+use futures::FutureExt;
 
 use headstart_core::{ToolArguments, ToolCall};
 use headstart_store::RunOutcome;
 
+use crate::execute::panic_message;
 use crate::hooks::{Decision, Hooks};
 use crate::tool::{Arguments, Tool};
 use crate::toolbox::Toolbox;
@@ -32,13 +36,36 @@ impl Immediate {
     }
 }
 
-/// Looks the tool up, rewrites and validates the arguments, and runs the `before` hooks, in that order.
+/// Looks the tool up, rewrites and validates the arguments, and runs the `before` hooks, in that order. A panic
+/// in a tool's `prepare_arguments`/`conflict_key` or in a hook becomes a blocked outcome, never an unwind.
 pub(crate) async fn prepare(call: &ToolCall, toolbox: &Toolbox, hooks: &Hooks) -> Result<ReadyCall, Immediate> {
+    match AssertUnwindSafe(prepare_unguarded(call, toolbox, hooks))
+        .catch_unwind()
+        .await
+    {
+        Ok(prepared) => prepared,
+        Err(payload) => Err(Immediate::new(
+            RunOutcome::Blocked,
+            format!(
+                "preparing tool {} panicked: {}",
+                call.name,
+                panic_message(payload.as_ref())
+            ),
+        )),
+    }
+}
+
+async fn prepare_unguarded(call: &ToolCall, toolbox: &Toolbox, hooks: &Hooks) -> Result<ReadyCall, Immediate> {
     let name = &call.name;
     let Some(tool) = toolbox.get(name).cloned() else {
         return Err(Immediate::new(RunOutcome::NotFound, format!("tool {name} not found")));
     };
-    let invalid = |message: &str| Immediate::new(RunOutcome::Invalid, format!("invalid arguments for tool {name}: {message}"));
+    let invalid = |message: &str| {
+        Immediate::new(
+            RunOutcome::Invalid,
+            format!("invalid arguments for tool {name}: {message}"),
+        )
+    };
     let arguments = match &call.arguments {
         ToolArguments::Valid(arguments) => arguments.clone(),
         ToolArguments::Invalid { error, .. } => return Err(invalid(error)),

@@ -131,7 +131,8 @@ impl ResponseDriver {
     fn open_fragment(&mut self) {
         if !self.fragment_open {
             self.fragment_open = true;
-            self.outbox.push_back(AgentEvent::MessageStart { role: Role::Assistant });
+            self.outbox
+                .push_back(AgentEvent::MessageStart { role: Role::Assistant });
         }
     }
 
@@ -306,14 +307,7 @@ impl ResponseDriver {
                     outcome: executed.outcome,
                     started_at_us: entry.started_at_us,
                 };
-                let result = ToolResultMessage {
-                    tool_call_id: call.id.clone(),
-                    tool_name: call.name.clone(),
-                    content: executed.draft.content,
-                    details: executed.draft.details,
-                    is_error: executed.draft.is_error,
-                    terminate: executed.draft.terminate,
-                };
+                let result = executed.into_result(&call);
                 self.runner.slot_mut(slot).terminate = result.terminate;
                 self.record_result(&call, result, Some(run), false).await;
             }
@@ -323,9 +317,16 @@ impl ResponseDriver {
 
     /// Writes a result and emits its events. A call that never executed gets its `tool_execution_start` here,
     /// immediately before its end (SPEC §5.7).
-    async fn record_result(&mut self, call: &Arc<ToolCall>, result: ToolResultMessage, run: Option<RunEnd>, never_started: bool) {
+    async fn record_result(
+        &mut self,
+        call: &Arc<ToolCall>,
+        result: ToolResultMessage,
+        run: Option<RunEnd>,
+        never_started: bool,
+    ) {
         if never_started {
-            self.outbox.push_back(AgentEvent::ToolExecutionStart { call: Arc::clone(call) });
+            self.outbox
+                .push_back(AgentEvent::ToolExecutionStart { call: Arc::clone(call) });
         }
         let written = self
             .shared
@@ -346,7 +347,8 @@ impl ResponseDriver {
             is_error: result.is_error,
             outcome: run.map(|run| run.outcome),
         });
-        self.outbox.push_back(AgentEvent::MessageStart { role: Role::ToolResult });
+        self.outbox
+            .push_back(AgentEvent::MessageStart { role: Role::ToolResult });
         self.outbox.push_back(AgentEvent::MessageEnd {
             seq,
             message: Arc::new(Message::ToolResult(result)),

@@ -3,12 +3,11 @@
 //!
 //! Call futures are polled by the response's own task rather than spawned. That makes the order of simultaneous
 //! happenings deterministic (FORMAT.md: tool returns, timeouts and updates come before model events due at the
-//! same instant), which the engine's driver relies on through a biased `select!`. Panics are caught per call
-//! (`catch_unwind`), so a tool can never take the engine down. A body that blocks its thread blocks the response:
+//! same instant), which the engine's driver relies on through a biased `select!`. Preparation and execution
+//! catch panics themselves (`catch_unwind`), so a tool can never take the engine down. A body that blocks its thread blocks the response:
 //! CPU-heavy tools should move their work to `spawn_blocking`.
 
 use std::future::Future;
-use std::panic::AssertUnwindSafe;
 use std::pin::Pin;
 use std::sync::Arc;
 use std::task::{Context, Poll};
@@ -22,7 +21,7 @@ use tokio::sync::mpsc::{unbounded_channel, UnboundedReceiver, UnboundedSender};
 use tokio_util::sync::CancellationToken;
 
 use crate::config::EngineConfig;
-use crate::execute::{execute, panic_message, Executed};
+use crate::execute::{execute, Executed};
 use crate::hooks::Hooks;
 use crate::prepare::{prepare, Immediate, ReadyCall};
 use crate::scheduler::{Action, Prepared, Scheduler};
@@ -117,15 +116,7 @@ impl ToolRunner {
         let call = Arc::clone(&self.slots[slot].call);
         let toolbox = Arc::clone(&self.toolbox);
         let hooks = self.hooks.clone();
-        let future = async move {
-            match AssertUnwindSafe(prepare(&call, &toolbox, &hooks)).catch_unwind().await {
-                Ok(prepared) => prepared,
-                Err(payload) => Err(Immediate {
-                    text: format!("preparing tool {} panicked: {}", call.name, panic_message(payload.as_ref())),
-                    outcome: RunOutcome::Blocked,
-                }),
-            }
-        };
+        let future = async move { prepare(&call, &toolbox, &hooks).await };
         self.preparing = Some((slot, future.boxed()));
     }
 
@@ -145,13 +136,7 @@ impl ToolRunner {
             updates: UpdateSink::new(slot, self.updates_tx.clone()),
         };
         let hooks = self.hooks.clone();
-        let future = async move {
-            let executed = match AssertUnwindSafe(execute(ready, call, hooks, context)).catch_unwind().await {
-                Ok(executed) => executed,
-                Err(payload) => Executed::error(RunOutcome::Panicked, panic_message(payload.as_ref())),
-            };
-            (slot, executed)
-        };
+        let future = async move { (slot, execute(ready, call, hooks, context).await) };
         self.running.push(future.boxed());
     }
 

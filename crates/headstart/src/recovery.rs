@@ -1,0 +1,195 @@
+//! Recovery after a crash (SPEC §7.4): every admitted call without a result gets one, so the transcript is valid
+//! to continue.
+//!
+//! A call admitted before a crash may have run partly or fully; nobody knows. The default policy says so to the
+//! model with an error result ([`INTERRUPTED`]). Tools declared [`idempotent`](crate::Tool::idempotent) can
+//! instead be run again ([`RecoveryPolicy::ReExecuteIdempotent`]), through the same preparation and hooks as a
+//! normal call.
+
+use std::sync::Arc;
+
+use headstart_core::ToolResultMessage;
+use headstart_store::{RunEnd, RunOutcome, RunState, SessionId, StoreError, TranscriptStore, UnfinishedCall};
+use serde::Serialize;
+use tokio_util::sync::CancellationToken;
+
+use crate::engine::Engine;
+use crate::execute::execute;
+use crate::prepare::prepare;
+use crate::tool::{ToolContext, UpdateSink};
+
+/// The result text of a call interrupted by a crash (SPEC §7.4).
+pub const INTERRUPTED: &str =
+    "interrupted: the process stopped while this call was running; it may have partially executed";
+
+/// What to do with unfinished calls.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum RecoveryPolicy {
+    /// Give every unfinished call the [`INTERRUPTED`] error result.
+    #[default]
+    FailAll,
+    /// Run calls of idempotent tools again; fail the rest as [`RecoveryPolicy::FailAll`] does.
+    ReExecuteIdempotent,
+}
+
+/// What recovery did with one call.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RecoveryAction {
+    /// It got the interrupted error result.
+    Interrupted,
+    /// Its idempotent tool ran again and its result was recorded.
+    ReExecuted,
+}
+
+/// One recovered call.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct RecoveredCall {
+    /// The session.
+    pub session: SessionId,
+    /// The call id.
+    pub call_id: String,
+    /// The tool name.
+    pub tool_name: String,
+    /// Sequence number of the fragment that owns the call.
+    pub fragment_seq: u64,
+    /// Whether `execute` had begun before the crash (as far as the store knows).
+    pub had_started: bool,
+    /// What recovery did.
+    pub action: RecoveryAction,
+    /// Sequence number of the result now stored.
+    pub result_seq: u64,
+}
+
+/// Gives every unfinished call of `session` a result: the [`INTERRUPTED`] error, with the run ended as
+/// `cancelled` (it had started) or `skipped` (it had not). Needs no tools, so a bare store can be recovered.
+pub async fn recover_session(
+    store: &dyn TranscriptStore,
+    session: &SessionId,
+    at_us: i64,
+) -> Result<Vec<RecoveredCall>, StoreError> {
+    let mut recovered = Vec::new();
+    for unfinished in store.unfinished_calls(session).await? {
+        recovered.push(fail_call(store, session, &unfinished, at_us).await?);
+    }
+    Ok(recovered)
+}
+
+/// [`recover_session`] for every stored session.
+pub async fn recover_all(store: &dyn TranscriptStore, at_us: i64) -> Result<Vec<RecoveredCall>, StoreError> {
+    let mut recovered = Vec::new();
+    for info in store.sessions().await? {
+        recovered.extend(recover_session(store, &info.id, at_us).await?);
+    }
+    Ok(recovered)
+}
+
+async fn fail_call(
+    store: &dyn TranscriptStore,
+    session: &SessionId,
+    unfinished: &UnfinishedCall,
+    at_us: i64,
+) -> Result<RecoveredCall, StoreError> {
+    let had_started = unfinished.run.started_at_us.is_some() || unfinished.run.state == RunState::Started;
+    let run = RunEnd {
+        state: if had_started {
+            RunState::Cancelled
+        } else {
+            RunState::Skipped
+        },
+        outcome: RunOutcome::Interrupted,
+        started_at_us: unfinished.run.started_at_us,
+    };
+    let result = ToolResultMessage::error(&unfinished.call, INTERRUPTED);
+    let result_seq = store.append_tool_result(session, &result, Some(run), at_us).await?;
+    Ok(recovered_call(
+        session,
+        unfinished,
+        had_started,
+        RecoveryAction::Interrupted,
+        result_seq,
+    ))
+}
+
+fn recovered_call(
+    session: &SessionId,
+    unfinished: &UnfinishedCall,
+    had_started: bool,
+    action: RecoveryAction,
+    result_seq: u64,
+) -> RecoveredCall {
+    RecoveredCall {
+        session: session.clone(),
+        call_id: unfinished.call.id.clone(),
+        tool_name: unfinished.call.name.clone(),
+        fragment_seq: unfinished.run.fragment_seq,
+        had_started,
+        action,
+        result_seq,
+    }
+}
+
+impl Engine {
+    /// Recovers `session` with `policy`, using this engine's tools and hooks for re-execution. Calls run one at
+    /// a time in admission order.
+    pub async fn recover(&self, session: &SessionId, policy: RecoveryPolicy) -> Result<Vec<RecoveredCall>, StoreError> {
+        let store = self.store().as_ref();
+        let mut recovered = Vec::new();
+        for unfinished in store.unfinished_calls(session).await? {
+            let idempotent = self
+                .toolbox()
+                .get(&unfinished.call.name)
+                .is_some_and(|tool| tool.idempotent());
+            let call = if policy == RecoveryPolicy::ReExecuteIdempotent && idempotent {
+                self.reexecute(session, &unfinished).await?
+            } else {
+                fail_call(store, session, &unfinished, self.clock().now_us()).await?
+            };
+            recovered.push(call);
+        }
+        Ok(recovered)
+    }
+
+    async fn reexecute(&self, session: &SessionId, unfinished: &UnfinishedCall) -> Result<RecoveredCall, StoreError> {
+        let call = Arc::new(unfinished.call.clone());
+        let had_started = unfinished.run.started_at_us.is_some();
+        let (result, run) = match prepare(&call, self.toolbox(), &self.shared.hooks).await {
+            Err(immediate) => (
+                ToolResultMessage::error(&call, immediate.text),
+                RunEnd {
+                    state: RunState::Skipped,
+                    outcome: immediate.outcome,
+                    started_at_us: None,
+                },
+            ),
+            Ok(ready) => {
+                let started_at_us = self.clock().now_us();
+                // Recovery has no event stream: updates are dropped.
+                let (updates, _) = tokio::sync::mpsc::unbounded_channel();
+                let context = ToolContext {
+                    call_id: call.id.clone(),
+                    cancel: CancellationToken::new(),
+                    updates: UpdateSink::new(0, updates),
+                };
+                let executed = execute(ready, Arc::clone(&call), self.shared.hooks.clone(), context).await;
+                let run = RunEnd {
+                    state: executed.run_state(),
+                    outcome: executed.outcome,
+                    started_at_us: Some(started_at_us),
+                };
+                (executed.into_result(&call), run)
+            }
+        };
+        let result_seq = self
+            .store()
+            .append_tool_result(session, &result, Some(run), self.clock().now_us())
+            .await?;
+        Ok(recovered_call(
+            session,
+            unfinished,
+            had_started,
+            RecoveryAction::ReExecuted,
+            result_seq,
+        ))
+    }
+}
