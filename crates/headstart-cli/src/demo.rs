@@ -190,11 +190,15 @@ impl LiveView {
 }
 
 fn spinner_style(template: &str) -> ProgressStyle {
-    ProgressStyle::with_template(template).unwrap_or_else(|_| ProgressStyle::default_spinner())
+    ProgressStyle::with_template(template)
+        .unwrap_or_else(|_| ProgressStyle::default_spinner())
+        .with_key("seconds", |state: &indicatif::ProgressState, out: &mut dyn std::fmt::Write| {
+            let _ = write!(out, "{:.2}s", state.elapsed().as_secs_f64());
+        })
 }
 
 impl View for LiveView {
-    fn event(&mut self, event: &AgentEvent, _at_ms: f64) {
+    fn event(&mut self, event: &AgentEvent, at_ms: f64) {
         match event {
             AgentEvent::TurnStart { request } => {
                 self.text.clear();
@@ -211,19 +215,16 @@ impl View for LiveView {
                 };
                 self.model.set_message(tail);
             }
-            AgentEvent::MessageUpdate {
-                delta: DeltaEvent::ToolcallStart { name, .. },
-                ..
-            } => {
+            AgentEvent::MessageUpdate { delta: DeltaEvent::TextEnd { .. }, .. } => self.text.push(' '),
+            AgentEvent::MessageUpdate { delta: DeltaEvent::ToolcallStart { name, .. }, .. } => {
                 self.model.set_message(format!("… calling {name}"));
             }
             AgentEvent::ToolExecutionStart { call } => {
                 let label = tool_label(call);
                 let bar = self.bars.add(ProgressBar::new_spinner());
-                bar.set_style(spinner_style(
-                    "  {spinner:.yellow} {prefix:28} running {elapsed_precise}",
-                ));
+                bar.set_style(spinner_style("  {spinner:.yellow} {prefix:28} running {seconds}"));
                 bar.set_prefix(label.clone());
+                let label = format!("{label:28} started at {:5.2}s,", at_ms / 1000.0);
                 bar.enable_steady_tick(Duration::from_millis(80));
                 self.tools.insert(call.id.clone(), (bar, label));
             }
@@ -234,7 +235,7 @@ impl View for LiveView {
                     let seconds = bar.elapsed().as_secs_f64();
                     bar.set_style(spinner_style("  {msg}"));
                     let mark = if *is_error { "✗ failed" } else { "✓ done  " };
-                    bar.finish_with_message(format!("{label:28} {mark} in {seconds:.2}s"));
+                    bar.finish_with_message(format!("{label} {mark} in {seconds:.2}s"));
                 }
             }
             AgentEvent::TurnEnd { request, outcome } => {
@@ -247,5 +248,6 @@ impl View for LiveView {
 
     fn finish(&mut self) {
         self.model.finish_with_message("finished");
+        let _ = self.bars.println("");
     }
 }

@@ -355,7 +355,7 @@ impl ResponseDriver {
         });
     }
 
-    /// Settles every call that has not started with "cancelled before start: <reason>" (SPEC §5.5).
+    /// Settles every call that has not started with `"cancelled before start: <reason>"` (SPEC §5.5).
     async fn abort_calls(&mut self, reason: &str) {
         for slot in self.runner.abort() {
             let call = Arc::clone(&self.runner.slot(slot).call);

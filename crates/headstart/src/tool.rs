@@ -145,7 +145,7 @@ pub trait Tool: Send + Sync {
         None
     }
 
-    /// The body is cancelled and the call fails with "timed out after <N>ms" once this passes (SPEC §4.6).
+    /// The body is cancelled and the call fails with `"timed out after <N>ms"` once this passes (SPEC §4.6).
     fn timeout(&self) -> Option<Duration> {
         None
     }
