@@ -85,7 +85,12 @@ pub async fn replay(scenario: &Scenario, options: &ReplayOptions) -> ReplayOutco
         None => {
             temp_dir = match tempfile::tempdir() {
                 Ok(dir) => dir,
-                Err(error) => return ReplayOutcome::could_not_run(&scenario.name, format!("cannot create a temporary database: {error}")),
+                Err(error) => {
+                    return ReplayOutcome::could_not_run(
+                        &scenario.name,
+                        format!("cannot create a temporary database: {error}"),
+                    )
+                }
             };
             temp_dir.path().join("replay.db")
         }
@@ -100,8 +105,13 @@ pub async fn replay(scenario: &Scenario, options: &ReplayOptions) -> ReplayOutco
             return ReplayOutcome::could_not_run(&scenario.name, error.to_string());
         }
     }
-    let clock = TokioClock::starting_now();
     let store: Arc<dyn TranscriptStore> = Arc::new(store);
+    let session = match store.create_session(0).await {
+        Ok(session) => session,
+        Err(error) => return ReplayOutcome::could_not_run(&scenario.name, error.to_string()),
+    };
+    // Time 0 is the start of the run (on the wall clock, setting up the database is not part of it).
+    let clock = TokioClock::starting_now();
     let engine = Engine::builder(Arc::clone(&store))
         .toolbox(toolbox)
         .hooks(Hooks::new().with(SimHooks::new(scenario.hooks.clone())))
@@ -110,10 +120,6 @@ pub async fn replay(scenario: &Scenario, options: &ReplayOptions) -> ReplayOutco
         .turn_ids(Arc::new(|request| format!("turn-{request}")))
         .build();
     let agent = Agent::new(engine, Arc::new(SimModel::new(scenario.turns.clone())));
-    let session = match store.create_session(clock.now_us()).await {
-        Ok(session) => session,
-        Err(error) => return ReplayOutcome::could_not_run(&scenario.name, error.to_string()),
-    };
 
     let whole = options.clock == ClockMode::Virtual;
     let now = || Ms::from_us(clock.now_us(), whole);
@@ -147,17 +153,17 @@ pub async fn replay(scenario: &Scenario, options: &ReplayOptions) -> ReplayOutco
     .await;
     match written {
         Ok((log, runs)) => {
-            report.transcript = log.iter().map(|stored| TranscriptEntry::from_stored(stored, whole)).collect();
+            report.transcript = log
+                .iter()
+                .map(|stored| TranscriptEntry::from_stored(stored, whole))
+                .collect();
             report.tool_runs = runs.iter().map(|run| ToolRunReport::from_run(run, whole)).collect();
         }
         Err(error) => {
             report.error.get_or_insert_with(|| error.to_string());
         }
     }
-    ReplayOutcome {
-        report,
-        exit_code: 0,
-    }
+    ReplayOutcome { report, exit_code: 0 }
 }
 
 async fn sleep_until_option(deadline: Option<tokio::time::Instant>) {
