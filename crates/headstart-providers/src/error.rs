@@ -1,0 +1,69 @@
+//! The crate's error type.
+
+/// Why provider data could not be converted or a provider could not be reached.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ProviderError {
+    /// An SSE event's payload is not what the wire format promises (bad JSON, a missing required field).
+    #[error("malformed {format} event {event:?}: {message}")]
+    Malformed {
+        /// The wire format's name.
+        format: &'static str,
+        /// The SSE event type (or `message`).
+        event: String,
+        /// What is wrong with it.
+        message: String,
+    },
+    /// The provider broke its own protocol (a fragment for a call it already ended, a reused call id, ...).
+    #[error("{format} protocol violation: {message}")]
+    Protocol {
+        /// The wire format's name.
+        format: &'static str,
+        /// What happened.
+        message: String,
+    },
+    /// The byte stream is not valid SSE (invalid UTF-8, an unparseable line).
+    #[error("invalid SSE stream: {0}")]
+    Sse(String),
+    /// Reading the body failed (connection reset, timeout).
+    #[error("connection error while streaming: {0}")]
+    Transport(String),
+    /// A recorded capture could not be read.
+    #[error("capture: {0}")]
+    Capture(String),
+    /// The provider answered with an HTTP error status.
+    #[error("HTTP {status} from {url}: {message}")]
+    Http {
+        /// The status code.
+        status: u16,
+        /// The request URL (without query string, so no key leaks).
+        url: String,
+        /// The provider's error message, or the body's start.
+        message: String,
+    },
+    /// The client is misconfigured (missing API key, bad URL, unknown format name).
+    #[error("configuration: {0}")]
+    Config(String),
+}
+
+impl ProviderError {
+    pub(crate) fn malformed(format: &'static str, event: &str, message: impl Into<String>) -> Self {
+        ProviderError::Malformed {
+            format,
+            event: event.to_owned(),
+            message: message.into(),
+        }
+    }
+
+    pub(crate) fn protocol(format: &'static str, message: impl Into<String>) -> Self {
+        ProviderError::Protocol {
+            format,
+            message: message.into(),
+        }
+    }
+}
+
+impl From<ProviderError> for headstart_core::ModelError {
+    fn from(err: ProviderError) -> Self {
+        headstart_core::ModelError::new(err.to_string())
+    }
+}

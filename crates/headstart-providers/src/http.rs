@@ -1,0 +1,374 @@
+//! The HTTP + SSE model client.
+//!
+//! [`HttpModel`] sends the canonical context and the tool definitions to a provider endpoint in one of the four wire
+//! formats (so any compatible server works: set [`HttpModelConfig::base_url`]) and streams the answer through the
+//! format's converter. TLS is rustls with the `ring` provider; if the process has no default rustls crypto provider
+//! yet, [`HttpModel::new`] installs ring's.
+//!
+//! Errors before the stream starts (connection refused, timeouts, HTTP error statuses, a non-SSE answer) are returned
+//! as `Err(ModelError)` with the status and the provider's own error message; errors once streaming (a dropped
+//! connection, an idle timeout, a provider `error` event) end the delta stream with an `error` event.
+
+use std::fmt;
+use std::time::Duration;
+
+use futures::StreamExt;
+use headstart_core::{Message, ModelError};
+use serde_json::{Map, Value};
+
+use crate::error::ProviderError;
+use crate::openai_chat::error_message;
+use crate::request::{build_body, RequestSettings, ToolDefinition};
+use crate::stream::{delta_stream, DeltaStream};
+use crate::{ConvertOptions, WireFormat};
+
+/// How much of an error body is read to find the provider's message.
+const ERROR_BODY_LIMIT: usize = 64 * 1024;
+
+/// The Anthropic API version header sent with every request.
+pub const ANTHROPIC_VERSION: &str = "2023-06-01";
+
+impl WireFormat {
+    /// The provider's public base URL for this format.
+    pub fn default_base_url(self) -> &'static str {
+        match self {
+            WireFormat::OpenAiChat | WireFormat::OpenAiResponses => "https://api.openai.com/v1",
+            WireFormat::Anthropic => "https://api.anthropic.com/v1",
+            WireFormat::Gemini => "https://generativelanguage.googleapis.com/v1beta",
+        }
+    }
+
+    /// The environment variable the API key is read from by default.
+    pub fn default_api_key_env(self) -> &'static str {
+        match self {
+            WireFormat::OpenAiChat | WireFormat::OpenAiResponses => "OPENAI_API_KEY",
+            WireFormat::Anthropic => "ANTHROPIC_API_KEY",
+            WireFormat::Gemini => "GEMINI_API_KEY",
+        }
+    }
+}
+
+/// Everything [`HttpModel`] needs to know.
+#[derive(Debug, Clone)]
+pub struct HttpModelConfig {
+    /// The wire format the endpoint speaks.
+    pub format: WireFormat,
+    /// The base URL, e.g. `https://api.openai.com/v1` or `http://127.0.0.1:8080/v1`; the format's path is appended
+    /// (`/chat/completions`, `/responses`, `/messages`, `/models/{model}:streamGenerateContent?alt=sse`).
+    pub base_url: String,
+    /// The model name.
+    pub model: String,
+    /// The environment variable holding the API key, read once by [`HttpModel::new`]; `None` sends no key (local
+    /// servers). Sent as `Authorization: Bearer` (OpenAI), `x-api-key` (Anthropic) or `x-goog-api-key` (Gemini).
+    pub api_key_env: Option<String>,
+    /// The system prompt.
+    pub system: Option<String>,
+    /// The output token limit (Anthropic requires one; 8192 when `None`).
+    pub max_tokens: Option<u32>,
+    /// Extra top-level request body fields (`temperature`, `reasoning`, `store`, ...).
+    pub extra_body: Map<String, Value>,
+    /// Extra request headers.
+    pub extra_headers: Vec<(String, String)>,
+    /// Limit for establishing the connection. Default 10 s.
+    pub connect_timeout: Duration,
+    /// Limit from sending the request to the response headers. Default 120 s.
+    pub response_timeout: Duration,
+    /// Longest silence allowed between two body chunks while streaming. Default 120 s.
+    pub idle_timeout: Duration,
+    /// Conversion options (e.g. `seal_on_next_index` for Chat Completions).
+    pub convert: ConvertOptions,
+}
+
+impl HttpModelConfig {
+    /// A configuration for `model` at the format's public endpoint, with the format's usual API key variable and
+    /// default timeouts.
+    pub fn new(format: WireFormat, model: impl Into<String>) -> Self {
+        HttpModelConfig {
+            format,
+            base_url: format.default_base_url().to_owned(),
+            model: model.into(),
+            api_key_env: Some(format.default_api_key_env().to_owned()),
+            system: None,
+            max_tokens: None,
+            extra_body: Map::new(),
+            extra_headers: Vec::new(),
+            connect_timeout: Duration::from_secs(10),
+            response_timeout: Duration::from_secs(120),
+            idle_timeout: Duration::from_secs(120),
+            convert: ConvertOptions::default(),
+        }
+    }
+
+    /// The same configuration with another base URL.
+    pub fn with_base_url(mut self, base_url: impl Into<String>) -> Self {
+        self.base_url = base_url.into();
+        self
+    }
+
+    /// The same configuration reading the key from `variable`, or sending none.
+    pub fn with_api_key_env(mut self, variable: Option<&str>) -> Self {
+        self.api_key_env = variable.map(str::to_owned);
+        self
+    }
+
+    /// The endpoint URL.
+    pub fn url(&self) -> String {
+        let base = self.base_url.trim_end_matches('/');
+        match self.format {
+            WireFormat::OpenAiChat => format!("{base}/chat/completions"),
+            WireFormat::OpenAiResponses => format!("{base}/responses"),
+            WireFormat::Anthropic => format!("{base}/messages"),
+            WireFormat::Gemini => format!("{base}/models/{}:streamGenerateContent?alt=sse", self.model),
+        }
+    }
+}
+
+/// A model reached over HTTP, streaming with SSE.
+pub struct HttpModel {
+    config: HttpModelConfig,
+    api_key: Option<String>,
+    client: reqwest::Client,
+}
+
+impl fmt::Debug for HttpModel {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("HttpModel")
+            .field("config", &self.config)
+            .field("api_key", &self.api_key.as_ref().map(|_| "<redacted>"))
+            .finish()
+    }
+}
+
+/// An error with its chain of causes, one line (reqwest's own message hides the cause).
+fn error_chain(err: &dyn std::error::Error) -> String {
+    let mut message = err.to_string();
+    let mut source = err.source();
+    while let Some(cause) = source {
+        message.push_str(": ");
+        message.push_str(&cause.to_string());
+        source = cause.source();
+    }
+    message
+}
+
+impl HttpModel {
+    /// Builds the client and reads the API key. Fails if the configured key variable is unset or empty.
+    pub fn new(config: HttpModelConfig) -> Result<Self, ProviderError> {
+        let api_key = match &config.api_key_env {
+            None => None,
+            Some(variable) => match std::env::var(variable) {
+                Ok(key) if !key.trim().is_empty() => Some(key.trim().to_owned()),
+                _ => {
+                    return Err(ProviderError::Config(format!(
+                        "the API key variable {variable} is not set (or set api_key_env to none for a server \
+                         without authentication)"
+                    )))
+                }
+            },
+        };
+        if rustls::crypto::CryptoProvider::get_default().is_none() {
+            // Losing a race with another installer is fine: a provider is installed either way.
+            let _ = rustls::crypto::ring::default_provider().install_default();
+        }
+        let client = reqwest::Client::builder()
+            .connect_timeout(config.connect_timeout)
+            .read_timeout(config.idle_timeout)
+            .user_agent(concat!("headstart/", env!("CARGO_PKG_VERSION")))
+            .build()
+            .map_err(|err| ProviderError::Config(format!("cannot build the HTTP client: {}", error_chain(&err))))?;
+        Ok(HttpModel {
+            config,
+            api_key,
+            client,
+        })
+    }
+
+    /// The configuration.
+    pub fn config(&self) -> &HttpModelConfig {
+        &self.config
+    }
+
+    /// The request body this model sends for `context` and `tools`.
+    pub fn request_body(&self, context: &[Message], tools: &[ToolDefinition]) -> Value {
+        let settings = RequestSettings {
+            model: self.config.model.clone(),
+            system: self.config.system.clone(),
+            max_tokens: self.config.max_tokens,
+            extra: self.config.extra_body.clone(),
+        };
+        build_body(self.config.format, &settings, context, tools)
+    }
+
+    /// Sends one request and returns its delta stream.
+    pub async fn stream_context(
+        &self,
+        context: &[Message],
+        tools: &[ToolDefinition],
+    ) -> Result<DeltaStream, ModelError> {
+        let url = self.config.url();
+        let body = self.request_body(context, tools);
+        let mut request = self
+            .client
+            .post(&url)
+            .header(reqwest::header::CONTENT_TYPE, "application/json")
+            .header(reqwest::header::ACCEPT, "text/event-stream")
+            .body(body.to_string());
+        if let Some(key) = &self.api_key {
+            request = match self.config.format {
+                WireFormat::OpenAiChat | WireFormat::OpenAiResponses => request.bearer_auth(key),
+                WireFormat::Anthropic => request.header("x-api-key", key),
+                WireFormat::Gemini => request.header("x-goog-api-key", key),
+            };
+        }
+        if self.config.format == WireFormat::Anthropic {
+            request = request.header("anthropic-version", ANTHROPIC_VERSION);
+        }
+        for (name, value) in &self.config.extra_headers {
+            request = request.header(name, value);
+        }
+        let response = match tokio::time::timeout(self.config.response_timeout, request.send()).await {
+            Err(_) => {
+                return Err(ModelError::new(format!(
+                    "no response from {url} within {} s",
+                    self.config.response_timeout.as_secs_f64()
+                )))
+            }
+            Ok(Err(err)) => {
+                return Err(ModelError::new(format!(
+                    "request to {url} failed: {}",
+                    error_chain(&err)
+                )))
+            }
+            Ok(Ok(response)) => response,
+        };
+        let status = response.status();
+        let content_type = response
+            .headers()
+            .get(reqwest::header::CONTENT_TYPE)
+            .and_then(|value| value.to_str().ok())
+            .unwrap_or("")
+            .to_ascii_lowercase();
+        if !status.is_success() {
+            let retry_after = response
+                .headers()
+                .get(reqwest::header::RETRY_AFTER)
+                .and_then(|value| value.to_str().ok())
+                .map(|value| format!(" (retry after {value})"))
+                .unwrap_or_default();
+            let body = read_limited(response).await;
+            let message = format!("{}{retry_after}", provider_message(&body));
+            return Err(ProviderError::Http {
+                status: status.as_u16(),
+                url,
+                message: format!("{} {message}", status.canonical_reason().unwrap_or(""))
+                    .trim()
+                    .to_owned(),
+            }
+            .into());
+        }
+        if !content_type.is_empty() && !content_type.starts_with("text/event-stream") {
+            let body = read_limited(response).await;
+            return Err(ModelError::new(format!(
+                "{url} answered {content_type} instead of an SSE stream: {}",
+                provider_message(&body)
+            )));
+        }
+        let bytes = futures::stream::unfold(Some(response), |response| async move {
+            let mut response = response?;
+            match response.chunk().await {
+                Ok(Some(chunk)) => Some((Ok(chunk), Some(response))),
+                Ok(None) => None,
+                Err(err) => Some((Err(error_chain(&err)), None)),
+            }
+        });
+        Ok(delta_stream(self.config.format, &self.config.convert, bytes.boxed()))
+    }
+}
+
+#[async_trait::async_trait]
+impl headstart::Model for HttpModel {
+    async fn stream(&self, request: headstart::ModelRequest) -> Result<DeltaStream, ModelError> {
+        self.stream_context(&request.context, &request.tools).await
+    }
+}
+
+/// Reads at most [`ERROR_BODY_LIMIT`] bytes of a body (lossy UTF-8).
+async fn read_limited(mut response: reqwest::Response) -> String {
+    let mut body = Vec::new();
+    while body.len() < ERROR_BODY_LIMIT {
+        match response.chunk().await {
+            Ok(Some(chunk)) => body.extend_from_slice(&chunk),
+            _ => break,
+        }
+    }
+    body.truncate(ERROR_BODY_LIMIT);
+    String::from_utf8_lossy(&body).into_owned()
+}
+
+/// The provider's error message from an error body: `{"error": {"message": ...}}` (OpenAI, Anthropic, Gemini, also
+/// wrapped in an array by Gemini), else the body's start.
+fn provider_message(body: &str) -> String {
+    let value: Option<Value> = serde_json::from_str(body).ok();
+    let value = match value {
+        Some(Value::Array(items)) => items.into_iter().next(),
+        other => other,
+    };
+    match value {
+        Some(value) => {
+            let error = value.get("error").unwrap_or(&value);
+            error_message(error)
+        }
+        None => {
+            let text: String = body.trim().chars().take(500).collect();
+            if text.is_empty() {
+                "(empty body)".to_owned()
+            } else {
+                text
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn urls_per_format() {
+        let config = |format| HttpModelConfig::new(format, "m").with_base_url("http://h/v1/");
+        assert_eq!(config(WireFormat::OpenAiChat).url(), "http://h/v1/chat/completions");
+        assert_eq!(config(WireFormat::OpenAiResponses).url(), "http://h/v1/responses");
+        assert_eq!(config(WireFormat::Anthropic).url(), "http://h/v1/messages");
+        assert_eq!(
+            config(WireFormat::Gemini).url(),
+            "http://h/v1/models/m:streamGenerateContent?alt=sse"
+        );
+    }
+
+    #[test]
+    fn provider_messages_are_extracted_from_error_bodies() {
+        assert_eq!(
+            provider_message(r#"{"error": {"message": "bad key", "type": "invalid_request_error"}}"#),
+            "bad key (invalid_request_error)"
+        );
+        assert_eq!(
+            provider_message(r#"[{"error": {"code": 400, "message": "oops", "status": "INVALID_ARGUMENT"}}]"#),
+            "oops (400)"
+        );
+        assert_eq!(provider_message("upstream connect error"), "upstream connect error");
+        assert_eq!(provider_message(""), "(empty body)");
+    }
+
+    #[test]
+    fn a_missing_key_variable_is_a_configuration_error() {
+        let config = HttpModelConfig::new(WireFormat::Anthropic, "m")
+            .with_api_key_env(Some("HEADSTART_TEST_SURELY_UNSET_VARIABLE"));
+        let err = HttpModel::new(config).unwrap_err();
+        assert!(
+            err.to_string().contains("HEADSTART_TEST_SURELY_UNSET_VARIABLE"),
+            "{err}"
+        );
+        let model = HttpModel::new(HttpModelConfig::new(WireFormat::Anthropic, "m").with_api_key_env(None)).unwrap();
+        assert!(format!("{model:?}").contains("api_key: None"));
+    }
+}

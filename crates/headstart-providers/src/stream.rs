@@ -1,0 +1,122 @@
+//! Byte stream in, delta stream out: the asynchronous glue between an HTTP body and a converter.
+
+use std::collections::VecDeque;
+use std::fmt::Display;
+use std::pin::Pin;
+
+use futures::{Stream, StreamExt};
+pub use headstart::DeltaStream;
+use headstart_core::DeltaEvent;
+
+use crate::error::ProviderError;
+use crate::sse::{sse_events, SseEvent};
+use crate::{ConvertOptions, StreamConverter, WireFormat};
+
+type SseStream = Pin<Box<dyn Stream<Item = Result<SseEvent, ProviderError>> + Send>>;
+
+struct State {
+    /// `None` once the response ended: the body is dropped (and its connection closed) right away.
+    events: Option<SseStream>,
+    converter: Box<dyn StreamConverter>,
+    queue: VecDeque<DeltaEvent>,
+}
+
+/// Converts a response body (a stream of byte chunks, e.g. `reqwest`'s) in `format` to delta events.
+///
+/// The stream always yields a well-formed response: `start` first and exactly one terminal event. A transport
+/// error, a body that ends before the provider's terminal event (SPEC §5.5) or unparseable provider data all end it
+/// with an `error` event (not an `Err` item), so the partial response and any usage survive. The body is dropped as
+/// soon as the terminal event is produced; dropping the returned stream drops the body too.
+pub fn delta_stream<S, B, E>(format: WireFormat, options: &ConvertOptions, bytes: S) -> DeltaStream
+where
+    S: Stream<Item = Result<B, E>> + Send + 'static,
+    B: AsRef<[u8]> + Send + 'static,
+    E: Display + Send + 'static,
+{
+    let state = State {
+        events: Some(Box::pin(sse_events(bytes))),
+        converter: format.converter(options),
+        queue: VecDeque::new(),
+    };
+    futures::stream::unfold(state, |mut state| async move {
+        loop {
+            if let Some(event) = state.queue.pop_front() {
+                return Some((Ok(event), state));
+            }
+            let events = state.events.as_mut()?;
+            let produced = match events.next().await {
+                Some(Ok(event)) => state
+                    .converter
+                    .push(&event)
+                    .unwrap_or_else(|err| state.converter.fail(&err.to_string())),
+                Some(Err(err)) => state.converter.fail(&err.to_string()),
+                None => state.converter.finish(),
+            };
+            state.queue.extend(produced);
+            if state.converter.is_ended() {
+                state.events = None;
+            }
+        }
+    })
+    .boxed()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn chunks(parts: &[&'static str]) -> impl Stream<Item = Result<&'static [u8], String>> + Send + 'static {
+        futures::stream::iter(parts.iter().map(|part| Ok(part.as_bytes())).collect::<Vec<_>>())
+    }
+
+    async fn collect(stream: DeltaStream) -> Vec<DeltaEvent> {
+        stream.map(|item| item.unwrap()).collect().await
+    }
+
+    #[tokio::test]
+    async fn a_body_that_drops_mid_stream_ends_as_error() {
+        let body = chunks(&[
+            "event: message_start\r\ndata: {\"type\":\"message_start\",\"message\":{\"id\":\"m\"}}\r\n\r\n",
+            ": keep-alive\r\n\r\n",
+            "event: content_block_start\r\ndata: {\"type\":\"content_block_start\",\"index\":0,",
+        ]);
+        let events = collect(delta_stream(WireFormat::Anthropic, &ConvertOptions::default(), body)).await;
+        assert_eq!(events.len(), 2, "{events:?}");
+        let DeltaEvent::Error { message, .. } = &events[1] else {
+            panic!("{events:?}")
+        };
+        assert!(message.contains("before message_stop"), "{message}");
+    }
+
+    #[tokio::test]
+    async fn transport_errors_and_bad_json_end_as_error_after_start() {
+        let body = futures::stream::iter(vec![
+            Ok::<&[u8], String>(b"data: {\"id\":\"r\",\"choices\":[]}\n\n"),
+            Err("connection reset".to_owned()),
+        ]);
+        let events = collect(delta_stream(WireFormat::OpenAiChat, &ConvertOptions::default(), body)).await;
+        assert!(matches!(&events[0], DeltaEvent::Start { response_id: Some(id), .. } if id == "r"));
+        assert!(
+            matches!(&events[1], DeltaEvent::Error { message, .. } if message.contains("connection reset")),
+            "{events:?}"
+        );
+
+        let body = chunks(&["data: {not json\n\n"]);
+        let events = collect(delta_stream(WireFormat::Gemini, &ConvertOptions::default(), body)).await;
+        assert_eq!(events[0].type_name(), "start");
+        assert!(matches!(&events[1], DeltaEvent::Error { message, .. } if message.contains("not valid JSON")));
+    }
+
+    #[tokio::test]
+    async fn nothing_is_read_after_the_terminal_event() {
+        let body = futures::stream::iter(vec![
+            Ok::<&[u8], String>(b"data: {\"candidates\":[{\"finishReason\":\"STOP\"}]}\n\n"),
+            Err("must not be reached".to_owned()),
+        ]);
+        let events = collect(delta_stream(WireFormat::Gemini, &ConvertOptions::default(), body)).await;
+        assert_eq!(
+            events.iter().map(DeltaEvent::type_name).collect::<Vec<_>>(),
+            ["start", "done"]
+        );
+    }
+}
