@@ -57,7 +57,9 @@ pub fn invariants(report: &Value) -> Vec<String> {
         if let Some(started) = run.get("started_ms").and_then(Value::as_f64) {
             match owner_at.get(id) {
                 Some(stored) if *stored <= started => {}
-                Some(stored) => failures.push(format!("{id} started at {started} before its owner was stored at {stored}")),
+                Some(stored) => failures.push(format!(
+                    "{id} started at {started} before its owner was stored at {stored}"
+                )),
                 None => failures.push(format!("{id} started but no stored fragment owns it")),
             }
         }
@@ -90,5 +92,52 @@ pub fn invariants(report: &Value) -> Vec<String> {
     if agent_ends != 1 || last != Some("agent_end") {
         failures.push(format!("{agent_ends} agent_end events; last event is {last:?}"));
     }
+    let executed: BTreeSet<&str> = runs
+        .iter()
+        .filter(|run| run.get("started_ms").is_some_and(|ms| !ms.is_null()))
+        .filter_map(|run| str_of(run, "id"))
+        .collect();
+    for id in results.keys() {
+        failures.extend(tool_event_failure(events, id, executed.contains(id)));
+    }
     failures
+}
+
+/// SPEC §5.7 and §6.4: a call with a result has one `tool_execution_start` and one `tool_execution_end`, in that
+/// order, the end directly followed by its result's `message_start`/`message_end`; a call that never executed gets
+/// its start immediately before its end.
+fn tool_event_failure(events: &[Value], id: &str, executed: bool) -> Option<String> {
+    let positions = |kind: &str| -> Vec<usize> {
+        let of_call = |event: &Value| str_of(event, "type") == Some(kind) && str_of(event, "tool_call_id") == Some(id);
+        events
+            .iter()
+            .enumerate()
+            .filter(|(_, event)| of_call(event))
+            .map(|(i, _)| i)
+            .collect()
+    };
+    let (starts, ends) = (positions("tool_execution_start"), positions("tool_execution_end"));
+    let ([start], [end]) = (starts.as_slice(), ends.as_slice()) else {
+        return Some(format!(
+            "{id}: {} tool_execution_start, {} tool_execution_end",
+            starts.len(),
+            ends.len()
+        ));
+    };
+    let kind_at = |i: usize| {
+        events
+            .get(i)
+            .and_then(|event| Some((str_of(event, "type")?, str_of(event, "role"))))
+    };
+    let result_follows = kind_at(end + 1) == Some(("message_start", Some("tool_result")))
+        && kind_at(end + 2) == Some(("message_end", Some("tool_result")));
+    if start > end || !result_follows {
+        return Some(format!(
+            "{id}: tool events out of order (start at {start}, end at {end})"
+        ));
+    }
+    if !executed && end - start != 1 {
+        return Some(format!("{id} never executed, but its start and end are not adjacent"));
+    }
+    None
 }
