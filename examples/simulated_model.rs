@@ -13,23 +13,31 @@ async fn main() -> Result<(), String> {
     let db = dir.join("headstart.db");
     let mut text = String::new();
     let outcome = demo::run(&db, dir.clone(), |event, at_ms| match event {
-        AgentEvent::MessageUpdate { delta: DeltaEvent::TextDelta { delta, .. }, .. } => text.push_str(delta),
-        AgentEvent::MessageUpdate { delta: DeltaEvent::TextEnd { .. }, .. } => {
+        AgentEvent::MessageUpdate {
+            delta: DeltaEvent::TextDelta { delta, .. },
+            ..
+        } => text.push_str(delta),
+        AgentEvent::MessageUpdate {
+            delta: DeltaEvent::TextEnd { .. },
+            ..
+        } => {
             println!("{:7.0} ms  model: {}", at_ms, text.trim());
             text.clear();
         }
         AgentEvent::ToolExecutionStart { call } => println!("{at_ms:7.0} ms  start {} {}", call.name, call.id),
-        AgentEvent::ToolExecutionEnd { tool_call_id, is_error, .. } => {
+        AgentEvent::ToolExecutionEnd {
+            tool_call_id, is_error, ..
+        } => {
             println!("{at_ms:7.0} ms  end   {tool_call_id} (error: {is_error})");
         }
         _ => {}
     })
     .await?;
-    let timing = &outcome.timing;
+    let savings = outcome.timeline.savings();
     println!(
         "finished in {:.0} ms; end-of-stream batching would take {:.0} ms; transcript in {}",
-        timing.end_ms,
-        timing.batched_total_ms(),
+        savings.actual_end_ms,
+        savings.batching_end_ms,
         db.display()
     );
     Ok(())

@@ -13,7 +13,7 @@ use futures::StreamExt;
 use headstart::core::{DoneReason, Usage};
 use headstart::store::SqliteStore;
 use headstart::{
-    AgentEvent, Arguments, CancellationToken, DeltaEvent, Decision, Engine, HookError, Hooks, Tool, ToolCall,
+    AgentEvent, Arguments, CancellationToken, Decision, DeltaEvent, Engine, HookError, Hooks, Tool, ToolCall,
     ToolContext, ToolError, ToolHook, ToolOutput, Toolbox, TranscriptStore,
 };
 
@@ -96,8 +96,12 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         match &event {
             AgentEvent::MessageUpdate { .. } => {} // one per delta: too chatty to print
             AgentEvent::MessageEnd { seq, message } => println!("{at:5} ms  message_end #{seq:?} ({})", message.role()),
-            AgentEvent::ToolExecutionStart { call } => println!("{at:5} ms  tool_execution_start {} ({})", call.id, call.name),
-            AgentEvent::ToolExecutionEnd { tool_call_id, is_error, .. } => {
+            AgentEvent::ToolExecutionStart { call } => {
+                println!("{at:5} ms  tool_execution_start {} ({})", call.id, call.name)
+            }
+            AgentEvent::ToolExecutionEnd {
+                tool_call_id, is_error, ..
+            } => {
                 println!("{at:5} ms  tool_execution_end {tool_call_id} (error: {is_error})")
             }
             other => println!("{at:5} ms  {}", other.type_name()),

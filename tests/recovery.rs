@@ -36,7 +36,11 @@ impl Tool for Fetch {
 
 fn call(id: &str) -> ToolCall {
     let arguments = ToolArguments::parse(&format!(r#"{{"url": "{id}"}}"#));
-    ToolCall { id: id.into(), name: "fetch".into(), arguments }
+    ToolCall {
+        id: id.into(),
+        name: "fetch".into(),
+        arguments,
+    }
 }
 
 /// The state a crash leaves: a prefix with two admitted calls, one of which had started; no results.
@@ -46,25 +50,61 @@ async fn crashed_session(store: &SqliteStore) -> SessionId {
     let fragment = AssistantMessage {
         turn_id: "t0".into(),
         stop_reason: StopReason::ToolUse,
-        content: vec![ContentBlock::text("fetching"), ContentBlock::ToolCall(call("a")), ContentBlock::ToolCall(call("b"))],
+        content: vec![
+            ContentBlock::text("fetching"),
+            ContentBlock::ToolCall(call("a")),
+            ContentBlock::ToolCall(call("b")),
+        ],
         usage: Usage::default(),
         model: None,
         error_message: None,
     };
-    let admitted: Vec<AdmittedCall> =
-        ["a", "b"].iter().map(|id| AdmittedCall { call_id: (*id).into(), tool_name: "fetch".into() }).collect();
-    store.commit_fragment(&session, 0, &fragment, &admitted, 2).await.unwrap();
+    let admitted: Vec<AdmittedCall> = ["a", "b"]
+        .iter()
+        .map(|id| AdmittedCall {
+            call_id: (*id).into(),
+            tool_name: "fetch".into(),
+        })
+        .collect();
+    store
+        .commit_fragment(&session, 0, &fragment, &admitted, 2)
+        .await
+        .unwrap();
     store.mark_started(&session, "a", 3).await.unwrap();
     session
 }
 
 fn final_answer() -> Vec<TimedDelta> {
     vec![
-        TimedDelta { at_ms: 0, event: DeltaEvent::Start { model: None, response_id: None } },
-        TimedDelta { at_ms: 0, event: DeltaEvent::TextStart { index: 0 } },
-        TimedDelta { at_ms: 0, event: DeltaEvent::TextDelta { index: 0, delta: "recovered".into() } },
-        TimedDelta { at_ms: 0, event: DeltaEvent::TextEnd { index: 0 } },
-        TimedDelta { at_ms: 5, event: DeltaEvent::Done { stop_reason: DoneReason::Stop, usage: Usage::default() } },
+        TimedDelta {
+            at_ms: 0,
+            event: DeltaEvent::Start {
+                model: None,
+                response_id: None,
+            },
+        },
+        TimedDelta {
+            at_ms: 0,
+            event: DeltaEvent::TextStart { index: 0 },
+        },
+        TimedDelta {
+            at_ms: 0,
+            event: DeltaEvent::TextDelta {
+                index: 0,
+                delta: "recovered".into(),
+            },
+        },
+        TimedDelta {
+            at_ms: 0,
+            event: DeltaEvent::TextEnd { index: 0 },
+        },
+        TimedDelta {
+            at_ms: 5,
+            event: DeltaEvent::Done {
+                stop_reason: DoneReason::Stop,
+                usage: Usage::default(),
+            },
+        },
     ]
 }
 
@@ -76,16 +116,27 @@ async fn default_policy_fails_unfinished_calls_and_the_agent_resumes() {
     assert_eq!(store.unfinished_calls(&session).await.unwrap().len(), 2);
 
     let recovered = recover_session(&store, &session, 10).await.unwrap();
-    let summary: Vec<(&str, bool, RecoveryAction)> =
-        recovered.iter().map(|r| (r.call_id.as_str(), r.had_started, r.action)).collect();
-    assert_eq!(summary, [("a", true, RecoveryAction::Interrupted), ("b", false, RecoveryAction::Interrupted)]);
+    let summary: Vec<(&str, bool, RecoveryAction)> = recovered
+        .iter()
+        .map(|r| (r.call_id.as_str(), r.had_started, r.action))
+        .collect();
+    assert_eq!(
+        summary,
+        [
+            ("a", true, RecoveryAction::Interrupted),
+            ("b", false, RecoveryAction::Interrupted)
+        ]
+    );
     assert!(recovered.iter().all(|r| r.fragment_seq == 2));
     assert!(store.unfinished_calls(&session).await.unwrap().is_empty());
     let runs = store.tool_runs(&session).await.unwrap();
     let states: Vec<(RunState, Option<RunOutcome>)> = runs.iter().map(|r| (r.state, r.outcome)).collect();
     assert_eq!(
         states,
-        [(RunState::Cancelled, Some(RunOutcome::Interrupted)), (RunState::Skipped, Some(RunOutcome::Interrupted))]
+        [
+            (RunState::Cancelled, Some(RunOutcome::Interrupted)),
+            (RunState::Skipped, Some(RunOutcome::Interrupted))
+        ]
     );
 
     // The model context is valid: the assistant message is followed by one result per call, in call order.
@@ -97,17 +148,33 @@ async fn default_policy_fails_unfinished_calls_and_the_agent_resumes() {
             _ => None,
         })
         .collect();
-    assert_eq!(results, [("a".to_owned(), INTERRUPTED.to_owned()), ("b".to_owned(), INTERRUPTED.to_owned())]);
+    assert_eq!(
+        results,
+        [
+            ("a".to_owned(), INTERRUPTED.to_owned()),
+            ("b".to_owned(), INTERRUPTED.to_owned())
+        ]
+    );
 
     // Recovering again finds nothing.
     assert!(recover_session(&store, &session, 11).await.unwrap().is_empty());
 
     // An agent resumes the session from there.
     let store: Arc<dyn TranscriptStore> = Arc::new(store);
-    let engine = Engine::builder(Arc::clone(&store)).toolbox(Toolbox::new().with(Fetch { idempotent: false }).unwrap()).build();
+    let engine = Engine::builder(Arc::clone(&store))
+        .toolbox(Toolbox::new().with(Fetch { idempotent: false }).unwrap())
+        .build();
     let agent = Agent::new(engine, Arc::new(SimModel::new(vec![final_answer()])));
     let events: Vec<AgentEvent> = agent.resume(&session, CancellationToken::new()).collect().await;
-    assert!(matches!(events.last(), Some(AgentEvent::AgentEnd { stop: AgentStop::Completed })), "{events:?}");
+    assert!(
+        matches!(
+            events.last(),
+            Some(AgentEvent::AgentEnd {
+                stop: AgentStop::Completed
+            })
+        ),
+        "{events:?}"
+    );
     let log = store.load_log(&session).await.unwrap();
     assert!(matches!(&log.last().unwrap().message, Message::Assistant(m) if m.stop_reason == StopReason::Stop));
 }
@@ -117,10 +184,18 @@ async fn idempotent_tools_are_re_executed() {
     let store = SqliteStore::open_in_memory().unwrap();
     let session = crashed_session(&store).await;
     let store: Arc<dyn TranscriptStore> = Arc::new(store);
-    let engine = Engine::builder(Arc::clone(&store)).toolbox(Toolbox::new().with(Fetch { idempotent: true }).unwrap()).build();
+    let engine = Engine::builder(Arc::clone(&store))
+        .toolbox(Toolbox::new().with(Fetch { idempotent: true }).unwrap())
+        .build();
 
-    let recovered = engine.recover(&session, RecoveryPolicy::ReExecuteIdempotent).await.unwrap();
-    assert!(recovered.iter().all(|r| r.action == RecoveryAction::ReExecuted), "{recovered:?}");
+    let recovered = engine
+        .recover(&session, RecoveryPolicy::ReExecuteIdempotent)
+        .await
+        .unwrap();
+    assert!(
+        recovered.iter().all(|r| r.action == RecoveryAction::ReExecuted),
+        "{recovered:?}"
+    );
     let texts: Vec<String> = store
         .load_log(&session)
         .await
@@ -133,7 +208,9 @@ async fn idempotent_tools_are_re_executed() {
         .collect();
     assert_eq!(texts, ["fetched \"a\"", "fetched \"b\""]);
     let runs = store.tool_runs(&session).await.unwrap();
-    assert!(runs.iter().all(|r| r.state == RunState::Finished && r.outcome == Some(RunOutcome::Finished)));
+    assert!(runs
+        .iter()
+        .all(|r| r.state == RunState::Finished && r.outcome == Some(RunOutcome::Finished)));
 
     // The default policy on the same engine fails instead of re-running.
     let other = crashed_session_in(&store).await;
@@ -151,7 +228,13 @@ async fn crashed_session_in(store: &Arc<dyn TranscriptStore>) -> SessionId {
         model: None,
         error_message: None,
     };
-    let admitted = [AdmittedCall { call_id: "c".into(), tool_name: "fetch".into() }];
-    store.commit_fragment(&session, 0, &fragment, &admitted, 2).await.unwrap();
+    let admitted = [AdmittedCall {
+        call_id: "c".into(),
+        tool_name: "fetch".into(),
+    }];
+    store
+        .commit_fragment(&session, 0, &fragment, &admitted, 2)
+        .await
+        .unwrap();
     session
 }

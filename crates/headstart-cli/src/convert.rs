@@ -46,23 +46,33 @@ pub fn run(args: &Args) -> u8 {
 fn convert(args: &Args) -> Result<(), String> {
     let text = std::fs::read_to_string(&args.capture)
         .map_err(|error| format!("cannot read {}: {error}", args.capture.display()))?;
-    let options = ConvertOptions { seal_on_next_index: args.seal_on_next_index };
+    let options = ConvertOptions {
+        seal_on_next_index: args.seal_on_next_index,
+    };
     let logs = convert_capture(args.format, &text, &options).map_err(|error| error.to_string())?;
     if logs.is_empty() {
         return Err(format!("{} holds no exchange", args.capture.display()));
     }
     if let Some(dir) = &args.out_dir {
         std::fs::create_dir_all(dir).map_err(|error| format!("cannot create {}: {error}", dir.display()))?;
-        let stem = args.capture.file_stem().map_or("capture".into(), |stem| stem.to_string_lossy());
+        let stem = args
+            .capture
+            .file_stem()
+            .map_or("capture".into(), |stem| stem.to_string_lossy());
         for (n, log) in logs.iter().enumerate() {
             let path = dir.join(format!("{stem}.{n}.jsonl"));
-            write_log(std::fs::File::create(&path).map_err(|error| format!("{}: {error}", path.display()))?, log)?;
+            write_log(
+                std::fs::File::create(&path).map_err(|error| format!("{}: {error}", path.display()))?,
+                log,
+            )?;
             eprintln!("wrote {}", path.display());
         }
         return Ok(());
     }
     let n = args.exchange.unwrap_or(0);
-    let log = logs.get(n).ok_or_else(|| format!("no exchange {n}: the capture has {}", logs.len()))?;
+    let log = logs
+        .get(n)
+        .ok_or_else(|| format!("no exchange {n}: the capture has {}", logs.len()))?;
     if args.exchange.is_none() && logs.len() > 1 {
         eprintln!(
             "note: the capture has {} exchanges; wrote exchange 0 (use --exchange N or --out-dir DIR)",

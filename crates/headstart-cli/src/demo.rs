@@ -63,29 +63,31 @@ pub fn run(args: &Args) -> u8 {
 }
 
 fn print_summary(outcome: &DemoOutcome, args: &Args, out_dir: &std::path::Path) {
-    let timing = &outcome.timing;
-    let actual = timing.end_ms / 1000.0;
-    let batched = timing.batched_total_ms() / 1000.0;
-    let saved = batched - actual;
-    let calls: usize = timing.requests().iter().map(|r| r.call_durations_ms.len()).sum();
+    let timeline = &outcome.timeline;
+    let savings = timeline.savings();
+    let seconds = |ms: f64| ms / 1000.0;
     println!();
     println!(
-        "Finished in {actual:.2} s: {} model requests, {calls} tool calls ({:?}).",
-        timing.requests().len(),
+        "Finished in {:.2} s: {} model requests, {} tool calls ({:?}).",
+        seconds(savings.actual_end_ms),
+        timeline.requests.len(),
+        timeline.calls.len(),
         outcome.stop
     );
     println!(
-        "End-of-stream batching would have taken {batched:.2} s with the same measured durations: \
-         early execution saved {saved:.2} s ({:.0}%).",
-        if batched > 0.0 { saved / batched * 100.0 } else { 0.0 }
+        "End-of-stream batching would have taken {:.2} s with the same measured durations: \
+         early execution saved {:.2} s ({:.0}%).",
+        seconds(savings.batching_end_ms),
+        seconds(savings.saved_ms()),
+        savings.saved_percent()
     );
-    for (i, request) in timing.requests().iter().enumerate() {
+    for request in &savings.requests {
         println!(
-            "  request {i}: stream {:.2}–{:.2} s, settled {:.2} s (batching: {:.2} s)",
-            request.started_ms / 1000.0,
-            request.stream_end_ms / 1000.0,
-            request.settled_ms / 1000.0,
-            request.batched_settle_ms() / 1000.0
+            "  request {}: stream ended {:.2} s, settled {:.2} s (batching: {:.2} s)",
+            request.request,
+            seconds(request.stream_end_ms),
+            seconds(request.actual_settle_ms),
+            seconds(request.batching_settle_ms)
         );
     }
     let db = args.db.display();
@@ -192,9 +194,12 @@ impl LiveView {
 fn spinner_style(template: &str) -> ProgressStyle {
     ProgressStyle::with_template(template)
         .unwrap_or_else(|_| ProgressStyle::default_spinner())
-        .with_key("seconds", |state: &indicatif::ProgressState, out: &mut dyn std::fmt::Write| {
-            let _ = write!(out, "{:.2}s", state.elapsed().as_secs_f64());
-        })
+        .with_key(
+            "seconds",
+            |state: &indicatif::ProgressState, out: &mut dyn std::fmt::Write| {
+                let _ = write!(out, "{:.2}s", state.elapsed().as_secs_f64());
+            },
+        )
 }
 
 impl View for LiveView {
@@ -215,8 +220,14 @@ impl View for LiveView {
                 };
                 self.model.set_message(tail);
             }
-            AgentEvent::MessageUpdate { delta: DeltaEvent::TextEnd { .. }, .. } => self.text.push(' '),
-            AgentEvent::MessageUpdate { delta: DeltaEvent::ToolcallStart { name, .. }, .. } => {
+            AgentEvent::MessageUpdate {
+                delta: DeltaEvent::TextEnd { .. },
+                ..
+            } => self.text.push(' '),
+            AgentEvent::MessageUpdate {
+                delta: DeltaEvent::ToolcallStart { name, .. },
+                ..
+            } => {
                 self.model.set_message(format!("… calling {name}"));
             }
             AgentEvent::ToolExecutionStart { call } => {

@@ -1,9 +1,10 @@
 //! `headstart inspect DB [--session ID] [--json]`: print a stored transcript.
 
+mod human;
+
 use std::path::PathBuf;
 
-use headstart::store::{SessionId, SqliteStore, StoredMessage, TranscriptStore};
-use headstart::Message;
+use headstart::store::{SessionId, SqliteStore, TranscriptStore};
 use headstart_sim::report::TranscriptEntry;
 
 /// Arguments of `headstart inspect`.
@@ -61,10 +62,16 @@ fn inspect(args: &Args) -> Result<String, String> {
                     .collect();
                 json.push(serde_json::json!({"session": session.0, "transcript": transcript}));
             } else {
-                out.push_str(&format!("session {session}\n"));
-                for stored in &log {
-                    out.push_str(&human_line(stored));
+                let runs = store.tool_runs(&session).await.map_err(|error| error.to_string())?;
+                let unfinished = store
+                    .unfinished_calls(&session)
+                    .await
+                    .map_err(|error| error.to_string())?;
+                if !out.is_empty() {
+                    out.push('\n');
                 }
+                out.push_str(&format!("session {session}\n"));
+                out.push_str(&human::render(&log, &runs, &unfinished));
             }
         }
         if args.json {
@@ -73,35 +80,4 @@ fn inspect(args: &Args) -> Result<String, String> {
         }
         Ok(out)
     })
-}
-
-fn human_line(stored: &StoredMessage) -> String {
-    let body = match &stored.message {
-        Message::User(user) => format!("user: {}", user.text),
-        Message::Assistant(assistant) => {
-            let calls: Vec<String> = assistant
-                .tool_calls()
-                .map(|call| format!("{}({})", call.name, call.id))
-                .collect();
-            let text = headstart::core::model::joined_text(&assistant.content);
-            format!(
-                "assistant [{} {}] {}{}",
-                assistant.turn_id,
-                assistant.stop_reason,
-                text.replace('\n', " "),
-                if calls.is_empty() {
-                    String::new()
-                } else {
-                    format!(" calls: {}", calls.join(", "))
-                }
-            )
-        }
-        Message::ToolResult(result) => format!(
-            "tool_result {} {}{}",
-            result.tool_call_id,
-            if result.is_error { "(error) " } else { "" },
-            result.text().replace('\n', " ")
-        ),
-    };
-    format!("  #{:<4} {body}\n", stored.seq)
 }

@@ -1,9 +1,12 @@
 //! `headstart`: replay scenarios, inspect transcripts.
 
+mod bench;
+mod convert;
 mod demo;
 mod inspect;
 mod recover;
 mod replay;
+mod timeline;
 
 use std::process::ExitCode;
 
@@ -19,23 +22,32 @@ struct Cli {
 
 #[derive(Subcommand)]
 enum Command {
+    /// Turn a recorded provider stream (SSE text or a YAML cassette) into delta logs.
+    Convert(convert::Args),
     /// Run the demo: a simulated model streaming on the wall clock, async lookups overlapping it.
     Demo(demo::Args),
     /// Replay a scenario (scenarios/FORMAT.md) and write its report.
     Replay(replay::Args),
     /// Print a stored transcript.
     Inspect(inspect::Args),
+    /// Draw a stored session (or a replay report) as an SVG timeline, with the time saved over batching.
+    Timeline(timeline::Args),
     /// Give every unfinished call (admitted, no result) the interrupted result (SPEC §7.4).
     Recover(recover::Args),
+    /// Measure overlap, per-delta cost, admission latency and scale (docs/performance.md).
+    Bench(bench::Args),
 }
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let code = match cli.command {
+        Command::Convert(args) => convert::run(&args),
         Command::Demo(args) => demo::run(&args),
         Command::Replay(args) => replay::run(&args),
         Command::Inspect(args) => inspect::run(&args),
+        Command::Timeline(args) => timeline::run(&args),
         Command::Recover(args) => recover::run(&args),
+        Command::Bench(args) => bench::run(&args),
     };
     ExitCode::from(code)
 }

@@ -23,7 +23,10 @@ fn format_of(fixture: &str) -> &'static str {
 }
 
 fn headstart(args: &[&str]) -> std::process::Output {
-    Command::new(env!("CARGO_BIN_EXE_headstart")).args(args).output().expect("the headstart binary runs")
+    Command::new(env!("CARGO_BIN_EXE_headstart"))
+        .args(args)
+        .output()
+        .expect("the headstart binary runs")
 }
 
 fn read_events(path: &Path) -> Vec<Value> {
@@ -44,7 +47,11 @@ fn every_fixture_converts_to_logs_that_replay_accepts() {
         .filter(|path| path.extension().is_some_and(|ext| ext == "yaml"))
         .collect();
     fixtures.sort();
-    assert!(fixtures.len() >= 6, "expected the provider fixtures, found {}", fixtures.len());
+    assert!(
+        fixtures.len() >= 6,
+        "expected the provider fixtures, found {}",
+        fixtures.len()
+    );
 
     for fixture in fixtures {
         let name = fixture.file_stem().unwrap().to_string_lossy().into_owned();
@@ -57,12 +64,22 @@ fn every_fixture_converts_to_logs_that_replay_accepts() {
             "--out-dir",
             out.path().to_str().unwrap(),
         ]);
-        assert!(converted.status.success(), "{name}: {}", String::from_utf8_lossy(&converted.stderr));
+        assert!(
+            converted.status.success(),
+            "{name}: {}",
+            String::from_utf8_lossy(&converted.stderr)
+        );
 
-        let mut logs: Vec<PathBuf> = std::fs::read_dir(out.path()).unwrap().map(|e| e.unwrap().path()).collect();
+        let mut logs: Vec<PathBuf> = std::fs::read_dir(out.path())
+            .unwrap()
+            .map(|e| e.unwrap().path())
+            .collect();
         logs.sort_by_key(|path| {
             let stem = path.file_stem().unwrap().to_string_lossy().into_owned();
-            stem.rsplit('.').next().and_then(|n| n.parse::<usize>().ok()).unwrap_or(usize::MAX)
+            stem.rsplit('.')
+                .next()
+                .and_then(|n| n.parse::<usize>().ok())
+                .unwrap_or(usize::MAX)
         });
         assert!(!logs.is_empty(), "{name}: no logs written");
 
@@ -77,7 +94,10 @@ fn every_fixture_converts_to_logs_that_replay_accepts() {
                 match event["type"].as_str() {
                     Some("toolcall_start") => {
                         tools.insert(event["name"].as_str().unwrap().to_owned());
-                        ids.insert(event["index"].as_u64().unwrap(), event["id"].as_str().unwrap().to_owned());
+                        ids.insert(
+                            event["index"].as_u64().unwrap(),
+                            event["id"].as_str().unwrap().to_owned(),
+                        );
                     }
                     Some("toolcall_end") => {
                         let id = ids[&event["index"].as_u64().unwrap()].clone();

@@ -20,6 +20,7 @@ use headstart::{
 use serde_json::json;
 
 use crate::sim_model::timed_stream;
+use crate::timeline::Timeline;
 
 /// Milliseconds between two streamed tokens: 40 tokens per second, a typical rate for a large model.
 pub const TOKEN_INTERVAL_MS: u64 = 25;
@@ -297,89 +298,11 @@ pub fn toolbox(out_dir: PathBuf) -> Result<Toolbox, ToolboxError> {
     Toolbox::new().with(LookupCrate)?.with(WriteFile::new(out_dir))
 }
 
-/// Timing of one request, measured from agent events.
-#[derive(Debug, Clone, Default, PartialEq)]
-pub struct RequestTiming {
-    /// When the request began (ms since the run started).
-    pub started_ms: f64,
-    /// When its terminal fragment was stored.
-    pub stream_end_ms: f64,
-    /// When every call had its result.
-    pub settled_ms: f64,
-    /// How long each call that executed took.
-    pub call_durations_ms: Vec<f64>,
-}
-
-impl RequestTiming {
-    /// When this request would have settled had every call waited for the end of the stream (end-of-stream
-    /// batching, all calls in parallel): stream end plus the longest call.
-    pub fn batched_settle_ms(&self) -> f64 {
-        let longest = self.call_durations_ms.iter().copied().fold(0.0, f64::max);
-        self.settled_ms.max(self.stream_end_ms + longest)
-    }
-}
-
-/// Measures requests and calls from the agent events of a run, given each event's time.
-#[derive(Debug, Default)]
-pub struct TimingRecorder {
-    requests: Vec<RequestTiming>,
-    starts: Vec<(String, f64)>,
-    /// When the run ended.
-    pub end_ms: f64,
-}
-
-impl TimingRecorder {
-    /// Records an event seen at `at_ms`.
-    pub fn record(&mut self, event: &AgentEvent, at_ms: f64) {
-        match event {
-            AgentEvent::TurnStart { .. } => self.requests.push(RequestTiming {
-                started_ms: at_ms,
-                ..RequestTiming::default()
-            }),
-            AgentEvent::MessageEnd { message, .. } if matches!(**message, headstart::Message::Assistant(_)) => {
-                if let Some(request) = self.requests.last_mut() {
-                    request.stream_end_ms = at_ms;
-                }
-            }
-            AgentEvent::ToolExecutionStart { call } => self.starts.push((call.id.clone(), at_ms)),
-            AgentEvent::ToolExecutionEnd {
-                tool_call_id,
-                outcome: Some(_),
-                ..
-            } => {
-                let started = self.starts.iter().find(|(id, _)| id == tool_call_id).map(|(_, at)| *at);
-                if let (Some(started), Some(request)) = (started, self.requests.last_mut()) {
-                    request.call_durations_ms.push(at_ms - started);
-                }
-            }
-            AgentEvent::TurnEnd { .. } => {
-                if let Some(request) = self.requests.last_mut() {
-                    request.settled_ms = at_ms;
-                }
-            }
-            AgentEvent::AgentEnd { .. } => self.end_ms = at_ms,
-            _ => {}
-        }
-    }
-
-    /// The requests measured so far.
-    pub fn requests(&self) -> &[RequestTiming] {
-        &self.requests
-    }
-
-    /// The whole run's wall time had every request batched its calls at the end of its stream: each request's
-    /// extra wait pushes everything after it back by the same amount.
-    pub fn batched_total_ms(&self) -> f64 {
-        let extra: f64 = self.requests.iter().map(|r| r.batched_settle_ms() - r.settled_ms).sum();
-        self.end_ms + extra
-    }
-}
-
 /// What a finished demo run measured.
 #[derive(Debug)]
 pub struct DemoOutcome {
-    /// Per-request timings.
-    pub timing: TimingRecorder,
+    /// The run as stored, on one time axis, with its comparison against end-of-stream batching.
+    pub timeline: Timeline,
     /// Why the agent stopped.
     pub stop: AgentStop,
     /// The session the transcript is stored under.
@@ -405,15 +328,20 @@ pub async fn run(
         .map_err(|err| err.to_string())?;
     let started = std::time::Instant::now();
     let mut events = agent.run(&session, UserMessage::new(PROMPT), CancellationToken::new());
-    let mut timing = TimingRecorder::default();
     let mut stop = AgentStop::Completed;
     while let Some(event) = events.next().await {
-        let at_ms = started.elapsed().as_secs_f64() * 1000.0;
-        timing.record(&event, at_ms);
-        observe(&event, at_ms);
+        observe(&event, started.elapsed().as_secs_f64() * 1000.0);
         if let AgentEvent::AgentEnd { stop: end } = &event {
             stop = end.clone();
         }
     }
-    Ok(DemoOutcome { timing, stop, session })
+    // The summary is computed from what was stored, exactly as `headstart timeline` draws it.
+    let log = store.load_log(&session).await.map_err(|err| err.to_string())?;
+    let runs = store.tool_runs(&session).await.map_err(|err| err.to_string())?;
+    let timeline = Timeline::from_store(session.to_string(), &log, &runs);
+    Ok(DemoOutcome {
+        timeline,
+        stop,
+        session,
+    })
 }

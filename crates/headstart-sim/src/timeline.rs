@@ -79,8 +79,7 @@ pub struct RequestSavings {
     pub stream_end_ms: f64,
     /// When the stream had ended and every call of the request had its result.
     pub actual_settle_ms: f64,
-    /// When it would have settled had every call that started before the stream end started at the stream end
-    /// instead (end-of-stream batching); calls that started later keep their times.
+    /// When it would have settled with end-of-stream batching ([`Timeline::batching_run`]).
     pub batching_settle_ms: f64,
 }
 
@@ -259,13 +258,32 @@ impl Timeline {
         requests.chain(calls).fold(self.end_ms, f64::max)
     }
 
+    /// Where end-of-stream batching would have run `call` (start, end), when that differs from what happened: a
+    /// call that started before its response's stream ended would have started at the stream end instead, with
+    /// its measured duration.
+    ///
+    /// Calls keep their times (`None`) when they started at or after the stream end (sync calls, queued calls),
+    /// never executed, were cut short by cancellation (their measured duration is not theirs), or belong to a
+    /// response that ended in `error`/`aborted` (batching would not have run them at all).
+    pub fn batching_run(&self, call: &CallSpan) -> Option<(f64, f64)> {
+        let request = self.requests.iter().find(|request| request.request == call.request)?;
+        if matches!(request.stop_reason.as_deref(), Some("error" | "aborted")) {
+            return None;
+        }
+        if call.outcome.as_deref() == Some("cancelled") {
+            return None;
+        }
+        let stream_end = request.stream_end_ms?;
+        let (start, duration) = (call.started_ms?, call.duration_ms()?);
+        (start < stream_end).then_some((stream_end, stream_end + duration))
+    }
+
     /// Compares the run with end-of-stream batching computed from the same data.
     ///
-    /// Per request, batching would start every call that started before the stream end at the stream end instead
-    /// (with its measured duration); calls that started at or after the stream end (sync calls, queued calls) and
-    /// calls that never executed keep their times, no earlier than the stream end. The request's settle time is
-    /// the latest of the stream end and its calls' ends. Each request's delay pushes every later request back, so
-    /// the batching run ends the sum of the per-request savings after the actual one.
+    /// Per request, batching would start every early call at the stream end instead ([`Timeline::batching_run`]);
+    /// every other call keeps its end, no earlier than the stream end. The request's settle time is the latest of
+    /// the stream end and its calls' ends. Each request's delay pushes every later request back, so the batching
+    /// run ends the sum of the per-request savings after the actual one.
     pub fn savings(&self) -> Savings {
         let requests: Vec<RequestSavings> = self
             .requests
@@ -277,9 +295,9 @@ impl Timeline {
                 for call in self.calls_of(request.request) {
                     let actual_end = call.ended_ms.or(call.started_ms).unwrap_or(call.admitted_ms);
                     actual = actual.max(actual_end);
-                    let batching_end = match (call.started_ms, call.duration_ms()) {
-                        (Some(start), Some(duration)) if start < stream_end => stream_end + duration,
-                        _ => actual_end.max(stream_end),
+                    let batching_end = match self.batching_run(call) {
+                        Some((_, end)) => end,
+                        None => actual_end.max(stream_end),
                     };
                     batching = batching.max(batching_end);
                 }
@@ -303,7 +321,9 @@ impl Timeline {
 
 impl CallSpan {
     fn times(&self) -> impl Iterator<Item = f64> {
-        std::iter::once(self.admitted_ms).chain(self.started_ms).chain(self.ended_ms)
+        std::iter::once(self.admitted_ms)
+            .chain(self.started_ms)
+            .chain(self.ended_ms)
     }
 }
 
@@ -424,7 +444,11 @@ mod tests {
             tool_name: "lookup".to_owned(),
             request,
             fragment_seq: 2,
-            state: if ended.is_some() { RunState::Finished } else { RunState::Started },
+            state: if ended.is_some() {
+                RunState::Finished
+            } else {
+                RunState::Started
+            },
             outcome: ended.map(|_| RunOutcome::Finished),
             admitted_at_us: admitted,
             started_at_us: started,
@@ -463,7 +487,10 @@ mod tests {
         assert_eq!(first.stream_end_ms, Some(400.0));
         assert_eq!(first.stop_reason.as_deref(), Some("tool_use"));
         let second = &timeline.requests[1];
-        assert_eq!(second.start_ms, 400.0, "request 1 starts at the last fragment/result of request 0");
+        assert_eq!(
+            second.start_ms, 400.0,
+            "request 1 starts at the last fragment/result of request 0"
+        );
         assert_eq!(second.stream_end_ms, Some(450.0));
         assert_eq!(second.stop_reason.as_deref(), Some("stop"));
         assert_eq!(timeline.calls[0].started_ms, Some(30.0));
@@ -491,9 +518,18 @@ mod tests {
         let (log, runs) = two_request_session();
         let savings = Timeline::from_store("s", &log, &runs).savings();
         let first = savings.requests[0];
+        let timeline = Timeline::from_store("s", &log, &runs);
+        assert_eq!(timeline.batching_run(&timeline.calls[0]), Some((400.0, 700.0)));
+        assert_eq!(timeline.batching_run(&timeline.calls[1]), Some((400.0, 500.0)));
         assert_eq!(first.stream_end_ms, 400.0);
-        assert_eq!(first.actual_settle_ms, 400.0, "both results landed before the stream ended");
-        assert_eq!(first.batching_settle_ms, 700.0, "stream end + the longest call (300 ms)");
+        assert_eq!(
+            first.actual_settle_ms, 400.0,
+            "both results landed before the stream ended"
+        );
+        assert_eq!(
+            first.batching_settle_ms, 700.0,
+            "stream end + the longest call (300 ms)"
+        );
         assert_eq!(first.saved_ms(), 300.0);
         assert_eq!(savings.requests[1].saved_ms(), 0.0);
         assert_eq!(savings.actual_end_ms, 450.0);
@@ -529,6 +565,22 @@ mod tests {
         assert_eq!(savings.requests[0].saved_ms(), 0.0);
         assert_eq!(savings.requests[0].batching_settle_ms, 210.0);
         assert_eq!(savings.saved_ms(), 0.0);
+    }
+
+    #[test]
+    fn cancelled_calls_and_abnormal_responses_claim_no_savings() {
+        let log = vec![user(1, 0), fragment(2, 0, 150_000, StopReason::ToolUse)];
+        let mut cancelled = run("h1", 0, 10_000, Some(10_000), Some(150_000));
+        cancelled.outcome = Some(RunOutcome::Cancelled);
+        let timeline = Timeline::from_store("s", &log, &[cancelled]);
+        assert_eq!(timeline.batching_run(&timeline.calls[0]), None);
+        assert_eq!(timeline.savings().saved_ms(), 0.0);
+
+        let log = vec![user(1, 0), fragment(2, 0, 100_000, StopReason::Error)];
+        let runs = vec![run("c1", 0, 10_000, Some(10_000), Some(60_000))];
+        let timeline = Timeline::from_store("s", &log, &runs);
+        assert_eq!(timeline.batching_run(&timeline.calls[0]), None);
+        assert_eq!(timeline.savings().saved_ms(), 0.0);
     }
 
     #[test]
@@ -584,7 +636,11 @@ mod tests {
         assert_eq!(timeline.requests[1].fragments_ms, vec![450.5]);
         assert_eq!(timeline.requests[1].start_ms, 400.0);
         assert_eq!(timeline.calls.len(), 2);
-        assert_eq!(timeline.calls[1].ended_ms, Some(35.0), "result time of a call that never started");
+        assert_eq!(
+            timeline.calls[1].ended_ms,
+            Some(35.0),
+            "result time of a call that never started"
+        );
         assert_eq!(timeline.calls[1].outcome.as_deref(), Some("blocked"));
         assert_eq!(timeline.end_ms, 450.5);
         assert_eq!(timeline.savings().saved_ms(), 300.0);

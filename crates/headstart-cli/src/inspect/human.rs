@@ -1,0 +1,633 @@
+//! The human view of a stored session: fragments grouped by model request, each tool call with its run (outcome,
+//! durations) and its result indented under it, unfinished calls flagged. Pure: the caller loads the records.
+
+use std::collections::{HashMap, HashSet};
+
+use headstart::core::model::{AssistantMessage, ContentBlock, ToolArguments, ToolCall, ToolResultMessage, Usage};
+use headstart::store::{RunState, StoredMessage, ToolRun, UnfinishedCall};
+use headstart::Message;
+
+use crate::timeline::data::format_ms;
+
+/// Width of the `#seq  +time` column; content lines are indented by it.
+const GUTTER: usize = 19;
+/// Longest line of result or message text shown.
+const MAX_LINE: usize = 160;
+/// Lines of a tool result shown.
+const RESULT_LINES: usize = 4;
+/// Lines of one assistant text block shown.
+const TEXT_LINES: usize = 20;
+/// Longest argument text shown.
+const MAX_ARGUMENTS: usize = 120;
+
+/// Renders a session (its durable log in write order, its tool runs and its unfinished calls, as the store
+/// returns them) for people. Times are relative to the session's first message.
+pub fn render(log: &[StoredMessage], runs: &[ToolRun], unfinished: &[UnfinishedCall]) -> String {
+    let origin = log.first().map_or(0, |stored| stored.at_us);
+    let view = View {
+        origin,
+        runs: runs.iter().map(|run| (run.call_id.as_str(), run)).collect(),
+        unfinished: unfinished
+            .iter()
+            .map(|call| (call.run.call_id.as_str(), call))
+            .collect(),
+        results: log
+            .iter()
+            .filter_map(|stored| match &stored.message {
+                Message::ToolResult(result) => Some((result.tool_call_id.as_str(), (stored, result))),
+                _ => None,
+            })
+            .collect(),
+    };
+
+    // Fragments per request, to write each request's header before its first fragment.
+    let mut fragments: HashMap<u32, Vec<(&StoredMessage, &AssistantMessage)>> = HashMap::new();
+    let mut calls_in_log: HashSet<&str> = HashSet::new();
+    for stored in log {
+        if let Message::Assistant(assistant) = &stored.message {
+            fragments
+                .entry(stored.request.unwrap_or(u32::MAX))
+                .or_default()
+                .push((stored, assistant));
+            calls_in_log.extend(assistant.tool_calls().map(|call| call.id.as_str()));
+        }
+    }
+
+    let mut out = String::new();
+    let requests = fragments.len();
+    out.push_str(&format!(
+        "  {} message{} · {} request{} · {} tool run{}{}\n",
+        log.len(),
+        plural(log.len()),
+        requests,
+        plural(requests),
+        runs.len(),
+        plural(runs.len()),
+        if unfinished.is_empty() {
+            String::new()
+        } else {
+            format!(" · {} UNFINISHED", unfinished.len())
+        }
+    ));
+
+    let mut headed: HashSet<u32> = HashSet::new();
+    for stored in log {
+        match &stored.message {
+            Message::User(user) => {
+                out.push('\n');
+                if user.text.contains('\n') {
+                    out.push_str(&view.head(stored, "user:"));
+                    push_text(&mut out, GUTTER, &user.text, TEXT_LINES);
+                } else {
+                    out.push_str(&view.head(stored, &format!("user: {}", cut(&user.text, MAX_LINE))));
+                }
+            }
+            Message::Assistant(assistant) => {
+                let request = stored.request.unwrap_or(u32::MAX);
+                let group = &fragments[&request];
+                let later_request = fragments.keys().any(|&other| other > request && other != u32::MAX);
+                let ended = group.last().is_some_and(|(_, last)| stream_ended(last, later_request));
+                if headed.insert(request) {
+                    out.push('\n');
+                    out.push_str(&request_header(stored.request, group, ended, &view));
+                }
+                let position = group.iter().position(|(s, _)| s.seq == stored.seq).unwrap_or(0) + 1;
+                let terminal = if position == group.len() && ended {
+                    " (terminal)"
+                } else {
+                    ""
+                };
+                out.push_str(&view.head(stored, &format!("fragment {position}/{}{terminal}", group.len())));
+                for block in &assistant.content {
+                    match block {
+                        ContentBlock::Text { text } => push_text(&mut out, GUTTER, text, TEXT_LINES),
+                        ContentBlock::Thinking { thinking, .. } => {
+                            let line = one_line(thinking, MAX_LINE);
+                            out.push_str(&format!("{:GUTTER$}thinking: {line}\n", ""));
+                        }
+                        ContentBlock::ToolCall(call) => view.call(&mut out, call),
+                    }
+                }
+            }
+            Message::ToolResult(result) => {
+                // Results are shown under their calls; only a result whose call is not in the log stands alone.
+                if !calls_in_log.contains(result.tool_call_id.as_str()) {
+                    out.push_str(&view.head(
+                        stored,
+                        &format!(
+                            "result for {} {} (call not in the log)",
+                            result.tool_call_id, result.tool_name
+                        ),
+                    ));
+                    push_result_text(&mut out, GUTTER + 2, result);
+                }
+            }
+        }
+    }
+
+    // Unfinished calls whose fragment is missing from the log would otherwise go unseen.
+    let missing: Vec<&UnfinishedCall> = unfinished
+        .iter()
+        .filter(|call| !calls_in_log.contains(call.run.call_id.as_str()))
+        .collect();
+    for call in missing {
+        out.push('\n');
+        view.call(&mut out, &call.call);
+    }
+
+    if !unfinished.is_empty() {
+        let list: Vec<String> = unfinished
+            .iter()
+            .map(|call| {
+                format!(
+                    "{} {} ({})",
+                    call.run.call_id,
+                    call.run.tool_name,
+                    state_words(call.run.state)
+                )
+            })
+            .collect();
+        out.push_str(&format!(
+            "\n  ! {} UNFINISHED call{} (admitted, no result): {}\n",
+            unfinished.len(),
+            plural(unfinished.len()),
+            list.join(", ")
+        ));
+    }
+    out
+}
+
+/// Lookups shared by the rendering steps.
+struct View<'a> {
+    origin: i64,
+    runs: HashMap<&'a str, &'a ToolRun>,
+    unfinished: HashMap<&'a str, &'a UnfinishedCall>,
+    results: HashMap<&'a str, (&'a StoredMessage, &'a ToolResultMessage)>,
+}
+
+impl View<'_> {
+    /// `+123 ms` relative to the session's first message.
+    fn at(&self, at_us: i64) -> String {
+        #[allow(clippy::cast_precision_loss)]
+        let ms = (at_us - self.origin) as f64 / 1000.0;
+        format!("+{} ms", format_ms(ms))
+    }
+
+    /// The first line of a message: `#seq  +time  what`.
+    fn head(&self, stored: &StoredMessage, what: &str) -> String {
+        let seq = format!("#{}", stored.seq);
+        format!("  {seq:<5}{:>10}  {what}\n", self.at(stored.at_us))
+    }
+
+    /// A tool call with its run and its result under it.
+    fn call(&self, out: &mut String, call: &ToolCall) {
+        let arguments = match &call.arguments {
+            ToolArguments::Valid(map) => one_line(&serde_json::to_string(map).unwrap_or_default(), MAX_ARGUMENTS),
+            ToolArguments::Invalid { raw, .. } => format!("(invalid arguments) {}", one_line(raw, MAX_ARGUMENTS)),
+        };
+        out.push_str(&format!("{:GUTTER$}call {} {} {arguments}\n", "", call.id, call.name));
+        let indent = GUTTER + 2;
+        let run = self.runs.get(call.id.as_str()).copied();
+        let result = self.results.get(call.id.as_str()).copied();
+        let unfinished = self.unfinished.get(call.id.as_str()).map(|call| &call.run).or_else(|| {
+            // A run without a result is unfinished even if the caller did not list it.
+            run.filter(|run| result.is_none() && matches!(run.state, RunState::Admitted | RunState::Started))
+        });
+
+        let mut status = Vec::new();
+        if let Some(run) = unfinished {
+            status.push(format!("UNFINISHED ({}, no result)", state_words(run.state)));
+        } else if let Some(run) = run {
+            status.push(
+                run.outcome
+                    .map_or_else(|| run.state.as_str().to_owned(), |o| o.as_str().to_owned()),
+            );
+        } else {
+            status.push("not executed (never admitted)".to_owned());
+        }
+        if let Some(run) = unfinished.or(run) {
+            status.push(format!("admitted {}", self.at(run.admitted_at_us)));
+            match (run.started_at_us, run.ended_at_us) {
+                (Some(start), Some(end)) => status.push(format!(
+                    "ran {} → {} ({} ms)",
+                    self.at(start),
+                    self.at(end),
+                    format_us(end - start)
+                )),
+                (Some(start), None) => status.push(format!("started {}", self.at(start))),
+                (None, _) if unfinished.is_none() => status.push("never started".to_owned()),
+                (None, _) => {}
+            }
+        }
+        out.push_str(&format!("{:indent$}{}\n", "", status.join(" · ")));
+
+        if let Some((stored, result)) = result {
+            let mut head = format!("result #{} {}", stored.seq, self.at(stored.at_us));
+            if result.is_error {
+                head.push_str(" ERROR");
+            }
+            if result.terminate {
+                head.push_str(" (terminate)");
+            }
+            let text = result.text();
+            let mut lines = text.lines();
+            match (lines.next(), lines.next()) {
+                (None, _) => out.push_str(&format!("{:indent$}{head}: (no text)\n", "")),
+                (Some(first), None) => out.push_str(&format!("{:indent$}{head}: {}\n", "", cut(first, MAX_LINE))),
+                (Some(_), Some(_)) => {
+                    out.push_str(&format!("{:indent$}{head}:\n", ""));
+                    push_result_text(out, indent + 2, result);
+                }
+            }
+        }
+    }
+}
+
+/// Whether a request's last fragment is its terminal one: it carries a stop reason other than `tool_use` or a
+/// usage (prefix fragments carry neither), or a later request exists (so this response's stream ended).
+fn stream_ended(last: &AssistantMessage, later_request: bool) -> bool {
+    last.stop_reason.as_str() != "tool_use" || !last.usage.is_zero() || later_request
+}
+
+fn request_header(
+    request: Option<u32>,
+    group: &[(&StoredMessage, &AssistantMessage)],
+    ended: bool,
+    view: &View<'_>,
+) -> String {
+    let Some((last_stored, last)) = group.last() else {
+        return String::new();
+    };
+    let turn = &last.turn_id;
+    // The terminal fragment carries the response's usage; prefix fragments carry zero.
+    let usage = group
+        .iter()
+        .rev()
+        .map(|(_, fragment)| fragment.usage)
+        .find(|usage| !usage.is_zero())
+        .unwrap_or_default();
+    let name = request.map_or_else(|| "request ?".to_owned(), |r| format!("request {r}"));
+    let fragments = format!("{} fragment{}", group.len(), plural(group.len()));
+    let mut header = if ended {
+        format!(
+            "  ── {name} · turn {turn} · stop {} · usage {} · {fragments} · stream end {}\n",
+            last.stop_reason,
+            usage_words(&usage),
+            view.at(last_stored.at_us)
+        )
+    } else {
+        format!(
+            "  ── {name} · turn {turn} · {fragments} · no terminal fragment (stream cut off?) · last fragment {}\n",
+            view.at(last_stored.at_us)
+        )
+    };
+    if let Some(error) = &last.error_message {
+        header.push_str(&format!("     error: {}\n", one_line(error, MAX_LINE)));
+    }
+    header
+}
+
+fn usage_words(usage: &Usage) -> String {
+    let mut words = format!("{} in / {} out", usage.input, usage.output);
+    if usage.cache_read > 0 || usage.cache_write > 0 {
+        words.push_str(&format!(
+            " / cache {} read, {} write",
+            usage.cache_read, usage.cache_write
+        ));
+    }
+    words.push_str(&format!(" (total {})", usage.total()));
+    words
+}
+
+fn state_words(state: RunState) -> &'static str {
+    match state {
+        RunState::Admitted => "admitted, never started",
+        RunState::Started => "started",
+        RunState::Finished => "finished",
+        RunState::Cancelled => "cancelled",
+        RunState::Skipped => "skipped",
+    }
+}
+
+fn format_us(us: i64) -> String {
+    #[allow(clippy::cast_precision_loss)]
+    let ms = us as f64 / 1000.0;
+    format_ms(ms)
+}
+
+fn plural(count: usize) -> &'static str {
+    if count == 1 {
+        ""
+    } else {
+        "s"
+    }
+}
+
+/// At most `max` characters, ending in "…" when cut.
+fn cut(text: &str, max: usize) -> String {
+    if text.chars().count() <= max {
+        return text.to_owned();
+    }
+    let mut out: String = text.chars().take(max.saturating_sub(1)).collect();
+    out.push('…');
+    out
+}
+
+/// The text on one line (newlines as spaces), cut to `max`.
+fn one_line(text: &str, max: usize) -> String {
+    let joined: Vec<&str> = text
+        .lines()
+        .map(str::trim_end)
+        .filter(|line| !line.is_empty())
+        .collect();
+    cut(&joined.join(" "), max)
+}
+
+/// Writes up to `max_lines` lines of `text` at `indent`, each cut to [`MAX_LINE`], then how much was left out.
+fn push_text(out: &mut String, indent: usize, text: &str, max_lines: usize) {
+    let lines: Vec<&str> = text.lines().collect();
+    for line in lines.iter().take(max_lines) {
+        out.push_str(&format!("{:indent$}{}\n", "", cut(line, MAX_LINE)));
+    }
+    if lines.len() > max_lines {
+        let more = lines.len() - max_lines;
+        out.push_str(&format!("{:indent$}… ({more} more line{})\n", "", plural(more)));
+    }
+}
+
+fn push_result_text(out: &mut String, indent: usize, result: &ToolResultMessage) {
+    push_text(out, indent, &result.text(), RESULT_LINES);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use headstart::core::model::UserMessage;
+    use headstart::store::RunOutcome;
+    use headstart::StopReason;
+    use serde_json::{json, Value};
+
+    fn fragment(seq: u64, request: u32, at_us: i64, stop: StopReason, content: Vec<ContentBlock>) -> StoredMessage {
+        StoredMessage {
+            seq,
+            request: Some(request),
+            at_us,
+            message: Message::Assistant(AssistantMessage {
+                turn_id: format!("turn-{request}"),
+                stop_reason: stop,
+                content,
+                usage: Usage::default(),
+                model: None,
+                error_message: None,
+            }),
+        }
+    }
+
+    /// The terminal fragment carries the response's usage.
+    fn terminal(mut stored: StoredMessage) -> StoredMessage {
+        if let Message::Assistant(assistant) = &mut stored.message {
+            assistant.usage = Usage {
+                input: 10,
+                output: 50,
+                cache_read: 0,
+                cache_write: 0,
+            };
+        }
+        stored
+    }
+
+    fn tool_call(id: &str, arguments: Value) -> ContentBlock {
+        ContentBlock::ToolCall(ToolCall {
+            id: id.to_owned(),
+            name: "lookup".to_owned(),
+            arguments: ToolArguments::from_value(arguments),
+        })
+    }
+
+    fn result(seq: u64, id: &str, at_us: i64, text: &str, is_error: bool) -> StoredMessage {
+        StoredMessage {
+            seq,
+            request: None,
+            at_us,
+            message: Message::ToolResult(ToolResultMessage {
+                tool_call_id: id.to_owned(),
+                tool_name: "lookup".to_owned(),
+                content: vec![ContentBlock::text(text)],
+                details: Value::Null,
+                is_error,
+                terminate: false,
+            }),
+        }
+    }
+
+    fn run(id: &str, started: Option<i64>, ended: Option<i64>, outcome: Option<RunOutcome>) -> ToolRun {
+        ToolRun {
+            call_id: id.to_owned(),
+            tool_name: "lookup".to_owned(),
+            request: 0,
+            fragment_seq: 2,
+            state: match (started, outcome) {
+                (_, Some(RunOutcome::Skipped)) => RunState::Skipped,
+                (_, Some(_)) => RunState::Finished,
+                (Some(_), None) => RunState::Started,
+                (None, None) => RunState::Admitted,
+            },
+            outcome,
+            admitted_at_us: 30_000,
+            started_at_us: started,
+            ended_at_us: ended,
+            result_seq: None,
+        }
+    }
+
+    fn session() -> (Vec<StoredMessage>, Vec<ToolRun>, Vec<UnfinishedCall>) {
+        let log = vec![
+            StoredMessage {
+                seq: 1,
+                request: None,
+                at_us: 0,
+                message: Message::User(UserMessage::new("compare rust and tokio")),
+            },
+            fragment(
+                2,
+                0,
+                30_000,
+                StopReason::ToolUse,
+                vec![
+                    ContentBlock::text("Checking both."),
+                    tool_call("call_1", json!({"q": "rust"})),
+                    tool_call("call_2", json!({"q": "tokio"})),
+                    tool_call("call_3", json!({})),
+                    tool_call("call_4", json!({})),
+                ],
+            ),
+            result(3, "call_2", 130_000, "no such crate\nsecond line\nthird", true),
+            result(4, "call_1", 330_000, &"x".repeat(500), false),
+            terminal(fragment(
+                5,
+                0,
+                400_000,
+                StopReason::ToolUse,
+                vec![ContentBlock::text("Waiting.")],
+            )),
+        ];
+        let runs = vec![
+            run("call_1", Some(30_000), Some(330_000), Some(RunOutcome::Finished)),
+            run("call_2", Some(30_000), Some(130_000), Some(RunOutcome::Error)),
+            run("call_3", Some(35_000), None, None),
+            run("call_4", None, None, None),
+        ];
+        let unfinished = ["call_3", "call_4"]
+            .iter()
+            .map(|id| UnfinishedCall {
+                run: runs.iter().find(|run| run.call_id == *id).cloned().expect("run"),
+                call: ToolCall {
+                    id: (*id).to_owned(),
+                    name: "lookup".to_owned(),
+                    arguments: ToolArguments::default(),
+                },
+            })
+            .collect();
+        (log, runs, unfinished)
+    }
+
+    #[test]
+    fn groups_fragments_by_request_with_a_header() {
+        let (log, runs, unfinished) = session();
+        let text = render(&log, &runs, &unfinished);
+        assert!(
+            text.contains("── request 0 · turn turn-0 · stop tool_use · usage 10 in / 50 out (total 60) · 2 fragments"),
+            "{text}"
+        );
+        assert_eq!(text.matches("── request").count(), 1);
+        assert!(text.contains("#2       +30 ms  fragment 1/2"), "{text}");
+        assert!(text.contains("#5      +400 ms  fragment 2/2"), "{text}");
+        assert!(
+            text.contains("#1        +0 ms  user: compare rust and tokio\n"),
+            "{text}"
+        );
+        assert!(text.contains("#5      +400 ms  fragment 2/2 (terminal)\n"), "{text}");
+    }
+
+    #[test]
+    fn results_sit_under_their_calls_with_durations() {
+        let (log, runs, unfinished) = session();
+        let text = render(&log, &runs, &unfinished);
+        let call_1 = text.find("call call_1 lookup {\"q\":\"rust\"}").expect("call_1 shown");
+        let call_2 = text.find("call call_2 lookup").expect("call_2 shown");
+        let finished = text
+            .find("finished · admitted +30 ms · ran +30 ms → +330 ms (300 ms)")
+            .expect("run");
+        let result_1 = text.find("result #4 +330 ms: xxx").expect("result under call_1");
+        assert!(call_1 < finished && finished < result_1 && result_1 < call_2, "{text}");
+        // Results are not repeated at their write position.
+        assert_eq!(text.matches("result #4").count(), 1);
+        // Long results are cut.
+        assert!(text.contains(&format!("{}…", "x".repeat(MAX_LINE - 1))));
+        assert!(!text.contains(&"x".repeat(MAX_LINE + 1)));
+        // Error marker and multi-line results indented under the call.
+        assert!(
+            text.contains("error · admitted +30 ms · ran +30 ms → +130 ms (100 ms)"),
+            "{text}"
+        );
+        assert!(text.contains("result #3 +130 ms ERROR:\n"), "{text}");
+        assert!(
+            text.contains(&format!("{:w$}no such crate\n", "", w = GUTTER + 4)),
+            "{text}"
+        );
+    }
+
+    #[test]
+    fn unfinished_calls_are_flagged() {
+        let (mut log, runs, unfinished) = session();
+        let text = render(&log, &runs, &unfinished);
+        assert!(
+            text.contains("stop tool_use · usage 10 in / 50 out (total 60)"),
+            "{text}"
+        );
+        // Without its terminal fragment the request's stream was cut off.
+        log.truncate(4);
+        let cut = render(&log, &runs, &unfinished);
+        assert!(
+            cut.contains("── request 0 · turn turn-0 · 1 fragment · no terminal fragment (stream cut off?) · last fragment +30 ms"),
+            "{cut}"
+        );
+        assert!(
+            text.contains("UNFINISHED (started, no result) · admitted +30 ms · started +35 ms"),
+            "{text}"
+        );
+        assert!(
+            text.contains("UNFINISHED (admitted, never started, no result) · admitted +30 ms\n"),
+            "{text}"
+        );
+        assert!(text.contains("· 2 UNFINISHED\n"), "{text}");
+        assert!(text.contains(
+            "! 2 UNFINISHED calls (admitted, no result): call_3 lookup (started), call_4 lookup (admitted, never started)"
+        ));
+    }
+
+    #[test]
+    fn no_unfinished_section_when_everything_finished() {
+        let (log, runs, _) = session();
+        let runs: Vec<ToolRun> = runs.into_iter().take(2).collect();
+        let log: Vec<StoredMessage> = log
+            .into_iter()
+            .map(|mut stored| {
+                if let Message::Assistant(assistant) = &mut stored.message {
+                    assistant.content.retain(|block| {
+                        block
+                            .as_tool_call()
+                            .is_none_or(|call| call.id == "call_1" || call.id == "call_2")
+                    });
+                }
+                stored
+            })
+            .collect();
+        let text = render(&log, &runs, &[]);
+        assert!(!text.contains("UNFINISHED"), "{text}");
+    }
+
+    #[test]
+    fn calls_never_admitted_and_invalid_arguments_are_described() {
+        let log = vec![
+            fragment(
+                1,
+                0,
+                0,
+                StopReason::Stop,
+                vec![ContentBlock::ToolCall(ToolCall {
+                    id: "w1".to_owned(),
+                    name: "write".to_owned(),
+                    arguments: ToolArguments::parse("{\"path\": "),
+                })],
+            ),
+            result(2, "w1", 1_000, "not executed", true),
+        ];
+        let text = render(&log, &[], &[]);
+        assert!(text.contains("call w1 write (invalid arguments) {\"path\":"), "{text}");
+        assert!(text.contains("not executed (never admitted)"), "{text}");
+        assert!(text.contains("result #2 +1 ms ERROR: not executed"), "{text}");
+        assert!(text.contains("fragment 1/1 (terminal)"), "{text}");
+    }
+
+    #[test]
+    fn skipped_calls_never_started() {
+        let log = vec![
+            fragment(1, 0, 0, StopReason::ToolUse, vec![tool_call("k1", json!({}))]),
+            result(2, "k1", 2_000, "cancelled", true),
+        ];
+        let runs = vec![run("k1", None, Some(2_000), Some(RunOutcome::Skipped))];
+        let text = render(&log, &runs, &[]);
+        assert!(text.contains("skipped · admitted +30 ms · never started"), "{text}");
+    }
+
+    #[test]
+    fn long_text_is_cut_by_lines() {
+        let mut out = String::new();
+        let text: Vec<String> = (0..30).map(|n| format!("line {n}")).collect();
+        push_text(&mut out, 2, &text.join("\n"), TEXT_LINES);
+        assert!(out.contains("  line 19\n"));
+        assert!(!out.contains("line 20"));
+        assert!(out.ends_with("  … (10 more lines)\n"), "{out}");
+    }
+}
