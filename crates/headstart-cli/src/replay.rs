@@ -1,4 +1,7 @@
 //! `headstart replay SCENARIO.json [--report R] [--db PATH] [--clock virtual|wall] [--touch-dir DIR]`.
+//!
+//! With the environment variable `HEADSTART_TRACE_COMMITS=1`, every durable fragment commit is traced to standard
+//! error as it returns (`headstart_sim::commit_trace`); the crash test reads the trace of a killed replay.
 
 use std::path::PathBuf;
 
@@ -30,6 +33,9 @@ enum Clock {
     Wall,
 }
 
+/// The environment variable that turns the commit trace on.
+const TRACE_COMMITS: &str = "HEADSTART_TRACE_COMMITS";
+
 /// Runs the replay; exit status 0 when the scenario ran, 2 when it could not be run.
 pub fn run(args: &Args) -> u8 {
     let options = ReplayOptions {
@@ -39,6 +45,7 @@ pub fn run(args: &Args) -> u8 {
         },
         db: args.db.clone(),
         touch_dir: args.touch_dir.clone(),
+        trace_commits: std::env::var_os(TRACE_COMMITS).is_some_and(|value| !value.is_empty() && value != "0"),
     };
     let outcome = replay_file(&args.scenario, &options);
     let text = outcome.report.to_json();

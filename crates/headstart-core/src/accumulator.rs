@@ -4,12 +4,40 @@
 //! re-rendered per event. Every protocol violation of SPEC §2 is rejected with an [`AccumulatorError`] naming the
 //! event's position and what was wrong; a rejected event changes nothing. Consumers that want the whole partial
 //! message ask for it explicitly ([`Accumulator::snapshot`]), paying O(message) only then.
+//!
+//! # Limits
+//!
+//! A model stream is input the engine does not control, so the memory one response can hold is bounded. An event
+//! that would cross a limit is rejected like any other protocol violation ([`Violation::BlockTooLarge`],
+//! [`Violation::ResponseTooLarge`], [`Violation::TooManyBlocks`]), which ends the response as `error` with that
+//! message:
+//!
+//! - [`MAX_BLOCK_BYTES`] (16 MiB): the text of one text or thinking block, and the argument text of one tool call
+//!   (the streamed deltas, or the serialized `arguments` override of `toolcall_end`);
+//! - [`MAX_RESPONSE_BYTES`] (64 MiB): everything a response streams in, summed over all blocks (deltas, call ids
+//!   and names, signatures, argument overrides);
+//! - [`MAX_BLOCKS`] (100,000): content blocks per response.
+//!
+//! Real responses are orders of magnitude below all three (a 128k-token response is well under 1 MiB).
+//!
+//! Sealed arguments nested deeper than [`MAX_ARGUMENT_DEPTH`](crate::model::MAX_ARGUMENT_DEPTH) (64 levels) make
+//! the call invalid rather than ending the response, like any other unusable argument text.
 
 use std::collections::{BTreeSet, HashSet};
 use std::fmt;
 
 use crate::delta::{DeltaEvent, ErrorReason};
 use crate::model::{AssistantMessage, ContentBlock, StopReason, ToolArguments, ToolCall, Usage};
+
+/// The most bytes one text or thinking block, or the argument text of one tool call, may hold: 16 MiB.
+pub const MAX_BLOCK_BYTES: usize = 16 * 1024 * 1024;
+
+/// The most bytes a whole response may stream in (deltas, call ids and names, signatures, argument overrides):
+/// 64 MiB.
+pub const MAX_RESPONSE_BYTES: usize = 64 * 1024 * 1024;
+
+/// The most content blocks a response may open: 100,000.
+pub const MAX_BLOCKS: usize = 100_000;
 
 /// The kind of a content block, as named in errors.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -80,6 +108,37 @@ pub enum Violation {
     /// An event arrived after `done`/`error`.
     #[error("event after the response ended")]
     AfterEnd,
+    /// A block's text (for a tool call: its argument text) would grow past [`MAX_BLOCK_BYTES`].
+    #[error("{} at index {index} would exceed the limit of {limit} bytes", block_contents(*kind))]
+    BlockTooLarge {
+        /// The block's index.
+        index: usize,
+        /// The block's kind.
+        kind: BlockKind,
+        /// The limit ([`MAX_BLOCK_BYTES`]).
+        limit: usize,
+    },
+    /// The response would stream in more than [`MAX_RESPONSE_BYTES`].
+    #[error("the response's content would exceed the limit of {limit} bytes")]
+    ResponseTooLarge {
+        /// The limit ([`MAX_RESPONSE_BYTES`]).
+        limit: usize,
+    },
+    /// The response would open more than [`MAX_BLOCKS`] blocks.
+    #[error("the response would have more than {limit} content blocks")]
+    TooManyBlocks {
+        /// The limit ([`MAX_BLOCKS`]).
+        limit: usize,
+    },
+}
+
+/// What a block's size limit applies to, as named in [`Violation::BlockTooLarge`].
+fn block_contents(kind: BlockKind) -> &'static str {
+    match kind {
+        BlockKind::Text => "text",
+        BlockKind::Thinking => "thinking text",
+        BlockKind::ToolCall => "tool call arguments",
+    }
 }
 
 /// A rejected event: its 0-based position in the stream, its type, and the violation.
@@ -186,6 +245,8 @@ pub struct Accumulator {
     open: BTreeSet<usize>,
     ids: HashSet<String>,
     ending: Option<Ending>,
+    /// Bytes streamed in so far, counted against [`MAX_RESPONSE_BYTES`].
+    received: usize,
 }
 
 impl Default for Accumulator {
@@ -206,6 +267,7 @@ impl Accumulator {
             open: BTreeSet::new(),
             ids: HashSet::new(),
             ending: None,
+            received: 0,
         }
     }
 
@@ -251,10 +313,11 @@ impl Accumulator {
                 name,
                 is_async,
             } => {
-                self.check_next_index(index)?;
+                self.check_can_open(index)?;
                 if self.ids.contains(&id) {
                     return Err(Violation::DuplicateId { id });
                 }
+                self.received = self.charge(id.len().saturating_add(name.len()))?;
                 self.ids.insert(id.clone());
                 self.open_block(
                     index,
@@ -267,41 +330,35 @@ impl Accumulator {
                     },
                 )
             }
-            DeltaEvent::TextDelta { index, delta } => {
-                match self.open_block_mut(index, BlockKind::Text)? {
-                    Block::Text { text } => text.push_str(&delta),
-                    _ => unreachable!("open_block_mut checked the kind"),
-                }
-                Ok(Applied::Appended(index))
-            }
-            DeltaEvent::ThinkingDelta { index, delta } => {
-                match self.open_block_mut(index, BlockKind::Thinking)? {
-                    Block::Thinking { text, .. } => text.push_str(&delta),
-                    _ => unreachable!("open_block_mut checked the kind"),
-                }
-                Ok(Applied::Appended(index))
-            }
-            DeltaEvent::ToolcallDelta { index, delta } => {
-                match self.open_block_mut(index, BlockKind::ToolCall)? {
-                    Block::ToolCall { raw, .. } => raw.push_str(&delta),
-                    _ => unreachable!("open_block_mut checked the kind"),
-                }
-                Ok(Applied::Appended(index))
-            }
+            DeltaEvent::TextDelta { index, delta } => self.append(index, BlockKind::Text, &delta),
+            DeltaEvent::ThinkingDelta { index, delta } => self.append(index, BlockKind::Thinking, &delta),
+            DeltaEvent::ToolcallDelta { index, delta } => self.append(index, BlockKind::ToolCall, &delta),
             DeltaEvent::TextEnd { index } => {
                 self.open_block_mut(index, BlockKind::Text)?;
                 self.open.remove(&index);
                 Ok(Applied::Closed(index))
             }
             DeltaEvent::ThinkingEnd { index, signature } => {
+                self.open_block_mut(index, BlockKind::Thinking)?;
+                let received = self.charge(signature.as_ref().map_or(0, String::len))?;
                 match self.open_block_mut(index, BlockKind::Thinking)? {
                     Block::Thinking { signature: slot, .. } => *slot = signature,
                     _ => unreachable!("open_block_mut checked the kind"),
                 }
+                self.received = received;
                 self.open.remove(&index);
                 Ok(Applied::Closed(index))
             }
             DeltaEvent::ToolcallEnd { index, arguments } => {
+                self.open_block_mut(index, BlockKind::ToolCall)?;
+                if let Some(value) = &arguments {
+                    let size = serialized_len_within(value, MAX_BLOCK_BYTES).ok_or(Violation::BlockTooLarge {
+                        index,
+                        kind: BlockKind::ToolCall,
+                        limit: MAX_BLOCK_BYTES,
+                    })?;
+                    self.received = self.charge(size)?;
+                }
                 match self.open_block_mut(index, BlockKind::ToolCall)? {
                     Block::ToolCall { raw, sealed, .. } => {
                         let parsed = match arguments {
@@ -366,8 +423,48 @@ impl Accumulator {
         Ok(())
     }
 
-    fn open_block(&mut self, index: usize, block: Block) -> Result<Applied, Violation> {
+    /// A block may open at `index`: it is the next unused one and the response has room for another block.
+    fn check_can_open(&self, index: usize) -> Result<(), Violation> {
         self.check_next_index(index)?;
+        if self.blocks.len() >= MAX_BLOCKS {
+            return Err(Violation::TooManyBlocks { limit: MAX_BLOCKS });
+        }
+        Ok(())
+    }
+
+    /// The response's byte count after streaming in `bytes` more, if that stays within [`MAX_RESPONSE_BYTES`].
+    /// The caller stores it once the event is accepted.
+    fn charge(&self, bytes: usize) -> Result<usize, Violation> {
+        let received = self.received.saturating_add(bytes);
+        if received > MAX_RESPONSE_BYTES {
+            return Err(Violation::ResponseTooLarge {
+                limit: MAX_RESPONSE_BYTES,
+            });
+        }
+        Ok(received)
+    }
+
+    /// Appends a delta to the open block at `index`, within [`MAX_BLOCK_BYTES`] and [`MAX_RESPONSE_BYTES`].
+    fn append(&mut self, index: usize, kind: BlockKind, delta: &str) -> Result<Applied, Violation> {
+        let received = self.charge(delta.len());
+        let text = match self.open_block_mut(index, kind)? {
+            Block::Text { text } | Block::Thinking { text, .. } | Block::ToolCall { raw: text, .. } => text,
+        };
+        if text.len().saturating_add(delta.len()) > MAX_BLOCK_BYTES {
+            return Err(Violation::BlockTooLarge {
+                index,
+                kind,
+                limit: MAX_BLOCK_BYTES,
+            });
+        }
+        let received = received?;
+        text.push_str(delta);
+        self.received = received;
+        Ok(Applied::Appended(index))
+    }
+
+    fn open_block(&mut self, index: usize, block: Block) -> Result<Applied, Violation> {
+        self.check_can_open(index)?;
         self.blocks.push(block);
         self.open.insert(index);
         Ok(Applied::Opened(index))
@@ -476,6 +573,33 @@ impl Accumulator {
             error_message: ending.error_message,
         }
     }
+}
+
+/// Counts serialized bytes, failing once past a limit so an oversized value is not serialized whole.
+struct ByteCounter {
+    bytes: usize,
+    limit: usize,
+}
+
+impl std::io::Write for ByteCounter {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.bytes = self.bytes.saturating_add(buf.len());
+        if self.bytes > self.limit {
+            return Err(std::io::Error::other("over the limit"));
+        }
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+/// The serialized length of `value` if it is at most `limit` bytes; stops serializing once past it.
+fn serialized_len_within(value: &serde_json::Value, limit: usize) -> Option<usize> {
+    let mut counter = ByteCounter { bytes: 0, limit };
+    serde_json::to_writer(&mut counter, value).ok()?;
+    Some(counter.bytes)
 }
 
 #[cfg(test)]

@@ -7,6 +7,10 @@
 //!
 //! Nothing here performs I/O except reading and writing delta logs through caller-supplied readers and writers, so
 //! every rule can be tested exhaustively.
+//!
+//! Hostile input is bounded: one response holds at most 16 MiB per block and 64 MiB in all, in at most 100,000
+//! blocks (the [`accumulator`]'s limits, enforced as protocol violations); valid tool-call arguments nest at most
+//! [`model::MAX_ARGUMENT_DEPTH`] levels; a delta-log line is at most [`delta_log::MAX_LINE_BYTES`].
 #![warn(missing_docs)]
 
 pub mod accumulator;

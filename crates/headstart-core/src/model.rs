@@ -161,6 +161,10 @@ impl ToolArguments {
 
     fn from_value_with_raw(value: Value, raw: &str) -> Self {
         match value {
+            Value::Object(map) if nested_deeper_than(&map, MAX_ARGUMENT_DEPTH) => ToolArguments::Invalid {
+                raw: raw.to_owned(),
+                error: format!("arguments are nested more than {MAX_ARGUMENT_DEPTH} levels deep"),
+            },
             Value::Object(map) => ToolArguments::Valid(map),
             _ => ToolArguments::Invalid {
                 raw: raw.to_owned(),
@@ -199,6 +203,32 @@ impl Serialize for ToolArguments {
             ToolArguments::Invalid { raw, .. } => serializer.serialize_str(raw),
         }
     }
+}
+
+/// The deepest nesting of objects and arrays that valid tool-call arguments may have, counting the arguments object
+/// itself as level 1: 64. Deeper arguments make the call invalid (kept verbatim, answered with an error), so every
+/// stored message stays well within `serde_json`'s recursion limit (128 levels) when it is read back: a valid object
+/// nested 126 levels deep parses from a delta-log line, but inside a stored message it would not load again.
+pub const MAX_ARGUMENT_DEPTH: usize = 64;
+
+/// `true` when `map`, counted as level 1, has objects or arrays nested deeper than `limit`. Iterative, so it cannot
+/// overflow the stack whatever the value.
+fn nested_deeper_than(map: &Map<String, Value>, limit: usize) -> bool {
+    let mut pending: Vec<(&Value, usize)> = map.values().map(|value| (value, 2)).collect();
+    while let Some((value, depth)) = pending.pop() {
+        if !(value.is_array() || value.is_object()) {
+            continue;
+        }
+        if depth > limit {
+            return true;
+        }
+        match value {
+            Value::Array(items) => pending.extend(items.iter().map(|child| (child, depth + 1))),
+            Value::Object(fields) => pending.extend(fields.values().map(|child| (child, depth + 1))),
+            _ => {}
+        }
+    }
+    false
 }
 
 impl<'de> Deserialize<'de> for ToolArguments {
@@ -430,6 +460,44 @@ mod tests {
         assert!(error.contains("EOF"), "{error}");
         let back: ToolArguments = serde_json::from_value(serde_json::to_value(&args).unwrap()).unwrap();
         assert_eq!(back, args);
+    }
+
+    #[test]
+    fn arguments_nested_past_the_depth_limit_are_invalid_and_round_trip_as_text() {
+        let nested = |depth: usize| format!("{{\"a\": {}{}}}", "[".repeat(depth - 1), "]".repeat(depth - 1));
+        assert!(matches!(
+            ToolArguments::parse(&nested(MAX_ARGUMENT_DEPTH)),
+            ToolArguments::Valid(_)
+        ));
+        let deep = nested(MAX_ARGUMENT_DEPTH + 1);
+        let args = ToolArguments::parse(&deep);
+        assert_eq!(
+            args,
+            ToolArguments::Invalid {
+                raw: deep.clone(),
+                error: "arguments are nested more than 64 levels deep".to_owned()
+            }
+        );
+        // Stored as its text, so the message it is in reads back whatever the depth limit of the reader.
+        let message = serde_json::to_string(&ToolCall {
+            id: "c".into(),
+            name: "t".into(),
+            arguments: args.clone(),
+        })
+        .unwrap();
+        assert_eq!(serde_json::from_str::<ToolCall>(&message).unwrap().arguments, args);
+        // The same through an override value, and objects nested inside objects count too.
+        let value: Value = serde_json::from_str(&deep).unwrap();
+        assert!(matches!(
+            ToolArguments::from_value(value),
+            ToolArguments::Invalid { .. }
+        ));
+        let objects = format!(
+            "{}1{}",
+            "{\"a\": ".repeat(MAX_ARGUMENT_DEPTH + 1),
+            "}".repeat(MAX_ARGUMENT_DEPTH + 1)
+        );
+        assert!(matches!(ToolArguments::parse(&objects), ToolArguments::Invalid { .. }));
     }
 
     #[test]

@@ -22,7 +22,11 @@ pub fn check(report: &Value, expect: &Value) -> Vec<String> {
         let mut fail = |message: String| failures.push(format!("{key}: {message}"));
         match key.as_str() {
             "ran" => {
-                let ran: BTreeSet<&str> = runs.iter().filter(|run| run.started.is_some()).map(|run| run.id).collect();
+                let ran: BTreeSet<&str> = runs
+                    .iter()
+                    .filter(|run| run.started.is_some())
+                    .map(|run| run.id)
+                    .collect();
                 let want: BTreeSet<&str> = strings(want).into_iter().collect();
                 if ran != want {
                     fail(format!("expected {want:?}, executed {ran:?}"));
@@ -78,7 +82,10 @@ pub fn check(report: &Value, expect: &Value) -> Vec<String> {
                             }
                         };
                         if !holds {
-                            fail(format!("{id}.{field}: expected {value}, result is {}", Value::Object((*result).clone())));
+                            fail(format!(
+                                "{id}.{field}: expected {value}, result is {}",
+                                Value::Object((*result).clone())
+                            ));
                         }
                     }
                 }
@@ -92,23 +99,40 @@ pub fn check(report: &Value, expect: &Value) -> Vec<String> {
                         })
                         .filter_map(|event| event.get("at_ms").and_then(Value::as_f64))
                         .collect();
-                    let want: Vec<f64> = times.as_array().into_iter().flatten().filter_map(Value::as_f64).collect();
+                    let want: Vec<f64> = times
+                        .as_array()
+                        .into_iter()
+                        .flatten()
+                        .filter_map(Value::as_f64)
+                        .collect();
                     if got != want {
                         fail(format!("{id}: expected {want:?}, got {got:?}"));
                     }
                 }
             }
             "roles" => {
-                let got: Vec<&str> = transcript(report).filter_map(|m| m.get("role").and_then(Value::as_str)).collect();
+                let got: Vec<&str> = transcript(report)
+                    .filter_map(|m| m.get("role").and_then(Value::as_str))
+                    .collect();
                 if got != strings(want) {
                     fail(format!("expected {want}, got {got:?}"));
                 }
             }
             "assistant_usage_totals" => {
                 let got: Vec<u64> = assistants(report)
-                    .map(|m| m.get("usage").and_then(|usage| usage.get("total")).and_then(Value::as_u64).unwrap_or(u64::MAX))
+                    .map(|m| {
+                        m.get("usage")
+                            .and_then(|usage| usage.get("total"))
+                            .and_then(Value::as_u64)
+                            .unwrap_or(u64::MAX)
+                    })
                     .collect();
-                let want: Vec<u64> = want.as_array().into_iter().flatten().filter_map(Value::as_u64).collect();
+                let want: Vec<u64> = want
+                    .as_array()
+                    .into_iter()
+                    .flatten()
+                    .filter_map(Value::as_u64)
+                    .collect();
                 if got != want {
                     fail(format!("expected {want:?}, got {got:?}"));
                 }
@@ -184,7 +208,11 @@ fn max_concurrency(runs: &[Run<'_>]) -> u64 {
         }
     }
     // Ends sort before starts at the same instant: half-open intervals.
-    edges.sort_by(|a, b| a.0.partial_cmp(&b.0).unwrap_or(std::cmp::Ordering::Equal).then(a.1.cmp(&b.1)));
+    edges.sort_by(|a, b| {
+        a.0.partial_cmp(&b.0)
+            .unwrap_or(std::cmp::Ordering::Equal)
+            .then(a.1.cmp(&b.1))
+    });
     let (mut now, mut max) = (0i64, 0i64);
     for (_, delta) in edges {
         now += delta;
@@ -194,7 +222,12 @@ fn max_concurrency(runs: &[Run<'_>]) -> u64 {
 }
 
 fn transcript(report: &Value) -> impl Iterator<Item = &serde_json::Map<String, Value>> {
-    report.get("transcript").and_then(Value::as_array).into_iter().flatten().filter_map(Value::as_object)
+    report
+        .get("transcript")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .filter_map(Value::as_object)
 }
 
 fn assistants(report: &Value) -> impl Iterator<Item = &serde_json::Map<String, Value>> {
@@ -213,7 +246,12 @@ fn events(report: &Value) -> impl Iterator<Item = &Value> {
 }
 
 fn strings(value: &Value) -> Vec<&str> {
-    value.as_array().into_iter().flatten().filter_map(Value::as_str).collect()
+    value
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(Value::as_str)
+        .collect()
 }
 
 #[cfg(test)]

@@ -5,6 +5,7 @@
 //! On tokio's paused clock a scenario's report is deterministic: the same scenario yields byte-identical reports.
 #![warn(missing_docs)]
 
+pub mod commit_trace;
 pub mod demo;
 pub mod expect;
 pub mod replay;
@@ -12,6 +13,7 @@ pub mod report;
 pub mod scenario;
 pub mod sim_model;
 pub mod sim_tools;
+pub mod timeline;
 
 pub use replay::{replay, replay_blocking, replay_file, ClockMode, ReplayOptions, ReplayOutcome};
 pub use report::Report;

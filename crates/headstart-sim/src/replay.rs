@@ -4,11 +4,12 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use futures::StreamExt;
-use headstart::store::{SqliteOptions, SqliteStore, TranscriptStore};
+use headstart::store::{Layered, SqliteOptions, SqliteStore, TranscriptStore};
 use headstart::{
     Agent, AgentEvent, AgentStop, CancellationToken, Clock, Engine, Hooks, Role, TokioClock, Toolbox, UserMessage,
 };
 
+use crate::commit_trace::CommitTrace;
 use crate::report::{EventReport, Ms, Report, RequestReport, ToolRunReport, TranscriptEntry};
 use crate::scenario::Scenario;
 use crate::sim_model::SimModel;
@@ -33,7 +34,14 @@ pub struct ReplayOptions {
     pub db: Option<PathBuf>,
     /// Where `touch` tools create their files.
     pub touch_dir: Option<PathBuf>,
+    /// Trace every durable fragment commit to standard error ([`CommitTrace`]), for crash tests.
+    pub trace_commits: bool,
 }
+
+/// In virtual time, a replay still running this long after it started is stopped with a run-level error: 100
+/// years. Only a run that waits for something that never comes (a tool with `hang: true` and no `cancel_at_ms` to
+/// end it) gets there, and the paused clock gets there at once, since nothing else is due.
+pub const VIRTUAL_TIME_LIMIT_MS: u64 = 100 * 365 * 24 * 3600 * 1000;
 
 /// A finished replay.
 #[derive(Debug, Clone)]
@@ -105,7 +113,10 @@ pub async fn replay(scenario: &Scenario, options: &ReplayOptions) -> ReplayOutco
             return ReplayOutcome::could_not_run(&scenario.name, error.to_string());
         }
     }
-    let store: Arc<dyn TranscriptStore> = Arc::new(store);
+    let mut store: Arc<dyn TranscriptStore> = Arc::new(store);
+    if options.trace_commits {
+        store = Arc::new(Layered::new(store, CommitTrace));
+    }
     let session = match store.create_session(0).await {
         Ok(session) => session,
         Err(error) => return ReplayOutcome::could_not_run(&scenario.name, error.to_string()),
@@ -129,6 +140,9 @@ pub async fn replay(scenario: &Scenario, options: &ReplayOptions) -> ReplayOutco
         .map(|ms| clock.base() + std::time::Duration::from_millis(ms));
     let mut events = agent.run(&session, UserMessage::new(scenario.prompt.clone()), cancel.clone());
     let mut recorder = Recorder::default();
+    let time_limit = (options.clock == ClockMode::Virtual)
+        .then(|| clock.base() + std::time::Duration::from_millis(VIRTUAL_TIME_LIMIT_MS));
+    let mut stuck = false;
     loop {
         // Cancellation is fired from this task, before the agent is polled at the same instant, so the engine
         // sees it after tool returns and before model events due then (FORMAT.md).
@@ -138,6 +152,10 @@ pub async fn replay(scenario: &Scenario, options: &ReplayOptions) -> ReplayOutco
                 cancel.cancel();
                 continue;
             }
+            () = sleep_until_option(time_limit) => {
+                stuck = true;
+                break;
+            }
             event = events.next() => event,
         };
         let Some(event) = event else { break };
@@ -145,6 +163,14 @@ pub async fn replay(scenario: &Scenario, options: &ReplayOptions) -> ReplayOutco
     }
 
     let mut report = recorder.finish(&scenario.name);
+    if stuck {
+        drop(events);
+        report.end_ms = now();
+        report.error = Some(format!(
+            "the run was stopped after {VIRTUAL_TIME_LIMIT_MS} ms of virtual time (100 years) without finishing: \
+             a tool that hangs needs cancel_at_ms to end"
+        ));
+    }
     let written = async {
         let log = store.load_log(&session).await?;
         let runs = store.tool_runs(&session).await?;
@@ -163,7 +189,10 @@ pub async fn replay(scenario: &Scenario, options: &ReplayOptions) -> ReplayOutco
             report.error.get_or_insert_with(|| error.to_string());
         }
     }
-    ReplayOutcome { report, exit_code: 0 }
+    ReplayOutcome {
+        report,
+        exit_code: if stuck { 2 } else { 0 },
+    }
 }
 
 async fn sleep_until_option(deadline: Option<tokio::time::Instant>) {

@@ -17,7 +17,11 @@ impl Ms {
         // i64 → f64 is exact for any time a replay can reach (< 2^53 µs).
         #[allow(clippy::cast_precision_loss)]
         let ms = us as f64 / 1000.0;
-        Ms(if whole { ms.round() } else { (ms * 1000.0).round() / 1000.0 })
+        Ms(if whole {
+            ms.round()
+        } else {
+            (ms * 1000.0).round() / 1000.0
+        })
     }
 }
 

@@ -1,12 +1,46 @@
 //! Scenario files (`scenarios/FORMAT.md`): parsing, with every unknown key an error naming the key and its path.
+//!
+//! # Limits on hostile input
+//!
+//! Loading never panics and never reads without bound; every malformed input is a [`ScenarioError`] that says what is
+//! wrong and where (`headstart replay` reports it as a run-level error with exit status 2):
+//!
+//! - a scenario file is at most [`MAX_SCENARIO_BYTES`] (16 MiB);
+//! - the delta logs a scenario reads are at most [`MAX_DELTA_LOG_BYTES`] (64 MiB) in total, counting a log once per
+//!   turn that names it; a single line is at most
+//!   [`MAX_LINE_BYTES`](headstart::core::delta_log::MAX_LINE_BYTES) (8 MiB), refused without being buffered whole;
+//! - JSON nested deeper than `serde_json`'s recursion limit (128) is an error ("recursion limit exceeded"), never a
+//!   stack overflow;
+//! - a turn whose events go on after its terminal event (`done`/`error`) is refused: the engine stops reading a
+//!   response at its terminal event, so those events could never be replayed;
+//! - a tool call id used by two turns is refused (FORMAT.md: ids are unique across all turns);
+//! - every time in a scenario (`at_ms`, `cancel_at_ms`, `delay_ms`, `updates[].at_ms`, `timeout_ms`) is at most
+//!   [`MAX_TIME_MS`] (365 days): far larger values would keep the virtual clock stepping through its timer wheel
+//!   for hours, and no real scenario needs them.
+//!
+//! What a loaded scenario streams is bounded further by the accumulator's limits on one response
+//! ([`headstart::core::accumulator`]: 16 MiB per block, 64 MiB per response), which end the response with an error.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
+use std::io::Read;
+
 use headstart::core::delta_log::{parse_timed_delta, read_delta_log, TimedDelta};
+use headstart::core::DeltaEvent;
 use headstart::{EngineConfig, ExecutionMode};
 use serde::Deserialize;
 use serde_json::Value;
+
+/// The largest scenario file [`Scenario::load`] reads: 16 MiB.
+pub const MAX_SCENARIO_BYTES: u64 = 16 * 1024 * 1024;
+
+/// The most delta-log bytes one scenario reads over all its turns (a log named by several turns counts once per
+/// turn): 64 MiB.
+pub const MAX_DELTA_LOG_BYTES: u64 = 64 * 1024 * 1024;
+
+/// The largest time a scenario may name, in milliseconds: 365 days.
+pub const MAX_TIME_MS: u64 = 365 * 24 * 3600 * 1000;
 
 /// Why a scenario could not be loaded.
 #[derive(Debug, thiserror::Error)]
@@ -123,10 +157,18 @@ fn check_keys(value: &Value, shape: &Shape, path: &str) -> Result<(), ScenarioEr
                 let Some((_, child_shape)) = fields.iter().find(|(name, _)| name == key) else {
                     return Err(ScenarioError::UnknownKey {
                         key: key.clone(),
-                        path: if path.is_empty() { "the top level".to_owned() } else { path.to_owned() },
+                        path: if path.is_empty() {
+                            "the top level".to_owned()
+                        } else {
+                            path.to_owned()
+                        },
                     });
                 };
-                let child_path = if path.is_empty() { key.clone() } else { format!("{path}.{key}") };
+                let child_path = if path.is_empty() {
+                    key.clone()
+                } else {
+                    format!("{path}.{key}")
+                };
                 check_keys(child, child_shape, &child_path)?;
             }
             Ok(())
@@ -247,7 +289,11 @@ impl BehaviorSpec {
             .outcome()
             .or_else(|| self.outcome())
             .unwrap_or(Outcome::Result(ResultSpec::default()));
-        let mut updates = overrides.updates.clone().or_else(|| self.updates.clone()).unwrap_or_default();
+        let mut updates = overrides
+            .updates
+            .clone()
+            .or_else(|| self.updates.clone())
+            .unwrap_or_default();
         updates.sort_by_key(|update| update.at_ms);
         Behavior {
             delay_ms: overrides.delay_ms.or(self.delay_ms).unwrap_or(0),
@@ -416,10 +462,24 @@ impl Scenario {
     /// Loads a scenario file; delta logs are resolved relative to it.
     pub fn load(path: impl AsRef<Path>) -> Result<Self, ScenarioError> {
         let path = path.as_ref();
-        let text = std::fs::read_to_string(path).map_err(|err| ScenarioError::Read {
+        let read_error = |message: String| ScenarioError::Read {
             path: path.display().to_string(),
-            message: err.to_string(),
-        })?;
+            message,
+        };
+        let file = std::fs::File::open(path).map_err(|err| read_error(err.to_string()))?;
+        let too_large = || read_error(format!("the file is larger than the {MAX_SCENARIO_BYTES}-byte limit"));
+        if file.metadata().is_ok_and(|meta| meta.len() > MAX_SCENARIO_BYTES) {
+            return Err(too_large());
+        }
+        // Read at most one byte past the limit, so a file that grows (or a device) cannot be read without bound.
+        let mut bytes = Vec::new();
+        file.take(MAX_SCENARIO_BYTES + 1)
+            .read_to_end(&mut bytes)
+            .map_err(|err| read_error(err.to_string()))?;
+        if bytes.len() as u64 > MAX_SCENARIO_BYTES {
+            return Err(too_large());
+        }
+        let text = String::from_utf8(bytes).map_err(|err| read_error(format!("not valid UTF-8: {err}")))?;
         let base = path.parent().map(Path::to_path_buf).unwrap_or_default();
         Self::parse(&text, &base).map_err(|err| match err {
             ScenarioError::Json { message, .. } => ScenarioError::Json {
@@ -447,13 +507,17 @@ impl Scenario {
             path: "scenario".to_owned(),
             message: err.to_string(),
         })?;
+        let mut log_budget = MAX_DELTA_LOG_BYTES;
         let turns = file
             .turns
             .iter()
             .enumerate()
-            .map(|(turn, spec)| resolve_turn(turn, spec, base))
+            .map(|(turn, spec)| resolve_turn(turn, spec, base, &mut log_budget))
             .collect::<Result<Vec<_>, _>>()?;
+        unique_ids_across_turns(&turns)?;
+        check_time(file.cancel_at_ms, "cancel_at_ms")?;
         for (i, tool) in file.tools.iter().enumerate() {
+            check_time(tool.timeout_ms, &format!("tools[{i}].timeout_ms"))?;
             validate_behavior(&tool.behavior, &format!("tools[{i}].behavior"))?;
             for (call, spec) in &tool.by_call {
                 validate_behavior(spec, &format!("tools[{i}].by_call.{call}"))?;
@@ -486,16 +550,58 @@ fn validate_behavior(spec: &BehaviorSpec, path: &str) -> Result<(), ScenarioErro
             message: "name at most one of result, error, panic, hang".to_owned(),
         });
     }
+    check_time(spec.delay_ms, &format!("{path}.delay_ms"))?;
+    for (i, update) in spec.updates.iter().flatten().enumerate() {
+        check_time(Some(update.at_ms), &format!("{path}.updates[{i}].at_ms"))?;
+    }
     Ok(())
 }
 
-fn resolve_turn(turn: usize, spec: &TurnSpec, base: &Path) -> Result<Vec<TimedDelta>, ScenarioError> {
+/// Refuses a time over [`MAX_TIME_MS`].
+fn check_time(ms: Option<u64>, path: &str) -> Result<(), ScenarioError> {
+    match ms {
+        Some(ms) if ms > MAX_TIME_MS => Err(ScenarioError::Invalid {
+            path: path.to_owned(),
+            message: time_over_limit(ms),
+        }),
+        _ => Ok(()),
+    }
+}
+
+fn time_over_limit(ms: u64) -> String {
+    format!("{ms} ms is more than the longest time a scenario may name, {MAX_TIME_MS} ms (365 days)")
+}
+
+/// Resolves one turn's events; `log_budget` is what remains of [`MAX_DELTA_LOG_BYTES`] for this scenario.
+fn resolve_turn(
+    turn: usize,
+    spec: &TurnSpec,
+    base: &Path,
+    log_budget: &mut u64,
+) -> Result<Vec<TimedDelta>, ScenarioError> {
     let fail = |message: String| ScenarioError::Turn { turn, message };
-    match (&spec.log, &spec.events) {
+    let events = match (&spec.log, &spec.events) {
         (Some(log), None) => {
             let path: PathBuf = base.join(log);
-            let file = std::fs::File::open(&path).map_err(|err| fail(format!("cannot read {}: {err}", path.display())))?;
-            read_delta_log(std::io::BufReader::new(file)).map_err(|err| fail(format!("{}: {err}", path.display())))
+            let shown = path.display();
+            let file = std::fs::File::open(&path).map_err(|err| fail(format!("cannot read {shown}: {err}")))?;
+            let over_budget = || {
+                fail(format!(
+                    "{shown}: the scenario's delta logs are larger than the {MAX_DELTA_LOG_BYTES}-byte limit"
+                ))
+            };
+            if file.metadata().is_ok_and(|meta| meta.len() > *log_budget) {
+                return Err(over_budget());
+            }
+            // Never read more than the budget allows, whatever the file claims to be (a device, a growing file).
+            let mut reader = std::io::BufReader::new(file.take(*log_budget + 1));
+            let events = read_delta_log(&mut reader);
+            let unread = reader.get_ref().limit();
+            if unread == 0 {
+                return Err(over_budget());
+            }
+            *log_budget -= *log_budget + 1 - unread;
+            events.map_err(|err| fail(format!("{shown}: {err}")))?
         }
         (None, Some(events)) => {
             let mut previous = 0;
@@ -508,9 +614,53 @@ fn resolve_turn(turn: usize, spec: &TurnSpec, base: &Path) -> Result<Vec<TimedDe
                     previous = timed.at_ms;
                     Ok(timed)
                 })
-                .collect()
+                .collect::<Result<_, _>>()?
         }
-        _ => Err(fail("name exactly one of log, events".to_owned())),
+        _ => return Err(fail("name exactly one of log, events".to_owned())),
+    };
+    if let Some((i, timed)) = events.iter().enumerate().find(|(_, timed)| timed.at_ms > MAX_TIME_MS) {
+        return Err(fail(format!("event {i} at_ms: {}", time_over_limit(timed.at_ms))));
+    }
+    ends_at_terminal(&events).map_err(fail)?;
+    Ok(events)
+}
+
+/// Refuses a tool call id used by two turns (FORMAT.md: ids are unique across all turns). A repeat within one turn
+/// is left to the engine, which rejects it as a protocol violation (SPEC §2).
+fn unique_ids_across_turns(turns: &[Vec<TimedDelta>]) -> Result<(), ScenarioError> {
+    let mut first_turn: BTreeMap<&str, usize> = BTreeMap::new();
+    for (turn, events) in turns.iter().enumerate() {
+        for timed in events {
+            if let DeltaEvent::ToolcallStart { id, .. } = &timed.event {
+                let first = *first_turn.entry(id).or_insert(turn);
+                if first != turn {
+                    return Err(ScenarioError::Turn {
+                        turn,
+                        message: format!(
+                            "tool call id {id:?} is already used by turn {first}; ids must be unique across turns"
+                        ),
+                    });
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Refuses events after a terminal event: the engine stops reading a response at `done`/`error`, so they could
+/// never be replayed. Positions are 0-based event numbers within the turn.
+fn ends_at_terminal(events: &[TimedDelta]) -> Result<(), String> {
+    let Some(terminal) = events.iter().position(|timed| timed.event.is_terminal()) else {
+        return Ok(());
+    };
+    match events.get(terminal + 1) {
+        None => Ok(()),
+        Some(next) => Err(format!(
+            "event {} ({}) follows the terminal event {terminal} ({}); a response ends at its terminal event",
+            terminal + 1,
+            next.event.type_name(),
+            events[terminal].event.type_name()
+        )),
     }
 }
 
@@ -526,13 +676,19 @@ mod tests {
     fn unknown_keys_name_the_key_and_path() {
         let cases = [
             (r#"{"nmae": "x"}"#, "unknown key nmae at the top level"),
-            (r#"{"tools": [{"name": "t", "behavior": {"delay": 3}}]}"#, "unknown key delay at tools[0].behavior"),
+            (
+                r#"{"tools": [{"name": "t", "behavior": {"delay": 3}}]}"#,
+                "unknown key delay at tools[0].behavior",
+            ),
             (
                 r#"{"tools": [{"name": "t", "by_call": {"c1": {"reslt": {}}}}]}"#,
                 "unknown key reslt at tools[0].by_call.c1",
             ),
             (r#"{"config": {"parallel": true}}"#, "unknown key parallel at config"),
-            (r#"{"turns": [{"log": "a", "evnts": []}]}"#, "unknown key evnts at turns[0]"),
+            (
+                r#"{"turns": [{"log": "a", "evnts": []}]}"#,
+                "unknown key evnts at turns[0]",
+            ),
         ];
         for (text, message) in cases {
             assert_eq!(parse(text).unwrap_err().to_string(), message);
@@ -542,9 +698,18 @@ mod tests {
     #[test]
     fn type_errors_and_bad_turns_are_errors_not_panics() {
         assert!(parse(r#"{"tools": [{"name": 3}]}"#).is_err());
-        assert!(parse(r#"{"turns": [{}]}"#).unwrap_err().to_string().contains("exactly one"));
-        assert!(parse(r#"{"turns": [{"log": "does-not-exist.jsonl"}]}"#).unwrap_err().to_string().contains("cannot read"));
-        assert!(parse(r#"{"turns": [{"events": [{"type": "bogus"}]}]}"#).unwrap_err().to_string().contains("events[0]"));
+        assert!(parse(r#"{"turns": [{}]}"#)
+            .unwrap_err()
+            .to_string()
+            .contains("exactly one"));
+        assert!(parse(r#"{"turns": [{"log": "does-not-exist.jsonl"}]}"#)
+            .unwrap_err()
+            .to_string()
+            .contains("cannot read"));
+        assert!(parse(r#"{"turns": [{"events": [{"type": "bogus"}]}]}"#)
+            .unwrap_err()
+            .to_string()
+            .contains("events[0]"));
         assert!(parse("[]").is_err());
         assert!(parse(r#"{"tools": [{"name": "t", "behavior": {"error": "a", "panic": "b"}}]}"#).is_err());
     }
@@ -559,7 +724,13 @@ mod tests {
         let tool = &scenario.tools[0];
         let c2 = tool.behavior.merged(&tool.by_call["c2"]);
         assert_eq!(c2.delay_ms, 100);
-        assert_eq!(c2.outcome, Outcome::Result(ResultSpec { text: "found".into(), ..ResultSpec::default() }));
+        assert_eq!(
+            c2.outcome,
+            Outcome::Result(ResultSpec {
+                text: "found".into(),
+                ..ResultSpec::default()
+            })
+        );
         let c3 = tool.behavior.merged(&tool.by_call["c3"]);
         assert_eq!((c3.delay_ms, c3.outcome), (300, Outcome::Error("no".into())));
     }

@@ -6,8 +6,8 @@ use std::time::Duration;
 use async_trait::async_trait;
 use headstart::core::ContentBlock;
 use headstart::{
-    Arguments, Decision, ExecutionMode, HookError, ResultDraft, ResultOverride, Tool, ToolCall, ToolContext,
-    ToolError, ToolHook, ToolOutput,
+    Arguments, Decision, ExecutionMode, HookError, ResultDraft, ResultOverride, Tool, ToolCall, ToolContext, ToolError,
+    ToolHook, ToolOutput,
 };
 use serde_json::Value;
 use tokio::time::Instant;
@@ -103,7 +103,13 @@ impl Tool for SimTool {
             if returns_at.is_some_and(|end| update.at_ms > end) {
                 break;
             }
-            if !wait_until(start + Duration::from_millis(update.at_ms), &context, behavior.on_cancel).await {
+            if !wait_until(
+                start + Duration::from_millis(update.at_ms),
+                &context,
+                behavior.on_cancel,
+            )
+            .await
+            {
                 return Err(ToolError::new("cancelled"));
             }
             context.updates.send(ToolOutput::text(update.text.clone()));
@@ -146,7 +152,11 @@ impl SimHooks {
 #[async_trait]
 impl ToolHook for SimHooks {
     async fn before_tool_call(&self, call: &ToolCall, _arguments: &Arguments) -> Result<Decision, HookError> {
-        let reason = self.spec.block.get(&call.id).or_else(|| self.spec.block.get(&call.name));
+        let reason = self
+            .spec
+            .block
+            .get(&call.id)
+            .or_else(|| self.spec.block.get(&call.name));
         Ok(match reason {
             Some(reason) if reason.is_empty() => Decision::Block(None),
             Some(reason) => Decision::Block(Some(reason.clone())),
@@ -155,7 +165,12 @@ impl ToolHook for SimHooks {
     }
 
     async fn after_tool_call(&self, call: &ToolCall, _result: &ResultDraft) -> Result<ResultOverride, HookError> {
-        let Some(after) = self.spec.after.get(&call.id).or_else(|| self.spec.after.get(&call.name)) else {
+        let Some(after) = self
+            .spec
+            .after
+            .get(&call.id)
+            .or_else(|| self.spec.after.get(&call.name))
+        else {
             return Ok(ResultOverride::default());
         };
         Ok(ResultOverride {

@@ -16,10 +16,12 @@
 #![warn(missing_docs)]
 
 mod error;
+pub mod layer;
 mod sqlite;
 mod types;
 
 pub use error::StoreError;
+pub use layer::{Layered, Write, WriteFuture, WriteLayer};
 pub use sqlite::{SqliteOptions, SqliteStore};
 pub use types::{
     AdmittedCall, Durability, RunEnd, RunOutcome, RunState, SessionId, SessionInfo, StoredMessage, ToolRun,

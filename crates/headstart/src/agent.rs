@@ -21,7 +21,9 @@ pub struct Agent {
 
 impl std::fmt::Debug for Agent {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Agent").field("engine", &self.engine).finish_non_exhaustive()
+        f.debug_struct("Agent")
+            .field("engine", &self.engine)
+            .finish_non_exhaustive()
     }
 }
 

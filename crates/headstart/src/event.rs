@@ -180,9 +180,8 @@ impl AgentEvent {
     pub fn tool_call_id(&self) -> Option<&str> {
         match self {
             AgentEvent::ToolExecutionStart { call } => Some(&call.id),
-            AgentEvent::ToolExecutionUpdate { tool_call_id, .. } | AgentEvent::ToolExecutionEnd { tool_call_id, .. } => {
-                Some(tool_call_id)
-            }
+            AgentEvent::ToolExecutionUpdate { tool_call_id, .. }
+            | AgentEvent::ToolExecutionEnd { tool_call_id, .. } => Some(tool_call_id),
             _ => None,
         }
     }

@@ -9,16 +9,19 @@
 //! nothing: the response ends as `error` naming the store failure.
 
 use std::collections::{HashSet, VecDeque};
+use std::future::Future;
+use std::pin::Pin;
 use std::sync::Arc;
+use std::task::{Context, Poll};
 
-use futures::{Stream, StreamExt};
+use futures::Stream;
 use headstart_core::accumulator::Ending;
 use headstart_core::{
     Accumulator, Applied, AssistantMessage, DeltaEvent, ErrorReason, Message, ModelError, StopReason, ToolCall,
     ToolResultMessage, Usage,
 };
 use headstart_store::{AdmittedCall, RunEnd, RunOutcome, RunState, SessionId};
-use tokio_util::sync::CancellationToken;
+use tokio_util::sync::{CancellationToken, WaitForCancellationFutureOwned};
 use tracing::Instrument;
 
 use crate::engine::Shared;
@@ -324,10 +327,6 @@ impl ResponseDriver {
         run: Option<RunEnd>,
         never_started: bool,
     ) {
-        if never_started {
-            self.outbox
-                .push_back(AgentEvent::ToolExecutionStart { call: Arc::clone(call) });
-        }
         let written = self
             .shared
             .store
@@ -342,10 +341,26 @@ impl ResponseDriver {
                 None
             }
         };
+        self.emit_result(call, result, run.map(|run| run.outcome), seq, never_started);
+    }
+
+    /// Emits the events of a result (`seq` is `None` when it is not stored).
+    fn emit_result(
+        &mut self,
+        call: &Arc<ToolCall>,
+        result: ToolResultMessage,
+        outcome: Option<RunOutcome>,
+        seq: Option<u64>,
+        never_started: bool,
+    ) {
+        if never_started {
+            self.outbox
+                .push_back(AgentEvent::ToolExecutionStart { call: Arc::clone(call) });
+        }
         self.outbox.push_back(AgentEvent::ToolExecutionEnd {
             tool_call_id: call.id.clone(),
             is_error: result.is_error,
-            outcome: run.map(|run| run.outcome),
+            outcome,
         });
         self.outbox
             .push_back(AgentEvent::MessageStart { role: Role::ToolResult });
@@ -442,7 +457,14 @@ impl ResponseDriver {
             if !admitted_now.contains(call.id.as_str()) {
                 let text = format!("not executed: the response ended with stop reason {stop_reason}");
                 let result = ToolResultMessage::error(&call, text);
-                self.record_result(&Arc::new(call), result, None, true).await;
+                let call = Arc::new(call);
+                if committed {
+                    self.record_result(&call, result, None, true).await;
+                } else {
+                    // The call is not in the transcript (its fragment could not be stored): a stored result would
+                    // be an orphan that no model context can hold, so it is only shown, like the fragment.
+                    self.emit_result(&call, result, None, None, true);
+                }
             }
         }
     }
@@ -481,6 +503,39 @@ impl ResponseDriver {
     }
 }
 
+/// What the driver handles next, in the priority FORMAT.md fixes for things due at the same instant: tool returns,
+/// timeouts and updates; then external cancellation; then model stream events.
+///
+/// This is a biased `select!` over the three, written out to keep the per-delta path cheap: cancellation is first
+/// checked with a flag read, and its waiter (one per response, registered once) is only polled when nothing is
+/// ready, which is the only time a wake-up from it is needed.
+fn poll_step<S>(
+    driver: &mut ResponseDriver,
+    cancel: &CancellationToken,
+    cancelled: Pin<&mut WaitForCancellationFutureOwned>,
+    stream: Pin<&mut S>,
+    cx: &mut Context<'_>,
+) -> Poll<Step>
+where
+    S: Stream<Item = Result<DeltaEvent, ModelError>> + ?Sized,
+{
+    if let Poll::Ready(event) = driver.runner.poll_event(cx) {
+        return Poll::Ready(Step::Tool(event));
+    }
+    if !driver.cancel_seen && cancel.is_cancelled() {
+        return Poll::Ready(Step::Cancelled);
+    }
+    if !driver.stream_ended {
+        if let Poll::Ready(item) = stream.poll_next(cx) {
+            return Poll::Ready(Step::Model(item));
+        }
+    }
+    if !driver.cancel_seen && cancelled.poll(cx).is_ready() {
+        return Poll::Ready(Step::Cancelled);
+    }
+    Poll::Pending
+}
+
 /// Drives one response: wraps `stream` and yields its agent events, from `TurnStart` to `TurnEnd` (SPEC §3, §6).
 pub(crate) fn response_events<S>(
     shared: Arc<Shared>,
@@ -495,6 +550,7 @@ where
     async_stream::stream! {
         let mut driver = ResponseDriver::new(shared, session, request);
         let mut stream = Box::pin(stream);
+        let mut cancelled = Box::pin(cancel.clone().cancelled_owned());
         yield AgentEvent::TurnStart { request };
         loop {
             while let Some(event) = driver.outbox.pop_front() {
@@ -503,14 +559,10 @@ where
             if driver.finished() {
                 break;
             }
-            // Priority for things due at the same instant (FORMAT.md): tool returns, timeouts and updates;
-            // then external cancellation; then model stream events.
-            let step = tokio::select! {
-                biased;
-                event = driver.runner.next_event() => Step::Tool(event),
-                () = cancel.cancelled(), if !driver.cancel_seen => Step::Cancelled,
-                item = stream.next(), if !driver.stream_ended => Step::Model(item),
-            };
+            let step = std::future::poll_fn(|cx| {
+                poll_step(&mut driver, &cancel, cancelled.as_mut(), stream.as_mut(), cx)
+            })
+            .await;
             driver.handle(step).await;
         }
         yield AgentEvent::TurnEnd { request, outcome: driver.outcome() };

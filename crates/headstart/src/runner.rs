@@ -97,7 +97,7 @@ impl ToolRunner {
     }
 
     /// Carries out the scheduler's decisions; returns the slots that started now (their bodies run from the next
-    /// poll of [`ToolRunner::next_event`]).
+    /// poll of [`ToolRunner::poll_event`]).
     pub fn advance(&mut self, now_us: i64) -> Vec<usize> {
         let mut started = Vec::new();
         while let Some(action) = self.scheduler.next_action() {
@@ -142,11 +142,12 @@ impl ToolRunner {
 
     /// The next thing that happened, in the documented priority: updates, then call returns (an update a call
     /// sent before returning is reported before its return), then preparations. Pending while nothing is active.
-    pub fn next_event(&mut self) -> impl Future<Output = RunnerEvent> + '_ {
-        std::future::poll_fn(move |cx| self.poll_event(cx))
-    }
-
-    fn poll_event(&mut self, cx: &mut Context<'_>) -> Poll<RunnerEvent> {
+    pub(crate) fn poll_event(&mut self, cx: &mut Context<'_>) -> Poll<RunnerEvent> {
+        if self.running.is_empty() && self.preparing.is_none() && self.held_back.is_none() {
+            // Nothing is active, so nothing can happen (an update of a settled call is dropped anyway, when the
+            // channel is next drained): skip registering wake-ups. This keeps streaming text free of them.
+            return Poll::Pending;
+        }
         loop {
             if let Poll::Ready(Some((slot, update))) = self.updates_rx.poll_recv(cx) {
                 if self.slots.get(slot).is_some_and(|entry| !entry.settled) {

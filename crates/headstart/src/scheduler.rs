@@ -206,9 +206,9 @@ impl Scheduler {
             };
             // Equal keys run in source order: wait for every earlier call with the same key.
             key.as_ref().is_none_or(|key| {
-                !self.calls[..call]
-                    .iter()
-                    .any(|earlier| matches!(earlier, CallState::Ready(Some(k)) | CallState::Running(Some(k)) if k == key))
+                !self.calls[..call].iter().any(
+                    |earlier| matches!(earlier, CallState::Ready(Some(k)) | CallState::Running(Some(k)) if k == key),
+                )
             })
         })
     }

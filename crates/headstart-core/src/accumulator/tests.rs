@@ -163,6 +163,7 @@ struct State {
     blocks: String,
     open: Vec<usize>,
     ids: Vec<String>,
+    received: usize,
 }
 
 impl State {
@@ -179,6 +180,7 @@ impl State {
             blocks: format!("{:?}", acc.blocks),
             open: acc.open.iter().copied().collect(),
             ids,
+            received: acc.received,
         }
     }
 }
@@ -1561,4 +1563,125 @@ proptest! {
             }
         }
     }
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// Limits: a hostile stream cannot make a response hold unbounded memory
+// ---------------------------------------------------------------------------------------------------------------
+
+#[test]
+fn a_block_may_hold_exactly_the_limit_and_not_a_byte_more() {
+    let half = "x".repeat(MAX_BLOCK_BYTES / 2);
+    for (open, delta, kind) in [
+        (
+            text_start(0),
+            text_delta as fn(usize, &str) -> DeltaEvent,
+            BlockKind::Text,
+        ),
+        (thinking_start(0), thinking_delta, BlockKind::Thinking),
+        (call_start(0, "c", "t"), call_delta, BlockKind::ToolCall),
+    ] {
+        let prefix = [start(), open.clone(), delta(0, &half), delta(0, &half)];
+        let err = reject(&prefix, delta(0, "y"));
+        let expected = violation(
+            4,
+            delta(0, "").type_name(),
+            Violation::BlockTooLarge {
+                index: 0,
+                kind,
+                limit: MAX_BLOCK_BYTES,
+            },
+        );
+        assert_eq!(err, expected);
+        // An empty delta still fits, and the block can be closed normally afterwards.
+        let mut acc = feed(prefix);
+        feed_into(&mut acc, [delta(0, "")]);
+    }
+    let err = reject(
+        &[start(), call_start(0, "c", "t")],
+        call_delta(0, &"x".repeat(MAX_BLOCK_BYTES + 1)),
+    );
+    assert_eq!(
+        err.to_string(),
+        format!(
+            "protocol violation at event 2 (toolcall_delta): tool call arguments at index 0 would exceed the limit of \
+             {MAX_BLOCK_BYTES} bytes"
+        )
+    );
+}
+
+#[test]
+fn an_oversized_argument_override_is_rejected_without_serializing_it_whole() {
+    let big = Value::String("x".repeat(MAX_BLOCK_BYTES));
+    let err = reject(
+        &[start(), call_start(0, "c", "t")],
+        call_end_with(0, json!({ "a": big })),
+    );
+    assert_eq!(
+        err.violation,
+        Violation::BlockTooLarge {
+            index: 0,
+            kind: BlockKind::ToolCall,
+            limit: MAX_BLOCK_BYTES
+        }
+    );
+    // A large override within the limit is accepted and counted against the response.
+    let fits = Value::String("x".repeat(MAX_BLOCK_BYTES / 2));
+    let acc = feed([start(), call_start(0, "c", "t"), call_end_with(0, json!({ "a": fits }))]);
+    assert!(acc.received > MAX_BLOCK_BYTES / 2);
+}
+
+#[test]
+fn the_whole_response_is_bounded_across_blocks() {
+    let chunk = "x".repeat(MAX_BLOCK_BYTES);
+    let blocks = MAX_RESPONSE_BYTES / MAX_BLOCK_BYTES;
+    let mut acc = feed([start()]);
+    for index in 0..blocks {
+        feed_into(
+            &mut acc,
+            [text_start(index), text_delta(index, &chunk), text_end(index)],
+        );
+    }
+    feed_into(&mut acc, [text_start(blocks)]);
+    let before = State::of(&acc);
+    let err = acc.apply(text_delta(blocks, "y")).unwrap_err();
+    assert_eq!(
+        err.violation,
+        Violation::ResponseTooLarge {
+            limit: MAX_RESPONSE_BYTES
+        }
+    );
+    assert_eq!(State::of(&acc), before);
+    assert!(err
+        .to_string()
+        .contains("the response's content would exceed the limit of 67108864 bytes"));
+    // Ids, names and signatures count too.
+    let err = acc.apply(call_start(blocks + 1, "c", "t")).unwrap_err();
+    assert_eq!(
+        err.violation,
+        Violation::ResponseTooLarge {
+            limit: MAX_RESPONSE_BYTES
+        }
+    );
+    assert!(!acc.ids.contains("c"), "a rejected call start does not claim its id");
+}
+
+#[test]
+fn the_number_of_blocks_is_bounded() {
+    let mut acc = feed([start()]);
+    for index in 0..MAX_BLOCKS {
+        feed_into(&mut acc, [text_start(index), text_end(index)]);
+    }
+    for bad in [
+        text_start(MAX_BLOCKS),
+        thinking_start(MAX_BLOCKS),
+        call_start(MAX_BLOCKS, "c", "t"),
+    ] {
+        let err = acc.apply(bad).unwrap_err();
+        assert_eq!(err.violation, Violation::TooManyBlocks { limit: MAX_BLOCKS });
+        assert!(err
+            .to_string()
+            .ends_with("the response would have more than 100000 content blocks"));
+    }
+    feed_into(&mut acc, [done(DoneReason::Stop)]);
 }

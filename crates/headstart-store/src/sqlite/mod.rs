@@ -10,6 +10,7 @@
 //! operations synchronously on a connection, `errors` classifies SQLite errors.
 
 mod errors;
+mod group;
 mod ops;
 mod schema;
 mod sql;
@@ -26,6 +27,7 @@ use headstart_core::model::{AssistantMessage, Message, ToolResultMessage, UserMe
 use rusqlite::{Connection, OpenFlags};
 
 use self::errors::sqlite_error;
+use self::group::{Write, WriteQueue};
 use crate::types::{AdmittedCall, Durability, RunEnd, SessionId, SessionInfo, StoredMessage, ToolRun, UnfinishedCall};
 use crate::{StoreError, TranscriptStore};
 
@@ -43,6 +45,10 @@ pub struct SqliteOptions {
     /// Caps the database at this many pages (never below its current size), so writes beyond it fail with
     /// [`StoreError::Full`]. A test hook that simulates a full disk; `None` (the default) means no cap.
     pub max_page_count: Option<u64>,
+    /// Group commit (default on): writes that arrive while a commit is in progress are committed together in the
+    /// next transaction, each in its own savepoint and each still durable before it returns, sharing one sync.
+    /// Off, every write is its own transaction. See [`SqliteStore`]'s design notes.
+    pub group_commit: bool,
 }
 
 impl Default for SqliteOptions {
@@ -51,6 +57,7 @@ impl Default for SqliteOptions {
             durability: Durability::default(),
             busy_timeout: Duration::from_secs(5),
             max_page_count: None,
+            group_commit: true,
         }
     }
 }
@@ -76,10 +83,19 @@ impl Default for SqliteOptions {
 /// Dropping an operation's future does not cancel it: the blocking closure still runs to completion, and its
 /// transaction commits or rolls back as a whole.
 ///
-/// **Transactions.** Every write method is exactly one `BEGIN IMMEDIATE` transaction (so it takes the write lock
+/// **Transactions.** Every write method runs inside a `BEGIN IMMEDIATE` transaction (so it takes the write lock
 /// before reading what it validates, and cannot fail half-way with `SQLITE_BUSY` on lock upgrade); every read runs
 /// in one deferred transaction and sees one snapshot. The sequence number is `MAX(seq) + 1` inside the write
 /// transaction, which makes it gapless.
+///
+/// **Group commit** ([`SqliteOptions::group_commit`], on by default). Writes are queued; the first write that finds
+/// no commit in progress starts a leader on the blocking pool, which commits whatever is queued as one transaction
+/// (each write in its own savepoint), then the writes that queued up meanwhile, until the queue is empty. A lone
+/// write is committed at once, alone; under load, many sessions' writes share one `COMMIT` (and, with
+/// [`Durability::Full`], one sync) instead of queueing one by one for the connection. Each write keeps the
+/// guarantees of having its own transaction: it is all or nothing (a failing write is rolled back to its savepoint
+/// and the others go on), and it returns only after the transaction holding it is durable (if that `COMMIT` fails,
+/// every write in it gets the error and none was stored). Writes are applied in the order they were made.
 ///
 /// **Durability.** `synchronous = FULL` ([`Durability::Full`]) syncs the WAL on each commit; `NORMAL`
 /// ([`Durability::Normal`]) leaves syncing to checkpoints, so a commit survives a crash of the process but not
@@ -97,6 +113,9 @@ pub struct SqliteStore {
 
 struct Inner {
     conn: Mutex<Connection>,
+    /// Writes waiting for the group-commit leader.
+    writes: WriteQueue,
+    group_commit: bool,
     path: Option<PathBuf>,
     durability: Durability,
     read_only: bool,
@@ -163,12 +182,8 @@ impl SqliteStore {
             conn.query_row(&sql::set_max_page_count(pages), [], |_| Ok(()))
                 .map_err(fail("set the maximum page count"))?;
         }
-        Ok(Self::from_connection(
-            conn,
-            Some(path.to_path_buf()),
-            options.durability,
-            false,
-        ))
+        let store = Self::from_connection(conn, Some(path.to_path_buf()), options.durability, false);
+        Ok(store.with_group_commit(options.group_commit))
     }
 
     /// Opens an existing store for reading only (for inspection tools): never creates the file, never migrates,
@@ -227,11 +242,21 @@ impl SqliteStore {
         SqliteStore {
             inner: Arc::new(Inner {
                 conn: Mutex::new(conn),
+                writes: WriteQueue::default(),
+                group_commit: true,
                 path,
                 durability,
                 read_only,
             }),
         }
+    }
+
+    /// Turns group commit on or off (only before the store is shared: it is freshly opened).
+    fn with_group_commit(mut self, on: bool) -> Self {
+        if let Some(inner) = Arc::get_mut(&mut self.inner) {
+            inner.group_commit = on;
+        }
+        self
     }
 
     /// The database file, or `None` for an in-memory store.
@@ -242,6 +267,25 @@ impl SqliteStore {
     /// The durability of commits (for in-memory and read-only stores, which never sync, the default).
     pub fn durability(&self) -> Durability {
         self.inner.durability
+    }
+
+    /// Test hook (not part of the API): turns `PRAGMA query_only` on or off for this store's connection, so that
+    /// SQLite itself refuses every write with `SQLITE_READONLY`, as when a database becomes read-only while open.
+    /// Fault tests use it to make a commit fail mid-run.
+    #[doc(hidden)]
+    pub fn set_query_only(&self, on: bool) -> Result<(), StoreError> {
+        let statement = if on {
+            sql::ENABLE_QUERY_ONLY
+        } else {
+            sql::DISABLE_QUERY_ONLY
+        };
+        let conn = self
+            .inner
+            .conn
+            .lock()
+            .map_err(|_| StoreError::Backend("the database connection is unusable".to_owned()))?;
+        conn.execute_batch(statement)
+            .map_err(|err| sqlite_error(err, "set query_only", None))
     }
 
     /// Refuses writes on a store opened with [`open_read_only`](Self::open_read_only), before touching SQLite.
@@ -283,6 +327,41 @@ impl SqliteStore {
     }
 }
 
+impl SqliteStore {
+    /// Performs a write: `op` runs inside an `IMMEDIATE` transaction and names itself in errors with `what`; the
+    /// result comes back once the transaction is durable. With group commit on, the write joins the queue of the
+    /// group-commit leader (starting one on the blocking pool if none runs, see `group.rs`); off, it runs alone
+    /// through [`SqliteStore::run`].
+    async fn write<T, F>(&self, what: String, op: F) -> Result<T, StoreError>
+    where
+        T: Send + 'static,
+        F: Fn(&Connection, &str) -> Result<T, StoreError> + Send + 'static,
+    {
+        let (job, outcome) = Write::queued(what, op);
+        if self.inner.group_commit {
+            match self.inner.writes.push(job) {
+                Ok(false) => {}
+                Ok(true) => {
+                    let inner = Arc::clone(&self.inner);
+                    // Detached: the leader hands every outcome back through the jobs' channels.
+                    drop(tokio::task::spawn_blocking(move || inner.writes.lead(&inner.conn)));
+                }
+                Err(_) => return Err(StoreError::Backend("the write queue is unusable".to_owned())),
+            }
+        } else {
+            self.run(move |conn| {
+                group::commit_alone(conn, job);
+                Ok(())
+            })
+            .await?;
+        }
+        match outcome.await {
+            Ok(result) => result,
+            Err(_) => Err(StoreError::Backend("a store operation panicked".to_owned())),
+        }
+    }
+}
+
 /// Creates `path` with mode 0600 if it does not exist, so SQLite never creates it with the default (umask) mode.
 #[cfg(unix)]
 fn create_owner_only(path: &Path, label: &str) -> Result<(), StoreError> {
@@ -314,7 +393,9 @@ impl TranscriptStore for SqliteStore {
         self.writable("create a session")?;
         let id = uuid::Uuid::now_v7().to_string();
         let session = id.clone();
-        self.run(move |conn| ops::create_session(conn, &session, at_us)).await?;
+        let what = format!("create session {session}");
+        self.write(what, move |conn, what| ops::create_session(conn, what, &session, at_us))
+            .await?;
         Ok(SessionId(id))
     }
 
@@ -326,8 +407,11 @@ impl TranscriptStore for SqliteStore {
         self.writable("append a user message")?;
         let session = session.0.clone();
         let message = Message::User(message.clone());
-        self.run(move |conn| ops::append_user(conn, &session, &message, at_us))
-            .await
+        let what = format!("append a user message to session {session}");
+        self.write(what, move |conn, what| {
+            ops::append_user(conn, what, &session, &message, at_us)
+        })
+        .await
     }
 
     async fn commit_fragment(
@@ -342,16 +426,22 @@ impl TranscriptStore for SqliteStore {
         let session = session.0.clone();
         let fragment = Message::Assistant(fragment.clone());
         let admitted = admitted.to_vec();
-        self.run(move |conn| ops::commit_fragment(conn, &session, request, &fragment, &admitted, at_us))
-            .await
+        let what = format!("commit a fragment of request {request} to session {session}");
+        self.write(what, move |conn, what| {
+            ops::commit_fragment(conn, what, &session, request, &fragment, &admitted, at_us)
+        })
+        .await
     }
 
     async fn mark_started(&self, session: &SessionId, call_id: &str, at_us: i64) -> Result<(), StoreError> {
         self.writable("mark a call started")?;
         let session = session.0.clone();
         let call_id = call_id.to_owned();
-        self.run(move |conn| ops::mark_started(conn, &session, &call_id, at_us))
-            .await
+        let what = format!("mark call {call_id} of session {session} started");
+        self.write(what, move |conn, what| {
+            ops::mark_started(conn, what, &session, &call_id, at_us)
+        })
+        .await
     }
 
     async fn append_tool_result(
@@ -363,9 +453,12 @@ impl TranscriptStore for SqliteStore {
     ) -> Result<u64, StoreError> {
         self.writable("append a tool result")?;
         let session = session.0.clone();
+        let what = format!("append the result of call {} to session {session}", result.tool_call_id);
         let result = Message::ToolResult(result.clone());
-        self.run(move |conn| ops::append_tool_result(conn, &session, &result, run, at_us))
-            .await
+        self.write(what, move |conn, what| {
+            ops::append_tool_result(conn, what, &session, &result, run, at_us)
+        })
+        .await
     }
 
     async fn load_log(&self, session: &SessionId) -> Result<Vec<StoredMessage>, StoreError> {

@@ -1,5 +1,7 @@
-//! The store's operations as synchronous functions on a connection. Each write is one `IMMEDIATE` transaction;
-//! each read runs in one (deferred) transaction so it sees one snapshot.
+//! The store's operations as synchronous functions on a connection. A write runs inside an `IMMEDIATE` transaction
+//! its caller has opened (`group.rs`: alone, or under group commit together with other writes, each in its own
+//! savepoint) and names itself in its errors with the `what` it is given; each read runs in one (deferred)
+//! transaction so it sees one snapshot.
 
 use headstart_core::model::{Message, ToolCall};
 use rusqlite::{params, Connection, OptionalExtension, Row, Transaction, TransactionBehavior};
@@ -16,9 +18,19 @@ fn ctx(what: &str) -> impl Fn(rusqlite::Error) -> StoreError + '_ {
     move |err| sqlite_error(err, what, None)
 }
 
-fn begin_write<'c>(conn: &'c mut Connection, what: &str) -> Result<Transaction<'c>, StoreError> {
-    conn.transaction_with_behavior(TransactionBehavior::Immediate)
-        .map_err(ctx(what))
+/// Runs a statement through the connection's prepared-statement cache: parsing a statement costs about as much as
+/// executing a small one, and every statement of the store is a constant, so each is parsed once per connection.
+fn execute_cached<P: rusqlite::Params>(conn: &Connection, sql: &str, params: P) -> rusqlite::Result<usize> {
+    conn.prepare_cached(sql)?.execute(params)
+}
+
+/// [`execute_cached`] for a query returning one row.
+fn query_row_cached<T, P, F>(conn: &Connection, sql: &str, params: P, map: F) -> rusqlite::Result<T>
+where
+    P: rusqlite::Params,
+    F: FnOnce(&Row<'_>) -> rusqlite::Result<T>,
+{
+    conn.prepare_cached(sql)?.query_row(params, map)
 }
 
 fn begin_read<'c>(conn: &'c mut Connection, what: &str) -> Result<Transaction<'c>, StoreError> {
@@ -26,10 +38,8 @@ fn begin_read<'c>(conn: &'c mut Connection, what: &str) -> Result<Transaction<'c
         .map_err(ctx(what))
 }
 
-fn require_session(tx: &Transaction<'_>, session: &str, what: &str) -> Result<(), StoreError> {
-    let exists: bool = tx
-        .query_row(sql::SESSION_EXISTS, [session], |row| row.get(0))
-        .map_err(ctx(what))?;
+fn require_session(conn: &Connection, session: &str, what: &str) -> Result<(), StoreError> {
+    let exists: bool = query_row_cached(conn, sql::SESSION_EXISTS, [session], |row| row.get(0)).map_err(ctx(what))?;
     if exists {
         Ok(())
     } else {
@@ -37,9 +47,8 @@ fn require_session(tx: &Transaction<'_>, session: &str, what: &str) -> Result<()
     }
 }
 
-fn next_seq(tx: &Transaction<'_>, session: &str, what: &str) -> Result<i64, StoreError> {
-    tx.query_row(sql::NEXT_SEQ, [session], |row| row.get(0))
-        .map_err(ctx(what))
+fn next_seq(conn: &Connection, session: &str, what: &str) -> Result<i64, StoreError> {
+    query_row_cached(conn, sql::NEXT_SEQ, [session], |row| row.get(0)).map_err(ctx(what))
 }
 
 fn encode(message: &Message, what: &str) -> Result<String, StoreError> {
@@ -54,7 +63,7 @@ fn seq_u64(value: i64, session: &str, column: &str) -> Result<u64, StoreError> {
 
 /// Inserts a message at the next sequence number; returns it.
 fn insert_message(
-    tx: &Transaction<'_>,
+    conn: &Connection,
     session: &str,
     message: &Message,
     request: Option<u32>,
@@ -66,8 +75,9 @@ fn insert_message(
         Message::Assistant(fragment) => Some(fragment.turn_id.as_str()),
         _ => None,
     };
-    let seq = next_seq(tx, session, what)?;
-    tx.execute(
+    let seq = next_seq(conn, session, what)?;
+    execute_cached(
+        conn,
         sql::INSERT_MESSAGE,
         params![
             session,
@@ -83,19 +93,17 @@ fn insert_message(
     Ok(seq)
 }
 
-pub(super) fn create_session(conn: &mut Connection, session: &str, at_us: i64) -> Result<(), StoreError> {
-    let what = format!("create session {session}");
-    let tx = begin_write(conn, &what)?;
-    tx.execute(sql::INSERT_SESSION, params![session, at_us])
-        .map_err(ctx(&what))?;
-    tx.commit().map_err(ctx(&what))
+/// `what`: "create session <id>".
+pub(super) fn create_session(conn: &Connection, what: &str, session: &str, at_us: i64) -> Result<(), StoreError> {
+    execute_cached(conn, sql::INSERT_SESSION, params![session, at_us]).map_err(ctx(what))?;
+    Ok(())
 }
 
 pub(super) fn sessions(conn: &mut Connection) -> Result<Vec<SessionInfo>, StoreError> {
     let what = "list sessions";
     let tx = begin_read(conn, what)?;
     let rows = {
-        let mut stmt = tx.prepare(sql::LIST_SESSIONS).map_err(ctx(what))?;
+        let mut stmt = tx.prepare_cached(sql::LIST_SESSIONS).map_err(ctx(what))?;
         let rows = stmt
             .query_map([], |row| {
                 Ok((row.get::<_, String>(0)?, row.get::<_, i64>(1)?, row.get::<_, i64>(2)?))
@@ -115,36 +123,35 @@ pub(super) fn sessions(conn: &mut Connection) -> Result<Vec<SessionInfo>, StoreE
         .collect()
 }
 
+/// `what`: "append a user message to session <id>".
 pub(super) fn append_user(
-    conn: &mut Connection,
+    conn: &Connection,
+    what: &str,
     session: &str,
     message: &Message,
     at_us: i64,
 ) -> Result<u64, StoreError> {
-    let what = format!("append a user message to session {session}");
-    let tx = begin_write(conn, &what)?;
-    require_session(&tx, session, &what)?;
-    let seq = insert_message(&tx, session, message, None, at_us, &what)?;
-    tx.commit().map_err(ctx(&what))?;
+    require_session(conn, session, what)?;
+    let seq = insert_message(conn, session, message, None, at_us, what)?;
     seq_u64(seq, session, "seq")
 }
 
+/// `what`: "commit a fragment of request <n> to session <id>".
 pub(super) fn commit_fragment(
-    conn: &mut Connection,
+    conn: &Connection,
+    what: &str,
     session: &str,
     request: u32,
     fragment: &Message,
     admitted: &[AdmittedCall],
     at_us: i64,
 ) -> Result<u64, StoreError> {
-    let what = format!("commit a fragment of request {request} to session {session}");
     let Message::Assistant(assistant) = fragment else {
         return Err(StoreError::Backend(format!(
             "{what}: the fragment is not an assistant message"
         )));
     };
-    let tx = begin_write(conn, &what)?;
-    require_session(&tx, session, &what)?;
+    require_session(conn, session, what)?;
     // Validate every admitted call before writing anything (the transaction would roll back anyway; this gives
     // the caller a precise message).
     for (position, call) in admitted.iter().enumerate() {
@@ -163,10 +170,10 @@ pub(super) fn commit_fragment(
                 call.call_id
             )));
         }
-        let existing: Option<String> = tx
-            .query_row(sql::RUN_STATE, params![session, call.call_id], |row| row.get(0))
-            .optional()
-            .map_err(ctx(&what))?;
+        let existing: Option<String> =
+            query_row_cached(conn, sql::RUN_STATE, params![session, call.call_id], |row| row.get(0))
+                .optional()
+                .map_err(ctx(what))?;
         if let Some(state) = existing {
             return Err(StoreError::Conflict(format!(
                 "{what}: call {} is already admitted in this session (its run is {state})",
@@ -174,12 +181,12 @@ pub(super) fn commit_fragment(
             )));
         }
     }
-    let seq = insert_message(&tx, session, fragment, Some(request), at_us, &what)?;
-    let first_admission: i64 = tx
-        .query_row(sql::NEXT_ADMISSION, [session], |row| row.get(0))
-        .map_err(ctx(&what))?;
+    let seq = insert_message(conn, session, fragment, Some(request), at_us, what)?;
+    let first_admission: i64 =
+        query_row_cached(conn, sql::NEXT_ADMISSION, [session], |row| row.get(0)).map_err(ctx(what))?;
     for (admission, call) in (first_admission..).zip(admitted) {
-        tx.execute(
+        execute_cached(
+            conn,
             sql::INSERT_ADMITTED_RUN,
             params![
                 session,
@@ -191,20 +198,23 @@ pub(super) fn commit_fragment(
                 at_us
             ],
         )
-        .map_err(ctx(&what))?;
+        .map_err(ctx(what))?;
     }
-    tx.commit().map_err(ctx(&what))?;
     seq_u64(seq, session, "seq")
 }
 
-pub(super) fn mark_started(conn: &mut Connection, session: &str, call_id: &str, at_us: i64) -> Result<(), StoreError> {
-    let what = format!("mark call {call_id} of session {session} started");
-    let tx = begin_write(conn, &what)?;
-    require_session(&tx, session, &what)?;
+/// `what`: "mark call <call id> of session <id> started".
+pub(super) fn mark_started(
+    conn: &Connection,
+    what: &str,
+    session: &str,
+    call_id: &str,
+    at_us: i64,
+) -> Result<(), StoreError> {
+    require_session(conn, session, what)?;
     // Matches nothing when the run already moved on (or does not exist): a late write never moves a run back.
-    tx.execute(sql::MARK_STARTED, params![session, call_id, at_us])
-        .map_err(ctx(&what))?;
-    tx.commit().map_err(ctx(&what))
+    execute_cached(conn, sql::MARK_STARTED, params![session, call_id, at_us]).map_err(ctx(what))?;
+    Ok(())
 }
 
 /// The states a run can end in.
@@ -217,28 +227,26 @@ fn has_ended(state: &str, result_seq: Option<i64>) -> bool {
     result_seq.is_some() || !matches!(state, "admitted" | "started")
 }
 
+/// `what`: "append the result of call <call id> to session <id>".
 pub(super) fn append_tool_result(
-    conn: &mut Connection,
+    conn: &Connection,
+    what: &str,
     session: &str,
     result: &Message,
     run: Option<RunEnd>,
     at_us: i64,
 ) -> Result<u64, StoreError> {
     let Message::ToolResult(tool_result) = result else {
-        return Err(StoreError::Backend(format!(
-            "append a tool result to session {session}: the message is not a tool result"
-        )));
+        return Err(StoreError::Backend(format!("{what}: the message is not a tool result")));
     };
     let call_id = tool_result.tool_call_id.as_str();
-    let what = format!("append the result of call {call_id} to session {session}");
-    let tx = begin_write(conn, &what)?;
-    require_session(&tx, session, &what)?;
-    let existing: Option<(String, Option<i64>)> = tx
-        .query_row(sql::RUN_STATE, params![session, call_id], |row| {
+    require_session(conn, session, what)?;
+    let existing: Option<(String, Option<i64>)> =
+        query_row_cached(conn, sql::RUN_STATE, params![session, call_id], |row| {
             Ok((row.get(0)?, row.get(1)?))
         })
         .optional()
-        .map_err(ctx(&what))?;
+        .map_err(ctx(what))?;
     match (&run, &existing) {
         (Some(_), None) => {
             return Err(StoreError::Conflict(format!(
@@ -263,29 +271,28 @@ pub(super) fn append_tool_result(
         }
         _ => {}
     }
-    let seq = insert_message(&tx, session, result, None, at_us, &what)?;
+    let seq = insert_message(conn, session, result, None, at_us, what)?;
     if let Some(end) = run {
-        let changed = tx
-            .execute(
-                sql::END_RUN,
-                params![
-                    session,
-                    call_id,
-                    end.state.as_str(),
-                    end.outcome.as_str(),
-                    at_us,
-                    seq,
-                    end.started_at_us
-                ],
-            )
-            .map_err(ctx(&what))?;
+        let changed = execute_cached(
+            conn,
+            sql::END_RUN,
+            params![
+                session,
+                call_id,
+                end.state.as_str(),
+                end.outcome.as_str(),
+                at_us,
+                seq,
+                end.started_at_us
+            ],
+        )
+        .map_err(ctx(what))?;
         if changed != 1 {
             return Err(StoreError::Conflict(format!(
                 "{what}: the run of call {call_id} could not be ended"
             )));
         }
     }
-    tx.commit().map_err(ctx(&what))?;
     seq_u64(seq, session, "seq")
 }
 
@@ -294,7 +301,7 @@ pub(super) fn load_log(conn: &mut Connection, session: &str) -> Result<Vec<Store
     let tx = begin_read(conn, &what)?;
     require_session(&tx, session, &what)?;
     let rows = {
-        let mut stmt = tx.prepare(sql::LOAD_LOG).map_err(ctx(&what))?;
+        let mut stmt = tx.prepare_cached(sql::LOAD_LOG).map_err(ctx(&what))?;
         let rows = stmt
             .query_map([session], |row| {
                 Ok((
@@ -410,7 +417,7 @@ pub(super) fn tool_runs(conn: &mut Connection, session: &str) -> Result<Vec<Tool
     let tx = begin_read(conn, &what)?;
     require_session(&tx, session, &what)?;
     let rows = {
-        let mut stmt = tx.prepare(sql::TOOL_RUNS).map_err(ctx(&what))?;
+        let mut stmt = tx.prepare_cached(sql::TOOL_RUNS).map_err(ctx(&what))?;
         let rows = stmt.query_map([session], RawRun::read).map_err(ctx(&what))?;
         rows.collect::<Result<Vec<_>, _>>().map_err(ctx(&what))?
     };
@@ -422,7 +429,7 @@ pub(super) fn unfinished_calls(conn: &mut Connection, session: &str) -> Result<V
     let tx = begin_read(conn, &what)?;
     require_session(&tx, session, &what)?;
     let rows = {
-        let mut stmt = tx.prepare(sql::UNFINISHED_RUNS).map_err(ctx(&what))?;
+        let mut stmt = tx.prepare_cached(sql::UNFINISHED_RUNS).map_err(ctx(&what))?;
         let rows = stmt
             .query_map([session], |row| {
                 Ok((RawRun::read(row)?, row.get::<_, Option<String>>(10)?))

@@ -22,6 +22,9 @@ pub(super) const ENABLE_FOREIGN_KEYS: &str = "PRAGMA foreign_keys = ON";
 /// Makes a connection refuse every write (read-only stores).
 pub(super) const ENABLE_QUERY_ONLY: &str = "PRAGMA query_only = ON";
 
+/// Lets a connection write again (the `SqliteStore::set_query_only` test hook).
+pub(super) const DISABLE_QUERY_ONLY: &str = "PRAGMA query_only = OFF";
+
 /// Reads something from the file so that a file that is not a database fails early.
 pub(super) const PROBE: &str = "SELECT COUNT(*) FROM sqlite_master";
 

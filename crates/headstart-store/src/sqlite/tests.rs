@@ -473,6 +473,7 @@ async fn connections_use_wal_the_configured_sync_and_foreign_keys() {
             durability,
             busy_timeout: Duration::from_millis(1234),
             max_page_count: None,
+            group_commit: true,
         };
         let store = SqliteStore::open(&path, options).expect("open");
         let (mode, sync, fks, timeout) = with_conn(&store, |conn| {
@@ -834,4 +835,213 @@ fn sqlite_errors_map_to_store_errors() {
     );
     let err = sqlite_error(rusqlite::Error::IntegralValueOutOfRange(0, -1), "read", None);
     assert!(matches!(err, StoreError::Decode(_)), "{err:?}");
+}
+
+// ---- group commit --------------------------------------------------------------------------------------------
+
+type Pending<T> = std::pin::Pin<Box<dyn std::future::Future<Output = T> + Send>>;
+
+/// Runs `writes` so that they reach the group-commit leader together: another thread holds the connection while
+/// they are queued (the leader waits for it), then releases it.
+async fn as_one_group<T: Send + 'static>(store: &SqliteStore, writes: Vec<Pending<T>>) -> Vec<T> {
+    let (locked, is_locked) = std::sync::mpsc::channel();
+    let (release, released) = std::sync::mpsc::channel::<()>();
+    let inner = Arc::clone(&store.inner);
+    let holder = std::thread::spawn(move || {
+        let _guard = inner.conn.lock().expect("test: connection mutex");
+        locked.send(()).expect("test: locked");
+        let _ = released.recv();
+    });
+    is_locked.recv().expect("test: the holder locked the connection");
+    let tasks: Vec<_> = writes.into_iter().map(tokio::spawn).collect();
+    for _ in 0..10 {
+        tokio::task::yield_now().await;
+    }
+    // The writes are queued; give the leader a moment to block on the connection.
+    tokio::time::sleep(Duration::from_millis(20)).await;
+    release.send(()).expect("test: release");
+    holder.join().expect("test: holder thread");
+    let mut outcomes = Vec::new();
+    for task in tasks {
+        outcomes.push(task.await.expect("test: write task"));
+    }
+    outcomes
+}
+
+#[tokio::test]
+async fn group_commit_keeps_each_write_atomic_ordered_and_visible_to_the_next() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let store = SqliteStore::open(db_path(&dir), SqliteOptions::default()).expect("open");
+    let session = store_with_session(&store).await;
+    let c1 = call("c1", "lookup");
+    let c2 = call("c2", "lookup");
+    let writes: Vec<Pending<Result<u64, StoreError>>> = vec![
+        {
+            let (store, session, c1) = (store.clone(), session.clone(), c1.clone());
+            Box::pin(async move {
+                store
+                    .commit_fragment(
+                        &session,
+                        0,
+                        &prefix("t", "a", std::slice::from_ref(&c1)),
+                        &admit(&[&c1]),
+                        10,
+                    )
+                    .await
+            })
+        },
+        {
+            // Admits c1 again: a conflict, rolled back alone.
+            let (store, session, c1) = (store.clone(), session.clone(), c1.clone());
+            Box::pin(async move {
+                store
+                    .commit_fragment(
+                        &session,
+                        0,
+                        &prefix("t", "b", std::slice::from_ref(&c1)),
+                        &admit(&[&c1]),
+                        11,
+                    )
+                    .await
+            })
+        },
+        {
+            let (store, session, c2) = (store.clone(), session.clone(), c2.clone());
+            Box::pin(async move {
+                store
+                    .commit_fragment(
+                        &session,
+                        0,
+                        &prefix("t", "c", std::slice::from_ref(&c2)),
+                        &admit(&[&c2]),
+                        12,
+                    )
+                    .await
+            })
+        },
+        {
+            // Needs c1's run, written by the first job of the same group.
+            let (store, session, c1) = (store.clone(), session.clone(), c1.clone());
+            Box::pin(async move {
+                store
+                    .append_tool_result(&session, &result(&c1, "r1"), finished(None), 13)
+                    .await
+            })
+        },
+    ];
+    let outcomes = as_one_group(&store, writes).await;
+    assert_eq!(outcomes[0], Ok(2));
+    assert!(
+        matches!(&outcomes[1], Err(StoreError::Conflict(m)) if m.contains("already admitted")),
+        "{outcomes:?}"
+    );
+    assert_eq!(outcomes[2], Ok(3));
+    assert_eq!(outcomes[3], Ok(4));
+    let log = store.load_log(&session).await.expect("log");
+    assert_eq!(log.iter().map(|m| m.seq).collect::<Vec<_>>(), vec![1, 2, 3, 4]);
+    let runs = store.tool_runs(&session).await.expect("runs");
+    assert_eq!(runs.len(), 2, "{runs:?}");
+    assert_eq!(runs[0].state, RunState::Finished);
+    assert_eq!(runs[1].state, RunState::Admitted);
+}
+
+#[tokio::test]
+async fn a_group_with_a_write_too_big_to_store_reports_each_write_truthfully() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = db_path(&dir);
+    let session = {
+        let store = SqliteStore::open(&path, SqliteOptions::default()).expect("open");
+        store_with_session(&store).await
+    };
+    let options = SqliteOptions {
+        max_page_count: Some(1),
+        ..SqliteOptions::default()
+    };
+    let store = SqliteStore::open(&path, options).expect("reopen capped");
+    let texts = ["small before", &"x".repeat(256 * 1024), "small after"];
+    let writes: Vec<Pending<Result<u64, StoreError>>> = texts
+        .iter()
+        .map(|text| {
+            let (store, session, text) = (store.clone(), session.clone(), (*text).to_owned());
+            Box::pin(async move { store.append_user(&session, &UserMessage::new(text), 20).await }) as Pending<_>
+        })
+        .collect();
+    let outcomes = as_one_group(&store, writes).await;
+    assert!(matches!(&outcomes[1], Err(StoreError::Full(_))), "{outcomes:?}");
+    // Whatever SQLite did with the transaction, a write that returned a seq is stored there, one that failed is
+    // not, and the sequence stays gapless.
+    let log = store.load_log(&session).await.expect("log");
+    let seqs: Vec<u64> = log.iter().map(|m| m.seq).collect();
+    assert_eq!(seqs, (1..=log.len() as u64).collect::<Vec<_>>());
+    for (text, outcome) in texts.iter().zip(&outcomes) {
+        let stored = log
+            .iter()
+            .find(|m| matches!(&m.message, Message::User(user) if user.text == *text));
+        match outcome {
+            Ok(seq) => assert_eq!(stored.map(|m| m.seq), Some(*seq), "{text:.20}"),
+            Err(_) => assert!(stored.is_none(), "{text:.20} failed but is stored"),
+        }
+    }
+}
+
+#[tokio::test]
+async fn without_group_commit_every_write_is_its_own_transaction() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let options = SqliteOptions {
+        group_commit: false,
+        ..SqliteOptions::default()
+    };
+    let store = SqliteStore::open(db_path(&dir), options).expect("open");
+    assert!(!store.inner.group_commit);
+    let session = store_with_session(&store).await;
+    assert_eq!(commit_one(&store, &session, "c1").await, Ok(2));
+    assert!(matches!(
+        commit_one(&store, &session, "c1").await,
+        Err(StoreError::Conflict(_))
+    ));
+    let c1 = call("c1", "lookup");
+    let seq = store
+        .append_tool_result(&session, &result(&c1, "r"), finished(Some(11)), 12)
+        .await;
+    assert_eq!(seq, Ok(3));
+    assert!(store.unfinished_calls(&session).await.expect("unfinished").is_empty());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn concurrent_sessions_under_group_commit_lose_nothing() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let store = SqliteStore::open(
+        db_path(&dir),
+        SqliteOptions {
+            durability: Durability::Normal,
+            ..SqliteOptions::default()
+        },
+    )
+    .expect("open");
+    let tasks: Vec<_> = (0..64)
+        .map(|n| {
+            let store = store.clone();
+            tokio::spawn(async move {
+                let session = store_with_session(&store).await;
+                let c = call(&format!("c{n}"), "lookup");
+                let seq = commit_one(&store, &session, &c.id).await.expect("commit");
+                store.mark_started(&session, &c.id, 11).await.expect("started");
+                let end = store
+                    .append_tool_result(&session, &result(&c, "r"), finished(Some(11)), 12)
+                    .await
+                    .expect("result");
+                (session, seq, end)
+            })
+        })
+        .collect();
+    for task in tasks {
+        let (session, seq, end) = task.await.expect("task");
+        assert_eq!((seq, end), (2, 3));
+        let log = store.load_log(&session).await.expect("log");
+        assert_eq!(log.iter().map(|m| m.seq).collect::<Vec<_>>(), vec![1, 2, 3]);
+        let runs = store.tool_runs(&session).await.expect("runs");
+        assert_eq!(runs.len(), 1);
+        assert_eq!(runs[0].state, RunState::Finished);
+    }
+    assert_eq!(store.sessions().await.expect("sessions").len(), 64);
 }

@@ -1,0 +1,151 @@
+//! `headstart bench <overlap|deltas|admission|sessions> [--json] [options]`: the measurements of issue 6
+//! (docs/performance.md explains each figure). The measuring code lives in the `headstart-bench` crate.
+
+use std::path::PathBuf;
+
+use clap::ValueEnum;
+use headstart_bench::admission::{self, AdmissionOptions};
+use headstart_bench::deltas::{self, DeltaVariant, DeltasOptions};
+use headstart_bench::overlap::{self, OverlapOptions};
+use headstart_bench::sessions::{self, SessionsOptions};
+use headstart_bench::{BenchError, Durability};
+use serde::Serialize;
+
+/// Arguments of `headstart bench`.
+#[derive(clap::Args)]
+pub struct Args {
+    /// What to measure: overlap (early execution vs end-of-stream batching vs the lower bound, wall clock),
+    /// deltas (per-delta cost of the adapter vs a bare loop), admission (sealed toolcall_end -> execute, vs a bare
+    /// SQLite commit), sessions (many concurrent sessions: throughput and peak memory).
+    #[arg(value_enum)]
+    what: What,
+    /// Print one JSON object instead of a table.
+    #[arg(long)]
+    json: bool,
+    /// overlap, deltas: runs per contender (figures are medians).
+    #[arg(long, default_value_t = 5)]
+    runs: usize,
+    /// sessions: number of concurrent sessions.
+    #[arg(long, default_value_t = 10_000)]
+    sessions: usize,
+    /// Durability of the SQLite store (and, for admission, of the floor's database).
+    #[arg(long, value_enum, default_value_t = DurabilityArg::Normal)]
+    durability: DurabilityArg,
+    /// Where the temporary SQLite files go (default: the system's temporary directory).
+    #[arg(long)]
+    dir: Option<PathBuf>,
+    /// Run the store without group commit (every write its own transaction), to compare.
+    #[arg(long)]
+    no_group_commit: bool,
+    /// deltas: deltas in the measured response.
+    #[arg(long, default_value_t = 100_000)]
+    n: usize,
+    /// deltas: deltas in the small response `growth` compares against.
+    #[arg(long, default_value_t = 1_000)]
+    n_small: usize,
+    /// deltas: text deltas, or tool-call argument deltas across many calls.
+    #[arg(long, value_enum, default_value_t = VariantArg::Text)]
+    variant: VariantArg,
+    /// deltas (args variant): argument deltas per call.
+    #[arg(long, default_value_t = 100)]
+    deltas_per_call: usize,
+    /// admission: number of admissions measured (and of floor samples).
+    #[arg(long, default_value_t = 200)]
+    calls: usize,
+    /// sessions: milliseconds between two deltas.
+    #[arg(long, default_value_t = 10)]
+    token_ms: u64,
+    /// sessions: milliseconds each tool call takes.
+    #[arg(long, default_value_t = 20)]
+    tool_ms: u64,
+    /// sessions: runtime worker threads (default: one per core).
+    #[arg(long)]
+    workers: Option<usize>,
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+enum What {
+    Overlap,
+    Deltas,
+    Admission,
+    Sessions,
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+enum DurabilityArg {
+    Full,
+    Normal,
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+enum VariantArg {
+    Text,
+    Args,
+}
+
+/// Runs the benchmark; exit status 0 when it ran, 2 when it could not run.
+pub fn run(args: &Args) -> u8 {
+    let durability = match args.durability {
+        DurabilityArg::Full => Durability::Full,
+        DurabilityArg::Normal => Durability::Normal,
+    };
+    let printed = match args.what {
+        What::Overlap => overlap::run(&OverlapOptions {
+            runs: args.runs,
+            durability,
+            dir: args.dir.clone(),
+            group_commit: !args.no_group_commit,
+            ..OverlapOptions::default()
+        })
+        .and_then(|report| print(args.json, &report, report.table())),
+        What::Deltas => deltas::run(&DeltasOptions {
+            n: args.n,
+            n_small: args.n_small,
+            runs: args.runs,
+            variant: match args.variant {
+                VariantArg::Text => DeltaVariant::Text,
+                VariantArg::Args => DeltaVariant::Args,
+            },
+            deltas_per_call: args.deltas_per_call,
+            durability,
+            dir: args.dir.clone(),
+            group_commit: !args.no_group_commit,
+        })
+        .and_then(|report| print(args.json, &report, report.table())),
+        What::Admission => admission::run(&AdmissionOptions {
+            calls: args.calls,
+            durability,
+            dir: args.dir.clone(),
+            group_commit: !args.no_group_commit,
+            ..AdmissionOptions::default()
+        })
+        .and_then(|report| print(args.json, &report, report.table())),
+        What::Sessions => sessions::run(&SessionsOptions {
+            sessions: args.sessions,
+            token_ms: args.token_ms,
+            tool_ms: args.tool_ms,
+            durability,
+            dir: args.dir.clone(),
+            group_commit: !args.no_group_commit,
+            workers: args.workers,
+        })
+        .and_then(|report| print(args.json, &report, report.table())),
+    };
+    match printed {
+        Ok(()) => 0,
+        Err(error) => {
+            eprintln!("headstart bench: {error}");
+            2
+        }
+    }
+}
+
+fn print(json: bool, report: &impl Serialize, table: String) -> Result<(), BenchError> {
+    if json {
+        let text = serde_json::to_string(report).map_err(|error| BenchError::new(error.to_string()))?;
+        println!("{text}");
+    } else {
+        print!("{table}");
+    }
+    Ok(())
+}

@@ -1,0 +1,716 @@
+//! A scripted harness that drives an arbitrary delta-event sequence through the whole stream adapter
+//! ([`Engine::wrap`]) and checks the engine's invariants.
+//!
+//! Shared by the property test `tests/adapter_props.rs` and the `adapter` fuzz target in `fuzz/` (which includes
+//! this file by path), so both check exactly the same things:
+//!
+//! - nothing panics (tool panics are caught by the engine; see [`quiet_scripted_panics`]);
+//! - the event stream starts with `turn_start`, ends with `turn_end`, and has exactly one of each;
+//! - every admitted call (a `tool_runs` row) has exactly one result and a final run state;
+//! - every tool call stored in an assistant fragment has exactly one result, and every result answers a stored call;
+//! - no call executes before its owner is stored: each tool body looks its call up in the store when it starts;
+//! - each call id executes at most once, and only admitted calls execute;
+//! - per call, `tool_execution_start` precedes exactly one `tool_execution_end`, and the `message_end` of the
+//!   fragment holding an executed call precedes its `tool_execution_start`;
+//! - sequence numbers are gapless from 1, and no store write failed.
+//!
+//! Everything runs on a paused current-thread tokio runtime (virtual time) against an in-memory [`SqliteStore`].
+//! A backstop cancellation at [`BACKSTOP_CANCEL_MS`] ends tools that hang until cancelled; a response that has not
+//! ended an hour of virtual time later is reported as a hang.
+#![allow(dead_code)]
+
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::sync::{Arc, Mutex, Once};
+use std::time::Duration;
+
+use async_trait::async_trait;
+use futures::StreamExt;
+use headstart::core::{DoneReason, ErrorReason, Usage};
+use headstart::store::RunState;
+use headstart::{
+    AgentEvent, Arguments, CancellationToken, Decision, DeltaEvent, Engine, EngineConfig, ExecutionMode, HookError,
+    Hooks, Message, ModelError, SessionId, SqliteStore, TokioClock, Tool, ToolCall, ToolContext, ToolError, ToolHook,
+    ToolOutput, Toolbox, TranscriptStore,
+};
+
+/// The payload of every panic a scripted tool raises on purpose.
+pub const SCRIPTED_PANIC: &str = "scripted panic";
+
+/// Virtual time at which the harness cancels the response if the script did not cancel it earlier, so that tools
+/// which hang until cancelled end.
+pub const BACKSTOP_CANCEL_MS: u64 = 60_000;
+
+/// Virtual time after which a response that has not ended counts as a hang.
+pub const HANG_AFTER_MS: u64 = 3_600_000;
+
+/// Tool names a script may call: the scripted toolbox's tools, plus one that is not registered.
+pub const TOOL_NAMES: [&str; 12] = [
+    "fetch", "fail", "boom", "wait", "slow", "keyed", "write", "check", "crash", "block", "fence", "nope",
+];
+
+/// Call ids a script may use (including an empty one, a blocked one, and odd characters).
+pub const CALL_IDS: [&str; 8] = ["c0", "c1", "c2", "c3", "blocked", "", "c\u{0}\u{e9}", "c1 "];
+
+/// Argument pieces a script may stream (valid, partial, and garbage JSON).
+pub const ARG_PIECES: [&str; 12] = [
+    "{}",
+    "{\"x\": 1}",
+    "{\"k\": \"a\"}",
+    "{\"k\": \"b\", \"x\": 2}",
+    "{\"x\"",
+    ": 3}",
+    "",
+    "[1, 2]",
+    "null",
+    "not json",
+    "{\"x\": \"str\"}",
+    "}{",
+];
+
+/// One step of a script: the model stream yields `item` after `gap_ms` of virtual time.
+#[derive(Debug, Clone)]
+pub struct Step {
+    /// Virtual milliseconds to wait before yielding the item.
+    pub gap_ms: u64,
+    /// What the model stream yields.
+    pub item: Result<DeltaEvent, ModelError>,
+}
+
+/// A model response and the engine settings to run it with.
+#[derive(Debug, Clone, Default)]
+pub struct Script {
+    /// The model stream; it ends after the last step (with or without a terminal event).
+    pub steps: Vec<Step>,
+    /// External cancellation at this virtual time (else at [`BACKSTOP_CANCEL_MS`]).
+    pub cancel_at_ms: Option<u64>,
+    /// Sequential tool execution.
+    pub sequential: bool,
+    /// Bound on executing calls.
+    pub max_in_flight: Option<usize>,
+    /// Early execution off (every call waits for the end of the stream).
+    pub no_early_execution: bool,
+}
+
+/// What a run did, for coverage statistics.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Summary {
+    /// Agent events emitted.
+    pub events: usize,
+    /// Calls admitted.
+    pub admitted: usize,
+    /// Calls whose body executed.
+    pub executed: usize,
+    /// Assistant fragments stored.
+    pub fragments: usize,
+    /// The response ended in `error`/`aborted`.
+    pub failed: bool,
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// Scripted tools
+// ---------------------------------------------------------------------------------------------------------------
+
+/// Records every body start, and whether the call's owning fragment was in the store at that moment.
+struct Probe {
+    store: Arc<dyn TranscriptStore>,
+    session: SessionId,
+    starts: Mutex<Vec<(String, bool)>>,
+}
+
+impl Probe {
+    async fn record_start(&self, call_id: &str) {
+        let owned = match self.store.load_log(&self.session).await {
+            Ok(log) => log.iter().any(|stored| match &stored.message {
+                Message::Assistant(message) => message
+                    .content
+                    .iter()
+                    .any(|block| block.as_tool_call().is_some_and(|call| call.id == call_id)),
+                _ => false,
+            }),
+            Err(_) => false,
+        };
+        self.starts
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .push((call_id.to_owned(), owned));
+    }
+}
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Behaviour {
+    Ok,
+    Error,
+    Panic,
+    Hang,
+}
+
+struct Scripted {
+    name: &'static str,
+    is_async: bool,
+    behaviour: Behaviour,
+    sequential: bool,
+    timeout_ms: Option<u64>,
+    keyed: bool,
+    strict_schema: bool,
+    probe: Arc<Probe>,
+}
+
+impl Scripted {
+    fn new(name: &'static str, is_async: bool, behaviour: Behaviour, probe: &Arc<Probe>) -> Self {
+        Scripted {
+            name,
+            is_async,
+            behaviour,
+            sequential: false,
+            timeout_ms: None,
+            keyed: false,
+            strict_schema: false,
+            probe: Arc::clone(probe),
+        }
+    }
+}
+
+/// A small per-call delay (0–40 ms) derived from the id, so calls finish in varied orders.
+fn delay_for(call_id: &str) -> Duration {
+    let sum: u64 = call_id.bytes().map(u64::from).sum();
+    Duration::from_millis((sum % 5) * 10)
+}
+
+#[async_trait]
+impl Tool for Scripted {
+    fn name(&self) -> &str {
+        self.name
+    }
+
+    fn is_async(&self) -> bool {
+        self.is_async
+    }
+
+    fn parameters(&self) -> serde_json::Value {
+        if self.strict_schema {
+            serde_json::json!({"type": "object", "properties": {"x": {"type": "integer"}}, "required": ["x"]})
+        } else {
+            serde_json::json!({"type": "object"})
+        }
+    }
+
+    fn execution_mode(&self) -> Option<ExecutionMode> {
+        self.sequential.then_some(ExecutionMode::Sequential)
+    }
+
+    fn conflict_key(&self, arguments: &Arguments) -> Option<String> {
+        if !self.keyed {
+            return None;
+        }
+        arguments.get("k").map(ToString::to_string)
+    }
+
+    fn timeout(&self) -> Option<Duration> {
+        self.timeout_ms.map(Duration::from_millis)
+    }
+
+    async fn execute(&self, _arguments: Arguments, context: ToolContext) -> Result<ToolOutput, ToolError> {
+        self.probe.record_start(&context.call_id).await;
+        context.updates.send(ToolOutput::text("started"));
+        if self.behaviour == Behaviour::Hang {
+            context.cancel.cancelled().await;
+            return Err(ToolError::new("cancelled"));
+        }
+        tokio::select! {
+            biased;
+            () = tokio::time::sleep(delay_for(&context.call_id)) => {}
+            () = context.cancel.cancelled() => return Err(ToolError::new("cancelled")),
+        }
+        match self.behaviour {
+            Behaviour::Ok => Ok(ToolOutput::text(format!("{} done", self.name))),
+            Behaviour::Error => Err(ToolError::new("scripted failure")),
+            Behaviour::Panic => std::panic::panic_any(SCRIPTED_PANIC),
+            Behaviour::Hang => unreachable!("handled above"),
+        }
+    }
+}
+
+fn toolbox(probe: &Arc<Probe>) -> Toolbox {
+    use Behaviour::{Error, Hang, Ok, Panic};
+    let mut slow = Scripted::new("slow", true, Hang, probe);
+    slow.timeout_ms = Some(25);
+    let mut keyed = Scripted::new("keyed", true, Ok, probe);
+    keyed.keyed = true;
+    let mut check = Scripted::new("check", false, Ok, probe);
+    check.strict_schema = true;
+    let mut fence = Scripted::new("fence", false, Ok, probe);
+    fence.sequential = true;
+    let tools = [
+        Scripted::new("fetch", true, Ok, probe),
+        Scripted::new("fail", true, Error, probe),
+        Scripted::new("boom", true, Panic, probe),
+        Scripted::new("wait", true, Hang, probe),
+        slow,
+        keyed,
+        Scripted::new("write", false, Ok, probe),
+        check,
+        Scripted::new("crash", false, Panic, probe),
+        Scripted::new("block", false, Hang, probe),
+        fence,
+    ];
+    let mut toolbox = Toolbox::new();
+    for tool in tools {
+        toolbox.register(tool).expect("the scripted tools register");
+    }
+    toolbox
+}
+
+/// Blocks the call with id `blocked`; fails the hook for calls to `write` whose id is `c3`.
+struct ScriptedHook;
+
+#[async_trait]
+impl ToolHook for ScriptedHook {
+    async fn before_tool_call(&self, call: &ToolCall, _arguments: &Arguments) -> Result<Decision, HookError> {
+        if call.id == "blocked" {
+            return Ok(Decision::Block(Some("blocked by the script".into())));
+        }
+        if call.id == "c3" && call.name == "write" {
+            return Err(HookError::new("scripted hook failure"));
+        }
+        Ok(Decision::Continue)
+    }
+}
+
+/// Installs (once per process) a panic hook that stays silent for [`SCRIPTED_PANIC`] and defers to the previous
+/// hook for every other panic, so that deliberate tool panics neither spam the output nor trip a fuzzer's
+/// abort-on-panic hook.
+pub fn quiet_scripted_panics() {
+    static INSTALL: Once = Once::new();
+    INSTALL.call_once(|| {
+        let previous = std::panic::take_hook();
+        std::panic::set_hook(Box::new(move |info| {
+            if info.payload().downcast_ref::<&str>() == Some(&SCRIPTED_PANIC) {
+                return;
+            }
+            previous(info);
+        }));
+    });
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// Running a script and checking the invariants
+// ---------------------------------------------------------------------------------------------------------------
+
+/// Runs `script` on its own paused current-thread runtime; `Err` lists every invariant it broke.
+pub fn run(script: &Script) -> Result<Summary, Vec<String>> {
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .start_paused(true)
+        .build()
+        .expect("a tokio runtime");
+    runtime.block_on(run_async(script))
+}
+
+async fn run_async(script: &Script) -> Result<Summary, Vec<String>> {
+    let store = Arc::new(SqliteStore::open_in_memory().expect("an in-memory store"));
+    let session = store.create_session(0).await.expect("a session");
+    let probe = Arc::new(Probe {
+        store: store.clone(),
+        session: session.clone(),
+        starts: Mutex::new(Vec::new()),
+    });
+    let config = EngineConfig {
+        tool_execution: if script.sequential {
+            ExecutionMode::Sequential
+        } else {
+            ExecutionMode::Parallel
+        },
+        max_in_flight: script.max_in_flight,
+        max_turns: 1,
+        early_execution: !script.no_early_execution,
+    };
+    let engine = Engine::builder(store.clone())
+        .toolbox(toolbox(&probe))
+        .hooks(Hooks::new().with(ScriptedHook))
+        .config(config)
+        .clock(Arc::new(TokioClock::starting_now()))
+        .turn_ids(Arc::new(|request| format!("turn-{request}")))
+        .build();
+
+    let steps = script.steps.clone();
+    let model = async_stream::stream! {
+        for step in steps {
+            tokio::time::sleep(Duration::from_millis(step.gap_ms)).await;
+            yield step.item;
+        }
+    };
+    let cancel = CancellationToken::new();
+    let cancel_at = Duration::from_millis(script.cancel_at_ms.unwrap_or(BACKSTOP_CANCEL_MS));
+    let canceller = {
+        let cancel = cancel.clone();
+        tokio::spawn(async move {
+            tokio::time::sleep(cancel_at).await;
+            cancel.cancel();
+        })
+    };
+    let collected = tokio::time::timeout(
+        Duration::from_millis(HANG_AFTER_MS),
+        engine.wrap(&session, 0, model, cancel).collect::<Vec<AgentEvent>>(),
+    )
+    .await;
+    canceller.abort();
+    let Ok(events) = collected else {
+        return Err(vec![format!(
+            "the response did not end within {HANG_AFTER_MS} ms of virtual time"
+        )]);
+    };
+    let starts = probe
+        .starts
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+        .clone();
+    check(&*store, &session, &events, &starts).await
+}
+
+async fn check(
+    store: &dyn TranscriptStore,
+    session: &SessionId,
+    events: &[AgentEvent],
+    starts: &[(String, bool)],
+) -> Result<Summary, Vec<String>> {
+    let mut failures = Vec::new();
+    let log = store
+        .load_log(session)
+        .await
+        .map_err(|e| vec![format!("load_log failed: {e}")])?;
+    let runs = store
+        .tool_runs(session)
+        .await
+        .map_err(|e| vec![format!("tool_runs failed: {e}")])?;
+
+    // The event stream: turn_start first, turn_end last, once each.
+    if !matches!(events.first(), Some(AgentEvent::TurnStart { .. })) {
+        failures.push(format!(
+            "the first event is {:?}",
+            events.first().map(AgentEvent::type_name)
+        ));
+    }
+    let outcome = match events.last() {
+        Some(AgentEvent::TurnEnd { outcome, .. }) => Some(outcome),
+        other => {
+            failures.push(format!("the last event is {:?}", other.map(AgentEvent::type_name)));
+            None
+        }
+    };
+    for name in ["turn_start", "turn_end"] {
+        let count = events.iter().filter(|event| event.type_name() == name).count();
+        if count != 1 {
+            failures.push(format!("{count} {name} events"));
+        }
+    }
+    if let Some(outcome) = outcome {
+        if let Some(failure) = &outcome.store_failure {
+            failures.push(format!("a store write failed: {failure}"));
+        }
+        if outcome.admitted != runs.len() {
+            failures.push(format!(
+                "turn_end says {} calls were admitted, the store has {} runs",
+                outcome.admitted,
+                runs.len()
+            ));
+        }
+    }
+
+    // The durable log: gapless sequence numbers; calls and results.
+    let mut stored_calls: BTreeMap<&str, u64> = BTreeMap::new();
+    let mut results: BTreeMap<&str, usize> = BTreeMap::new();
+    let mut fragments = 0;
+    for (i, stored) in log.iter().enumerate() {
+        if stored.seq != i as u64 + 1 {
+            failures.push(format!("message {i} has seq {}", stored.seq));
+        }
+        match &stored.message {
+            Message::Assistant(message) => {
+                fragments += 1;
+                for call in message.content.iter().filter_map(|block| block.as_tool_call()) {
+                    if stored_calls.insert(&call.id, stored.seq).is_some() {
+                        failures.push(format!("call {:?} is stored twice", call.id));
+                    }
+                }
+            }
+            Message::ToolResult(result) => *results.entry(&result.tool_call_id).or_default() += 1,
+            Message::User(_) => {}
+        }
+    }
+    for id in stored_calls.keys() {
+        let count = results.get(id).copied().unwrap_or(0);
+        if count != 1 {
+            failures.push(format!("stored call {id:?} has {count} results"));
+        }
+    }
+    for id in results.keys() {
+        if !stored_calls.contains_key(id) {
+            failures.push(format!("a result answers {id:?}, which no stored fragment holds"));
+        }
+    }
+
+    // Admitted calls: exactly one result, a final state, a stored owner.
+    let mut admitted: BTreeSet<&str> = BTreeSet::new();
+    for run in &runs {
+        if !admitted.insert(&run.call_id) {
+            failures.push(format!("call {:?} was admitted twice", run.call_id));
+        }
+        let count = results.get(run.call_id.as_str()).copied().unwrap_or(0);
+        if count != 1 {
+            failures.push(format!("admitted call {:?} has {count} results", run.call_id));
+        }
+        if matches!(run.state, RunState::Admitted | RunState::Started) {
+            failures.push(format!(
+                "admitted call {:?} ended in state {:?}",
+                run.call_id, run.state
+            ));
+        }
+        if !stored_calls.contains_key(run.call_id.as_str()) {
+            failures.push(format!("admitted call {:?} has no stored owner", run.call_id));
+        }
+    }
+
+    // Executions: only admitted calls, at most once, never before the owner was stored.
+    let mut executed: HashMap<&str, usize> = HashMap::new();
+    for (id, owned) in starts {
+        *executed.entry(id).or_default() += 1;
+        if !owned {
+            failures.push(format!("call {id:?} executed before its owning fragment was stored"));
+        }
+        if !admitted.contains(id.as_str()) {
+            failures.push(format!("call {id:?} executed without being admitted"));
+        }
+    }
+    for (id, count) in &executed {
+        if *count > 1 {
+            failures.push(format!("call {id:?} executed {count} times"));
+        }
+    }
+
+    // Event order per call, and the owner's message_end before an executed call's start.
+    let mut committed_calls: BTreeSet<String> = BTreeSet::new();
+    let mut started: HashMap<String, usize> = HashMap::new();
+    let mut ended: HashMap<String, usize> = HashMap::new();
+    for event in events {
+        match event {
+            AgentEvent::MessageEnd { seq, message } => {
+                if seq.is_none() {
+                    failures.push("a message_end without a sequence number (store write failed)".to_owned());
+                }
+                if let Message::Assistant(fragment) = &**message {
+                    for call in fragment.content.iter().filter_map(|block| block.as_tool_call()) {
+                        committed_calls.insert(call.id.clone());
+                    }
+                }
+            }
+            AgentEvent::ToolExecutionStart { call } => {
+                *started.entry(call.id.clone()).or_default() += 1;
+                if executed.contains_key(call.id.as_str()) && !committed_calls.contains(&call.id) {
+                    failures.push(format!("call {:?} started before its fragment's message_end", call.id));
+                }
+            }
+            AgentEvent::ToolExecutionEnd { tool_call_id, .. } => {
+                if !started.contains_key(tool_call_id) {
+                    failures.push(format!("call {tool_call_id:?} ended before it started"));
+                }
+                *ended.entry(tool_call_id.clone()).or_default() += 1;
+            }
+            _ => {}
+        }
+    }
+    for (id, count) in &started {
+        if *count != 1 || ended.get(id) != Some(&1) {
+            failures.push(format!(
+                "call {id:?}: {count} tool_execution_start, {:?} tool_execution_end",
+                ended.get(id)
+            ));
+        }
+    }
+
+    if failures.is_empty() {
+        Ok(Summary {
+            events: events.len(),
+            admitted: runs.len(),
+            executed: executed.len(),
+            fragments,
+            failed: outcome.is_some_and(|outcome| outcome.stop_reason.is_abnormal()),
+        })
+    } else {
+        Err(failures)
+    }
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// Decoding arbitrary bytes into a script (the fuzz target's input format)
+// ---------------------------------------------------------------------------------------------------------------
+
+/// Reads bytes one at a time, yielding 0 once they run out.
+struct Bytes<'a> {
+    data: &'a [u8],
+}
+
+impl Bytes<'_> {
+    fn next(&mut self) -> u8 {
+        match self.data.split_first() {
+            Some((first, rest)) => {
+                self.data = rest;
+                *first
+            }
+            None => 0,
+        }
+    }
+
+    fn pick<'t, T>(&mut self, items: &'t [T]) -> &'t T {
+        &items[usize::from(self.next()) % items.len()]
+    }
+}
+
+/// The block indices a decoded script has used, to make plausible ones.
+#[derive(Default)]
+struct Indices {
+    next: usize,
+    opened: Vec<usize>,
+}
+
+impl Indices {
+    /// Mostly the next unused index (claiming it), sometimes an arbitrary small one.
+    fn for_start(&mut self, raw: u8) -> usize {
+        if raw < 224 {
+            self.opened.push(self.next);
+            self.next += 1;
+            self.next - 1
+        } else {
+            usize::from(raw % 8)
+        }
+    }
+
+    /// Mostly one of the three most recently opened indices, sometimes an arbitrary small one.
+    fn for_open(&self, raw: u8) -> usize {
+        match self.opened.len() {
+            0 => usize::from(raw % 4),
+            len if raw < 224 => self.opened[len - 1 - usize::from(raw) % len.min(3)],
+            _ => usize::from(raw % 8),
+        }
+    }
+}
+
+/// Decodes arbitrary bytes into a script: a header byte of settings, then one event per opcode byte with its
+/// operands. Indices are mostly "plausible" (the next unused index, or a recently opened one) so the decoder
+/// reaches deep states, and sometimes arbitrary; everything else (ids, names, argument pieces, gaps) is picked
+/// from small pools.
+pub fn decode(data: &[u8]) -> Script {
+    let mut bytes = Bytes { data };
+    let header = bytes.next();
+    let mut script = Script {
+        sequential: header & 1 != 0,
+        no_early_execution: header & 0b110 == 0b110,
+        max_in_flight: (header & 0b1000 != 0).then(|| usize::from(bytes.next() % 3) + 1),
+        cancel_at_ms: (header & 0b1_0000 != 0).then(|| u64::from(bytes.next()) * 2),
+        steps: Vec::new(),
+    };
+    if header & 0b10_0000 == 0 {
+        script.steps.push(Step {
+            gap_ms: 0,
+            item: Ok(DeltaEvent::Start {
+                model: None,
+                response_id: None,
+            }),
+        });
+    }
+    let mut indices = Indices::default();
+    while !bytes.data.is_empty() && script.steps.len() < 256 {
+        let op = bytes.next();
+        let gap_ms = u64::from(op >> 6) * 5;
+        let event = match op % 16 {
+            0 => DeltaEvent::Start {
+                model: None,
+                response_id: (bytes.next() & 1 == 0).then(|| "resp".to_owned()),
+            },
+            1 => DeltaEvent::TextStart {
+                index: indices.for_start(bytes.next()),
+            },
+            2 => DeltaEvent::TextDelta {
+                index: indices.for_open(bytes.next()),
+                delta: "txt".to_owned(),
+            },
+            3 => DeltaEvent::TextEnd {
+                index: indices.for_open(bytes.next()),
+            },
+            4 => DeltaEvent::ThinkingStart {
+                index: indices.for_start(bytes.next()),
+            },
+            5 => DeltaEvent::ThinkingDelta {
+                index: indices.for_open(bytes.next()),
+                delta: "hmm".to_owned(),
+            },
+            6 => DeltaEvent::ThinkingEnd {
+                index: indices.for_open(bytes.next()),
+                signature: Some("sig".to_owned()),
+            },
+            7 | 14 | 15 => {
+                let flags = bytes.next();
+                DeltaEvent::ToolcallStart {
+                    index: indices.for_start(bytes.next()),
+                    id: (*bytes.pick(&CALL_IDS)).to_owned(),
+                    name: (*bytes.pick(&TOOL_NAMES)).to_owned(),
+                    is_async: flags & 3 == 0,
+                }
+            }
+            8 => DeltaEvent::ToolcallDelta {
+                index: indices.for_open(bytes.next()),
+                delta: (*bytes.pick(&ARG_PIECES)).to_owned(),
+            },
+            9 | 13 => DeltaEvent::ToolcallEnd {
+                index: indices.for_open(bytes.next()),
+                arguments: None,
+            },
+            10 => {
+                let index = indices.for_open(bytes.next());
+                let arguments = match bytes.next() % 3 {
+                    0 => serde_json::json!({"x": 5, "k": "a"}),
+                    1 => serde_json::json!([1]),
+                    _ => serde_json::json!({}),
+                };
+                DeltaEvent::ToolcallEnd {
+                    index,
+                    arguments: Some(arguments),
+                }
+            }
+            11 => DeltaEvent::Done {
+                stop_reason: *bytes.pick(&[DoneReason::ToolUse, DoneReason::Stop, DoneReason::Length]),
+                usage: Usage {
+                    input: 1,
+                    output: 2,
+                    ..Usage::default()
+                },
+            },
+            _ => {
+                let choice = bytes.next();
+                if choice & 1 == 0 {
+                    script.steps.push(Step {
+                        gap_ms,
+                        item: Err(ModelError {
+                            message: "scripted model failure".to_owned(),
+                            aborted: choice & 3 == 0,
+                        }),
+                    });
+                    continue;
+                }
+                DeltaEvent::Error {
+                    stop_reason: if choice % 4 == 1 {
+                        ErrorReason::Error
+                    } else {
+                        ErrorReason::Aborted
+                    },
+                    message: "scripted error event".to_owned(),
+                    usage: None,
+                }
+            }
+        };
+        script.steps.push(Step {
+            gap_ms,
+            item: Ok(event),
+        });
+    }
+    script
+}
