@@ -116,6 +116,14 @@ impl WriteQueue {
         Ok(!std::mem::replace(&mut state.leading, true))
     }
 
+    /// Gives up the leader role without leading (the task that was to lead never ran); queued jobs wait for the
+    /// leader the next write starts.
+    pub fn resign(&self) {
+        if let Ok(mut state) = self.state.lock() {
+            state.leading = false;
+        }
+    }
+
     /// The leader: commits groups from the queue on `conn` until it is empty.
     pub fn lead(&self, conn: &Mutex<Connection>) {
         /// Lets a later write start a new leader if this one unwinds.

@@ -342,9 +342,9 @@ impl SqliteStore {
             match self.inner.writes.push(job) {
                 Ok(false) => {}
                 Ok(true) => {
-                    let inner = Arc::clone(&self.inner);
+                    let ticket = LeaderTicket(Some(Arc::clone(&self.inner)));
                     // Detached: the leader hands every outcome back through the jobs' channels.
-                    drop(tokio::task::spawn_blocking(move || inner.writes.lead(&inner.conn)));
+                    drop(tokio::task::spawn_blocking(move || ticket.lead()));
                 }
                 Err(_) => return Err(StoreError::Backend("the write queue is unusable".to_owned())),
             }
@@ -358,6 +358,26 @@ impl SqliteStore {
         match outcome.await {
             Ok(result) => result,
             Err(_) => Err(StoreError::Backend("a store operation panicked".to_owned())),
+        }
+    }
+}
+
+/// The right to lead the write queue, handed to a blocking task. If the task never runs (its runtime is shutting
+/// down), dropping the ticket gives the role back, so that a later write starts a new leader.
+struct LeaderTicket(Option<Arc<Inner>>);
+
+impl LeaderTicket {
+    fn lead(mut self) {
+        if let Some(inner) = self.0.take() {
+            inner.writes.lead(&inner.conn);
+        }
+    }
+}
+
+impl Drop for LeaderTicket {
+    fn drop(&mut self) {
+        if let Some(inner) = self.0.take() {
+            inner.writes.resign();
         }
     }
 }
