@@ -22,7 +22,7 @@ use async_trait::async_trait;
 use futures::StreamExt;
 use headstart::core::delta_log::{read_delta_log, TimedDelta};
 use headstart::core::StopReason;
-use headstart::store::{Durability, Layered, SqliteOptions, Write, WriteFuture, WriteLayer};
+use headstart::store::{Durability, Layered, SqliteOptions, Write, WriteFuture, WriteLayer, Written};
 use headstart::{
     Agent, AgentEvent, AgentStop, Arguments, CancellationToken, Engine, Message, SessionId, SqliteStore, TokioClock,
     Tool, ToolContext, ToolError, ToolOutput, Toolbox, TranscriptStore, TurnOutcome, UserMessage,
@@ -72,7 +72,7 @@ struct FaultAt {
 }
 
 impl WriteLayer for FaultAt {
-    fn around<'a>(&'a self, write: Write<'a>, next: WriteFuture<'a>) -> WriteFuture<'a> {
+    fn around<'a, T: Written + 'a>(&'a self, write: Write<'a>, next: WriteFuture<'a, T>) -> WriteFuture<'a, T> {
         if !matches!(write, Write::CommitFragment { .. }) {
             return next;
         }

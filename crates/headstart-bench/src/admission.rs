@@ -29,7 +29,7 @@ use headstart::store::{SqliteOptions, SqliteStore};
 use headstart::{AgentEvent, CancellationToken, DeltaEvent, Engine, Message, ModelError, Toolbox, TranscriptStore};
 use serde::{Serialize, Serializer};
 
-use crate::instrumented::InstrumentedStore;
+use crate::instrumented::{instrumented, InstrumentedStore};
 use crate::tools::{BenchTool, CallLog};
 use crate::{bench_dir, current_thread_runtime, durability_name, percentile, round3, BenchError, Durability};
 
@@ -207,7 +207,7 @@ pub fn run(options: &AdmissionOptions) -> Result<AdmissionReport, BenchError> {
             ..SqliteOptions::default()
         },
     )?;
-    let store = Arc::new(InstrumentedStore::new(Arc::new(sqlite)));
+    let store = Arc::new(instrumented(Arc::new(sqlite)));
     let log = CallLog::new();
     let toolbox = Toolbox::new()
         .with(BenchTool::new("probe", true, Some(Arc::clone(&log))))
@@ -225,7 +225,7 @@ pub fn run(options: &AdmissionOptions) -> Result<AdmissionReport, BenchError> {
         respond(&engine, &store, &session, 0, per_response.min(3), None, &warm).await?;
         let row_bytes = first_fragment_bytes(&store, &session).await?;
         floor.body = Arc::new("x".repeat(row_bytes));
-        store.take_fragment_commit_times();
+        store.layer().take_fragment_commit_times();
         let floor = Arc::new(floor);
         let samples = Arc::new(Samples::default());
         let mut request = 1;
@@ -243,6 +243,7 @@ pub fn run(options: &AdmissionOptions) -> Result<AdmissionReport, BenchError> {
             .map(|hops| hops.iter().map(|hop| hop.as_secs_f64() * 1e6).collect())
             .unwrap_or_default();
         let commit_us: Vec<f64> = store
+            .layer()
             .take_fragment_commit_times()
             .iter()
             .map(|time| time.as_secs_f64() * 1e6)
@@ -331,7 +332,7 @@ async fn respond(
             for call in 0..calls {
                 let text = 2 * call;
                 let index = text + 1;
-                store.wait_idle().await;
+                store.layer().wait_idle().await;
                 if let Some(floor) = &floor {
                     match floor.sample().await {
                         Ok(sample) => samples.floor(sample),
@@ -345,7 +346,7 @@ async fn respond(
                     if tokio::task::spawn_blocking(Instant::now).await.is_ok() {
                         samples.hop(started.elapsed());
                     }
-                    store.wait_idle().await;
+                    store.layer().wait_idle().await;
                 }
                 yield Ok(DeltaEvent::TextStart { index: text });
                 for word in ["Reading ", "the ", "file."] {
@@ -366,7 +367,7 @@ async fn respond(
                 samples.sealed(id);
                 yield Ok(DeltaEvent::ToolcallEnd { index, arguments: None });
             }
-            store.wait_idle().await;
+            store.layer().wait_idle().await;
             yield Ok(DeltaEvent::Done { stop_reason: DoneReason::ToolUse, usage: Usage::default() });
         }
     };

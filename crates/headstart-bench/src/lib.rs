@@ -32,7 +32,7 @@ use std::fmt;
 use std::path::Path;
 
 pub use headstart::store::Durability;
-pub use instrumented::InstrumentedStore;
+pub use instrumented::{instrumented, Instrumentation, InstrumentedStore};
 pub use stats::{median, percentile};
 pub use tools::{BenchTool, CallLog};
 

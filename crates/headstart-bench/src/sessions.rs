@@ -31,7 +31,7 @@ use headstart::{
 use headstart_sim::sim_model::timed_stream;
 use serde::Serialize;
 
-use crate::instrumented::InstrumentedStore;
+use crate::instrumented::instrumented;
 use crate::overlap::WORDS;
 use crate::tools::BenchTool;
 use crate::{bench_dir, durability_name, peak_rss_mb, round3, BenchError, Durability};
@@ -256,7 +256,7 @@ pub fn run(options: &SessionsOptions) -> Result<SessionsReport, BenchError> {
             ..SqliteOptions::default()
         },
     )?;
-    let store = Arc::new(InstrumentedStore::new(Arc::new(sqlite)));
+    let store = Arc::new(instrumented(Arc::new(sqlite)));
     let toolbox = Toolbox::new()
         .with(BenchTool::new("fetch", true, None))
         .map_err(|error| BenchError::new(error.to_string()))?;
@@ -280,7 +280,7 @@ pub fn run(options: &SessionsOptions) -> Result<SessionsReport, BenchError> {
         }
         Ok::<(Duration, u64), BenchError>((started.elapsed(), calls))
     })?;
-    let commits = store.writes();
+    let commits = store.layer().writes();
     drop(runtime);
     let seconds = elapsed.as_secs_f64().max(f64::MIN_POSITIVE);
     Ok(SessionsReport {

@@ -12,7 +12,7 @@
 
 use std::io::Write as _;
 
-use headstart::store::{AdmittedCall, SessionId, Write, WriteFuture, WriteLayer};
+use headstart::store::{AdmittedCall, SessionId, Write, WriteFuture, WriteLayer, Written};
 
 /// The prefix of every trace line.
 pub const COMMIT_TRACE_PREFIX: &str = "headstart-commit";
@@ -37,18 +37,21 @@ fn trace_line(session: &SessionId, seq: u64, admitted: &[AdmittedCall]) -> Strin
 }
 
 impl WriteLayer for CommitTrace {
-    fn around<'a>(&'a self, write: Write<'a>, next: WriteFuture<'a>) -> WriteFuture<'a> {
+    fn around<'a, T: Written + 'a>(&'a self, write: Write<'a>, next: WriteFuture<'a, T>) -> WriteFuture<'a, T> {
         let Write::CommitFragment { session, admitted, .. } = write else {
             return next;
         };
         Box::pin(async move {
-            let seq = next.await?;
+            let written = next.await?;
+            let Some(seq) = written.seq() else {
+                return Ok(written);
+            };
             // One write of the whole line (standard error is unbuffered), so a kill never leaves half a line that
             // looks whole. A failed trace write is not a store failure.
             let _ = std::io::stderr()
                 .lock()
                 .write_all(trace_line(session, seq, admitted).as_bytes());
-            Ok(seq)
+            Ok(written)
         })
     }
 }

@@ -16,6 +16,8 @@ use crate::{StoreError, TranscriptStore};
 /// A write about to be performed.
 #[derive(Debug, Clone, Copy)]
 pub enum Write<'a> {
+    /// [`TranscriptStore::create_session`].
+    CreateSession,
     /// [`TranscriptStore::append_user`].
     AppendUser {
         /// The session.
@@ -48,14 +50,38 @@ pub enum Write<'a> {
     },
 }
 
-/// A write in progress: resolves to the written message's sequence number (0 for `mark_started`).
-pub type WriteFuture<'a> = std::pin::Pin<Box<dyn std::future::Future<Output = Result<u64, StoreError>> + Send + 'a>>;
+/// A write in progress, resolving to what the write returns.
+pub type WriteFuture<'a, T> = std::pin::Pin<Box<dyn std::future::Future<Output = Result<T, StoreError>> + Send + 'a>>;
+
+/// What a write returns, as a layer may look at it.
+pub trait Written: Send {
+    /// The sequence number of the message written, for writes that append one.
+    fn seq(&self) -> Option<u64>;
+}
+
+impl Written for u64 {
+    fn seq(&self) -> Option<u64> {
+        Some(*self)
+    }
+}
+
+impl Written for () {
+    fn seq(&self) -> Option<u64> {
+        None
+    }
+}
+
+impl Written for SessionId {
+    fn seq(&self) -> Option<u64> {
+        None
+    }
+}
 
 /// Behaviour around every write of a store.
 pub trait WriteLayer: Send + Sync {
     /// Returns the future to run for `write`; `next` performs the write itself. Returning `next` unchanged adds
     /// nothing.
-    fn around<'a>(&'a self, write: Write<'a>, next: WriteFuture<'a>) -> WriteFuture<'a>;
+    fn around<'a, T: Written + 'a>(&'a self, write: Write<'a>, next: WriteFuture<'a, T>) -> WriteFuture<'a, T>;
 }
 
 /// A store with a [`WriteLayer`] around its writes.
@@ -84,7 +110,9 @@ impl<L> Layered<L> {
 #[async_trait]
 impl<L: WriteLayer> TranscriptStore for Layered<L> {
     async fn create_session(&self, at_us: i64) -> Result<SessionId, StoreError> {
-        self.inner.create_session(at_us).await
+        self.layer
+            .around(Write::CreateSession, self.inner.create_session(at_us))
+            .await
     }
 
     async fn sessions(&self) -> Result<Vec<SessionInfo>, StoreError> {
@@ -170,7 +198,7 @@ mod tests {
     }
 
     impl WriteLayer for FailSecondCommit {
-        fn around<'a>(&'a self, write: Write<'a>, next: WriteFuture<'a>) -> WriteFuture<'a> {
+        fn around<'a, T: Written + 'a>(&'a self, write: Write<'a>, next: WriteFuture<'a, T>) -> WriteFuture<'a, T> {
             if matches!(write, Write::CommitFragment { .. }) && self.commits.fetch_add(1, Ordering::SeqCst) == 1 {
                 return Box::pin(async { Err(StoreError::Full("injected".into())) });
             }
@@ -215,7 +243,8 @@ mod tests {
                 .unwrap(),
             3
         );
-        assert_eq!(store.layer().writes.load(Ordering::SeqCst), 3);
+        // The session, the prompt and two commits: the failed commit never reached the store.
+        assert_eq!(store.layer().writes.load(Ordering::SeqCst), 4);
         let log = inner.load_log(&session).await.unwrap();
         assert_eq!(log.len(), 3, "the failed commit wrote nothing");
     }

@@ -21,7 +21,7 @@ mod sqlite;
 mod types;
 
 pub use error::StoreError;
-pub use layer::{Layered, Write, WriteFuture, WriteLayer};
+pub use layer::{Layered, Write, WriteFuture, WriteLayer, Written};
 pub use sqlite::{SqliteOptions, SqliteStore};
 pub use types::{
     AdmittedCall, Durability, RunEnd, RunOutcome, RunState, SessionId, SessionInfo, StoredMessage, ToolRun,
