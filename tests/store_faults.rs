@@ -22,7 +22,7 @@ use async_trait::async_trait;
 use futures::StreamExt;
 use headstart::core::delta_log::{read_delta_log, TimedDelta};
 use headstart::core::StopReason;
-use headstart::store::{Durability, Layered, SqliteOptions, Write, WriteFuture, WriteLayer, Written};
+use headstart::store::{Durability, Layered, SqliteOptions, StoreError, Write, WriteFuture, WriteLayer, Written};
 use headstart::{
     Agent, AgentEvent, AgentStop, Arguments, CancellationToken, Engine, Message, SessionId, SqliteStore, TokioClock,
     Tool, ToolContext, ToolError, ToolOutput, Toolbox, TranscriptStore, TurnOutcome, UserMessage,
@@ -471,4 +471,83 @@ async fn a_terminal_fragment_that_could_not_be_stored_leaves_no_orphan_result() 
     let log = store.load_log(&run.session).await.unwrap();
     assert_eq!(log.len(), 1, "only the prompt is stored: {log:?}");
     assert!(store.tool_runs(&run.session).await.unwrap().is_empty());
+}
+
+// ---- a failed result write ------------------------------------------------------------------------------------
+
+/// Fails the first tool-result write, as a lock that did not clear in time would.
+#[derive(Default)]
+struct FailFirstResult {
+    failed: AtomicUsize,
+}
+
+impl WriteLayer for FailFirstResult {
+    fn around<'a, T: Written + 'a>(&'a self, write: Write<'a>, next: WriteFuture<'a, T>) -> WriteFuture<'a, T> {
+        if matches!(write, Write::AppendToolResult { .. }) && self.failed.fetch_add(1, Ordering::SeqCst) == 0 {
+            return Box::pin(async { Err(StoreError::Locked("injected: the result could not be written".into())) });
+        }
+        next
+    }
+}
+
+/// `a1` and `a2` run early; `a1`'s result write fails at 105 ms. `a3` (async, sealed after that) and the sync `s1`
+/// end up in the terminal fragment, which is stored: they are admitted, so each must get a result — "cancelled
+/// before start", since the run is ending on the store failure — and neither may start.
+#[tokio::test(start_paused = true)]
+async fn after_a_failed_result_write_later_calls_never_start_and_all_admitted_calls_get_results() {
+    let dir = tempfile::tempdir().unwrap();
+    let sqlite = SqliteStore::open(db_path(&dir), options()).unwrap();
+    let store: Arc<dyn TranscriptStore> = Arc::new(Layered::new(
+        Arc::new(sqlite.clone()) as Arc<dyn TranscriptStore>,
+        FailFirstResult::default(),
+    ));
+    let lines = [
+        json!({"at_ms": 0, "type": "start"}),
+        json!({"at_ms": 5, "type": "toolcall_start", "index": 0, "id": "a1", "name": "probe"}),
+        json!({"at_ms": 5, "type": "toolcall_end", "index": 0}),
+        json!({"at_ms": 20, "type": "toolcall_start", "index": 1, "id": "a2", "name": "probe"}),
+        json!({"at_ms": 20, "type": "toolcall_end", "index": 1}),
+        json!({"at_ms": 150, "type": "toolcall_start", "index": 2, "id": "a3", "name": "probe"}),
+        json!({"at_ms": 150, "type": "toolcall_end", "index": 2}),
+        json!({"at_ms": 160, "type": "toolcall_start", "index": 3, "id": "s1", "name": "save"}),
+        json!({"at_ms": 160, "type": "toolcall_end", "index": 3}),
+        json!({"at_ms": 200, "type": "done", "stop_reason": "tool_use", "usage": {}}),
+    ];
+    let text: String = lines.iter().map(|line| format!("{line}\n")).collect();
+    let run = run_agent(store, read_delta_log(text.as_bytes()).unwrap()).await;
+
+    assert_eq!(run.started, ["a1", "a2"], "calls that executed");
+    assert!(matches!(run.agent_stop(), AgentStop::Error(message) if message.contains("could not be written")));
+    // Only a1 lacks its result (its write failed); every other admitted call has exactly one.
+    let unfinished: Vec<String> = sqlite
+        .unfinished_calls(&run.session)
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|u| u.call.id)
+        .collect();
+    assert_eq!(unfinished, ["a1"]);
+    let log = sqlite.load_log(&run.session).await.unwrap();
+    let results: Vec<(String, String)> = log
+        .iter()
+        .filter_map(|stored| match &stored.message {
+            Message::ToolResult(result) => Some((result.tool_call_id.clone(), result.text())),
+            _ => None,
+        })
+        .collect();
+    let text_of = |id: &str| {
+        results
+            .iter()
+            .find(|(call, _)| call == id)
+            .map(|(_, text)| text.clone())
+    };
+    assert_eq!(text_of("a2").as_deref(), Some("done"));
+    for id in ["a3", "s1"] {
+        let text = text_of(id).unwrap_or_else(|| panic!("{id} has no result: {results:?}"));
+        assert!(
+            text.starts_with("cancelled before start: transcript store is locked"),
+            "{id}: {text}"
+        );
+    }
+    assert_eq!(results.len(), 3, "{results:?}");
 }

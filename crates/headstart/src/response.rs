@@ -159,7 +159,9 @@ impl ResponseDriver {
     // ---- decide to commit (SPEC §3.1) -------------------------------------------------------------------------
 
     fn triggers_commit(&self, index: usize) -> bool {
-        self.shared.config.early_execution
+        // After a store failure the run is ending: nothing new starts early.
+        self.store_failure.is_none()
+            && self.shared.config.early_execution
             && self.is_early_eligible(index)
             && self
                 .accumulator
@@ -246,7 +248,14 @@ impl ResponseDriver {
 
     // ---- admit ------------------------------------------------------------------------------------------------
 
+    /// Hands durably admitted calls to the scheduler as one batch and starts what it allows.
     fn admit(&mut self, calls: Vec<ToolCall>) {
+        self.enqueue(calls);
+        self.advance();
+    }
+
+    /// Hands durably admitted calls to the scheduler as one batch, without starting any.
+    fn enqueue(&mut self, calls: Vec<ToolCall>) {
         // SPEC §4.7: each id at most once, whatever path admits it.
         let calls: Vec<ToolCall> = calls
             .into_iter()
@@ -254,7 +263,6 @@ impl ResponseDriver {
             .collect();
         if !calls.is_empty() {
             self.runner.admit(calls);
-            self.advance();
         }
     }
 
@@ -439,6 +447,11 @@ impl ResponseDriver {
             // The terminal fragment could not be stored: show it anyway, marked as not durable.
             self.emit_unstored_terminal(range.clone(), stop_reason, usage, error_message.clone());
         }
+        // Calls stored as admitted are the scheduler's from now on, so each gets exactly one result: it runs, or,
+        // when the response failed or the store did, it is cancelled before start with the rest.
+        if committed {
+            self.enqueue(admitted.clone());
+        }
         let abort_reason = if stop_reason.is_abnormal() {
             error_message.clone().or_else(|| Some(stop_reason.to_string()))
         } else {
@@ -446,9 +459,9 @@ impl ResponseDriver {
         };
         match abort_reason {
             Some(reason) => self.abort_calls(&reason).await,
-            None => self.admit(admitted.clone()),
+            None => self.advance(),
         }
-        let admitted_now: HashSet<&str> = if committed && !stop_reason.is_abnormal() {
+        let admitted_now: HashSet<&str> = if committed {
             admitted.iter().map(|call| call.id.as_str()).collect()
         } else {
             HashSet::new()
