@@ -274,18 +274,23 @@ impl Accumulator {
     /// Applies one event. On error nothing changes and the caller should end the response (SPEC §2: a protocol
     /// error ends the response as `error` with this message).
     pub fn apply(&mut self, event: DeltaEvent) -> Result<Applied, AccumulatorError> {
+        self.apply_ref(&event)
+    }
+
+    /// [`Accumulator::apply`] on a borrowed event: deltas are copied into their block, so a caller that passes the
+    /// event on afterwards (the engine's `message_update`) needs no copy of its own.
+    pub fn apply_ref(&mut self, event: &DeltaEvent) -> Result<Applied, AccumulatorError> {
         let position = self.position;
-        let name = event.type_name();
         let applied = self.apply_inner(event).map_err(|violation| AccumulatorError {
             position,
-            event: name,
+            event: event.type_name(),
             violation,
         })?;
         self.position += 1;
         Ok(applied)
     }
 
-    fn apply_inner(&mut self, event: DeltaEvent) -> Result<Applied, Violation> {
+    fn apply_inner(&mut self, event: &DeltaEvent) -> Result<Applied, Violation> {
         match self.phase {
             Phase::Ended => return Err(Violation::AfterEnd),
             Phase::AwaitingStart if !matches!(event, DeltaEvent::Start { .. }) => return Err(Violation::BeforeStart),
@@ -294,14 +299,14 @@ impl Accumulator {
         }
         match event {
             DeltaEvent::Start { model, response_id } => {
-                self.model = model;
-                self.response_id = response_id;
+                self.model.clone_from(model);
+                self.response_id.clone_from(response_id);
                 self.phase = Phase::Streaming;
                 Ok(Applied::Started)
             }
-            DeltaEvent::TextStart { index } => self.open_block(index, Block::Text { text: String::new() }),
+            DeltaEvent::TextStart { index } => self.open_block(*index, Block::Text { text: String::new() }),
             DeltaEvent::ThinkingStart { index } => self.open_block(
-                index,
+                *index,
                 Block::Thinking {
                     text: String::new(),
                     signature: None,
@@ -313,36 +318,39 @@ impl Accumulator {
                 name,
                 is_async,
             } => {
+                let index = *index;
                 self.check_can_open(index)?;
-                if self.ids.contains(&id) {
-                    return Err(Violation::DuplicateId { id });
+                if self.ids.contains(id) {
+                    return Err(Violation::DuplicateId { id: id.clone() });
                 }
                 self.received = self.charge(id.len().saturating_add(name.len()))?;
                 self.ids.insert(id.clone());
                 self.open_block(
                     index,
                     Block::ToolCall {
-                        id,
-                        name,
-                        flagged_async: is_async,
+                        id: id.clone(),
+                        name: name.clone(),
+                        flagged_async: *is_async,
                         raw: String::new(),
                         sealed: None,
                     },
                 )
             }
-            DeltaEvent::TextDelta { index, delta } => self.append(index, BlockKind::Text, &delta),
-            DeltaEvent::ThinkingDelta { index, delta } => self.append(index, BlockKind::Thinking, &delta),
-            DeltaEvent::ToolcallDelta { index, delta } => self.append(index, BlockKind::ToolCall, &delta),
+            DeltaEvent::TextDelta { index, delta } => self.append(*index, BlockKind::Text, delta),
+            DeltaEvent::ThinkingDelta { index, delta } => self.append(*index, BlockKind::Thinking, delta),
+            DeltaEvent::ToolcallDelta { index, delta } => self.append(*index, BlockKind::ToolCall, delta),
             DeltaEvent::TextEnd { index } => {
+                let index = *index;
                 self.open_block_mut(index, BlockKind::Text)?;
                 self.open.remove(&index);
                 Ok(Applied::Closed(index))
             }
             DeltaEvent::ThinkingEnd { index, signature } => {
+                let index = *index;
                 self.open_block_mut(index, BlockKind::Thinking)?;
                 let received = self.charge(signature.as_ref().map_or(0, String::len))?;
                 match self.open_block_mut(index, BlockKind::Thinking)? {
-                    Block::Thinking { signature: slot, .. } => *slot = signature,
+                    Block::Thinking { signature: slot, .. } => slot.clone_from(signature),
                     _ => unreachable!("open_block_mut checked the kind"),
                 }
                 self.received = received;
@@ -350,8 +358,9 @@ impl Accumulator {
                 Ok(Applied::Closed(index))
             }
             DeltaEvent::ToolcallEnd { index, arguments } => {
+                let index = *index;
                 self.open_block_mut(index, BlockKind::ToolCall)?;
-                if let Some(value) = &arguments {
+                if let Some(value) = arguments {
                     let size = serialized_len_within(value, MAX_BLOCK_BYTES).ok_or(Violation::BlockTooLarge {
                         index,
                         kind: BlockKind::ToolCall,
@@ -362,7 +371,7 @@ impl Accumulator {
                 match self.open_block_mut(index, BlockKind::ToolCall)? {
                     Block::ToolCall { raw, sealed, .. } => {
                         let parsed = match arguments {
-                            Some(value) => ToolArguments::from_value(value),
+                            Some(value) => ToolArguments::from_value(value.clone()),
                             None => ToolArguments::parse(raw),
                         };
                         if let ToolArguments::Invalid { raw: text, .. } = &parsed {
@@ -382,7 +391,7 @@ impl Accumulator {
                         open: self.open.iter().copied().collect(),
                     });
                 }
-                self.end(stop_reason.into(), usage, None);
+                self.end((*stop_reason).into(), *usage, None);
                 Ok(Applied::Ended)
             }
             DeltaEvent::Error {
@@ -390,7 +399,7 @@ impl Accumulator {
                 message,
                 usage,
             } => {
-                self.end(stop_reason.into(), usage.unwrap_or_default(), Some(message));
+                self.end((*stop_reason).into(), usage.unwrap_or_default(), Some(message.clone()));
                 Ok(Applied::Ended)
             }
         }

@@ -109,18 +109,19 @@ impl ResponseDriver {
     // ---- accumulate -------------------------------------------------------------------------------------------
 
     async fn on_delta(&mut self, event: DeltaEvent) {
-        let update = event.index().map(|index| {
-            let relative = index.saturating_sub(self.committed);
-            (relative, event.clone().with_index(relative))
-        });
-        match self.accumulator.apply(event) {
+        match self.accumulator.apply_ref(&event) {
             Err(violation) => self.fail_and_end(ErrorReason::Error, violation.to_string()).await,
             Ok(Applied::Started) => self.open_fragment(),
             Ok(Applied::Ended) => self.end_response().await,
             Ok(applied) => {
-                if let Some((index, delta)) = update {
+                if let Some(index) = event.index() {
+                    // The accumulator copied what it keeps: the event itself moves on, re-based (SPEC §3.4).
+                    let index = index.saturating_sub(self.committed);
                     self.open_fragment();
-                    self.outbox.push_back(AgentEvent::MessageUpdate { index, delta });
+                    self.outbox.push_back(AgentEvent::MessageUpdate {
+                        index,
+                        delta: event.with_index(index),
+                    });
                 }
                 match applied {
                     Applied::Opened(index) => self.note_eligibility(index),
