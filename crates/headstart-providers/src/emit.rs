@@ -10,6 +10,7 @@ use headstart_core::{DeltaEvent, DoneReason, ErrorReason, Usage};
 use serde_json::Value;
 
 use crate::error::ProviderError;
+use crate::sse::SseEvent;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Kind {
@@ -296,4 +297,16 @@ pub(crate) fn string(value: &Value, key: &str) -> Option<String> {
 /// Parses an SSE event's data as JSON, naming the event on failure.
 pub(crate) fn parse_json(format: &'static str, event: &str, data: &str) -> Result<Value, ProviderError> {
     serde_json::from_str(data).map_err(|err| ProviderError::malformed(format, event, format!("not valid JSON: {err}")))
+}
+
+/// The JSON payload of an SSE event with its type: the payload's `type` field, else the SSE event name. `None` for
+/// an event without data (a keep-alive) or `[DONE]`.
+pub(crate) fn typed_payload(format: &'static str, event: &SseEvent) -> Result<Option<(String, Value)>, ProviderError> {
+    let data = event.data.trim();
+    if data.is_empty() || data == "[DONE]" {
+        return Ok(None);
+    }
+    let value = parse_json(format, &event.event, data)?;
+    let kind = string(&value, "type").unwrap_or_else(|| event.event.clone());
+    Ok(Some((kind, value)))
 }

@@ -28,7 +28,7 @@ use std::collections::HashMap;
 use headstart_core::{DeltaEvent, DoneReason, ToolArguments, Usage};
 use serde_json::{json, Value};
 
-use crate::emit::{count, minus, parse_json, string, Emitter};
+use crate::emit::{count, minus, string, typed_payload, Emitter};
 use crate::error::ProviderError;
 use crate::openai_chat::error_message;
 use crate::sse::SseEvent;
@@ -357,17 +357,9 @@ impl StreamConverter for ResponsesConverter {
         if self.out.ended() {
             return Ok(Vec::new());
         }
-        let data = event.data.trim();
-        if data.is_empty() || data == "[DONE]" {
-            return Ok(self.out.take());
+        if let Some((kind, value)) = typed_payload(FORMAT, event)? {
+            self.handle(&kind, &value)?;
         }
-        let value = parse_json(FORMAT, &event.event, data)?;
-        let kind = value
-            .get("type")
-            .and_then(Value::as_str)
-            .map(str::to_owned)
-            .unwrap_or_else(|| event.event.clone());
-        self.handle(&kind, &value)?;
         Ok(self.out.take())
     }
 
