@@ -191,8 +191,31 @@ impl ResponseDriver {
             .collect()
     }
 
-    /// Writes a fragment with the admission records of `admitted`; on success emits its `message_end`.
-    async fn commit_fragment(&mut self, fragment: AssistantMessage, admitted: &[ToolCall]) -> Result<u64, String> {
+    /// The fragment holding content `range`, as it is stored.
+    fn fragment(
+        &mut self,
+        range: std::ops::Range<usize>,
+        stop_reason: StopReason,
+        usage: Usage,
+        error_message: Option<String>,
+    ) -> AssistantMessage {
+        AssistantMessage {
+            turn_id: self.turn_id(),
+            stop_reason,
+            content: self.accumulator.content(range),
+            usage,
+            model: self.accumulator.model().map(str::to_owned),
+            error_message,
+        }
+    }
+
+    /// Writes a fragment with the admission records of `admitted`; on success emits its `message_end`. On failure
+    /// returns the store's message and the fragment, for a caller that still wants to show it.
+    async fn commit_fragment(
+        &mut self,
+        fragment: AssistantMessage,
+        admitted: &[ToolCall],
+    ) -> Result<u64, (String, AssistantMessage)> {
         self.open_fragment();
         let records: Vec<AdmittedCall> = admitted
             .iter()
@@ -221,7 +244,7 @@ impl ResponseDriver {
                 let message = error.to_string();
                 tracing::error!(request = self.request, %message, "fragment commit failed");
                 self.store_failure.get_or_insert_with(|| message.clone());
-                Err(message)
+                Err((message, fragment))
             }
         }
     }
@@ -229,21 +252,14 @@ impl ResponseDriver {
     async fn commit_prefix(&mut self, index: usize) {
         let range = self.committed..index + 1;
         let calls: Vec<ToolCall> = self.calls_in(range.clone()).into_iter().map(|(_, call)| call).collect();
-        let fragment = AssistantMessage {
-            turn_id: self.turn_id(),
-            stop_reason: StopReason::ToolUse,
-            content: self.accumulator.content(range),
-            usage: Usage::default(),
-            model: self.accumulator.model().map(str::to_owned),
-            error_message: None,
-        };
+        let fragment = self.fragment(range, StopReason::ToolUse, Usage::default(), None);
         match self.commit_fragment(fragment, &calls).await {
             Ok(_) => {
                 self.committed = index + 1;
                 self.admit(calls);
             }
             // SPEC §3.3: nothing of this prefix executes; its content goes into the terminal fragment.
-            Err(message) => self.fail_and_end(ErrorReason::Error, message).await,
+            Err((message, _)) => self.fail_and_end(ErrorReason::Error, message).await,
         }
     }
 
@@ -433,21 +449,22 @@ impl ResponseDriver {
             })
             .map(|(_, call)| call.clone())
             .collect();
-        let fragment = AssistantMessage {
-            turn_id: self.turn_id(),
-            stop_reason,
-            content: self.accumulator.content(range.clone()),
-            usage,
-            model: self.accumulator.model().map(str::to_owned),
-            error_message: error_message.clone(),
+        let fragment = self.fragment(range.clone(), stop_reason, usage, error_message.clone());
+        let committed = match self.commit_fragment(fragment, &admitted).await {
+            Ok(_) => {
+                self.committed = range.end;
+                true
+            }
+            Err((_, fragment)) => {
+                // The terminal fragment could not be stored: show it anyway, marked as not durable.
+                self.fragment_open = false;
+                self.outbox.push_back(AgentEvent::MessageEnd {
+                    seq: None,
+                    message: Arc::new(Message::Assistant(fragment)),
+                });
+                false
+            }
         };
-        let committed = self.commit_fragment(fragment, &admitted).await.is_ok();
-        if committed {
-            self.committed = range.end;
-        } else {
-            // The terminal fragment could not be stored: show it anyway, marked as not durable.
-            self.emit_unstored_terminal(range.clone(), stop_reason, usage, error_message.clone());
-        }
         // Calls stored as admitted are the scheduler's from now on, so each gets exactly one result: it runs, or,
         // when the response failed or the store did, it is cancelled before start with the rest.
         if committed {
@@ -481,28 +498,6 @@ impl ResponseDriver {
                 }
             }
         }
-    }
-
-    fn emit_unstored_terminal(
-        &mut self,
-        range: std::ops::Range<usize>,
-        stop_reason: StopReason,
-        usage: Usage,
-        error_message: Option<String>,
-    ) {
-        let fragment = AssistantMessage {
-            turn_id: self.turn_id(),
-            stop_reason,
-            content: self.accumulator.content(range),
-            usage,
-            model: self.accumulator.model().map(str::to_owned),
-            error_message,
-        };
-        self.fragment_open = false;
-        self.outbox.push_back(AgentEvent::MessageEnd {
-            seq: None,
-            message: Arc::new(Message::Assistant(fragment)),
-        });
     }
 
     fn outcome(&self) -> TurnOutcome {
