@@ -6,14 +6,6 @@ use std::path::PathBuf;
 
 use serde_json::Value;
 
-/// The shared folder (`../shared` beside the repository), or `HEADSTART_SHARED` if set.
-pub fn shared_dir() -> PathBuf {
-    if let Some(dir) = std::env::var_os("HEADSTART_SHARED") {
-        return PathBuf::from(dir);
-    }
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../shared")
-}
-
 fn str_of<'a>(value: &'a Value, key: &str) -> Option<&'a str> {
     value.get(key).and_then(Value::as_str)
 }

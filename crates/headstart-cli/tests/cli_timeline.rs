@@ -9,10 +9,9 @@ use headstart::store::{AdmittedCall, SqliteOptions, SqliteStore, TranscriptStore
 use headstart::{StopReason, UserMessage};
 use serde_json::{json, Value};
 
-fn shared() -> PathBuf {
-    std::env::var_os("HEADSTART_SHARED")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared"))
+/// The repository's `tests/` folder (crates/headstart-cli → repository root).
+fn repo_tests() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests")
 }
 
 fn headstart(args: &[&str], cwd: &Path) -> Output {
@@ -161,12 +160,8 @@ fn replay_inspect_and_draw(scenario: &Path, dir: &Path) -> (String, String) {
 }
 
 #[test]
-fn shared_scenarios_replay_inspect_and_draw() {
-    let scenarios = shared().join("scenarios");
-    if !scenarios.is_dir() {
-        eprintln!("skipped: no shared scenarios at {}", scenarios.display());
-        return;
-    }
+fn corpus_scenarios_replay_inspect_and_draw() {
+    let scenarios = repo_tests().join("scenarios");
     let dir = tempfile::tempdir().unwrap();
     let (svg, report_svg) = replay_inspect_and_draw(&scenarios.join("01-two-async-overlap.json"), dir.path());
     // Both lookups ran while the model streamed: batching would have started call_1 (300 ms) at the stream end.

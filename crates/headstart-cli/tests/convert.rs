@@ -7,10 +7,9 @@ use std::process::Command;
 
 use serde_json::{json, Value};
 
-fn shared() -> PathBuf {
-    std::env::var_os("HEADSTART_SHARED")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared"))
+/// The repository's `tests/` folder (crates/headstart-cli → repository root).
+fn repo_tests() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests")
 }
 
 fn format_of(fixture: &str) -> &'static str {
@@ -39,7 +38,7 @@ fn read_events(path: &Path) -> Vec<Value> {
 
 #[test]
 fn every_fixture_converts_to_logs_that_replay_accepts() {
-    let dir = shared().join("fixtures/providers");
+    let dir = repo_tests().join("fixtures/providers");
     let mut fixtures: Vec<PathBuf> = std::fs::read_dir(&dir)
         .unwrap_or_else(|err| panic!("{}: {err}", dir.display()))
         .filter_map(Result::ok)

@@ -1,6 +1,6 @@
 //! Recorded captures: raw SSE bodies, or YAML cassettes of HTTP exchanges, converted to delta logs.
 //!
-//! A cassette (the format of `shared/fixtures/providers/`) holds one or more YAML documents separated by `---`; each
+//! A cassette (the format of `tests/fixtures/providers/`) holds one or more YAML documents separated by `---`; each
 //! has `when` (the request; its `body` is the JSON request text) and `then` (`status`, and `body`, the raw SSE text
 //! exactly as received). A capture whose first meaningful line is `when:`, `then:` or `---` is read as a cassette;
 //! anything else is one raw SSE body.

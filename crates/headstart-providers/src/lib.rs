@@ -7,7 +7,7 @@
 //!   [`openai_chat`] (Chat Completions and compatible servers such as DeepSeek), [`openai_responses`],
 //!   [`anthropic`] (Messages) and [`gemini`] (`streamGenerateContent?alt=sse`).
 //! - [`sse`]: Server-Sent Events framing over a byte stream or a whole recorded body.
-//! - [`capture`]: recorded captures (raw SSE text or the YAML cassettes of `shared/fixtures/providers/`) converted to
+//! - [`capture`]: recorded captures (raw SSE text or the YAML cassettes of `tests/fixtures/providers/`) converted to
 //!   delta logs.
 //! - [`stream`]: the asynchronous glue, a byte stream in and a [`DeltaStream`] out.
 //! - [`request`]: request bodies built from the canonical model context (SPEC §7.3) and tool definitions.

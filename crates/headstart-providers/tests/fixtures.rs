@@ -1,4 +1,4 @@
-//! Every recorded provider stream in `shared/fixtures/providers/` through its adapter: the delta events, the tool
+//! Every recorded provider stream in `tests/fixtures/providers/` through its adapter: the delta events, the tool
 //! calls, where each call is sealed (relative to the wire events and to the terminal event), stop reasons and
 //! usage; and every produced log through `headstart_core::Accumulator` and the delta-log writer/reader.
 
@@ -33,8 +33,8 @@ const FIXTURES: [(&str, WireFormat); 6] = [
 ];
 
 fn fixture_dir() -> PathBuf {
-    // The repository's sibling `shared/` directory (crates/headstart-providers → repo root → ..).
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../../shared/fixtures/providers")
+    // The repository's `tests/fixtures/providers/` (crates/headstart-providers → repository root).
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../tests/fixtures/providers")
 }
 
 fn fixture(name: &str) -> String {

@@ -1,5 +1,5 @@
 //! End to end over real HTTP: a local server (hyper on 127.0.0.1, port 0) replays the four recorded Anthropic
-//! exchanges of `shared/fixtures/providers/` one SSE event at a time with small delays; `HttpModel` talks to it
+//! exchanges of `tests/fixtures/providers/` one SSE event at a time with small delays; `HttpModel` talks to it
 //! and an `Agent` runs async arithmetic tools. The first calls start while their HTTP response is still streaming.
 
 use std::convert::Infallible;
@@ -147,7 +147,7 @@ async fn serve(exchanges: Arc<Vec<Vec<String>>>, recorded: Arc<Recorded>) -> std
 
 fn fixture(name: &str) -> String {
     let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("../../../shared/fixtures/providers")
+        .join("../../tests/fixtures/providers")
         .join(name);
     std::fs::read_to_string(&path).unwrap_or_else(|err| panic!("cannot read {}: {err}", path.display()))
 }
