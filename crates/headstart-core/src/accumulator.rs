@@ -553,6 +553,14 @@ impl Accumulator {
         }
     }
 
+    /// For a tool call block: its id (cheap, no clone).
+    pub fn call_id(&self, index: usize) -> Option<&str> {
+        match self.blocks.get(index)? {
+            Block::ToolCall { id, .. } => Some(id),
+            _ => None,
+        }
+    }
+
     /// For a tool call block: its tool name (cheap, no clone).
     pub fn call_name(&self, index: usize) -> Option<&str> {
         match self.blocks.get(index)? {

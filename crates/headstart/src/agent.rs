@@ -2,15 +2,17 @@
 
 use std::sync::Arc;
 
-use futures::StreamExt;
 use headstart_core::{Message, UserMessage};
 use headstart_store::SessionId;
 use tokio_util::sync::CancellationToken;
+use tokio_util::task::TaskTracker;
 use tracing::Instrument;
 
-use crate::engine::{Engine, EventStream};
+use crate::engine::{Engine, Run};
 use crate::event::{AgentEvent, AgentStop, Role};
 use crate::model::{Model, ModelRequest};
+use crate::queue::{Emitter, EventStream};
+use crate::response::drive_response;
 
 /// An agent: a model and an [`Engine`].
 #[derive(Clone)]
@@ -40,8 +42,15 @@ impl Agent {
 
     /// Appends `prompt` to `session` and runs the loop: each request's context is the canonical model view from
     /// the store (SPEC §7.3); another request follows while the last response admitted calls and neither
-    /// terminated nor failed (SPEC §3.6), up to `max_turns`. Cancelling `cancel` aborts the current response,
-    /// cancels running calls and ends the run. `AgentEnd` is always the last event.
+    /// terminated nor failed (SPEC §3.6), up to `max_turns`. Cancelling `cancel`, or dropping the returned
+    /// stream, aborts the current response, cancels running calls, settles every admitted call and ends the run
+    /// (SPEC §5.5, §6.7). `AgentEnd` is always the last event.
+    ///
+    /// The loop runs on a task of its own and never waits for the consumer (SPEC §6).
+    ///
+    /// # Panics
+    ///
+    /// Outside a tokio runtime.
     pub fn run(&self, session: &SessionId, prompt: UserMessage, cancel: CancellationToken) -> EventStream {
         self.run_inner(session.clone(), Some(prompt), cancel)
     }
@@ -52,74 +61,98 @@ impl Agent {
     }
 
     fn run_inner(&self, session: SessionId, prompt: Option<UserMessage>, cancel: CancellationToken) -> EventStream {
+        let Run {
+            tasks,
+            cancel,
+            mut out,
+            events,
+        } = self.engine.open_run(&cancel);
         let engine = self.engine.clone();
         let model = Arc::clone(&self.model);
-        Box::pin(async_stream::stream! {
-            yield AgentEvent::AgentStart { session: session.clone() };
-            let store = Arc::clone(engine.store());
-            let clock = Arc::clone(engine.clock());
-            if let Some(prompt) = prompt {
-                yield AgentEvent::MessageStart { role: Role::User };
-                match store.append_user(&session, &prompt, clock.now_us()).await {
-                    Ok(seq) => yield AgentEvent::MessageEnd { seq: Some(seq), message: Arc::new(Message::User(prompt)) },
-                    Err(error) => {
-                        yield AgentEvent::AgentEnd { stop: AgentStop::Error(error.to_string()) };
-                        return;
-                    }
-                }
-            }
-            let max_turns = engine.config().max_turns;
-            let mut request = 0u32;
-            let stop = loop {
-                if cancel.is_cancelled() {
-                    break AgentStop::Cancelled;
-                }
-                if request >= max_turns {
-                    break AgentStop::MaxTurns;
-                }
-                let context = match store.model_context(&session).await {
-                    Ok(context) => context,
-                    Err(error) => break AgentStop::Error(error.to_string()),
-                };
-                let span = tracing::info_span!("request", request);
-                let model_request = ModelRequest { request, context, tools: engine.toolbox().definitions() };
-                let opened = tokio::select! {
-                    opened = model.stream(model_request).instrument(span.clone()) => opened,
-                    () = cancel.cancelled() => break AgentStop::Cancelled,
-                };
-                let stream = match opened {
-                    Ok(stream) => stream,
-                    Err(error) => break AgentStop::Error(error.message),
-                };
-                let mut events = engine.wrap(&session, request, stream, cancel.clone());
-                let mut outcome = None;
-                while let Some(event) = events.next().instrument(span.clone()).await {
-                    if let AgentEvent::TurnEnd { outcome: turn, .. } = &event {
-                        outcome = Some(turn.clone());
-                    }
-                    yield event;
-                }
-                request += 1;
-                let Some(outcome) = outcome else {
-                    break AgentStop::Error("internal error: a response ended without its turn_end".to_owned());
-                };
-                if let Some(failure) = outcome.store_failure {
-                    break AgentStop::Error(failure);
-                }
-                if cancel.is_cancelled() {
-                    break AgentStop::Cancelled;
-                }
-                if outcome.stop_reason.is_abnormal() {
-                    break AgentStop::ResponseFailed;
-                }
-                if outcome.admitted > 0 && outcome.terminated {
-                    break AgentStop::Terminated;
-                }
-                if !outcome.wants_continuation() {
-                    break AgentStop::Completed;
-                }
-            };
-            yield AgentEvent::AgentEnd { stop };
-        })
+        let tracker = tasks.clone();
+        tasks.spawn(async move {
+            let stop = run_loop(&engine, model.as_ref(), &session, prompt, &cancel, &tracker, &mut out).await;
+            out.push(AgentEvent::AgentEnd { stop });
+        });
+        tasks.close();
+        events
+    }
+}
+
+/// The loop itself, on the run's own task: it never waits for the consumer, so the next request follows as soon
+/// as the last response settled (SPEC §6). Returns why it stopped.
+async fn run_loop(
+    engine: &Engine,
+    model: &dyn Model,
+    session: &SessionId,
+    prompt: Option<UserMessage>,
+    cancel: &CancellationToken,
+    tasks: &TaskTracker,
+    out: &mut Emitter,
+) -> AgentStop {
+    out.push(AgentEvent::AgentStart {
+        session: session.clone(),
+    });
+    let store = engine.store();
+    let clock = engine.clock();
+    if let Some(prompt) = prompt {
+        out.push(AgentEvent::MessageStart { role: Role::User });
+        out.flush();
+        match store.append_user(session, &prompt, clock.now_us()).await {
+            Ok(seq) => out.push(AgentEvent::MessageEnd {
+                seq: Some(seq),
+                message: Arc::new(Message::User(prompt)),
+            }),
+            Err(error) => return AgentStop::Error(error.to_string()),
+        }
+    }
+    let max_turns = engine.config().max_turns;
+    let mut request = 0u32;
+    loop {
+        if cancel.is_cancelled() {
+            return AgentStop::Cancelled;
+        }
+        if request >= max_turns {
+            return AgentStop::MaxTurns;
+        }
+        out.flush();
+        let context = match store.model_context(session).await {
+            Ok(context) => context,
+            Err(error) => return AgentStop::Error(error.to_string()),
+        };
+        let span = tracing::info_span!("request", request);
+        let model_request = ModelRequest {
+            request,
+            context,
+            tools: engine.toolbox().definitions(),
+        };
+        let opened = tokio::select! {
+            opened = model.stream(model_request).instrument(span.clone()) => opened,
+            () = cancel.cancelled() => return AgentStop::Cancelled,
+        };
+        let stream = match opened {
+            Ok(stream) => stream,
+            Err(error) => return AgentStop::Error(error.message),
+        };
+        let shared = Arc::clone(engine.shared());
+        let outcome = drive_response(shared, session.clone(), request, stream, cancel, tasks, out)
+            .instrument(span)
+            .await;
+        request += 1;
+        if let Some(failure) = outcome.store_failure {
+            return AgentStop::Error(failure);
+        }
+        if cancel.is_cancelled() {
+            return AgentStop::Cancelled;
+        }
+        if outcome.stop_reason.is_abnormal() {
+            return AgentStop::ResponseFailed;
+        }
+        if outcome.admitted > 0 && outcome.terminated {
+            return AgentStop::Terminated;
+        }
+        if !outcome.wants_continuation() {
+            return AgentStop::Completed;
+        }
     }
 }

@@ -3,32 +3,28 @@
 
 use std::sync::Arc;
 
-use futures::stream::BoxStream;
 use futures::Stream;
 use headstart_core::{DeltaEvent, ModelError};
 use headstart_store::{SessionId, TranscriptStore};
 use tokio_util::sync::CancellationToken;
+use tokio_util::task::TaskTracker;
 
 use crate::clock::{Clock, SystemClock};
 use crate::config::EngineConfig;
-use crate::event::AgentEvent;
 use crate::hooks::Hooks;
-use crate::response::response_events;
+use crate::queue::{Emitter, EventStream};
+use crate::response::drive_response;
+use crate::shared::Shared;
+pub use crate::shared::TurnIdSource;
 use crate::toolbox::Toolbox;
 
-/// Generates a `turn_id` for a response whose provider gave no response id.
-pub type TurnIdSource = Arc<dyn Fn(u32) -> String + Send + Sync>;
-
-/// A boxed stream of agent events.
-pub type EventStream = BoxStream<'static, AgentEvent>;
-
-pub(crate) struct Shared {
-    pub store: Arc<dyn TranscriptStore>,
-    pub toolbox: Arc<Toolbox>,
-    pub hooks: Hooks,
-    pub config: EngineConfig,
-    pub clock: Arc<dyn Clock>,
-    pub turn_ids: TurnIdSource,
+/// What one run (a wrapped response, or an agent loop) is made of: its tasks, its cancellation (the caller's
+/// token's child, also cancelled when the consumer drops the stream), and both ends of its event queue.
+pub(crate) struct Run {
+    pub tasks: TaskTracker,
+    pub cancel: CancellationToken,
+    pub out: Emitter,
+    pub events: EventStream,
 }
 
 /// The early-execution engine. Cheap to clone; share one per process.
@@ -79,24 +75,55 @@ impl Engine {
         &self.shared.clock
     }
 
-    /// Wraps one model response (request number `request` of `session`) and yields its agent events, from
+    /// Wraps one model response (request number `request` of `session`) and returns its agent events, from
     /// `TurnStart` to `TurnEnd` (SPEC §3, §6).
     ///
-    /// As the stream is polled, each async tool call is committed with its transcript prefix the moment it is
-    /// sealed, and only then starts; sync calls run as one batch after the stream ends. `TurnEnd` comes once every
-    /// call has its result, and carries the [`TurnOutcome`](crate::TurnOutcome) the agent loop decides on.
-    /// Cancelling `cancel` ends the response as `aborted` ("cancelled by the caller") and cancels running calls.
+    /// The engine reads `stream` on a task of its own, at the stream's pace, whatever the consumer does: each async
+    /// tool call is committed with its transcript prefix the moment it is sealed, and only then starts; sync calls
+    /// run as one batch after the stream ends. `TurnEnd` comes once every call has its durable result, and carries
+    /// the [`TurnOutcome`](crate::TurnOutcome) the agent loop decides on. Cancelling `cancel`, or dropping the
+    /// returned stream, ends the response as `aborted` ("cancelled by the caller"), cancels running calls and
+    /// settles every admitted call (SPEC §5.5, §6.7).
+    ///
+    /// # Panics
+    ///
+    /// Outside a tokio runtime (the engine spawns its task on the current one).
     pub fn wrap<S>(&self, session: &SessionId, request: u32, stream: S, cancel: CancellationToken) -> EventStream
     where
         S: Stream<Item = Result<DeltaEvent, ModelError>> + Send + 'static,
     {
-        Box::pin(response_events(
-            Arc::clone(&self.shared),
-            session.clone(),
-            request,
-            stream,
+        let Run {
+            tasks,
             cancel,
-        ))
+            mut out,
+            events,
+        } = self.open_run(&cancel);
+        let shared = Arc::clone(&self.shared);
+        let session = session.clone();
+        let tracker = tasks.clone();
+        tasks.spawn(async move {
+            drive_response(shared, session, request, stream, &cancel, &tracker, &mut out).await;
+        });
+        tasks.close();
+        events
+    }
+
+    /// A new run: a task tracker (closed by the caller once its main task is spawned), a cancellation token that
+    /// the caller's `cancel` and the dropping of the event stream both cancel, and the event queue.
+    pub(crate) fn open_run(&self, cancel: &CancellationToken) -> Run {
+        let tasks = TaskTracker::new();
+        let cancel = cancel.child_token();
+        let (sink, events) = EventStream::channel(cancel.clone(), tasks.clone());
+        Run {
+            tasks,
+            cancel,
+            out: Emitter::new(sink, Arc::clone(&self.shared.clock)),
+            events,
+        }
+    }
+
+    pub(crate) fn shared(&self) -> &Arc<Shared> {
+        &self.shared
     }
 }
 

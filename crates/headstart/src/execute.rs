@@ -1,7 +1,6 @@
 //! The execute and finalize phases of one call (SPEC §5.4, §4.6): the body with its timeout, panics caught,
 //! then the `after` hooks.
 
-use std::any::Any;
 use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
 
@@ -11,6 +10,7 @@ use headstart_store::{RunOutcome, RunState};
 use serde_json::Value;
 
 use crate::hooks::{Hooks, ResultDraft};
+use crate::panic::panic_message;
 use crate::prepare::ReadyCall;
 use crate::tool::ToolContext;
 
@@ -56,17 +56,6 @@ fn error_draft(text: String) -> ResultDraft {
         details: Value::Null,
         is_error: true,
         terminate: false,
-    }
-}
-
-/// The message of a caught panic.
-pub(crate) fn panic_message(payload: &(dyn Any + Send)) -> String {
-    if let Some(text) = payload.downcast_ref::<&str>() {
-        (*text).to_owned()
-    } else if let Some(text) = payload.downcast_ref::<String>() {
-        text.clone()
-    } else {
-        "a panic without a message".to_owned()
     }
 }
 

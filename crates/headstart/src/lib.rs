@@ -66,6 +66,7 @@
 //! For the whole multi-request loop, implement [`Model`] and use [`Agent::run`].
 #![warn(missing_docs)]
 
+mod admission;
 mod agent;
 mod clock;
 mod config;
@@ -74,13 +75,17 @@ mod event;
 mod execute;
 mod hooks;
 mod model;
+mod panic;
 mod prepare;
+mod queue;
 mod recovery;
 mod response;
 mod runner;
 pub mod scheduler;
+mod shared;
 mod tool;
 mod toolbox;
+mod updates;
 
 pub use headstart_core as core;
 pub use headstart_store as store;
@@ -88,14 +93,16 @@ pub use headstart_store as store;
 pub use agent::Agent;
 pub use clock::{Clock, SystemClock, TokioClock};
 pub use config::{EngineConfig, ExecutionMode};
-pub use engine::{Engine, EngineBuilder, EventStream, TurnIdSource};
+pub use engine::{Engine, EngineBuilder, TurnIdSource};
 pub use event::{AgentEvent, AgentStop, Role, TurnOutcome};
 pub use hooks::{Decision, HookError, Hooks, ResultDraft, ResultOverride, ToolHook};
 pub use model::{DeltaStream, Model, ModelRequest, ToolDefinition};
+pub use queue::{Emitted, EventStream};
 pub use recovery::{recover_all, recover_session, RecoveredCall, RecoveryAction, RecoveryPolicy, INTERRUPTED};
 pub use response::{CANCELLED_BY_CALLER, MISSING_TERMINAL};
-pub use tool::{Arguments, Tool, ToolContext, ToolError, ToolOutput, UpdateSink};
+pub use tool::{Arguments, Tool, ToolContext, ToolError, ToolOutput};
 pub use toolbox::{Toolbox, ToolboxError};
+pub use updates::UpdateSink;
 
 pub use headstart_core::{DeltaEvent, Message, ModelError, StopReason, ToolCall, UserMessage};
 pub use headstart_store::{SessionId, SqliteStore, TranscriptStore};

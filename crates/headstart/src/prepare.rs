@@ -8,8 +8,8 @@ use futures::FutureExt;
 use headstart_core::{ToolArguments, ToolCall};
 use headstart_store::RunOutcome;
 
-use crate::execute::panic_message;
 use crate::hooks::{Decision, Hooks};
+use crate::panic::panic_message;
 use crate::tool::{Arguments, Tool};
 use crate::toolbox::Toolbox;
 

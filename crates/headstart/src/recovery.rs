@@ -16,7 +16,8 @@ use tokio_util::sync::CancellationToken;
 use crate::engine::Engine;
 use crate::execute::execute;
 use crate::prepare::prepare;
-use crate::tool::{ToolContext, UpdateSink};
+use crate::tool::ToolContext;
+use crate::updates::UpdateSink;
 
 /// The result text of a call interrupted by a crash (SPEC §7.4).
 pub const INTERRUPTED: &str =
@@ -84,13 +85,19 @@ pub async fn recover_all(store: &dyn TranscriptStore, at_us: i64) -> Result<Vec<
     Ok(recovered)
 }
 
+/// Whether an unfinished call had begun executing: its start is recorded (the mark, or a start time). The one
+/// definition both recovery paths use.
+fn had_started(unfinished: &UnfinishedCall) -> bool {
+    unfinished.run.started_at_us.is_some() || unfinished.run.state == RunState::Started
+}
+
 async fn fail_call(
     store: &dyn TranscriptStore,
     session: &SessionId,
     unfinished: &UnfinishedCall,
     at_us: i64,
 ) -> Result<RecoveredCall, StoreError> {
-    let had_started = unfinished.run.started_at_us.is_some() || unfinished.run.state == RunState::Started;
+    let had_started = had_started(unfinished);
     let run = RunEnd {
         state: if had_started {
             RunState::Cancelled
@@ -152,8 +159,8 @@ impl Engine {
 
     async fn reexecute(&self, session: &SessionId, unfinished: &UnfinishedCall) -> Result<RecoveredCall, StoreError> {
         let call = Arc::new(unfinished.call.clone());
-        let had_started = unfinished.run.started_at_us.is_some();
-        let (result, run) = match prepare(&call, self.toolbox(), &self.shared.hooks).await {
+        let had_started = had_started(unfinished);
+        let (result, run) = match prepare(&call, self.toolbox(), &self.shared().hooks).await {
             Err(immediate) => (
                 ToolResultMessage::error(&call, immediate.text),
                 RunEnd {
@@ -164,14 +171,15 @@ impl Engine {
             ),
             Ok(ready) => {
                 let started_at_us = self.clock().now_us();
-                // Recovery has no event stream: updates are dropped.
-                let (updates, _) = tokio::sync::mpsc::unbounded_channel();
+                // Like a live start: the mark says the call began again, should this run crash too.
+                self.store().mark_started(session, &call.id, started_at_us).await?;
                 let context = ToolContext {
                     call_id: call.id.clone(),
                     cancel: CancellationToken::new(),
-                    updates: UpdateSink::new(0, updates),
+                    // Recovery has no event stream: updates go nowhere.
+                    updates: UpdateSink::disconnected(),
                 };
-                let executed = execute(ready, Arc::clone(&call), self.shared.hooks.clone(), context).await;
+                let executed = execute(ready, Arc::clone(&call), self.shared().hooks.clone(), context).await;
                 let run = RunEnd {
                     state: executed.run_state(),
                     outcome: executed.outcome,

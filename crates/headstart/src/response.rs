@@ -2,15 +2,20 @@
 //!
 //! [`ResponseDriver`] holds the state of one response and has one small method per step — accumulate an event,
 //! decide whether a sealed call triggers a prefix commit, commit, admit, settle a call, end the response. Each
-//! step pushes the events it produces onto an outbox; [`response_events`] is the thin generator that feeds the
-//! driver and yields the outbox, so backpressure from the consumer reaches the driver directly.
+//! step hands the events it produces to the run's [`Emitter`]; [`drive_response`] is the loop that feeds the
+//! driver. It runs on the engine's own task and never waits for the consumer (SPEC §6).
 //!
 //! Order of effects for a prefix (SPEC §3.3): commit (durable) → `message_end` → admit. A failed commit admits
-//! nothing: the response ends as `error` naming the store failure.
+//! nothing: the response ends as `error` naming the store failure. Admission is a type ([`Admission`]) that only
+//! a successful commit produces.
+//!
+//! Store writes are awaited one at a time, in the order the driver makes them, so the transcript's order is
+//! deterministic; a call's result is written after the calls it unblocks have started (SPEC §6.5, issue 11), so
+//! the only durable write between a seal and a start is the commit of the call's own fragment.
 
-use std::collections::{HashSet, VecDeque};
+use std::collections::HashSet;
 use std::future::Future;
-use std::pin::Pin;
+use std::pin::{pin, Pin};
 use std::sync::Arc;
 use std::task::{Context, Poll};
 
@@ -20,13 +25,16 @@ use headstart_core::{
     Accumulator, Applied, AssistantMessage, DeltaEvent, ErrorReason, Message, ModelError, StopReason, ToolCall,
     ToolResultMessage, Usage,
 };
-use headstart_store::{AdmittedCall, RunEnd, RunOutcome, RunState, SessionId};
+use headstart_store::{RunEnd, RunOutcome, RunState, SessionId};
 use tokio_util::sync::{CancellationToken, WaitForCancellationFutureOwned};
+use tokio_util::task::TaskTracker;
 use tracing::Instrument;
 
-use crate::engine::Shared;
+use crate::admission::{self, Admission};
 use crate::event::{AgentEvent, Role, TurnOutcome};
+use crate::queue::Emitter;
 use crate::runner::{RunnerEvent, ToolRunner};
+use crate::shared::Shared;
 
 /// The message a stream gets when it stops without `done`/`error` (SPEC §2).
 pub const MISSING_TERMINAL: &str = "stream ended without a terminal event";
@@ -41,7 +49,7 @@ enum Step {
 }
 
 /// The state of one response.
-pub(crate) struct ResponseDriver {
+pub(crate) struct ResponseDriver<'a> {
     shared: Arc<Shared>,
     session: SessionId,
     request: u32,
@@ -57,12 +65,18 @@ pub(crate) struct ResponseDriver {
     admitted_ids: HashSet<String>,
     runner: ToolRunner,
     store_failure: Option<String>,
-    outbox: VecDeque<AgentEvent>,
+    tasks: TaskTracker,
+    out: &'a mut Emitter,
 }
 
-impl ResponseDriver {
-    fn new(shared: Arc<Shared>, session: SessionId, request: u32) -> Self {
-        let runner = ToolRunner::new(&shared.config, Arc::clone(&shared.toolbox), shared.hooks.clone());
+impl<'a> ResponseDriver<'a> {
+    fn new(shared: Arc<Shared>, session: SessionId, request: u32, tasks: TaskTracker, out: &'a mut Emitter) -> Self {
+        let runner = ToolRunner::new(
+            &shared.config,
+            Arc::clone(&shared.toolbox),
+            shared.hooks.clone(),
+            tasks.clone(),
+        );
         ResponseDriver {
             shared,
             session,
@@ -77,7 +91,8 @@ impl ResponseDriver {
             admitted_ids: HashSet::new(),
             runner,
             store_failure: None,
-            outbox: VecDeque::new(),
+            tasks,
+            out,
         }
     }
 
@@ -118,7 +133,7 @@ impl ResponseDriver {
                     // The accumulator copied what it keeps: the event itself moves on, re-based (SPEC §3.4).
                     let index = index.saturating_sub(self.committed);
                     self.open_fragment();
-                    self.outbox.push_back(AgentEvent::MessageUpdate {
+                    self.out.push(AgentEvent::MessageUpdate {
                         index,
                         delta: event.with_index(index),
                     });
@@ -135,8 +150,7 @@ impl ResponseDriver {
     fn open_fragment(&mut self) {
         if !self.fragment_open {
             self.fragment_open = true;
-            self.outbox
-                .push_back(AgentEvent::MessageStart { role: Role::Assistant });
+            self.out.push(AgentEvent::MessageStart { role: Role::Assistant });
         }
     }
 
@@ -166,8 +180,8 @@ impl ResponseDriver {
             && self.is_early_eligible(index)
             && self
                 .accumulator
-                .tool_call(index)
-                .is_some_and(|call| !self.admitted_ids.contains(&call.id))
+                .call_id(index)
+                .is_some_and(|id| !self.admitted_ids.contains(id))
             && self.first_ineligible.is_none_or(|first| first > index)
             && !self.accumulator.any_open_in(self.committed..index)
     }
@@ -209,36 +223,39 @@ impl ResponseDriver {
         }
     }
 
-    /// Writes a fragment with the admission records of `admitted`; on success emits its `message_end`. On failure
-    /// returns the store's message and the fragment, for a caller that still wants to show it.
+    /// Writes a fragment with the admission records of `calls` (those not admitted before, SPEC §4.7); on success
+    /// emits its `message_end` and returns the admission. On failure returns the store's message and the
+    /// fragment, for a caller that still wants to show it.
     async fn commit_fragment(
         &mut self,
         fragment: AssistantMessage,
-        admitted: &[ToolCall],
-    ) -> Result<u64, (String, AssistantMessage)> {
+        calls: Vec<ToolCall>,
+    ) -> Result<Admission, (String, AssistantMessage)> {
         self.open_fragment();
-        let records: Vec<AdmittedCall> = admitted
-            .iter()
-            .map(|call| AdmittedCall {
-                call_id: call.id.clone(),
-                tool_name: call.name.clone(),
-            })
+        let calls: Vec<ToolCall> = calls
+            .into_iter()
+            .filter(|call| !self.admitted_ids.contains(&call.id))
             .collect();
-        let span = tracing::info_span!("fragment_commit", request = self.request, calls = records.len());
-        let written = self
-            .shared
-            .store
-            .commit_fragment(&self.session, self.request, &fragment, &records, self.now_us())
-            .instrument(span)
-            .await;
+        self.out.flush();
+        let span = tracing::info_span!("fragment_commit", request = self.request, calls = calls.len());
+        let written = admission::commit_fragment(
+            self.shared.store.as_ref(),
+            &self.session,
+            self.request,
+            &fragment,
+            calls,
+            self.now_us(),
+        )
+        .instrument(span)
+        .await;
         match written {
-            Ok(seq) => {
+            Ok((seq, admission)) => {
                 self.fragment_open = false;
-                self.outbox.push_back(AgentEvent::MessageEnd {
+                self.out.push(AgentEvent::MessageEnd {
                     seq: Some(seq),
                     message: Arc::new(Message::Assistant(fragment)),
                 });
-                Ok(seq)
+                Ok(admission)
             }
             Err(error) => {
                 let message = error.to_string();
@@ -253,54 +270,72 @@ impl ResponseDriver {
         let range = self.committed..index + 1;
         let calls: Vec<ToolCall> = self.calls_in(range.clone()).into_iter().map(|(_, call)| call).collect();
         let fragment = self.fragment(range, StopReason::ToolUse, Usage::default(), None);
-        match self.commit_fragment(fragment, &calls).await {
-            Ok(_) => {
+        match self.commit_fragment(fragment, calls).await {
+            Ok(admission) => {
                 self.committed = index + 1;
-                self.admit(calls);
+                self.admit(admission);
+                self.advance().await;
             }
             // SPEC §3.3: nothing of this prefix executes; its content goes into the terminal fragment.
             Err((message, _)) => self.fail_and_end(ErrorReason::Error, message).await,
         }
     }
 
-    // ---- admit ------------------------------------------------------------------------------------------------
+    // ---- admit and start --------------------------------------------------------------------------------------
 
-    /// Hands durably admitted calls to the scheduler as one batch and starts what it allows.
-    fn admit(&mut self, calls: Vec<ToolCall>) {
-        self.enqueue(calls);
-        self.advance();
-    }
-
-    /// Hands durably admitted calls to the scheduler as one batch, without starting any.
-    fn enqueue(&mut self, calls: Vec<ToolCall>) {
-        // SPEC §4.7: each id at most once, whatever path admits it.
-        let calls: Vec<ToolCall> = calls
-            .into_iter()
-            .filter(|call| self.admitted_ids.insert(call.id.clone()))
-            .collect();
-        if !calls.is_empty() {
-            self.runner.admit(calls);
+    /// Hands a committed fragment's calls to the scheduler as one batch, without starting any.
+    fn admit(&mut self, admission: Admission) {
+        if admission.is_empty() {
+            return;
+        }
+        let range = self.runner.admit(admission);
+        for slot in range {
+            self.admitted_ids.insert(self.runner.slot(slot).call.id.clone());
         }
     }
 
-    /// Starts whatever the scheduler allows now.
-    fn advance(&mut self) {
+    /// Starts whatever the scheduler allows now, and carries out every preparation that completes at once, so a
+    /// call unblocked by the one that just settled starts before that one's result is written. Preparations
+    /// that settle a call without executing it (SPEC §5.3) get their results written afterwards.
+    async fn advance(&mut self) {
+        loop {
+            let mut settled_now = Vec::new();
+            loop {
+                self.start_allowed();
+                let prepared = std::future::poll_fn(|cx| Poll::Ready(self.runner.poll_preparation(cx))).await;
+                match prepared {
+                    Poll::Ready(RunnerEvent::Immediate { slot, immediate }) => settled_now.push((slot, immediate)),
+                    Poll::Ready(_) => {}
+                    Poll::Pending => break,
+                }
+            }
+            if settled_now.is_empty() {
+                return;
+            }
+            for (slot, immediate) in settled_now {
+                self.record_immediate(slot, immediate).await;
+            }
+        }
+    }
+
+    /// Starts the calls the scheduler allows now.
+    fn start_allowed(&mut self) {
         let now = self.now_us();
         for slot in self.runner.advance(now) {
             let call = Arc::clone(&self.runner.slot(slot).call);
             tracing::info!(request = self.request, call_id = %call.id, tool = %call.name, "tool call started");
             self.record_started(&call.id, now);
-            self.outbox.push_back(AgentEvent::ToolExecutionStart { call });
+            self.out.push(AgentEvent::ToolExecutionStart { call });
         }
     }
 
     /// The `started` mark is informational (recovery shows whether a call had begun); the result write carries
-    /// the start time too, so this write stays off the path to `execute`.
+    /// the start time too, so this write stays off the path to `execute`. A late mark never moves a run back.
     fn record_started(&self, call_id: &str, now: i64) {
         let store = Arc::clone(&self.shared.store);
         let session = self.session.clone();
         let call_id = call_id.to_owned();
-        tokio::spawn(async move {
+        self.tasks.spawn(async move {
             if let Err(error) = store.mark_started(&session, &call_id, now).await {
                 tracing::warn!(%call_id, %error, "could not record the start of a call");
             }
@@ -311,21 +346,16 @@ impl ResponseDriver {
 
     async fn on_runner_event(&mut self, event: RunnerEvent) {
         match event {
-            RunnerEvent::Update { slot, update } => {
-                let tool_call_id = self.runner.slot(slot).call.id.clone();
-                self.outbox
-                    .push_back(AgentEvent::ToolExecutionUpdate { tool_call_id, update });
+            RunnerEvent::Updates(updates) => {
+                for (slot, update) in updates {
+                    let tool_call_id = self.runner.slot(slot).call.id.clone();
+                    self.out.push(AgentEvent::ToolExecutionUpdate { tool_call_id, update });
+                }
             }
-            RunnerEvent::Prepared => {}
+            RunnerEvent::Prepared => self.advance().await,
             RunnerEvent::Immediate { slot, immediate } => {
-                let call = Arc::clone(&self.runner.slot(slot).call);
-                let result = ToolResultMessage::error(&call, immediate.text);
-                let run = RunEnd {
-                    state: RunState::Skipped,
-                    outcome: immediate.outcome,
-                    started_at_us: None,
-                };
-                self.record_result(&call, result, Some(run), true).await;
+                self.advance().await;
+                self.record_immediate(slot, immediate).await;
             }
             RunnerEvent::Executed { slot, executed } => {
                 let entry = self.runner.slot(slot);
@@ -337,10 +367,23 @@ impl ResponseDriver {
                 };
                 let result = executed.into_result(&call);
                 self.runner.slot_mut(slot).terminate = result.terminate;
+                // The calls this one held back start now, beside its result write (SPEC §6.5).
+                self.advance().await;
                 self.record_result(&call, result, Some(run), false).await;
             }
         }
-        self.advance();
+    }
+
+    /// The result of a call that preparation settled without executing it (SPEC §5.3).
+    async fn record_immediate(&mut self, slot: usize, immediate: crate::prepare::Immediate) {
+        let call = Arc::clone(&self.runner.slot(slot).call);
+        let result = ToolResultMessage::error(&call, immediate.text);
+        let run = RunEnd {
+            state: RunState::Skipped,
+            outcome: immediate.outcome,
+            started_at_us: None,
+        };
+        self.record_result(&call, result, Some(run), true).await;
     }
 
     /// Writes a result and emits its events. A call that never executed gets its `tool_execution_start` here,
@@ -352,6 +395,7 @@ impl ResponseDriver {
         run: Option<RunEnd>,
         never_started: bool,
     ) {
+        self.out.flush();
         let written = self
             .shared
             .store
@@ -379,17 +423,15 @@ impl ResponseDriver {
         never_started: bool,
     ) {
         if never_started {
-            self.outbox
-                .push_back(AgentEvent::ToolExecutionStart { call: Arc::clone(call) });
+            self.out.push(AgentEvent::ToolExecutionStart { call: Arc::clone(call) });
         }
-        self.outbox.push_back(AgentEvent::ToolExecutionEnd {
+        self.out.push(AgentEvent::ToolExecutionEnd {
             tool_call_id: call.id.clone(),
             is_error: result.is_error,
             outcome,
         });
-        self.outbox
-            .push_back(AgentEvent::MessageStart { role: Role::ToolResult });
-        self.outbox.push_back(AgentEvent::MessageEnd {
+        self.out.push(AgentEvent::MessageStart { role: Role::ToolResult });
+        self.out.push(AgentEvent::MessageEnd {
             seq,
             message: Arc::new(Message::ToolResult(result)),
         });
@@ -450,26 +492,24 @@ impl ResponseDriver {
             .map(|(_, call)| call.clone())
             .collect();
         let fragment = self.fragment(range.clone(), stop_reason, usage, error_message.clone());
-        let committed = match self.commit_fragment(fragment, &admitted).await {
-            Ok(_) => {
+        // Calls stored as admitted are the scheduler's from now on, so each gets exactly one result: it runs, or,
+        // when the response failed or the store did, it is cancelled before start with the rest.
+        let committed = match self.commit_fragment(fragment, admitted.clone()).await {
+            Ok(admission) => {
                 self.committed = range.end;
+                self.admit(admission);
                 true
             }
             Err((_, fragment)) => {
                 // The terminal fragment could not be stored: show it anyway, marked as not durable.
                 self.fragment_open = false;
-                self.outbox.push_back(AgentEvent::MessageEnd {
+                self.out.push(AgentEvent::MessageEnd {
                     seq: None,
                     message: Arc::new(Message::Assistant(fragment)),
                 });
                 false
             }
         };
-        // Calls stored as admitted are the scheduler's from now on, so each gets exactly one result: it runs, or,
-        // when the response failed or the store did, it is cancelled before start with the rest.
-        if committed {
-            self.enqueue(admitted.clone());
-        }
         let abort_reason = if stop_reason.is_abnormal() {
             error_message.clone().or_else(|| Some(stop_reason.to_string()))
         } else {
@@ -477,7 +517,7 @@ impl ResponseDriver {
         };
         match abort_reason {
             Some(reason) => self.abort_calls(&reason).await,
-            None => self.advance(),
+            None => self.advance().await,
         }
         let admitted_now: HashSet<&str> = if committed {
             admitted.iter().map(|call| call.id.as_str()).collect()
@@ -545,35 +585,41 @@ where
     Poll::Pending
 }
 
-/// Drives one response: wraps `stream` and yields its agent events, from `TurnStart` to `TurnEnd` (SPEC §3, §6).
-pub(crate) fn response_events<S>(
+/// Drives one response: reads `stream` to its end, commits, admits and settles every call, and hands the agent
+/// events, from `TurnStart` to `TurnEnd`, to `out` (SPEC §3, §6). Returns how the response ended.
+pub(crate) async fn drive_response<S>(
     shared: Arc<Shared>,
     session: SessionId,
     request: u32,
     stream: S,
-    cancel: CancellationToken,
-) -> impl Stream<Item = AgentEvent> + Send + 'static
+    cancel: &CancellationToken,
+    tasks: &TaskTracker,
+    out: &mut Emitter,
+) -> TurnOutcome
 where
-    S: Stream<Item = Result<DeltaEvent, ModelError>> + Send + 'static,
+    S: Stream<Item = Result<DeltaEvent, ModelError>>,
 {
-    async_stream::stream! {
-        let mut driver = ResponseDriver::new(shared, session, request);
-        let mut stream = Box::pin(stream);
-        let mut cancelled = Box::pin(cancel.clone().cancelled_owned());
-        yield AgentEvent::TurnStart { request };
-        loop {
-            while let Some(event) = driver.outbox.pop_front() {
-                yield event;
+    out.push(AgentEvent::TurnStart { request });
+    let mut driver = ResponseDriver::new(shared, session, request, tasks.clone(), out);
+    let mut stream = pin!(stream);
+    let mut cancelled = pin!(cancel.clone().cancelled_owned());
+    while !driver.finished() {
+        let step = std::future::poll_fn(|cx| {
+            let step = poll_step(&mut driver, cancel, cancelled.as_mut(), stream.as_mut(), cx);
+            if step.is_pending() {
+                // Waiting for the world: what this burst produced goes to the consumer now.
+                driver.out.flush();
             }
-            if driver.finished() {
-                break;
-            }
-            let step = std::future::poll_fn(|cx| {
-                poll_step(&mut driver, &cancel, cancelled.as_mut(), stream.as_mut(), cx)
-            })
-            .await;
-            driver.handle(step).await;
-        }
-        yield AgentEvent::TurnEnd { request, outcome: driver.outcome() };
+            step
+        })
+        .await;
+        driver.handle(step).await;
     }
+    let outcome = driver.outcome();
+    driver.out.push(AgentEvent::TurnEnd {
+        request,
+        outcome: outcome.clone(),
+    });
+    driver.out.flush();
+    outcome
 }

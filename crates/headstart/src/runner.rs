@@ -1,11 +1,10 @@
-//! The tokio plumbing around the pure [`Scheduler`]: it owns the in-flight preparation and the running call
-//! futures of one response, and reports what happened, one [`RunnerEvent`] at a time.
+//! The tokio plumbing around the pure [`Scheduler`]: it owns the in-flight preparation and the running calls of one
+//! response, and reports what happened, one [`RunnerEvent`] at a time.
 //!
-//! Call futures are polled by the response's own task rather than spawned. That makes the order of simultaneous
-//! happenings deterministic (FORMAT.md: tool returns, timeouts and updates come before model events due at the
-//! same instant), which the engine's driver relies on through a biased `select!`. Preparation and execution
-//! catch panics themselves (`catch_unwind`), so a tool can never take the engine down. A body that blocks its thread blocks the response:
-//! CPU-heavy tools should move their work to `spawn_blocking`.
+//! Each call body runs on a task of its own, so tool bodies use every core of a multi-thread runtime, and a body
+//! that blocks its thread stalls neither the model stream nor other calls. Preparation (lookup, validation,
+//! `before` hooks) stays on the response's task: it runs one call at a time in source order anyway (SPEC §4.1).
+//! Preparation and execution catch panics themselves, so a tool can never take the engine down.
 
 use std::future::Future;
 use std::pin::Pin;
@@ -17,21 +16,23 @@ use futures::stream::FuturesUnordered;
 use futures::{FutureExt, StreamExt};
 use headstart_core::ToolCall;
 use headstart_store::RunOutcome;
-use tokio::sync::mpsc::{unbounded_channel, UnboundedReceiver, UnboundedSender};
 use tokio_util::sync::CancellationToken;
+use tokio_util::task::TaskTracker;
 
+use crate::admission::Admission;
 use crate::config::EngineConfig;
 use crate::execute::{execute, Executed};
 use crate::hooks::Hooks;
 use crate::prepare::{prepare, Immediate, ReadyCall};
 use crate::scheduler::{Action, Prepared, Scheduler};
-use crate::tool::{ToolContext, ToolOutput, UpdateSink};
+use crate::tool::{ToolContext, ToolOutput};
 use crate::toolbox::Toolbox;
+use crate::updates::{UpdateBoard, UpdateSink};
 
 /// Something that happened to a call.
 pub(crate) enum RunnerEvent {
-    /// A running call published a partial result.
-    Update { slot: usize, update: ToolOutput },
+    /// Running calls published partial results (oldest first).
+    Updates(Vec<(usize, ToolOutput)>),
     /// A call passed preparation; `advance` starts it when the scheduler allows.
     Prepared,
     /// A preparation settled the call without executing it.
@@ -59,15 +60,14 @@ pub(crate) struct ToolRunner {
     hooks: Hooks,
     preparing: Option<Preparing>,
     running: FuturesUnordered<BoxFuture<'static, (usize, Executed)>>,
-    updates_tx: UnboundedSender<(usize, ToolOutput)>,
-    updates_rx: UnboundedReceiver<(usize, ToolOutput)>,
-    held_back: Option<(usize, Executed)>,
+    updates: Arc<UpdateBoard>,
     cancel: CancellationToken,
+    tasks: TaskTracker,
 }
 
 impl ToolRunner {
-    pub fn new(config: &EngineConfig, toolbox: Arc<Toolbox>, hooks: Hooks) -> Self {
-        let (updates_tx, updates_rx) = unbounded_channel();
+    /// A runner whose call tasks are tracked by `tasks`.
+    pub fn new(config: &EngineConfig, toolbox: Arc<Toolbox>, hooks: Hooks, tasks: TaskTracker) -> Self {
         ToolRunner {
             scheduler: Scheduler::new(config.tool_execution, config.max_in_flight),
             slots: Vec::new(),
@@ -75,15 +75,15 @@ impl ToolRunner {
             hooks,
             preparing: None,
             running: FuturesUnordered::new(),
-            updates_tx,
-            updates_rx,
-            held_back: None,
+            updates: Arc::default(),
             cancel: CancellationToken::new(),
+            tasks,
         }
     }
 
-    /// Admits a batch; returns its slots.
-    pub fn admit(&mut self, calls: Vec<ToolCall>) -> std::ops::Range<usize> {
+    /// Admits the calls of a committed fragment as one batch; returns its slots.
+    pub fn admit(&mut self, admission: Admission) -> std::ops::Range<usize> {
+        let calls = admission.into_calls();
         let fenced = calls.iter().any(|call| self.toolbox.fences(call));
         let range = self.scheduler.admit(calls.len(), fenced);
         self.slots.extend(calls.into_iter().map(|call| Slot {
@@ -96,8 +96,8 @@ impl ToolRunner {
         range
     }
 
-    /// Carries out the scheduler's decisions; returns the slots that started now (their bodies run from the next
-    /// poll of [`ToolRunner::poll_event`]).
+    /// Carries out the scheduler's decisions; returns the slots that started now (their bodies are running on
+    /// their own tasks).
     pub fn advance(&mut self, now_us: i64) -> Vec<usize> {
         let mut started = Vec::new();
         while let Some(action) = self.scheduler.next_action() {
@@ -133,62 +133,72 @@ impl ToolRunner {
         let context = ToolContext {
             call_id: call.id.clone(),
             cancel: self.cancel.child_token(),
-            updates: UpdateSink::new(slot, self.updates_tx.clone()),
+            updates: UpdateSink::new(slot, Arc::clone(&self.updates)),
         };
         let hooks = self.hooks.clone();
-        let future = async move { (slot, execute(ready, call, hooks, context).await) };
-        self.running.push(future.boxed());
+        let body = self.tasks.spawn(execute(ready, call, hooks, context));
+        self.running.push(
+            async move {
+                // `execute` catches panics itself; a join error means the runtime is shutting down.
+                let executed = body.await.unwrap_or_else(|error| {
+                    Executed::error(
+                        RunOutcome::Error,
+                        format!("internal error: the call's task failed: {error}"),
+                    )
+                });
+                (slot, executed)
+            }
+            .boxed(),
+        );
     }
 
     /// The next thing that happened, in the documented priority: updates, then call returns (an update a call
-    /// sent before returning is reported before its return), then preparations. Pending while nothing is active.
+    /// published before returning is reported before its return), then preparations. Pending while nothing is
+    /// active.
     pub(crate) fn poll_event(&mut self, cx: &mut Context<'_>) -> Poll<RunnerEvent> {
-        if self.running.is_empty() && self.preparing.is_none() && self.held_back.is_none() {
-            // Nothing is active, so nothing can happen (an update of a settled call is dropped anyway, when the
-            // channel is next drained): skip registering wake-ups. This keeps streaming text free of them.
+        if self.running.is_empty() && self.preparing.is_none() {
+            // Nothing runs, so nothing can publish or return: skip registering wake-ups (this keeps streaming text
+            // free of them). A late update of a settled call stays on the board until the next drain drops it.
             return Poll::Pending;
         }
-        loop {
-            if let Poll::Ready(Some((slot, update))) = self.updates_rx.poll_recv(cx) {
-                if self.slots.get(slot).is_some_and(|entry| !entry.settled) {
-                    return Poll::Ready(RunnerEvent::Update { slot, update });
-                }
-                continue; // late update of a settled call: dropped
+        if let Poll::Ready(updates) = self.updates.poll_take(cx) {
+            let live: Vec<(usize, ToolOutput)> = updates
+                .into_iter()
+                .filter(|(slot, _)| self.slots.get(*slot).is_some_and(|entry| !entry.settled))
+                .collect();
+            if !live.is_empty() {
+                return Poll::Ready(RunnerEvent::Updates(live));
             }
-            break;
-        }
-        if let Some((slot, executed)) = self.held_back.take() {
-            return Poll::Ready(self.settle_executed(slot, executed));
         }
         if let Poll::Ready(Some((slot, executed))) = self.running.poll_next_unpin(cx) {
-            // Updates sent during this poll precede the return: report them first.
-            if !self.updates_rx.is_empty() {
-                self.held_back = Some((slot, executed));
-                cx.waker().wake_by_ref();
-                return Poll::Pending;
-            }
             return Poll::Ready(self.settle_executed(slot, executed));
         }
-        if let Some((slot, future)) = &mut self.preparing {
-            if let Poll::Ready(prepared) = Pin::new(future).poll(cx) {
-                let slot = *slot;
-                self.preparing = None;
-                match prepared {
-                    Ok(ready) => {
-                        let key = ready.conflict_key.clone();
-                        self.slots[slot].ready = Some(ready);
-                        self.scheduler.prepared(slot, Prepared::Runnable(key));
-                    }
-                    Err(immediate) => {
-                        self.scheduler.prepared(slot, Prepared::Settled);
-                        self.slots[slot].settled = true;
-                        return Poll::Ready(RunnerEvent::Immediate { slot, immediate });
-                    }
-                }
-                return Poll::Ready(RunnerEvent::Prepared);
+        self.poll_preparation(cx)
+    }
+
+    /// Polls the preparation in flight, if any.
+    pub(crate) fn poll_preparation(&mut self, cx: &mut Context<'_>) -> Poll<RunnerEvent> {
+        let Some((slot, future)) = &mut self.preparing else {
+            return Poll::Pending;
+        };
+        let Poll::Ready(prepared) = Pin::new(future).poll(cx) else {
+            return Poll::Pending;
+        };
+        let slot = *slot;
+        self.preparing = None;
+        match prepared {
+            Ok(ready) => {
+                let key = ready.conflict_key.clone();
+                self.slots[slot].ready = Some(ready);
+                self.scheduler.prepared(slot, Prepared::Runnable(key));
+                Poll::Ready(RunnerEvent::Prepared)
+            }
+            Err(immediate) => {
+                self.scheduler.prepared(slot, Prepared::Settled);
+                self.slots[slot].settled = true;
+                Poll::Ready(RunnerEvent::Immediate { slot, immediate })
             }
         }
-        Poll::Pending
     }
 
     fn settle_executed(&mut self, slot: usize, executed: Executed) -> RunnerEvent {
@@ -211,7 +221,7 @@ impl ToolRunner {
 
     /// `true` once every admitted call is settled.
     pub fn is_idle(&self) -> bool {
-        self.scheduler.is_idle() && self.held_back.is_none()
+        self.scheduler.is_idle()
     }
 
     pub fn slot(&self, slot: usize) -> &Slot {

@@ -5,10 +5,10 @@ use std::time::Duration;
 use async_trait::async_trait;
 use headstart_core::model::ContentBlock;
 use serde_json::{Map, Value};
-use tokio::sync::mpsc::UnboundedSender;
 use tokio_util::sync::CancellationToken;
 
 use crate::config::ExecutionMode;
+use crate::updates::UpdateSink;
 
 /// A tool's arguments: always a JSON object once a call reaches `execute`.
 pub type Arguments = Map<String, Value>;
@@ -72,27 +72,6 @@ impl From<String> for ToolError {
 impl From<&str> for ToolError {
     fn from(message: &str) -> Self {
         ToolError::new(message)
-    }
-}
-
-/// Sends partial results of a running call; each becomes a `tool_execution_update` event.
-///
-/// Updates sent after the call has ended are dropped.
-#[derive(Debug, Clone)]
-pub struct UpdateSink {
-    slot: usize,
-    sender: UnboundedSender<(usize, ToolOutput)>,
-}
-
-impl UpdateSink {
-    pub(crate) fn new(slot: usize, sender: UnboundedSender<(usize, ToolOutput)>) -> Self {
-        UpdateSink { slot, sender }
-    }
-
-    /// Publishes a partial result.
-    pub fn send(&self, update: ToolOutput) {
-        // The receiver is gone only once the response is over; a late update has nobody to tell.
-        let _ = self.sender.send((self.slot, update));
     }
 }
 

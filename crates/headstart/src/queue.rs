@@ -1,0 +1,271 @@
+//! The queue between the engine's task and its consumer (SPEC §6): the engine pushes events as it produces them and
+//! never waits for the consumer; the consumer takes them in order at its own pace.
+//!
+//! One lock guards the queue. Both sides move events in batches (the engine flushes what one step produced, the
+//! consumer swaps the whole queue out when its local buffer runs dry), so a delta costs two short critical
+//! sections per batch, not per event. What the queue holds is bounded by the response's own limits (§2): one event
+//! per accepted delta, plus the tool events; partial updates of a call are coalesced when the consumer lags (a newer
+//! update replaces an undelivered older one, so the last is always delivered).
+
+use std::collections::{HashMap, VecDeque};
+use std::pin::Pin;
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::task::{Context, Poll, Waker};
+
+use futures::Stream;
+use tokio_util::sync::{CancellationToken, DropGuard};
+use tokio_util::task::TaskTracker;
+
+use crate::event::AgentEvent;
+
+/// An agent event with the engine's clock reading when the engine emitted it.
+#[derive(Debug, Clone)]
+pub struct Emitted {
+    /// When the engine emitted the event ([`Clock::now_us`](crate::Clock::now_us)), whenever it was taken.
+    pub at_us: i64,
+    /// The event.
+    pub event: AgentEvent,
+}
+
+#[derive(Default)]
+struct State {
+    /// Undelivered events; `None` is an update replaced by a newer one of the same call.
+    events: VecDeque<Option<Emitted>>,
+    /// Sequence number of `events[0]`.
+    head: u64,
+    /// Per call id, the sequence number of its undelivered update, if any.
+    pending_update: HashMap<String, u64>,
+    consumer: Option<Waker>,
+    /// The engine pushes nothing more.
+    closed: bool,
+    /// The consumer is gone: pushes are dropped.
+    abandoned: bool,
+}
+
+#[derive(Default)]
+struct Shared {
+    state: Mutex<State>,
+}
+
+impl Shared {
+    fn lock(&self) -> MutexGuard<'_, State> {
+        // A panic while holding this lock cannot leave the queue half-updated in a way that matters (every
+        // critical section is a few plain pushes and pops), so a poisoned lock is used as is.
+        self.state.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+}
+
+/// The engine's end of the queue.
+#[derive(Clone)]
+pub(crate) struct EventSink {
+    shared: Arc<Shared>,
+}
+
+impl EventSink {
+    /// Appends a batch of events and wakes the consumer. Never waits.
+    pub fn push_all(&self, batch: impl IntoIterator<Item = Emitted>) {
+        let waker = {
+            let mut state = self.shared.lock();
+            if state.abandoned {
+                return;
+            }
+            for emitted in batch {
+                state.push(emitted);
+            }
+            state.consumer.take()
+        };
+        if let Some(waker) = waker {
+            waker.wake();
+        }
+    }
+
+    /// No more events: the consumer's stream ends once it has taken what is queued.
+    pub fn close(&self) {
+        let waker = {
+            let mut state = self.shared.lock();
+            state.closed = true;
+            state.consumer.take()
+        };
+        if let Some(waker) = waker {
+            waker.wake();
+        }
+    }
+}
+
+impl State {
+    fn push(&mut self, emitted: Emitted) {
+        let seq = self.head + self.events.len() as u64;
+        if let AgentEvent::ToolExecutionUpdate { tool_call_id, .. } = &emitted.event {
+            if let Some(older) = self.pending_update.insert(tool_call_id.clone(), seq) {
+                // The consumer has not taken the older update yet: the newer one supersedes it.
+                if let Some(slot) = usize::try_from(older - self.head)
+                    .ok()
+                    .and_then(|i| self.events.get_mut(i))
+                {
+                    *slot = None;
+                }
+            }
+        } else if let Some(id) = emitted.event.tool_call_id() {
+            // Any other event of the call ends the window in which its update may be replaced.
+            self.pending_update.remove(id);
+        }
+        self.events.push_back(Some(emitted));
+    }
+
+    fn take_all(&mut self) -> VecDeque<Option<Emitted>> {
+        self.head += self.events.len() as u64;
+        self.pending_update.clear();
+        std::mem::take(&mut self.events)
+    }
+}
+
+/// The events of one run or one wrapped response, as the engine emits them (SPEC §6).
+///
+/// The engine runs on its own task and never waits for this stream: the model stream is read, prefixes are
+/// committed and calls start and finish whatever the consumer's pace; events queue here in order. Dropping the
+/// stream before its end is cancellation by the caller (SPEC §6.7): the engine cancels running calls, gives every
+/// admitted call its one stored result, and then ends its tasks; [`EventStream::settled`] waits for that.
+#[must_use = "streams do nothing unless polled; dropping this one cancels the run"]
+pub struct EventStream {
+    shared: Arc<Shared>,
+    /// Events already taken out of the shared queue.
+    local: VecDeque<Option<Emitted>>,
+    done: bool,
+    tasks: TaskTracker,
+    /// Cancels the run when the stream is dropped.
+    _cancel_on_drop: DropGuard,
+}
+
+impl std::fmt::Debug for EventStream {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("EventStream")
+            .field("buffered", &self.local.len())
+            .field("done", &self.done)
+            .finish_non_exhaustive()
+    }
+}
+
+impl EventStream {
+    /// A stream fed by the returned sink; `cancel` is cancelled when the stream is dropped; `tasks` tracks every
+    /// task of the run.
+    pub(crate) fn channel(cancel: CancellationToken, tasks: TaskTracker) -> (EventSink, EventStream) {
+        let shared = Arc::new(Shared::default());
+        let sink = EventSink {
+            shared: Arc::clone(&shared),
+        };
+        let stream = EventStream {
+            shared,
+            local: VecDeque::new(),
+            done: false,
+            tasks,
+            _cancel_on_drop: cancel.drop_guard(),
+        };
+        (sink, stream)
+    }
+
+    /// The next event with the time the engine emitted it (the report of a replay uses this time, not the time
+    /// the event was taken).
+    pub fn poll_next_emitted(&mut self, cx: &mut Context<'_>) -> Poll<Option<Emitted>> {
+        loop {
+            if let Some(entry) = self.local.pop_front() {
+                match entry {
+                    Some(emitted) => return Poll::Ready(Some(emitted)),
+                    None => continue, // an update superseded by a newer one
+                }
+            }
+            if self.done {
+                return Poll::Ready(None);
+            }
+            let mut state = self.shared.lock();
+            if state.events.is_empty() {
+                if state.closed {
+                    self.done = true;
+                    return Poll::Ready(None);
+                }
+                state.consumer = Some(cx.waker().clone());
+                return Poll::Pending;
+            }
+            self.local = state.take_all();
+        }
+    }
+
+    /// [`EventStream::poll_next_emitted`] as a future.
+    pub async fn next_emitted(&mut self) -> Option<Emitted> {
+        std::future::poll_fn(|cx| self.poll_next_emitted(cx)).await
+    }
+
+    /// A future that resolves once every task the engine started for this stream has ended: after the last
+    /// event, or, when the stream was dropped early, once every admitted call has its stored result. Take it
+    /// before dropping the stream.
+    pub fn settled(&self) -> impl std::future::Future<Output = ()> + Send + 'static {
+        let tasks = self.tasks.clone();
+        async move { tasks.wait().await }
+    }
+}
+
+impl Drop for EventStream {
+    fn drop(&mut self) {
+        // Nothing more is taken: later events are dropped instead of queued for nobody.
+        let mut state = self.shared.lock();
+        state.abandoned = true;
+        state.events.clear();
+        state.pending_update.clear();
+    }
+}
+
+impl Stream for EventStream {
+    type Item = AgentEvent;
+
+    fn poll_next(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<AgentEvent>> {
+        self.get_mut()
+            .poll_next_emitted(cx)
+            .map(|emitted| emitted.map(|emitted| emitted.event))
+    }
+}
+
+/// The engine's side of a run's events: events of one step are collected here and handed to the queue together,
+/// each stamped with the engine's clock at that moment. Dropping it (the run ended, or its task unwound) closes
+/// the queue, so the consumer's stream always ends.
+pub(crate) struct Emitter {
+    sink: EventSink,
+    clock: Arc<dyn crate::clock::Clock>,
+    outbox: Vec<AgentEvent>,
+}
+
+/// Events collected before a flush is forced, so a consumer on another thread sees a long burst progressively.
+const FLUSH_AT: usize = 256;
+
+impl Emitter {
+    pub fn new(sink: EventSink, clock: Arc<dyn crate::clock::Clock>) -> Self {
+        Emitter {
+            sink,
+            clock,
+            outbox: Vec::new(),
+        }
+    }
+
+    /// Emits an event (queued with the next flush).
+    pub fn push(&mut self, event: AgentEvent) {
+        self.outbox.push(event);
+        if self.outbox.len() >= FLUSH_AT {
+            self.flush();
+        }
+    }
+
+    /// Hands the collected events to the consumer's queue.
+    pub fn flush(&mut self) {
+        if self.outbox.is_empty() {
+            return;
+        }
+        let at_us = self.clock.now_us();
+        self.sink
+            .push_all(self.outbox.drain(..).map(|event| Emitted { at_us, event }));
+    }
+}
+
+impl Drop for Emitter {
+    fn drop(&mut self) {
+        self.flush();
+        self.sink.close();
+    }
+}

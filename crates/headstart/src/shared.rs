@@ -1,0 +1,22 @@
+//! What every response of an [`Engine`](crate::Engine) shares: store, tools, hooks, configuration and clock.
+
+use std::sync::Arc;
+
+use headstart_store::TranscriptStore;
+
+use crate::clock::Clock;
+use crate::config::EngineConfig;
+use crate::hooks::Hooks;
+use crate::toolbox::Toolbox;
+
+/// Generates a `turn_id` for a response whose provider gave no response id.
+pub type TurnIdSource = Arc<dyn Fn(u32) -> String + Send + Sync>;
+
+pub(crate) struct Shared {
+    pub store: Arc<dyn TranscriptStore>,
+    pub toolbox: Arc<Toolbox>,
+    pub hooks: Hooks,
+    pub config: EngineConfig,
+    pub clock: Arc<dyn Clock>,
+    pub turn_ids: TurnIdSource,
+}
