@@ -8,8 +8,10 @@ use headstart_bench::admission::{self, AdmissionOptions};
 use headstart_bench::deltas::{self, DeltaVariant, DeltasOptions};
 use headstart_bench::overlap::{self, OverlapOptions};
 use headstart_bench::sessions::{self, SessionsOptions};
-use headstart_bench::{BenchError, Durability};
+use headstart_bench::BenchError;
 use serde::Serialize;
+
+use crate::durability::DurabilityArg;
 
 /// Arguments of `headstart bench`.
 #[derive(clap::Args)]
@@ -72,12 +74,6 @@ enum What {
 }
 
 #[derive(Clone, Copy, ValueEnum)]
-enum DurabilityArg {
-    Full,
-    Normal,
-}
-
-#[derive(Clone, Copy, ValueEnum)]
 enum VariantArg {
     Text,
     Args,
@@ -85,10 +81,7 @@ enum VariantArg {
 
 /// Runs the benchmark; exit status 0 when it ran, 2 when it could not run.
 pub fn run(args: &Args) -> u8 {
-    let durability = match args.durability {
-        DurabilityArg::Full => Durability::Full,
-        DurabilityArg::Normal => Durability::Normal,
-    };
+    let durability = args.durability.into();
     let printed = match args.what {
         What::Overlap => overlap::run(&OverlapOptions {
             runs: args.runs,

@@ -3,6 +3,7 @@
 mod bench;
 mod convert;
 mod demo;
+mod durability;
 mod inspect;
 mod recover;
 mod replay;

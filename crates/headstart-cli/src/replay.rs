@@ -1,4 +1,5 @@
-//! `headstart replay SCENARIO.json [--report R] [--db PATH] [--clock virtual|wall] [--touch-dir DIR]`.
+//! `headstart replay SCENARIO.json [--report R] [--db PATH] [--clock virtual|wall] [--touch-dir DIR]
+//! [--durability full|normal] [--consumer-delay-ms N] [--drop-after-events K]` (docs/scenario-format.md).
 //!
 //! With the environment variable `HEADSTART_TRACE_COMMITS=1`, every durable fragment commit is traced to standard
 //! error as it returns (`headstart_sim::commit_trace`); the crash test reads the trace of a killed replay.
@@ -7,6 +8,8 @@ use std::path::PathBuf;
 
 use clap::ValueEnum;
 use headstart_sim::{replay_file, ClockMode, ReplayOptions};
+
+use crate::durability::DurabilityArg;
 
 /// Arguments of `headstart replay`.
 #[derive(clap::Args)]
@@ -25,6 +28,16 @@ pub struct Args {
     /// Where tools with `touch: true` create `<call id>` files.
     #[arg(long)]
     touch_dir: Option<PathBuf>,
+    /// The SQLite durability of the replay's store.
+    #[arg(long, value_enum, default_value_t = DurabilityArg::Full)]
+    durability: DurabilityArg,
+    /// The consumer waits N ms (of the replay's clock) after taking each event; the engine does not wait for it.
+    #[arg(long, value_name = "N", default_value_t = 0)]
+    consumer_delay_ms: u64,
+    /// The consumer drops the event stream after taking K events; the report is then written from the store once
+    /// the engine has settled every admitted call.
+    #[arg(long, value_name = "K")]
+    drop_after_events: Option<usize>,
 }
 
 #[derive(Clone, Copy, ValueEnum)]
@@ -46,6 +59,9 @@ pub fn run(args: &Args) -> u8 {
         db: args.db.clone(),
         touch_dir: args.touch_dir.clone(),
         trace_commits: std::env::var_os(TRACE_COMMITS).is_some_and(|value| !value.is_empty() && value != "0"),
+        durability: args.durability.into(),
+        consumer_delay_ms: args.consumer_delay_ms,
+        drop_after_events: args.drop_after_events,
     };
     let outcome = replay_file(&args.scenario, &options);
     let text = outcome.report.to_json();

@@ -3,10 +3,10 @@
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use futures::StreamExt;
-use headstart::store::{Layered, SqliteOptions, SqliteStore, TranscriptStore};
+use headstart::store::{Durability, Layered, SqliteOptions, SqliteStore, TranscriptStore};
 use headstart::{
-    Agent, AgentEvent, AgentStop, CancellationToken, Clock, Engine, Hooks, Role, TokioClock, Toolbox, UserMessage,
+    Agent, AgentEvent, AgentStop, CancellationToken, Clock, Emitted, Engine, EventStream, Hooks, Role, TokioClock,
+    Toolbox, UserMessage,
 };
 
 use crate::commit_trace::CommitTrace;
@@ -36,6 +36,14 @@ pub struct ReplayOptions {
     pub touch_dir: Option<PathBuf>,
     /// Trace every durable fragment commit to standard error ([`CommitTrace`]), for crash tests.
     pub trace_commits: bool,
+    /// The SQLite durability of the replay's store (default `full`, as the store's).
+    pub durability: Durability,
+    /// The consumer waits this many milliseconds (of the replay's clock) after taking each event (SPEC §6: the
+    /// report's `requests`, `transcript`, `tool_runs` and `end_ms` do not change).
+    pub consumer_delay_ms: u64,
+    /// The consumer drops the event stream after taking this many events (SPEC §6.7); the report is then
+    /// written from the store once the engine has settled every admitted call.
+    pub drop_after_events: Option<usize>,
 }
 
 /// In virtual time, a replay still running this long after it started is stopped with a run-level error: 100
@@ -103,7 +111,11 @@ pub async fn replay(scenario: &Scenario, options: &ReplayOptions) -> ReplayOutco
             temp_dir.path().join("replay.db")
         }
     };
-    let store = match SqliteStore::open(&db_path, SqliteOptions::default()) {
+    let sqlite_options = SqliteOptions {
+        durability: options.durability,
+        ..SqliteOptions::default()
+    };
+    let store = match SqliteStore::open(&db_path, sqlite_options) {
         Ok(store) => store,
         Err(error) => return ReplayOutcome::could_not_run(&scenario.name, error.to_string()),
     };
@@ -135,41 +147,27 @@ pub async fn replay(scenario: &Scenario, options: &ReplayOptions) -> ReplayOutco
     let whole = options.clock == ClockMode::Virtual;
     let now = || Ms::from_us(clock.now_us(), whole);
     let cancel = CancellationToken::new();
-    let cancel_at = scenario
-        .cancel_at_ms
-        .map(|ms| clock.base() + std::time::Duration::from_millis(ms));
-    let mut events = agent.run(&session, UserMessage::new(scenario.prompt.clone()), cancel.clone());
-    let mut recorder = Recorder::default();
+    if let Some(ms) = scenario.cancel_at_ms {
+        tokio::spawn(cancel_at(
+            cancel.clone(),
+            clock.base() + std::time::Duration::from_millis(ms),
+        ));
+    }
+    let events = agent.run(&session, UserMessage::new(scenario.prompt.clone()), cancel.clone());
     let time_limit = (options.clock == ClockMode::Virtual)
         .then(|| clock.base() + std::time::Duration::from_millis(VIRTUAL_TIME_LIMIT_MS));
-    let mut stuck = false;
-    loop {
-        // Cancellation is fired from this task, before the agent is polled at the same instant, so the engine
-        // sees it after tool returns and before model events due then (FORMAT.md).
-        let event = tokio::select! {
-            biased;
-            () = sleep_until_option(cancel_at), if !cancel.is_cancelled() => {
-                cancel.cancel();
-                continue;
-            }
-            () = sleep_until_option(time_limit) => {
-                stuck = true;
-                break;
-            }
-            event = events.next() => event,
-        };
-        let Some(event) = event else { break };
-        recorder.record(&event, now());
-    }
-
+    let (recorder, ending) = consume(events, options, time_limit, whole).await;
     let mut report = recorder.finish(&scenario.name);
+    let stuck = ending == Ending::Stuck;
     if stuck {
-        drop(events);
         report.end_ms = now();
         report.error = Some(format!(
             "the run was stopped after {VIRTUAL_TIME_LIMIT_MS} ms of virtual time (100 years) without finishing: \
              a tool that hangs needs cancel_at_ms to end"
         ));
+    } else if ending == Ending::Dropped {
+        // The stream was dropped: the run ends when the engine has settled everything, not at an event taken.
+        report.end_ms = now();
     }
     let written = async {
         let log = store.load_log(&session).await?;
@@ -192,6 +190,64 @@ pub async fn replay(scenario: &Scenario, options: &ReplayOptions) -> ReplayOutco
     ReplayOutcome {
         report,
         exit_code: if stuck { 2 } else { 0 },
+    }
+}
+
+/// Cancels the run at `at`, after everything else due at that instant: tool returns, timeouts and updates come
+/// before external cancellation (FORMAT.md). One yield lets the tasks woken at `at` run first.
+async fn cancel_at(cancel: CancellationToken, at: tokio::time::Instant) {
+    tokio::time::sleep_until(at).await;
+    tokio::task::yield_now().await;
+    cancel.cancel();
+}
+
+/// How the replay's consumer stopped taking events.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Ending {
+    /// The stream ended (after `agent_end`).
+    Finished,
+    /// The consumer dropped the stream after `drop_after_events`, and the engine then settled.
+    Dropped,
+    /// The virtual-time limit passed first.
+    Stuck,
+}
+
+/// Takes the run's events as the replay's consumer: recording each with the time the engine emitted it, waiting
+/// `consumer_delay_ms` after each, dropping the stream after `drop_after_events` and then waiting for the engine
+/// to settle. Returns the recorder and whether the run was stopped at the virtual-time limit.
+async fn consume(
+    mut events: EventStream,
+    options: &ReplayOptions,
+    time_limit: Option<tokio::time::Instant>,
+    whole: bool,
+) -> (Recorder, Ending) {
+    let mut recorder = Recorder::default();
+    let delay = std::time::Duration::from_millis(options.consumer_delay_ms);
+    loop {
+        if options
+            .drop_after_events
+            .is_some_and(|limit| recorder.events.len() >= limit)
+        {
+            let settled = events.settled();
+            drop(events);
+            let ending = tokio::select! {
+                () = settled => Ending::Dropped,
+                () = sleep_until_option(time_limit) => Ending::Stuck,
+            };
+            return (recorder, ending);
+        }
+        let next = tokio::select! {
+            biased;
+            () = sleep_until_option(time_limit) => return (recorder, Ending::Stuck),
+            next = events.next_emitted() => next,
+        };
+        let Some(Emitted { at_us, event }) = next else {
+            return (recorder, Ending::Finished);
+        };
+        recorder.record(&event, Ms::from_us(at_us, whole));
+        if !delay.is_zero() {
+            tokio::time::sleep(delay).await;
+        }
     }
 }
 

@@ -22,11 +22,16 @@ impl SimModel {
 }
 
 /// The stream of one turn: each event waits until `at_ms` after the request.
+///
+/// Before each event the stream yields once, so that everything else due at the same instant (tool returns,
+/// timeouts and updates, which run on tasks of their own, and external cancellation) is processed first, as
+/// FORMAT.md orders them: the model goes last.
 pub fn timed_stream(events: Vec<TimedDelta>) -> DeltaStream {
     let start = Instant::now();
     futures::stream::iter(events)
         .then(move |timed| async move {
             tokio::time::sleep_until(start + Duration::from_millis(timed.at_ms)).await;
+            tokio::task::yield_now().await;
             Ok(timed.event)
         })
         .boxed()
