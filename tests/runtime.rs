@@ -312,8 +312,8 @@ async fn a_slow_consumer_delays_neither_the_start_nor_the_model_stream() {
     let log = stored_messages(&rig, &session);
     let terminal = log
         .iter()
-        .filter(|stored| matches!(stored.message, Message::Assistant(_)))
-        .last()
+        .rev()
+        .find(|stored| matches!(stored.message, Message::Assistant(_)))
         .expect("a terminal fragment");
     assert_eq!(terminal.at_us, 400_000, "the model stream was read at its own pace");
     let result = log
