@@ -2,37 +2,8 @@
 //! driving every call through prepare → start → finish.
 
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
-use headstart::scheduler::{Action, Prepared, Scheduler};
 use headstart::ExecutionMode;
-
-/// Admits `calls` calls in batches of `batch`, then drives them to the end the way the engine does: every
-/// preparation succeeds at once (with the key `key(call)`), and running calls finish oldest first.
-fn drive(mode: ExecutionMode, calls: usize, batch: usize, key: impl Fn(usize) -> Option<String>) -> usize {
-    let mut scheduler = Scheduler::new(mode, None);
-    let mut running = std::collections::VecDeque::new();
-    let mut started = 0;
-    let mut admitted = 0;
-    while admitted < calls || !scheduler.is_idle() {
-        if admitted < calls {
-            let len = batch.min(calls - admitted);
-            scheduler.admit(len, false);
-            admitted += len;
-        }
-        while let Some(action) = scheduler.next_action() {
-            match action {
-                Action::Prepare(call) => scheduler.prepared(call, Prepared::Runnable(key(call))),
-                Action::Start(call) => {
-                    running.push_back(call);
-                    started += 1;
-                }
-            }
-        }
-        if let Some(call) = running.pop_front() {
-            scheduler.finished(call);
-        }
-    }
-    started
-}
+use headstart_bench::scheduler::drive;
 
 fn parallel(c: &mut Criterion) {
     let mut group = c.benchmark_group("scheduler/parallel");

@@ -15,6 +15,10 @@
 //! only then streams the next call. Each response carries `calls_per_response` calls (a few text deltas, then a
 //! call to an async no-op tool with three argument deltas).
 //!
+//! The **sequential gap** is the other place a durable write could sit between two calls: in sequential mode, from
+//! one call's body returning to the next call's body beginning. One response of `calls` sync calls runs in
+//! sequential mode on the same store; each gap is timed from the tool's own last and first lines.
+//!
 //! Runtime: current-thread.
 
 use std::collections::HashMap;
@@ -26,7 +30,10 @@ use std::time::{Duration, Instant};
 use futures::StreamExt;
 use headstart::core::{DoneReason, Usage};
 use headstart::store::{SqliteOptions, SqliteStore};
-use headstart::{AgentEvent, CancellationToken, DeltaEvent, Engine, Message, ModelError, Toolbox, TranscriptStore};
+use headstart::{
+    AgentEvent, CancellationToken, DeltaEvent, Engine, EngineConfig, ExecutionMode, Message, ModelError, Toolbox,
+    TranscriptStore,
+};
 use serde::{Serialize, Serializer};
 
 use crate::instrumented::{instrumented, InstrumentedStore};
@@ -65,7 +72,7 @@ fn serialize_durability<S: Serializer>(durability: &Durability, serializer: S) -
 }
 
 /// The figures of the admission benchmark; serializes to exactly `durability`, `floor_p50_us`, `floor_p99_us`,
-/// `admission_p50_us`, `admission_p99_us`.
+/// `admission_p50_us`, `admission_p99_us`, `sequential_gap_p50_us`, `sequential_gap_p99_us`.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct AdmissionReport {
     /// The durability both databases ran with.
@@ -79,6 +86,10 @@ pub struct AdmissionReport {
     pub admission_p50_us: f64,
     /// Sealed `toolcall_end` → `execute` starts: 99th percentile, µs.
     pub admission_p99_us: f64,
+    /// Sequential mode, a call's body returning → the next call's body beginning: median, µs.
+    pub sequential_gap_p50_us: f64,
+    /// The sequential gap: 99th percentile, µs.
+    pub sequential_gap_p99_us: f64,
     /// Number of samples of each.
     #[serde(skip)]
     pub samples: usize,
@@ -135,6 +146,11 @@ impl AdmissionReport {
             out,
             "  {:<44} {:>10.1} {:>10.1}",
             "toolcall_end -> execute (admission)", self.admission_p50_us, self.admission_p99_us
+        );
+        let _ = writeln!(
+            out,
+            "  {:<44} {:>10.1} {:>10.1}",
+            "sequential: body returns -> next body begins", self.sequential_gap_p50_us, self.sequential_gap_p99_us
         );
         let _ = writeln!(
             out,
@@ -248,8 +264,11 @@ pub fn run(options: &AdmissionOptions) -> Result<AdmissionReport, BenchError> {
             .iter()
             .map(|time| time.as_secs_f64() * 1e6)
             .collect();
+        let gap_us = sequential_gaps(Arc::clone(&store) as Arc<dyn TranscriptStore>, calls).await?;
         Ok(AdmissionReport {
             durability: options.durability,
+            sequential_gap_p50_us: round3(percentile(&gap_us, 50.0)),
+            sequential_gap_p99_us: round3(percentile(&gap_us, 99.0)),
             floor_p50_us: round3(percentile(&floor_us, 50.0)),
             floor_p99_us: round3(percentile(&floor_us, 99.0)),
             admission_p50_us: round3(percentile(&admission_us, 50.0)),
@@ -263,6 +282,54 @@ pub fn run(options: &AdmissionOptions) -> Result<AdmissionReport, BenchError> {
             commit_p99_us: round3(percentile(&commit_us, 99.0)),
         })
     })
+}
+
+/// One response of `calls` sync calls in sequential mode; the gaps (µs) between one body's return and the next
+/// body's first line.
+async fn sequential_gaps(store: Arc<dyn TranscriptStore>, calls: usize) -> Result<Vec<f64>, BenchError> {
+    let log = CallLog::new();
+    let toolbox = Toolbox::new()
+        .with(BenchTool::new("step", false, Some(Arc::clone(&log))))
+        .map_err(|error| BenchError::new(error.to_string()))?;
+    let engine = Engine::builder(Arc::clone(&store))
+        .toolbox(toolbox)
+        .config(EngineConfig {
+            tool_execution: ExecutionMode::Sequential,
+            ..EngineConfig::default()
+        })
+        .build();
+    let session = store.create_session(0).await?;
+    let ids: Vec<String> = (0..calls.max(2)).map(|n| format!("step-{n}")).collect();
+    let mut deltas = vec![DeltaEvent::Start {
+        model: None,
+        response_id: None,
+    }];
+    for (index, id) in ids.iter().enumerate() {
+        deltas.push(DeltaEvent::ToolcallStart {
+            index,
+            id: id.clone(),
+            name: "step".into(),
+            is_async: false,
+        });
+        deltas.push(DeltaEvent::ToolcallEnd { index, arguments: None });
+    }
+    deltas.push(DeltaEvent::Done {
+        stop_reason: DoneReason::ToolUse,
+        usage: Usage::default(),
+    });
+    let stream = futures::stream::iter(deltas.into_iter().map(Ok::<_, ModelError>));
+    let mut events = engine.wrap(&session, 0, stream, CancellationToken::new());
+    while events.next().await.is_some() {}
+    ids.windows(2)
+        .map(|pair| {
+            let returned = log.end_of(&pair[0]);
+            let next = log.start_of(&pair[1]);
+            match (returned, next) {
+                (Some(returned), Some(next)) => Ok(next.saturating_duration_since(returned).as_secs_f64() * 1e6),
+                _ => Err(BenchError::new(format!("call {} or {} did not run", pair[0], pair[1]))),
+            }
+        })
+        .collect()
 }
 
 /// What one run collects.

@@ -22,6 +22,7 @@
 pub mod admission;
 pub mod deltas;
 pub mod overlap;
+pub mod scheduler;
 pub mod sessions;
 
 mod instrumented;

@@ -38,6 +38,11 @@ impl CallLog {
         self.spans.lock().ok()?.get(call_id).map(|span| span.0)
     }
 
+    /// When the body of `call_id` returned.
+    pub fn end_of(&self, call_id: &str) -> Option<Instant> {
+        self.spans.lock().ok()?.get(call_id).and_then(|span| span.1)
+    }
+
     /// How long the body of `call_id` ran, once it returned.
     pub fn body_of(&self, call_id: &str) -> Option<Duration> {
         let spans = self.spans.lock().ok()?;

@@ -87,7 +87,9 @@ fn admission_json_has_exactly_its_keys() {
                 "floor_p50_us",
                 "floor_p99_us",
                 "admission_p50_us",
-                "admission_p99_us"
+                "admission_p99_us",
+                "sequential_gap_p50_us",
+                "sequential_gap_p99_us"
             ])
         );
         let name = match durability {

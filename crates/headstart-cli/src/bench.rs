@@ -1,4 +1,4 @@
-//! `headstart bench <overlap|deltas|admission|sessions> [--json] [options]`: the measurements of issue 6
+//! `headstart bench <overlap|deltas|admission|sessions|scheduler> [--json] [options]`: the measurements of issue 6
 //! (docs/performance.md explains each figure). The measuring code lives in the `headstart-bench` crate.
 
 use std::path::PathBuf;
@@ -7,6 +7,7 @@ use clap::ValueEnum;
 use headstart_bench::admission::{self, AdmissionOptions};
 use headstart_bench::deltas::{self, DeltaVariant, DeltasOptions};
 use headstart_bench::overlap::{self, OverlapOptions};
+use headstart_bench::scheduler::{self, SchedulerOptions};
 use headstart_bench::sessions::{self, SessionsOptions};
 use headstart_bench::BenchError;
 use serde::Serialize;
@@ -18,7 +19,8 @@ use crate::durability::DurabilityArg;
 pub struct Args {
     /// What to measure: overlap (early execution vs end-of-stream batching vs the lower bound, wall clock),
     /// deltas (per-delta cost of the adapter vs a bare loop), admission (sealed toolcall_end -> execute, vs a bare
-    /// SQLite commit), sessions (many concurrent sessions: throughput and peak memory).
+    /// SQLite commit, and the sequential gap), sessions (many concurrent sessions: throughput and peak memory),
+    /// scheduler (the pure scheduler's cost per call on one response of many keyed calls).
     #[arg(value_enum)]
     what: What,
     /// Print one JSON object instead of a table.
@@ -51,9 +53,13 @@ pub struct Args {
     /// deltas (args variant): argument deltas per call.
     #[arg(long, default_value_t = 100)]
     deltas_per_call: usize,
-    /// admission: number of admissions measured (and of floor samples).
-    #[arg(long, default_value_t = 200)]
-    calls: usize,
+    /// admission: number of admissions measured (and of floor samples); scheduler: calls in the response
+    /// (default 100000).
+    #[arg(long)]
+    calls: Option<usize>,
+    /// scheduler: distinct conflict keys.
+    #[arg(long, default_value_t = 8)]
+    keys: usize,
     /// sessions: milliseconds between two deltas.
     #[arg(long, default_value_t = 10)]
     token_ms: u64,
@@ -71,6 +77,7 @@ enum What {
     Deltas,
     Admission,
     Sessions,
+    Scheduler,
 }
 
 #[derive(Clone, Copy, ValueEnum)]
@@ -106,7 +113,7 @@ pub fn run(args: &Args) -> u8 {
         })
         .and_then(|report| print(args.json, &report, report.table())),
         What::Admission => admission::run(&AdmissionOptions {
-            calls: args.calls,
+            calls: args.calls.unwrap_or(200),
             durability,
             dir: args.dir.clone(),
             group_commit: !args.no_group_commit,
@@ -123,6 +130,14 @@ pub fn run(args: &Args) -> u8 {
             workers: args.workers,
         })
         .and_then(|report| print(args.json, &report, report.table())),
+        What::Scheduler => {
+            let report = scheduler::run(&SchedulerOptions {
+                calls: args.calls.unwrap_or(100_000),
+                keys: args.keys,
+                ..SchedulerOptions::default()
+            });
+            print(args.json, &report, report.table())
+        }
     };
     match printed {
         Ok(()) => 0,

@@ -12,7 +12,7 @@ use headstart::{
 use crate::commit_trace::CommitTrace;
 use crate::report::{EventReport, Ms, Report, RequestReport, ToolRunReport, TranscriptEntry};
 use crate::scenario::Scenario;
-use crate::sim_model::SimModel;
+use crate::sim_model::{ExternalCancel, SimModel};
 use crate::sim_tools::{SimHooks, SimTool};
 
 /// Which clock a replay runs on.
@@ -113,6 +113,8 @@ pub async fn replay(scenario: &Scenario, options: &ReplayOptions) -> ReplayOutco
     };
     let sqlite_options = SqliteOptions {
         durability: options.durability,
+        // On the virtual clock, writes complete within the poll that starts them, so reports are deterministic.
+        inline: options.clock == ClockMode::Virtual,
         ..SqliteOptions::default()
     };
     let store = match SqliteStore::open(&db_path, sqlite_options) {
@@ -142,17 +144,20 @@ pub async fn replay(scenario: &Scenario, options: &ReplayOptions) -> ReplayOutco
         .clock(Arc::new(clock))
         .turn_ids(Arc::new(|request| format!("turn-{request}")))
         .build();
-    let agent = Agent::new(engine, Arc::new(SimModel::new(scenario.turns.clone())));
 
     let whole = options.clock == ClockMode::Virtual;
     let now = || Ms::from_us(clock.now_us(), whole);
     let cancel = CancellationToken::new();
+    let mut model = SimModel::new(scenario.turns.clone());
     if let Some(ms) = scenario.cancel_at_ms {
-        tokio::spawn(cancel_at(
-            cancel.clone(),
-            clock.base() + std::time::Duration::from_millis(ms),
-        ));
+        let at = clock.base() + std::time::Duration::from_millis(ms);
+        tokio::spawn(cancel_at(cancel.clone(), at));
+        model = model.with_cancel(ExternalCancel {
+            token: cancel.clone(),
+            at,
+        });
     }
+    let agent = Agent::new(engine, Arc::new(model));
     let events = agent.run(&session, UserMessage::new(scenario.prompt.clone()), cancel.clone());
     let time_limit = (options.clock == ClockMode::Virtual)
         .then(|| clock.base() + std::time::Duration::from_millis(VIRTUAL_TIME_LIMIT_MS));
@@ -193,8 +198,9 @@ pub async fn replay(scenario: &Scenario, options: &ReplayOptions) -> ReplayOutco
     }
 }
 
-/// Cancels the run at `at`, after everything else due at that instant: tool returns, timeouts and updates come
-/// before external cancellation (FORMAT.md). One yield lets the tasks woken at `at` run first.
+/// Cancels the run at `at`, after the tool returns, timeouts and updates due at that instant (FORMAT.md): one yield
+/// lets the tasks woken at `at` run first. (When a model event is due then too, the simulated model fires the
+/// cancellation itself, before that event.)
 async fn cancel_at(cancel: CancellationToken, at: tokio::time::Instant) {
     tokio::time::sleep_until(at).await;
     tokio::task::yield_now().await;

@@ -7,32 +7,68 @@ use futures::StreamExt;
 use headstart::core::delta_log::TimedDelta;
 use headstart::{DeltaStream, Model, ModelError, ModelRequest};
 use tokio::time::{Duration, Instant};
+use tokio_util::sync::CancellationToken;
 
 /// A model that replays one delta log per request.
 #[derive(Debug, Clone)]
 pub struct SimModel {
     turns: Arc<Vec<Vec<TimedDelta>>>,
+    cancel: Option<ExternalCancel>,
+}
+
+/// An external cancellation due at an instant (a scenario's `cancel_at_ms`). The model fires it itself when one of
+/// its events falls due at or after that instant, so that at the same instant the cancellation comes before the
+/// model event (FORMAT.md); a separate task fires it when no model event is due then.
+#[derive(Debug, Clone)]
+pub struct ExternalCancel {
+    /// The token to cancel.
+    pub token: CancellationToken,
+    /// When.
+    pub at: Instant,
 }
 
 impl SimModel {
     /// A model answering request `n` with `turns[n]`.
     pub fn new(turns: Vec<Vec<TimedDelta>>) -> Self {
-        SimModel { turns: Arc::new(turns) }
+        SimModel {
+            turns: Arc::new(turns),
+            cancel: None,
+        }
+    }
+
+    /// The same model, firing `cancel` before any of its events due at or after `cancel.at`.
+    pub fn with_cancel(mut self, cancel: ExternalCancel) -> Self {
+        self.cancel = Some(cancel);
+        self
     }
 }
 
 /// The stream of one turn: each event waits until `at_ms` after the request.
+pub fn timed_stream(events: Vec<TimedDelta>) -> DeltaStream {
+    cancelling_stream(events, None)
+}
+
+/// [`timed_stream`], firing `cancel` before any event due at or after its instant.
 ///
 /// Before each event the stream yields once, so that everything else due at the same instant (tool returns,
-/// timeouts and updates, which run on tasks of their own, and external cancellation) is processed first, as
-/// FORMAT.md orders them: the model goes last.
-pub fn timed_stream(events: Vec<TimedDelta>) -> DeltaStream {
+/// timeouts and updates, which run on tasks of their own) is processed first; then a cancellation due by then is
+/// fired, and the stream yields again so the engine sees it before the event: the model goes last, as FORMAT.md
+/// orders things due at the same instant.
+fn cancelling_stream(events: Vec<TimedDelta>, cancel: Option<ExternalCancel>) -> DeltaStream {
     let start = Instant::now();
     futures::stream::iter(events)
-        .then(move |timed| async move {
-            tokio::time::sleep_until(start + Duration::from_millis(timed.at_ms)).await;
-            tokio::task::yield_now().await;
-            Ok(timed.event)
+        .then(move |timed| {
+            let cancel = cancel.clone();
+            async move {
+                let due = start + Duration::from_millis(timed.at_ms);
+                tokio::time::sleep_until(due).await;
+                tokio::task::yield_now().await;
+                if let Some(cancel) = cancel.filter(|cancel| cancel.at <= due && !cancel.token.is_cancelled()) {
+                    cancel.token.cancel();
+                    tokio::task::yield_now().await;
+                }
+                Ok(timed.event)
+            }
         })
         .boxed()
 }
@@ -49,6 +85,6 @@ impl Model for SimModel {
                 request.request
             )));
         };
-        Ok(timed_stream(events.clone()))
+        Ok(cancelling_stream(events.clone(), self.cancel.clone()))
     }
 }

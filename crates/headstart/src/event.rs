@@ -9,7 +9,9 @@
 //! 5. tool events interleave with later model events; results become durable in completion order;
 //! 6. `TurnEnd` follows every result of the response; `AgentEnd` is last and appears once.
 //!
-//! Events are observation: a slow consumer slows the engine down (backpressure) but never reorders or loses events.
+//! Events are observation: the engine never waits for its consumer (SPEC §6); events queue in order, none lost.
+//! `MessageEnd` follows the message's durable write; when that write failed, its `seq` is `None` and the message is
+//! shown but not durable.
 
 use std::sync::Arc;
 
@@ -117,7 +119,8 @@ pub enum AgentEvent {
         /// The delta event, with its index re-based.
         delta: DeltaEvent,
     },
-    /// A message is durable.
+    /// A message is complete: durable, with its sequence number, when `seq` is `Some`. `None` means the store
+    /// failed to write it (the run then stops with an error): it is shown, not stored.
     MessageEnd {
         /// Its per-session sequence number, or `None` if the store failed to write it.
         seq: Option<u64>,

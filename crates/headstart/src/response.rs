@@ -13,19 +13,20 @@
 //! deterministic; a call's result is written after the calls it unblocks have started (SPEC §6.5, issue 11), so
 //! the only durable write between a seal and a start is the commit of the call's own fragment.
 
-use std::collections::HashSet;
+use std::collections::{HashSet, VecDeque};
 use std::future::Future;
 use std::pin::{pin, Pin};
 use std::sync::Arc;
 use std::task::{Context, Poll};
 
-use futures::Stream;
+use futures::future::BoxFuture;
+use futures::{FutureExt, Stream};
 use headstart_core::accumulator::Ending;
 use headstart_core::{
     Accumulator, Applied, AssistantMessage, DeltaEvent, ErrorReason, Message, ModelError, StopReason, ToolCall,
     ToolResultMessage, Usage,
 };
-use headstart_store::{RunEnd, RunOutcome, RunState, SessionId};
+use headstart_store::{RunEnd, RunOutcome, RunState, SessionId, StoreError};
 use tokio_util::sync::{CancellationToken, WaitForCancellationFutureOwned};
 use tokio_util::task::TaskTracker;
 use tracing::Instrument;
@@ -43,9 +44,24 @@ pub const CANCELLED_BY_CALLER: &str = "cancelled by the caller";
 
 /// What woke the driver.
 enum Step {
+    Written(ResultWrite, Result<u64, StoreError>),
     Tool(RunnerEvent),
     Cancelled,
     Model(Option<Result<DeltaEvent, ModelError>>),
+}
+
+/// A tool result waiting to be written, and what its events need.
+pub(crate) struct ResultWrite {
+    call: Arc<ToolCall>,
+    result: ToolResultMessage,
+    run: Option<RunEnd>,
+    never_started: bool,
+}
+
+/// The result write in flight.
+struct InFlight {
+    write: ResultWrite,
+    future: BoxFuture<'static, Result<u64, StoreError>>,
 }
 
 /// The state of one response.
@@ -65,6 +81,9 @@ pub(crate) struct ResponseDriver<'a> {
     admitted_ids: HashSet<String>,
     runner: ToolRunner,
     store_failure: Option<String>,
+    /// Results to write, in the order they settled (SPEC §6.5: durable in completion order).
+    writes: VecDeque<ResultWrite>,
+    writing: Option<InFlight>,
     tasks: TaskTracker,
     out: &'a mut Emitter,
 }
@@ -91,13 +110,15 @@ impl<'a> ResponseDriver<'a> {
             admitted_ids: HashSet::new(),
             runner,
             store_failure: None,
+            writes: VecDeque::new(),
+            writing: None,
             tasks,
             out,
         }
     }
 
     fn finished(&self) -> bool {
-        self.stream_ended && self.runner.is_idle()
+        self.stream_ended && self.runner.is_idle() && self.writing.is_none() && self.writes.is_empty()
     }
 
     fn now_us(&self) -> i64 {
@@ -106,6 +127,7 @@ impl<'a> ResponseDriver<'a> {
 
     async fn handle(&mut self, step: Step) {
         match step {
+            Step::Written(write, written) => self.on_written(write, written),
             Step::Tool(event) => self.on_runner_event(event).await,
             Step::Cancelled => self.on_cancel().await,
             Step::Model(None) => self.fail_and_end(ErrorReason::Error, MISSING_TERMINAL).await,
@@ -236,6 +258,7 @@ impl<'a> ResponseDriver<'a> {
             .into_iter()
             .filter(|call| !self.admitted_ids.contains(&call.id))
             .collect();
+        self.finish_write_in_flight().await;
         self.out.flush();
         let span = tracing::info_span!("fragment_commit", request = self.request, calls = calls.len());
         let written = admission::commit_fragment(
@@ -295,25 +318,15 @@ impl<'a> ResponseDriver<'a> {
     }
 
     /// Starts whatever the scheduler allows now, and carries out every preparation that completes at once, so a
-    /// call unblocked by the one that just settled starts before that one's result is written. Preparations
-    /// that settle a call without executing it (SPEC §5.3) get their results written afterwards.
+    /// call unblocked by the one that just settled starts at once, not one poll later.
     async fn advance(&mut self) {
         loop {
-            let mut settled_now = Vec::new();
-            loop {
-                self.start_allowed();
-                let prepared = std::future::poll_fn(|cx| Poll::Ready(self.runner.poll_preparation(cx))).await;
-                match prepared {
-                    Poll::Ready(RunnerEvent::Immediate { slot, immediate }) => settled_now.push((slot, immediate)),
-                    Poll::Ready(_) => {}
-                    Poll::Pending => break,
-                }
-            }
-            if settled_now.is_empty() {
-                return;
-            }
-            for (slot, immediate) in settled_now {
-                self.record_immediate(slot, immediate).await;
+            self.start_allowed();
+            let prepared = std::future::poll_fn(|cx| Poll::Ready(self.runner.poll_preparation(cx))).await;
+            match prepared {
+                Poll::Ready(RunnerEvent::Immediate { slot, immediate }) => self.record_immediate(slot, immediate),
+                Poll::Ready(_) => {}
+                Poll::Pending => return,
             }
         }
     }
@@ -355,7 +368,7 @@ impl<'a> ResponseDriver<'a> {
             RunnerEvent::Prepared => self.advance().await,
             RunnerEvent::Immediate { slot, immediate } => {
                 self.advance().await;
-                self.record_immediate(slot, immediate).await;
+                self.record_immediate(slot, immediate);
             }
             RunnerEvent::Executed { slot, executed } => {
                 let entry = self.runner.slot(slot);
@@ -369,13 +382,13 @@ impl<'a> ResponseDriver<'a> {
                 self.runner.slot_mut(slot).terminate = result.terminate;
                 // The calls this one held back start now, beside its result write (SPEC §6.5).
                 self.advance().await;
-                self.record_result(&call, result, Some(run), false).await;
+                self.record_result(&call, result, Some(run), false);
             }
         }
     }
 
     /// The result of a call that preparation settled without executing it (SPEC §5.3).
-    async fn record_immediate(&mut self, slot: usize, immediate: crate::prepare::Immediate) {
+    fn record_immediate(&mut self, slot: usize, immediate: crate::prepare::Immediate) {
         let call = Arc::clone(&self.runner.slot(slot).call);
         let result = ToolResultMessage::error(&call, immediate.text);
         let run = RunEnd {
@@ -383,34 +396,85 @@ impl<'a> ResponseDriver<'a> {
             outcome: immediate.outcome,
             started_at_us: None,
         };
-        self.record_result(&call, result, Some(run), true).await;
+        self.record_result(&call, result, Some(run), true);
     }
 
-    /// Writes a result and emits its events. A call that never executed gets its `tool_execution_start` here,
-    /// immediately before its end (SPEC §5.7).
-    async fn record_result(
+    /// Queues a result for writing; its events follow the write (SPEC §6.1). A call that never executed gets its
+    /// `tool_execution_start` then, immediately before its end (SPEC §5.7).
+    fn record_result(
         &mut self,
         call: &Arc<ToolCall>,
         result: ToolResultMessage,
         run: Option<RunEnd>,
         never_started: bool,
     ) {
-        self.out.flush();
-        let written = self
-            .shared
-            .store
-            .append_tool_result(&self.session, &result, run, self.now_us())
-            .await;
+        self.writes.push_back(ResultWrite {
+            call: Arc::clone(call),
+            result,
+            run,
+            never_started,
+        });
+    }
+
+    /// Starts the next queued write if none is in flight. Writes are made one at a time, so the transcript's order
+    /// is the order results settled, whatever the threads do.
+    fn start_next_write(&mut self) {
+        if self.writing.is_some() {
+            return;
+        }
+        let Some(write) = self.writes.pop_front() else {
+            return;
+        };
+        let store = Arc::clone(&self.shared.store);
+        let session = self.session.clone();
+        let result = write.result.clone();
+        let run = write.run;
+        let at_us = self.now_us();
+        let future = async move { store.append_tool_result(&session, &result, run, at_us).await }.boxed();
+        self.writing = Some(InFlight { write, future });
+    }
+
+    /// Polls the write in flight (starting the next one first if none is).
+    fn poll_write(&mut self, cx: &mut Context<'_>) -> Poll<Step> {
+        self.start_next_write();
+        let Some(in_flight) = &mut self.writing else {
+            return Poll::Pending;
+        };
+        let Poll::Ready(written) = in_flight.future.as_mut().poll(cx) else {
+            return Poll::Pending;
+        };
+        let InFlight { write, .. } = self.writing.take().expect("a write is in flight");
+        Poll::Ready(Step::Written(write, written))
+    }
+
+    /// Waits for the write in flight, if any: a fragment commit goes after it, so the engine never has two writes
+    /// in flight and the transcript's order is deterministic.
+    async fn finish_write_in_flight(&mut self) {
+        if let Some(InFlight { write, future }) = self.writing.take() {
+            self.out.flush();
+            let written = future.await;
+            self.on_written(write, written);
+        }
+    }
+
+    /// A result write ended: emit its events.
+    fn on_written(&mut self, write: ResultWrite, written: Result<u64, StoreError>) {
         let seq = match written {
             Ok(seq) => Some(seq),
             Err(error) => {
                 let message = error.to_string();
-                tracing::error!(call_id = %call.id, %message, "tool result write failed");
+                tracing::error!(call_id = %write.call.id, %message, "tool result write failed");
                 self.store_failure.get_or_insert(message);
                 None
             }
         };
-        self.emit_result(call, result, run.map(|run| run.outcome), seq, never_started);
+        let ResultWrite {
+            call,
+            result,
+            run,
+            never_started,
+        } = write;
+        self.emit_result(&call, result, run.map(|run| run.outcome), seq, never_started);
     }
 
     /// Emits the events of a result (`seq` is `None` when it is not stored).
@@ -438,7 +502,7 @@ impl<'a> ResponseDriver<'a> {
     }
 
     /// Settles every call that has not started with `"cancelled before start: <reason>"` (SPEC §5.5).
-    async fn abort_calls(&mut self, reason: &str) {
+    fn abort_calls(&mut self, reason: &str) {
         for slot in self.runner.abort() {
             let call = Arc::clone(&self.runner.slot(slot).call);
             let result = ToolResultMessage::error(&call, format!("cancelled before start: {reason}"));
@@ -447,7 +511,7 @@ impl<'a> ResponseDriver<'a> {
                 outcome: RunOutcome::Skipped,
                 started_at_us: None,
             };
-            self.record_result(&call, result, Some(run), true).await;
+            self.record_result(&call, result, Some(run), true);
         }
     }
 
@@ -456,7 +520,7 @@ impl<'a> ResponseDriver<'a> {
     async fn on_cancel(&mut self) {
         self.cancel_seen = true;
         if self.stream_ended {
-            self.abort_calls(CANCELLED_BY_CALLER).await;
+            self.abort_calls(CANCELLED_BY_CALLER);
         } else {
             self.fail_and_end(ErrorReason::Aborted, CANCELLED_BY_CALLER).await;
         }
@@ -516,7 +580,7 @@ impl<'a> ResponseDriver<'a> {
             self.store_failure.clone()
         };
         match abort_reason {
-            Some(reason) => self.abort_calls(&reason).await,
+            Some(reason) => self.abort_calls(&reason),
             None => self.advance().await,
         }
         let admitted_now: HashSet<&str> = if committed {
@@ -530,7 +594,7 @@ impl<'a> ResponseDriver<'a> {
                 let result = ToolResultMessage::error(&call, text);
                 let call = Arc::new(call);
                 if committed {
-                    self.record_result(&call, result, None, true).await;
+                    self.record_result(&call, result, None, true);
                 } else {
                     // The call is not in the transcript (its fragment could not be stored): a stored result would
                     // be an orphan that no model context can hold, so it is only shown, like the fragment.
@@ -568,6 +632,9 @@ fn poll_step<S>(
 where
     S: Stream<Item = Result<DeltaEvent, ModelError>> + ?Sized,
 {
+    if let Poll::Ready(written) = driver.poll_write(cx) {
+        return Poll::Ready(written);
+    }
     if let Poll::Ready(event) = driver.runner.poll_event(cx) {
         return Poll::Ready(Step::Tool(event));
     }

@@ -49,6 +49,11 @@ pub struct SqliteOptions {
     /// next transaction, each in its own savepoint and each still durable before it returns, sharing one sync.
     /// Off, every write is its own transaction. See [`SqliteStore`]'s design notes.
     pub group_commit: bool,
+    /// Run every operation on the calling task's thread instead of tokio's blocking pool (default off). For
+    /// single-threaded simulations only (`headstart replay` on the virtual clock): an operation then completes
+    /// within the poll that starts it, so the order in which the engine observes its writes completing does not
+    /// depend on thread timing. It blocks the runtime for the length of each operation; group commit is off.
+    pub inline: bool,
 }
 
 impl Default for SqliteOptions {
@@ -58,6 +63,7 @@ impl Default for SqliteOptions {
             busy_timeout: Duration::from_secs(5),
             max_page_count: None,
             group_commit: true,
+            inline: false,
         }
     }
 }
@@ -116,6 +122,8 @@ struct Inner {
     /// Writes waiting for the group-commit leader.
     writes: WriteQueue,
     group_commit: bool,
+    /// Operations run on the calling thread ([`SqliteOptions::inline`]).
+    inline: bool,
     path: Option<PathBuf>,
     durability: Durability,
     read_only: bool,
@@ -183,7 +191,9 @@ impl SqliteStore {
                 .map_err(fail("set the maximum page count"))?;
         }
         let store = Self::from_connection(conn, Some(path.to_path_buf()), options.durability, false);
-        Ok(store.with_group_commit(options.group_commit))
+        Ok(store
+            .with_group_commit(options.group_commit && !options.inline)
+            .with_inline(options.inline))
     }
 
     /// Opens an existing store for reading only (for inspection tools): never creates the file, never migrates,
@@ -244,11 +254,20 @@ impl SqliteStore {
                 conn: Mutex::new(conn),
                 writes: WriteQueue::default(),
                 group_commit: true,
+                inline: false,
                 path,
                 durability,
                 read_only,
             }),
         }
+    }
+
+    /// Turns inline operations on or off (only before the store is shared: it is freshly opened).
+    fn with_inline(mut self, on: bool) -> Self {
+        if let Some(inner) = Arc::get_mut(&mut self.inner) {
+            inner.inline = on;
+        }
+        self
     }
 
     /// Turns group commit on or off (only before the store is shared: it is freshly opened).
@@ -310,7 +329,7 @@ impl SqliteStore {
         F: FnOnce(&mut Connection) -> Result<T, StoreError> + Send + 'static,
     {
         let inner = Arc::clone(&self.inner);
-        let task = tokio::task::spawn_blocking(move || {
+        let locked = move || {
             let mut guard = inner.conn.lock().map_err(|_| {
                 StoreError::Backend(
                     "the database connection is unusable: an earlier store operation panicked while holding it"
@@ -318,7 +337,11 @@ impl SqliteStore {
                 )
             })?;
             op(&mut guard)
-        });
+        };
+        if self.inner.inline {
+            return locked();
+        }
+        let task = tokio::task::spawn_blocking(locked);
         match task.await {
             Ok(result) => result,
             Err(err) if err.is_panic() => Err(StoreError::Backend("a store operation panicked".to_owned())),

@@ -474,6 +474,7 @@ async fn connections_use_wal_the_configured_sync_and_foreign_keys() {
             busy_timeout: Duration::from_millis(1234),
             max_page_count: None,
             group_commit: true,
+            inline: false,
         };
         let store = SqliteStore::open(&path, options).expect("open");
         let (mode, sync, fks, timeout) = with_conn(&store, |conn| {
