@@ -330,22 +330,37 @@ fn a_slow_consumer_on_the_wall_clock_does_not_delay_a_start() {
         .enable_all()
         .build()
         .expect("a runtime");
-    runtime.block_on(async {
+    let mut delays = runtime.block_on(async {
         let rig = rig(Duration::from_millis(300));
-        let session = rig.store.create_session(0).await.expect("a session");
-        let begin = tokio::time::Instant::now();
-        let mut events = rig
+        // Warm-up: the blocking pool's first thread and the store's first commit are not what is measured.
+        let warm = rig.store.create_session(0).await.expect("a session");
+        let events = rig
             .engine
-            .wrap(&session, 0, timed_stream(call_then_text(20)), CancellationToken::new());
-        while events.next().await.is_some() {
-            tokio::time::sleep(Duration::from_millis(50)).await;
+            .wrap(&warm, 0, timed_stream(call_then_text(1)), CancellationToken::new());
+        events.collect::<Vec<_>>().await;
+        let mut delays = Vec::new();
+        for _ in 0..3 {
+            let session = rig.store.create_session(0).await.expect("a session");
+            let before = rig.began.lock().expect("lock").len();
+            let begin = tokio::time::Instant::now();
+            let mut events = rig
+                .engine
+                .wrap(&session, 0, timed_stream(call_then_text(20)), CancellationToken::new());
+            while events.next().await.is_some() {
+                tokio::time::sleep(Duration::from_millis(50)).await;
+            }
+            let began = rig.began.lock().expect("lock")[before];
+            delays.push(began - begin);
         }
-        let began = rig.began.lock().expect("lock")[0] - begin;
-        assert!(
-            began < Duration::from_millis(5),
-            "the body began {began:?} after its seal"
-        );
+        delays
     });
+    delays.sort();
+    // The median of three: one scheduling hiccup of a loaded machine does not decide.
+    let median = delays[1];
+    assert!(
+        median < Duration::from_millis(5),
+        "the body began {median:?} after its seal ({delays:?})"
+    );
 }
 
 #[tokio::test(start_paused = true)]

@@ -62,15 +62,20 @@ pub(crate) struct EventSink {
 }
 
 impl EventSink {
-    /// Appends a batch of events and wakes the consumer. Never waits.
-    pub fn push_all(&self, batch: impl IntoIterator<Item = Emitted>) {
+    /// Appends a batch of events (leaving `batch` empty) and wakes the consumer. Never waits. When the consumer has
+    /// taken everything, the batch's storage is handed over whole instead of moved event by event.
+    pub fn push_batch(&self, batch: &mut VecDeque<Option<Emitted>>) {
         let waker = {
             let mut state = self.shared.lock();
             if state.abandoned {
+                batch.clear();
                 return;
             }
-            for emitted in batch {
-                state.push(emitted);
+            state.note_updates(batch);
+            if state.events.is_empty() {
+                std::mem::swap(&mut state.events, batch);
+            } else {
+                state.events.append(batch);
             }
             state.consumer.take()
         };
@@ -93,29 +98,43 @@ impl EventSink {
 }
 
 impl State {
-    fn push(&mut self, emitted: Emitted) {
-        let seq = self.head + self.events.len() as u64;
-        if let AgentEvent::ToolExecutionUpdate { tool_call_id, .. } = &emitted.event {
-            if let Some(older) = self.pending_update.insert(tool_call_id.clone(), seq) {
-                // The consumer has not taken the older update yet: the newer one supersedes it.
-                if let Some(slot) = usize::try_from(older - self.head)
+    /// Coalesces updates: a call's update that the consumer has not taken yet (queued, or earlier in `batch`) is
+    /// superseded by a newer one of the same call; any other event of the call closes that window.
+    fn note_updates(&mut self, batch: &mut VecDeque<Option<Emitted>>) {
+        let base = self.head + self.events.len() as u64;
+        for position in 0..batch.len() {
+            let seq = base + position as u64;
+            let older = match batch[position].as_ref().map(|emitted| &emitted.event) {
+                Some(AgentEvent::ToolExecutionUpdate { tool_call_id, .. }) => {
+                    self.pending_update.insert(tool_call_id.clone(), seq)
+                }
+                Some(other) => {
+                    if let Some(id) = other.tool_call_id() {
+                        self.pending_update.remove(id);
+                    }
+                    None
+                }
+                None => None,
+            };
+            let Some(older) = older else { continue };
+            let slot = if older >= base {
+                usize::try_from(older - base).ok().and_then(|i| batch.get_mut(i))
+            } else {
+                usize::try_from(older - self.head)
                     .ok()
                     .and_then(|i| self.events.get_mut(i))
-                {
-                    *slot = None;
-                }
+            };
+            if let Some(slot) = slot {
+                *slot = None;
             }
-        } else if let Some(id) = emitted.event.tool_call_id() {
-            // Any other event of the call ends the window in which its update may be replaced.
-            self.pending_update.remove(id);
         }
-        self.events.push_back(Some(emitted));
     }
 
-    fn take_all(&mut self) -> VecDeque<Option<Emitted>> {
+    /// Hands everything queued to the consumer, whose empty buffer (with its capacity) takes the queue's place.
+    fn take_all(&mut self, into: &mut VecDeque<Option<Emitted>>) {
         self.head += self.events.len() as u64;
         self.pending_update.clear();
-        std::mem::take(&mut self.events)
+        std::mem::swap(&mut self.events, into);
     }
 }
 
@@ -185,7 +204,7 @@ impl EventStream {
                 state.consumer = Some(cx.waker().clone());
                 return Poll::Pending;
             }
-            self.local = state.take_all();
+            state.take_all(&mut self.local);
         }
     }
 
@@ -229,7 +248,8 @@ impl Stream for EventStream {
 pub(crate) struct Emitter {
     sink: EventSink,
     clock: Arc<dyn crate::clock::Clock>,
-    outbox: Vec<AgentEvent>,
+    /// Events not yet handed to the queue; their `at_us` is set when they are.
+    outbox: VecDeque<Option<Emitted>>,
 }
 
 /// Events collected before a flush is forced, so a consumer on another thread sees a long burst progressively.
@@ -240,13 +260,13 @@ impl Emitter {
         Emitter {
             sink,
             clock,
-            outbox: Vec::new(),
+            outbox: VecDeque::new(),
         }
     }
 
     /// Emits an event (queued with the next flush).
     pub fn push(&mut self, event: AgentEvent) {
-        self.outbox.push(event);
+        self.outbox.push_back(Some(Emitted { at_us: 0, event }));
         if self.outbox.len() >= FLUSH_AT {
             self.flush();
         }
@@ -258,8 +278,10 @@ impl Emitter {
             return;
         }
         let at_us = self.clock.now_us();
-        self.sink
-            .push_all(self.outbox.drain(..).map(|event| Emitted { at_us, event }));
+        for emitted in self.outbox.iter_mut().flatten() {
+            emitted.at_us = at_us;
+        }
+        self.sink.push_batch(&mut self.outbox);
     }
 }
 

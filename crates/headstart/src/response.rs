@@ -50,6 +50,16 @@ enum Step {
     Model(Option<Result<DeltaEvent, ModelError>>),
 }
 
+/// What an accepted delta leads to that needs the store.
+enum FollowUp {
+    /// The delta broke the protocol (SPEC §2): end the response as `error` with this message.
+    Fail(String),
+    /// The response ended (`done`/`error`).
+    End,
+    /// A sealed call triggers a prefix commit up to this index (SPEC §3.1).
+    Commit(usize),
+}
+
 /// A tool result waiting to be written, and what its events need.
 pub(crate) struct ResultWrite {
     call: Arc<ToolCall>,
@@ -146,10 +156,21 @@ impl<'a> ResponseDriver<'a> {
     // ---- accumulate -------------------------------------------------------------------------------------------
 
     async fn on_delta(&mut self, event: DeltaEvent) {
+        if let Some(follow_up) = self.accept_delta(event) {
+            self.follow_up(follow_up).await;
+        }
+    }
+
+    /// Accumulates a delta and emits its update; returns what must follow that needs the store. Synchronous, so
+    /// the common case (a delta inside an open block) costs no future at all.
+    fn accept_delta(&mut self, event: DeltaEvent) -> Option<FollowUp> {
         match self.accumulator.apply_ref(&event) {
-            Err(violation) => self.fail_and_end(ErrorReason::Error, violation.to_string()).await,
-            Ok(Applied::Started) => self.open_fragment(),
-            Ok(Applied::Ended) => self.end_response().await,
+            Err(violation) => Some(FollowUp::Fail(violation.to_string())),
+            Ok(Applied::Started) => {
+                self.open_fragment();
+                None
+            }
+            Ok(Applied::Ended) => Some(FollowUp::End),
             Ok(applied) => {
                 if let Some(index) = event.index() {
                     // The accumulator copied what it keeps: the event itself moves on, re-based (SPEC §3.4).
@@ -161,11 +182,22 @@ impl<'a> ResponseDriver<'a> {
                     });
                 }
                 match applied {
-                    Applied::Opened(index) => self.note_eligibility(index),
-                    Applied::Sealed(index) if self.triggers_commit(index) => self.commit_prefix(index).await,
-                    _ => {}
+                    Applied::Opened(index) => {
+                        self.note_eligibility(index);
+                        None
+                    }
+                    Applied::Sealed(index) if self.triggers_commit(index) => Some(FollowUp::Commit(index)),
+                    _ => None,
                 }
             }
+        }
+    }
+
+    async fn follow_up(&mut self, follow_up: FollowUp) {
+        match follow_up {
+            FollowUp::Fail(message) => self.fail_and_end(ErrorReason::Error, message).await,
+            FollowUp::End => self.end_response().await,
+            FollowUp::Commit(index) => self.commit_prefix(index).await,
         }
     }
 
@@ -680,7 +712,18 @@ where
             step
         })
         .await;
-        driver.handle(step).await;
+        match step {
+            // The hot path: a delta that needs no store write is handled without building the handler's future.
+            Step::Model(Some(Ok(event))) => {
+                if let Some(follow_up) = driver.accept_delta(event) {
+                    driver.follow_up(follow_up).await;
+                }
+            }
+            step => driver.handle(step).await,
+        }
+        // A model stream that is always ready (a fast local source) would otherwise keep this task from yielding:
+        // the cooperative budget hands the thread to the consumer now and then, so events are taken while hot.
+        tokio::task::consume_budget().await;
     }
     let outcome = driver.outcome();
     driver.out.push(AgentEvent::TurnEnd {
