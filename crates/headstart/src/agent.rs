@@ -3,14 +3,13 @@
 use std::sync::Arc;
 
 use futures::StreamExt;
-use headstart_core::{Message, UserMessage};
+use headstart_core::{Message, Model, ModelRequest, UserMessage};
 use headstart_store::SessionId;
 use tokio_util::sync::CancellationToken;
 use tracing::Instrument;
 
 use crate::engine::{Engine, EventStream};
 use crate::event::{AgentEvent, AgentStop, Role};
-use crate::model::{Model, ModelRequest};
 
 /// An agent: a model and an [`Engine`].
 #[derive(Clone)]

@@ -73,7 +73,6 @@ mod engine;
 mod event;
 mod execute;
 mod hooks;
-mod model;
 mod prepare;
 mod recovery;
 mod response;
@@ -91,12 +90,14 @@ pub use config::{EngineConfig, ExecutionMode};
 pub use engine::{Engine, EngineBuilder, EventStream, TurnIdSource};
 pub use event::{AgentEvent, AgentStop, Role, TurnOutcome};
 pub use hooks::{Decision, HookError, Hooks, ResultDraft, ResultOverride, ToolHook};
-pub use model::{DeltaStream, Model, ModelRequest, ToolDefinition};
 pub use recovery::{recover_all, recover_session, RecoveredCall, RecoveryAction, RecoveryPolicy, INTERRUPTED};
 pub use response::{CANCELLED_BY_CALLER, MISSING_TERMINAL};
 pub use tool::{Arguments, Tool, ToolContext, ToolError, ToolOutput, UpdateSink};
 pub use toolbox::{Toolbox, ToolboxError};
 
-pub use headstart_core::{DeltaEvent, Message, ModelError, StopReason, ToolCall, UserMessage};
+pub use headstart_core::{
+    DeltaEvent, DeltaStream, Message, Model, ModelError, ModelRequest, StopReason, ToolCall, ToolDefinition,
+    UserMessage,
+};
 pub use headstart_store::{SessionId, SqliteStore, TranscriptStore};
 pub use tokio_util::sync::CancellationToken;
