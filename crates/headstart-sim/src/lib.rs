@@ -8,6 +8,7 @@
 pub mod commit_trace;
 pub mod demo;
 pub mod expect;
+mod json_path;
 pub mod replay;
 pub mod report;
 pub mod scenario;
