@@ -8,6 +8,7 @@
 pub mod commit_trace;
 pub mod demo;
 pub mod expect;
+pub mod invariants;
 mod json_path;
 pub mod replay;
 pub mod report;
