@@ -16,13 +16,30 @@ use crate::sim_model::SimModel;
 use crate::sim_tools::{SimHooks, SimTool};
 
 /// Which clock a replay runs on.
+///
+/// The virtual clock is tokio's paused clock, which only tokio's `test-util` feature provides; this crate enables
+/// it only with its own `virtual-clock` feature, so a build that needs no virtual replay does not carry it. Without
+/// that feature `Wall` is the only mode (and the default).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub enum ClockMode {
-    /// tokio's paused clock: deterministic reports, whole milliseconds.
+    /// tokio's paused clock: deterministic reports, whole milliseconds (feature `virtual-clock`).
+    #[cfg(feature = "virtual-clock")]
     #[default]
     Virtual,
     /// Real time and real sleeps: measured milliseconds.
+    #[cfg_attr(not(feature = "virtual-clock"), default)]
     Wall,
+}
+
+impl ClockMode {
+    /// `true` for tokio's paused clock.
+    pub fn is_virtual(self) -> bool {
+        match self {
+            #[cfg(feature = "virtual-clock")]
+            ClockMode::Virtual => true,
+            ClockMode::Wall => false,
+        }
+    }
 }
 
 /// Options of a replay.
@@ -61,7 +78,7 @@ impl ReplayOutcome {
     }
 }
 
-/// Loads and replays a scenario file on its own tokio runtime (paused for [`ClockMode::Virtual`]).
+/// Loads and replays a scenario file on its own tokio runtime (paused for the virtual clock).
 pub fn replay_file(path: &Path, options: &ReplayOptions) -> ReplayOutcome {
     let scenario = match Scenario::load(path) {
         Ok(scenario) => scenario,
@@ -74,7 +91,8 @@ pub fn replay_file(path: &Path, options: &ReplayOptions) -> ReplayOutcome {
 pub fn replay_blocking(scenario: &Scenario, options: &ReplayOptions) -> ReplayOutcome {
     let mut builder = tokio::runtime::Builder::new_current_thread();
     builder.enable_all();
-    if options.clock == ClockMode::Virtual {
+    #[cfg(feature = "virtual-clock")]
+    if options.clock.is_virtual() {
         builder.start_paused(true);
     }
     match builder.build() {
@@ -132,7 +150,7 @@ pub async fn replay(scenario: &Scenario, options: &ReplayOptions) -> ReplayOutco
         .build();
     let agent = Agent::new(engine, Arc::new(SimModel::new(scenario.turns.clone())));
 
-    let whole = options.clock == ClockMode::Virtual;
+    let whole = options.clock.is_virtual();
     let now = || Ms::from_us(clock.now_us(), whole);
     let cancel = CancellationToken::new();
     let cancel_at = scenario
@@ -140,7 +158,9 @@ pub async fn replay(scenario: &Scenario, options: &ReplayOptions) -> ReplayOutco
         .map(|ms| clock.base() + std::time::Duration::from_millis(ms));
     let mut events = agent.run(&session, UserMessage::new(scenario.prompt.clone()), cancel.clone());
     let mut recorder = Recorder::default();
-    let time_limit = (options.clock == ClockMode::Virtual)
+    let time_limit = options
+        .clock
+        .is_virtual()
         .then(|| clock.base() + std::time::Duration::from_millis(VIRTUAL_TIME_LIMIT_MS));
     let mut stuck = false;
     loop {
