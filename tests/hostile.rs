@@ -7,8 +7,6 @@
 //! - `tests/hostile/scenarios/*.json` are replayed as they are;
 //! - every file there must have an expectation below, and every expectation a file.
 
-mod support;
-
 use std::collections::BTreeSet;
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -18,7 +16,7 @@ use std::time::Duration;
 use headstart::core::accumulator::MAX_BLOCK_BYTES;
 use headstart::core::delta_log::MAX_LINE_BYTES;
 use headstart_sim::scenario::{MAX_DELTA_LOG_BYTES, MAX_SCENARIO_BYTES};
-use headstart_sim::{replay_file, ReplayOptions, ReplayOutcome};
+use headstart_sim::{invariants, replay_file, ReplayOptions, ReplayOutcome};
 use serde_json::Value;
 
 /// What replaying a hostile file must give.
@@ -393,7 +391,10 @@ fn check(name: &str, outcome: &ReplayOutcome, expect: Expect<'_>) -> Option<Stri
         return Some(format!("{name}: expected {expect:?}, got {shown}"));
     }
     if code == 0 {
-        let broken = support::invariants(&report);
+        let broken: Vec<String> = invariants::check_report(&outcome.report)
+            .iter()
+            .map(ToString::to_string)
+            .collect();
         if !broken.is_empty() {
             return Some(format!("{name}: invariants broken: {broken:?}"));
         }

@@ -7,9 +7,12 @@
 //! engine and the store, and stays fast in a debug build. One [`SqliteStore`] (one connection, `durability =
 //! normal`) serves every session, as the engine is meant to be deployed.
 //!
-//! Checks, per session: the run ended `Completed`; every call executed exactly once and has exactly one result,
-//! which follows its call; sequence numbers are 1..=n without gaps; every run record is `finished` with its
-//! result. Globally: the store lists every session.
+//! Checks, per session: the engine's invariants on what the store holds (`headstart_sim::invariants`, shared with
+//! the scenario, adapter and crash tests: sequence numbers 1..=n without gaps, every call exactly one result, which
+//! follows its call, every run record settled with its result, owners stored before starts, one turn id per
+//! request); besides, the run ended `Completed`, the transcript holds the ten calls in order, every call executed
+//! exactly once and no result is an error, and every run record is `finished` with its result. Globally: the store
+//! lists every session.
 //!
 //! `HEADSTART_LOAD_SESSIONS` overrides the number of sessions (default 1,000).
 
@@ -25,6 +28,7 @@ use headstart::{
     Agent, AgentEvent, AgentStop, Arguments, CancellationToken, Engine, Message, SqliteStore, Tool, ToolContext,
     ToolError, ToolOutput, Toolbox, TranscriptStore, UserMessage,
 };
+use headstart_sim::invariants;
 use headstart_sim::sim_model::SimModel;
 use serde_json::json;
 
@@ -160,36 +164,23 @@ async fn a_thousand_concurrent_sessions_lose_nothing() {
     for (n, session, stop) in &finished {
         assert_eq!(stop, &[AgentStop::Completed], "session {n}: how the run ended");
         let log = store.load_log(session).await.unwrap();
+        let runs = store.tool_runs(session).await.unwrap();
+        let violations = invariants::check_log(&log, &runs);
+        assert!(violations.is_empty(), "session {n}: {violations:?}");
         messages += log.len();
-        let seqs: Vec<u64> = log.iter().map(|stored| stored.seq).collect();
-        assert_eq!(
-            seqs,
-            (1..=log.len() as u64).collect::<Vec<_>>(),
-            "session {n}: sequence numbers"
-        );
         let mut calls_seen: Vec<String> = Vec::new();
-        let mut results: HashMap<String, usize> = HashMap::new();
         for stored in &log {
             match &stored.message {
                 Message::Assistant(fragment) => calls_seen.extend(fragment.tool_calls().map(|call| call.id.clone())),
-                Message::ToolResult(result) => {
-                    assert!(
-                        calls_seen.contains(&result.tool_call_id),
-                        "session {n}: result before its call"
-                    );
-                    assert!(!result.is_error, "session {n}: {result:?}");
-                    *results.entry(result.tool_call_id.clone()).or_default() += 1;
-                }
+                Message::ToolResult(result) => assert!(!result.is_error, "session {n}: {result:?}"),
                 Message::User(_) => {}
             }
         }
         let expected: Vec<String> = (0..CALLS).map(|k| call_id(*n, k)).collect();
         assert_eq!(calls_seen, expected, "session {n}: calls in the transcript");
         for id in &expected {
-            assert_eq!(results.get(id), Some(&1), "session {n}: results of {id}");
             assert_eq!(executed.get(id), Some(&1), "session {n}: executions of {id}");
         }
-        let runs = store.tool_runs(session).await.unwrap();
         assert_eq!(runs.len(), CALLS, "session {n}: run records");
         for run in &runs {
             assert_eq!(

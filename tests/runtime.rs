@@ -19,6 +19,7 @@ use headstart::{
     AgentEvent, Arguments, CancellationToken, DeltaEvent, Engine, Message, TokioClock, Tool, ToolContext, ToolError,
     ToolOutput, Toolbox, TranscriptStore,
 };
+use headstart_sim::invariants::check_session;
 use headstart_sim::sim_model::timed_stream;
 use headstart_sim::{replay_file, ReplayOptions};
 use serde_json::Value;
@@ -80,49 +81,6 @@ fn a_lagging_consumer_changes_nothing_the_engine_did() {
     assert!(differences.is_empty(), "{}", differences.join("\n"));
 }
 
-/// Every admitted call (a `tool_runs` row) and every stored tool call has exactly one stored result.
-fn settlement_failures(report: &Value) -> Vec<String> {
-    let empty = Vec::new();
-    let transcript = report["transcript"].as_array().unwrap_or(&empty);
-    let mut results: std::collections::BTreeMap<&str, usize> = std::collections::BTreeMap::new();
-    let mut calls = Vec::new();
-    for message in transcript {
-        match message["role"].as_str() {
-            Some("tool_result") => {
-                *results
-                    .entry(message["tool_call_id"].as_str().unwrap_or(""))
-                    .or_default() += 1
-            }
-            Some("assistant") => {
-                for block in message["content"].as_array().unwrap_or(&empty) {
-                    if block["type"] == "tool_call" {
-                        calls.push(block["id"].as_str().unwrap_or("").to_owned());
-                    }
-                }
-            }
-            _ => {}
-        }
-    }
-    let runs = report["tool_runs"].as_array().unwrap_or(&empty);
-    let mut failures = Vec::new();
-    for id in runs
-        .iter()
-        .filter_map(|run| run["id"].as_str())
-        .chain(calls.iter().map(String::as_str))
-    {
-        let count = results.get(id).copied().unwrap_or(0);
-        if count != 1 {
-            failures.push(format!("call {id} has {count} results"));
-        }
-    }
-    for run in runs {
-        if run["outcome"].is_null() {
-            failures.push(format!("run {} has no outcome", run["id"]));
-        }
-    }
-    failures
-}
-
 #[test]
 fn dropping_the_stream_after_any_event_settles_every_admitted_call() {
     let dir = tempfile::tempdir().expect("a temporary directory");
@@ -156,21 +114,16 @@ fn dropping_the_stream_after_any_event_settles_every_admitted_call() {
                 Some(k),
                 "{name} K={k}: the K events taken"
             );
-            let failures = settlement_failures(&report);
-            assert!(failures.is_empty(), "{name} K={k}: {failures:?}\n{report}");
-            let unfinished = runtime.block_on(async {
+            // What the store holds: every admitted call settled with exactly one result, owners durable first.
+            let violations = runtime.block_on(async {
                 let store = SqliteStore::open(&db, SqliteOptions::default()).expect("the replay's database opens");
-                let mut unfinished = 0;
+                let mut violations = Vec::new();
                 for session in store.sessions().await.expect("sessions") {
-                    unfinished += store
-                        .unfinished_calls(&session.id)
-                        .await
-                        .expect("unfinished calls")
-                        .len();
+                    violations.extend(check_session(&store, &session.id).await.expect("the session loads"));
                 }
-                unfinished
+                violations
             });
-            assert_eq!(unfinished, 0, "{name} K={k}: no unfinished call in the store");
+            assert!(violations.is_empty(), "{name} K={k}: {violations:?}");
         }
     }
 }
@@ -398,6 +351,10 @@ async fn dropping_the_stream_cancels_running_calls_settles_them_and_leaves_no_ta
         unfinished.is_empty(),
         "every admitted call has its result: {unfinished:?}"
     );
+    let violations = check_session(rig.store.as_ref(), &session)
+        .await
+        .expect("the session loads");
+    assert!(violations.is_empty(), "{violations:?}");
     let log = stored_messages(&rig, &session);
     let result = log
         .iter()

@@ -1,14 +1,15 @@
 //! Replays every scenario of the corpus (`tests/scenarios/`), checks each one's `expect` block, and checks the
 //! engine's invariants on every report.
 //!
-//! Invariants checked on every report (issue 3):
-//! - every executed call's owning assistant message is stored no later than the call starts (SPEC §1);
-//! - every stored tool call has exactly one result (SPEC §5.5);
-//! - fragments of one request share a `turn_id`, and only the last carries usage (SPEC §3.2, §3.5);
-//! - `agent_end` is the single last event (SPEC §6);
-//! - every call with a result has one `tool_execution_start` and one `tool_execution_end`, the end directly
-//!   followed by its result message, and a call that never executed gets both back to back (SPEC §5.7, §6.4);
-//! - replaying twice gives identical bytes (SPEC §8).
+//! Checked on every report:
+//! - the engine's invariants, by the checker shared with the adapter, load and crash tests
+//!   ([`headstart_sim::invariants`]): every executed call's owning assistant message is stored no later than the
+//!   call starts (SPEC §1); every stored tool call has exactly one result and every result answers a stored call
+//!   (SPEC §5.5); fragments of one request share a `turn_id`, and only the last carries usage (SPEC §3.2, §3.5);
+//!   `agent_end` is the single last event (SPEC §6); every call with a result has one `tool_execution_start` and
+//!   one `tool_execution_end`, the end directly followed by its result message, and a call that never executed
+//!   gets both back to back (SPEC §5.7, §6.4);
+//! - replaying twice gives identical bytes (SPEC §8), and the report reads back as itself.
 //!
 //! # SPEC rule → scenario
 //!
@@ -61,11 +62,9 @@
 //! - §5.6 terminate: 09, 33-terminate-batches, 44-after-hook-overrides.
 //! - §5.7 events of never-executed calls: the invariant above; `max_turns`: 51-max-turns.
 
-mod support;
-
 use std::path::{Path, PathBuf};
 
-use headstart_sim::{expect, replay_file, ReplayOptions};
+use headstart_sim::{expect, invariants, replay_file, ReplayOptions, Report};
 use serde_json::Value;
 
 fn scenario_files(dir: &Path) -> Vec<PathBuf> {
@@ -93,6 +92,11 @@ fn run_corpus(dir: &Path) -> usize {
         if text != second.report.to_json() {
             failures.push(format!("{name}: two replays gave different reports"));
         }
+        match Report::from_json(&text) {
+            Ok(read) if read == first.report => {}
+            Ok(_) => failures.push(format!("{name}: the report reads back as a different report")),
+            Err(error) => failures.push(format!("{name}: {error}")),
+        }
         let report: Value = serde_json::from_str(&text).expect("a report is valid JSON");
         let scenario: Value =
             serde_json::from_str(&std::fs::read_to_string(path).expect("readable scenario")).expect("scenario JSON");
@@ -103,8 +107,8 @@ fn run_corpus(dir: &Path) -> usize {
         for failure in expect::check(&report, &expected) {
             failures.push(format!("{name}: {failure}"));
         }
-        for failure in support::invariants(&report) {
-            failures.push(format!("{name}: invariant: {failure}"));
+        for violation in invariants::check_report(&first.report) {
+            failures.push(format!("{name}: invariant: {violation}"));
         }
     }
     assert!(

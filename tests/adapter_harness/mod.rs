@@ -5,33 +5,37 @@
 //! this file by path), so both check exactly the same things:
 //!
 //! - nothing panics (tool panics are caught by the engine; see [`quiet_scripted_panics`]);
-//! - the event stream starts with `turn_start`, ends with `turn_end`, and has exactly one of each;
-//! - every admitted call (a `tool_runs` row) has exactly one result and a final run state;
-//! - every tool call stored in an assistant fragment has exactly one result, and every result answers a stored call;
+//! - the engine's invariants, by the checker the scenario, load and crash tests share
+//!   ([`headstart_sim::invariants::check_turn`]): the event stream starts with `turn_start`, ends with `turn_end`,
+//!   and has exactly one of each; every admitted call (a `tool_runs` row) is admitted once, has a stored owner,
+//!   exactly one result and a final run state; every tool call stored in an assistant fragment has exactly one
+//!   result, and every result answers a stored call; a run never starts before its owner was stored; per call, one
+//!   `tool_execution_start` then one `tool_execution_end`, directly followed by its result message (back to back
+//!   for calls that never executed), and the `message_end` of the fragment holding an executed call precedes its
+//!   `tool_execution_start`; sequence numbers are gapless from 1; fragments of the response share a turn id and
+//!   only the last carries usage;
 //! - no call executes before its owner is stored: each tool body looks its call up in the store when it starts;
 //! - each call id executes at most once, and only admitted calls execute;
-//! - per call, `tool_execution_start` precedes exactly one `tool_execution_end`, and the `message_end` of the
-//!   fragment holding an executed call precedes its `tool_execution_start`;
-//! - sequence numbers are gapless from 1, and no store write failed.
+//! - `turn_end` counts the admitted calls, and no store write failed.
 //!
 //! Everything runs on a paused current-thread tokio runtime (virtual time) against an in-memory [`SqliteStore`].
 //! A backstop cancellation at [`BACKSTOP_CANCEL_MS`] ends tools that hang until cancelled; a response that has not
 //! ended an hour of virtual time later is reported as a hang.
 #![allow(dead_code)]
 
-use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::collections::{BTreeSet, HashMap};
 use std::sync::{Arc, Mutex, Once};
 use std::time::Duration;
 
 use async_trait::async_trait;
 use futures::StreamExt;
 use headstart::core::{DoneReason, ErrorReason, Usage};
-use headstart::store::RunState;
 use headstart::{
     AgentEvent, Arguments, CancellationToken, Decision, DeltaEvent, Engine, EngineConfig, ExecutionMode, HookError,
     Hooks, Message, ModelError, SessionId, SqliteStore, TokioClock, Tool, ToolCall, ToolContext, ToolError, ToolHook,
     ToolOutput, Toolbox, TranscriptStore,
 };
+use headstart_sim::invariants;
 
 /// The payload of every panic a scripted tool raises on purpose.
 pub const SCRIPTED_PANIC: &str = "scripted panic";
@@ -373,7 +377,6 @@ async fn check(
     events: &[AgentEvent],
     starts: &[(String, bool)],
 ) -> Result<Summary, Vec<String>> {
-    let mut failures = Vec::new();
     let log = store
         .load_log(session)
         .await
@@ -383,26 +386,18 @@ async fn check(
         .await
         .map_err(|e| vec![format!("tool_runs failed: {e}")])?;
 
-    // The event stream: turn_start first, turn_end last, once each.
-    if !matches!(events.first(), Some(AgentEvent::TurnStart { .. })) {
-        failures.push(format!(
-            "the first event is {:?}",
-            events.first().map(AgentEvent::type_name)
-        ));
-    }
+    // The engine's invariants, checked as everywhere else: sequence numbers, owners, one result per call, turn
+    // ids and usage, the event order.
+    let mut failures: Vec<String> = invariants::check_turn(&log, &runs, events)
+        .iter()
+        .map(ToString::to_string)
+        .collect();
+
+    // What only this harness can see: how the turn says it ended, and that no store write failed.
     let outcome = match events.last() {
         Some(AgentEvent::TurnEnd { outcome, .. }) => Some(outcome),
-        other => {
-            failures.push(format!("the last event is {:?}", other.map(AgentEvent::type_name)));
-            None
-        }
+        _ => None,
     };
-    for name in ["turn_start", "turn_end"] {
-        let count = events.iter().filter(|event| event.type_name() == name).count();
-        if count != 1 {
-            failures.push(format!("{count} {name} events"));
-        }
-    }
     if let Some(outcome) = outcome {
         if let Some(failure) = &outcome.store_failure {
             failures.push(format!("a store write failed: {failure}"));
@@ -415,62 +410,15 @@ async fn check(
             ));
         }
     }
-
-    // The durable log: gapless sequence numbers; calls and results.
-    let mut stored_calls: BTreeMap<&str, u64> = BTreeMap::new();
-    let mut results: BTreeMap<&str, usize> = BTreeMap::new();
-    let mut fragments = 0;
-    for (i, stored) in log.iter().enumerate() {
-        if stored.seq != i as u64 + 1 {
-            failures.push(format!("message {i} has seq {}", stored.seq));
-        }
-        match &stored.message {
-            Message::Assistant(message) => {
-                fragments += 1;
-                for call in message.content.iter().filter_map(|block| block.as_tool_call()) {
-                    if stored_calls.insert(&call.id, stored.seq).is_some() {
-                        failures.push(format!("call {:?} is stored twice", call.id));
-                    }
-                }
-            }
-            Message::ToolResult(result) => *results.entry(&result.tool_call_id).or_default() += 1,
-            Message::User(_) => {}
-        }
-    }
-    for id in stored_calls.keys() {
-        let count = results.get(id).copied().unwrap_or(0);
-        if count != 1 {
-            failures.push(format!("stored call {id:?} has {count} results"));
-        }
-    }
-    for id in results.keys() {
-        if !stored_calls.contains_key(id) {
-            failures.push(format!("a result answers {id:?}, which no stored fragment holds"));
-        }
+    if events
+        .iter()
+        .any(|event| matches!(event, AgentEvent::MessageEnd { seq: None, .. }))
+    {
+        failures.push("a message_end without a sequence number (store write failed)".to_owned());
     }
 
-    // Admitted calls: exactly one result, a final state, a stored owner.
-    let mut admitted: BTreeSet<&str> = BTreeSet::new();
-    for run in &runs {
-        if !admitted.insert(&run.call_id) {
-            failures.push(format!("call {:?} was admitted twice", run.call_id));
-        }
-        let count = results.get(run.call_id.as_str()).copied().unwrap_or(0);
-        if count != 1 {
-            failures.push(format!("admitted call {:?} has {count} results", run.call_id));
-        }
-        if matches!(run.state, RunState::Admitted | RunState::Started) {
-            failures.push(format!(
-                "admitted call {:?} ended in state {:?}",
-                run.call_id, run.state
-            ));
-        }
-        if !stored_calls.contains_key(run.call_id.as_str()) {
-            failures.push(format!("admitted call {:?} has no stored owner", run.call_id));
-        }
-    }
-
-    // Executions: only admitted calls, at most once, never before the owner was stored.
+    // Executions as the tool bodies saw them: only admitted calls, at most once, never before the owner was stored.
+    let admitted: BTreeSet<&str> = runs.iter().map(|run| run.call_id.as_str()).collect();
     let mut executed: HashMap<&str, usize> = HashMap::new();
     for (id, owned) in starts {
         *executed.entry(id).or_default() += 1;
@@ -487,52 +435,15 @@ async fn check(
         }
     }
 
-    // Event order per call, and the owner's message_end before an executed call's start.
-    let mut committed_calls: BTreeSet<String> = BTreeSet::new();
-    let mut started: HashMap<String, usize> = HashMap::new();
-    let mut ended: HashMap<String, usize> = HashMap::new();
-    for event in events {
-        match event {
-            AgentEvent::MessageEnd { seq, message } => {
-                if seq.is_none() {
-                    failures.push("a message_end without a sequence number (store write failed)".to_owned());
-                }
-                if let Message::Assistant(fragment) = &**message {
-                    for call in fragment.content.iter().filter_map(|block| block.as_tool_call()) {
-                        committed_calls.insert(call.id.clone());
-                    }
-                }
-            }
-            AgentEvent::ToolExecutionStart { call } => {
-                *started.entry(call.id.clone()).or_default() += 1;
-                if executed.contains_key(call.id.as_str()) && !committed_calls.contains(&call.id) {
-                    failures.push(format!("call {:?} started before its fragment's message_end", call.id));
-                }
-            }
-            AgentEvent::ToolExecutionEnd { tool_call_id, .. } => {
-                if !started.contains_key(tool_call_id) {
-                    failures.push(format!("call {tool_call_id:?} ended before it started"));
-                }
-                *ended.entry(tool_call_id.clone()).or_default() += 1;
-            }
-            _ => {}
-        }
-    }
-    for (id, count) in &started {
-        if *count != 1 || ended.get(id) != Some(&1) {
-            failures.push(format!(
-                "call {id:?}: {count} tool_execution_start, {:?} tool_execution_end",
-                ended.get(id)
-            ));
-        }
-    }
-
     if failures.is_empty() {
         Ok(Summary {
             events: events.len(),
             admitted: runs.len(),
             executed: executed.len(),
-            fragments,
+            fragments: log
+                .iter()
+                .filter(|stored| matches!(stored.message, Message::Assistant(_)))
+                .count(),
             failed: outcome.is_some_and(|outcome| outcome.stop_reason.is_abnormal()),
         })
     } else {

@@ -6,7 +6,9 @@
 //! `<touch dir>/<call id>` when its body starts). Each kill runs with a fresh database and touch directory, and
 //! afterwards:
 //!
-//! 1. `PRAGMA integrity_check` is `ok` and `PRAGMA foreign_key_check` finds nothing; sequence numbers are gapless;
+//! 1. `PRAGMA integrity_check` is `ok` and `PRAGMA foreign_key_check` finds nothing; the engine's invariants
+//!    (`headstart_sim::invariants`: gapless sequence numbers, owners stored before starts, one result per call,
+//!    turn ids and usage) hold except for the admitted calls the kill left unsettled and without a result;
 //! 2. every file in the touch directory names a call whose run is admitted and whose owning assistant fragment
 //!    (the run's `fragment_seq`) is in the database and contains the call: **no side effect without a durable
 //!    owner**;
@@ -17,7 +19,8 @@
 //!    owned by it. (A kill between the return and the write loses a line, which only makes the check weaker for
 //!    that commit, never wrong.)
 //! 4. `headstart recover DB --json` gives exactly the unfinished calls (admitted, no result) the interrupted result,
-//!    after which every tool call in the transcript has exactly one result and every result has its call.
+//!    after which the engine's invariants hold without exception: every tool call in the transcript has exactly one
+//!    result, every result follows its call, every run is settled.
 //!
 //! Kill points are stratified over the duration of an unkilled run measured first (one random point in each of
 //! `kills` equal slices), so they cover the whole run: process start, database setup, every turn, the end.
@@ -28,13 +31,14 @@
 //! Environment: `HEADSTART_CRASH_SEED` (repeat a run; the seed is printed), `HEADSTART_CRASH_KILLS` (default 55).
 #![cfg(unix)]
 
-use std::collections::{BTreeMap, HashMap, HashSet};
+use std::collections::BTreeMap;
 use std::os::unix::process::ExitStatusExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use headstart::Message;
+use headstart::{Message, SessionId, SqliteStore};
+use headstart_sim::invariants::{self, Violation};
 use rusqlite::{Connection, OptionalExtension};
 
 const SCENARIO: &str = "tests/crash/many-calls.json";
@@ -210,6 +214,19 @@ fn unfinished(conn: &Connection) -> i64 {
     .expect("count unfinished runs")
 }
 
+/// The engine's invariants (`headstart_sim::invariants`, shared with the scenario, adapter and load tests) on what
+/// the database holds for `session`, read through a read-only store.
+fn session_violations(db: &Path, session: &str) -> Vec<Violation> {
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("a tokio runtime");
+    let store = SqliteStore::open_read_only(db).unwrap_or_else(|e| panic!("open {} read-only: {e}", db.display()));
+    runtime
+        .block_on(invariants::check_session(&store, &SessionId(session.to_owned())))
+        .unwrap_or_else(|e| panic!("read session {session}: {e}"))
+}
+
 /// Checks 1–3 on the database a run left; returns the number of unfinished calls.
 fn check_after_kill(run: &RunDir, label: &str, checked: &mut Checked) -> i64 {
     let touched = run.touched();
@@ -249,9 +266,26 @@ fn check_after_kill(run: &RunDir, label: &str, checked: &mut Checked) -> i64 {
         return 0;
     };
     let messages = load_messages(&conn, session);
-    let seqs: Vec<i64> = messages.keys().copied().collect();
-    let gapless: Vec<i64> = (1..=seqs.len() as i64).collect();
-    assert_eq!(seqs, gapless, "{label}: sequence numbers");
+
+    // The engine's invariants hold, except for what a killed run leaves until recovery: admitted calls that never
+    // settled and have no result yet.
+    let violations = session_violations(&run.db, session);
+    let unsettled = violations
+        .iter()
+        .filter(|violation| matches!(violation, Violation::Unsettled { .. }))
+        .count();
+    let broken: Vec<String> = violations
+        .iter()
+        .filter(|violation| {
+            !matches!(
+                violation,
+                Violation::Unsettled { .. } | Violation::ResultCount { results: 0, .. }
+            )
+        })
+        .map(ToString::to_string)
+        .collect();
+    assert!(broken.is_empty(), "{label}: {broken:?}");
+    assert_eq!(unsettled as i64, unfinished(&conn), "{label}: unsettled calls");
 
     // The central invariant: every side effect has a durable owner.
     let owner_of = |call: &str| -> Option<i64> {
@@ -329,29 +363,11 @@ fn recover_and_check(bin: &Path, run: &RunDir, label: &str, unfinished_before: i
     let conn = Connection::open(&run.db).expect("reopen after recovery");
     assert_eq!(unfinished(&conn), 0, "{label}: unfinished calls after recovery");
     for session in sessions(&conn) {
-        let messages = load_messages(&conn, &session);
-        let mut results: HashMap<String, usize> = HashMap::new();
-        let mut calls: HashSet<String> = HashSet::new();
-        for stored in messages.values() {
-            match stored {
-                Message::ToolResult(result) => {
-                    assert!(
-                        calls.contains(&result.tool_call_id),
-                        "{label}: result for {} precedes or lacks its call",
-                        result.tool_call_id
-                    );
-                    *results.entry(result.tool_call_id.clone()).or_default() += 1;
-                }
-                message => calls.extend(calls_of(message)),
-            }
-        }
-        for call in &calls {
-            assert_eq!(
-                results.get(call).copied().unwrap_or(0),
-                1,
-                "{label}: results of {call} after recovery"
-            );
-        }
+        let violations: Vec<String> = session_violations(&run.db, &session)
+            .iter()
+            .map(ToString::to_string)
+            .collect();
+        assert!(violations.is_empty(), "{label}: after recovery: {violations:?}");
     }
 }
 

@@ -3,7 +3,8 @@
 //! The pure layer of headstart: the conversation model ([`model`]), the normalized delta events a model stream
 //! produces ([`delta`], SPEC §2), the [`accumulator`] that rebuilds an assistant message from them and rejects every
 //! protocol violation with a typed error, delta-log reading and writing ([`delta_log`]), and the canonical model view
-//! of a stored transcript ([`context`], SPEC §7.3).
+//! of a stored transcript ([`context`], SPEC §7.3), and the model API a provider adapter implements
+//! ([`model_api`]: the [`Model`] trait, its [`ModelRequest`] and the [`DeltaStream`] it returns).
 //!
 //! Nothing here performs I/O except reading and writing delta logs through caller-supplied readers and writers, so
 //! every rule can be tested exhaustively.
@@ -18,9 +19,11 @@ pub mod context;
 pub mod delta;
 pub mod delta_log;
 pub mod model;
+pub mod model_api;
 
 pub use accumulator::{Accumulator, AccumulatorError, Applied, Violation};
 pub use delta::{DeltaEvent, DoneReason, ErrorReason, ModelError};
 pub use model::{
     AssistantMessage, ContentBlock, Message, StopReason, ToolArguments, ToolCall, ToolResultMessage, Usage, UserMessage,
 };
+pub use model_api::{DeltaStream, Model, ModelRequest, ToolDefinition};

@@ -286,8 +286,8 @@ impl HttpModel {
 }
 
 #[async_trait::async_trait]
-impl headstart::Model for HttpModel {
-    async fn stream(&self, request: headstart::ModelRequest) -> Result<DeltaStream, ModelError> {
+impl headstart_core::Model for HttpModel {
+    async fn stream(&self, request: headstart_core::ModelRequest) -> Result<DeltaStream, ModelError> {
         self.stream_context(&request.context, &request.tools).await
     }
 }

@@ -11,8 +11,8 @@
 //!   delta logs.
 //! - [`stream`]: the asynchronous glue, a byte stream in and a [`DeltaStream`] out.
 //! - [`request`]: request bodies built from the canonical model context (SPEC §7.3) and tool definitions.
-//! - [`http`]: [`http::HttpModel`], the HTTP + SSE model client; it implements the engine's [`headstart::Model`], so
-//!   an [`headstart::Agent`] can be pointed at a real endpoint (or any compatible server).
+//! - [`http`]: [`http::HttpModel`], the HTTP + SSE model client; it implements [`headstart_core::Model`], so the
+//!   engine's `Agent` can be pointed at a real endpoint (or any compatible server).
 //!
 //! ## Sealing rules (what may run early)
 //!

@@ -17,7 +17,7 @@
 use headstart_core::{AssistantMessage, ContentBlock, Message, ToolArguments, ToolCall};
 use serde_json::{json, Map, Value};
 
-pub use headstart::ToolDefinition;
+pub use headstart_core::ToolDefinition;
 
 use crate::gemini::GENERATED_ID_PREFIX;
 use crate::WireFormat;

@@ -5,8 +5,8 @@ use std::fmt::Display;
 use std::pin::Pin;
 
 use futures::{Stream, StreamExt};
-pub use headstart::DeltaStream;
 use headstart_core::DeltaEvent;
+pub use headstart_core::DeltaStream;
 
 use crate::error::ProviderError;
 use crate::sse::{sse_events, SseEvent};

@@ -16,13 +16,30 @@ use crate::sim_model::{ExternalCancel, SimModel};
 use crate::sim_tools::{SimHooks, SimTool};
 
 /// Which clock a replay runs on.
+///
+/// The virtual clock is tokio's paused clock, which only tokio's `test-util` feature provides; this crate enables
+/// it only with its own `virtual-clock` feature, so a build that needs no virtual replay does not carry it. Without
+/// that feature `Wall` is the only mode (and the default).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub enum ClockMode {
-    /// tokio's paused clock: deterministic reports, whole milliseconds.
+    /// tokio's paused clock: deterministic reports, whole milliseconds (feature `virtual-clock`).
+    #[cfg(feature = "virtual-clock")]
     #[default]
     Virtual,
     /// Real time and real sleeps: measured milliseconds.
+    #[cfg_attr(not(feature = "virtual-clock"), default)]
     Wall,
+}
+
+impl ClockMode {
+    /// `true` for tokio's paused clock.
+    pub fn is_virtual(self) -> bool {
+        match self {
+            #[cfg(feature = "virtual-clock")]
+            ClockMode::Virtual => true,
+            ClockMode::Wall => false,
+        }
+    }
 }
 
 /// Options of a replay.
@@ -69,7 +86,7 @@ impl ReplayOutcome {
     }
 }
 
-/// Loads and replays a scenario file on its own tokio runtime (paused for [`ClockMode::Virtual`]).
+/// Loads and replays a scenario file on its own tokio runtime (paused for the virtual clock).
 pub fn replay_file(path: &Path, options: &ReplayOptions) -> ReplayOutcome {
     let scenario = match Scenario::load(path) {
         Ok(scenario) => scenario,
@@ -82,7 +99,8 @@ pub fn replay_file(path: &Path, options: &ReplayOptions) -> ReplayOutcome {
 pub fn replay_blocking(scenario: &Scenario, options: &ReplayOptions) -> ReplayOutcome {
     let mut builder = tokio::runtime::Builder::new_current_thread();
     builder.enable_all();
-    if options.clock == ClockMode::Virtual {
+    #[cfg(feature = "virtual-clock")]
+    if options.clock.is_virtual() {
         builder.start_paused(true);
     }
     match builder.build() {
@@ -114,7 +132,7 @@ pub async fn replay(scenario: &Scenario, options: &ReplayOptions) -> ReplayOutco
     let sqlite_options = SqliteOptions {
         durability: options.durability,
         // On the virtual clock, writes complete within the poll that starts them, so reports are deterministic.
-        inline: options.clock == ClockMode::Virtual,
+        inline: options.clock.is_virtual(),
         ..SqliteOptions::default()
     };
     let store = match SqliteStore::open(&db_path, sqlite_options) {
@@ -145,7 +163,7 @@ pub async fn replay(scenario: &Scenario, options: &ReplayOptions) -> ReplayOutco
         .turn_ids(Arc::new(|request| format!("turn-{request}")))
         .build();
 
-    let whole = options.clock == ClockMode::Virtual;
+    let whole = options.clock.is_virtual();
     let now = || Ms::from_us(clock.now_us(), whole);
     let cancel = CancellationToken::new();
     let mut model = SimModel::new(scenario.turns.clone());
@@ -159,7 +177,9 @@ pub async fn replay(scenario: &Scenario, options: &ReplayOptions) -> ReplayOutco
     }
     let agent = Agent::new(engine, Arc::new(model));
     let events = agent.run(&session, UserMessage::new(scenario.prompt.clone()), cancel.clone());
-    let time_limit = (options.clock == ClockMode::Virtual)
+    let time_limit = options
+        .clock
+        .is_virtual()
         .then(|| clock.base() + std::time::Duration::from_millis(VIRTUAL_TIME_LIMIT_MS));
     let (recorder, ending) = consume(events, options, time_limit, whole).await;
     let mut report = recorder.finish(&scenario.name);

@@ -1,4 +1,5 @@
-//! Scenario files (`scenarios/FORMAT.md`): parsing, with every unknown key an error naming the key and its path.
+//! Scenario files (`scenarios/FORMAT.md`): parsing, with every unknown key an error naming the key and its path
+//! (every spec type denies unknown fields; `serde_path_to_error` says where).
 //!
 //! # Limits on hostile input
 //!
@@ -31,6 +32,9 @@ use headstart::core::DeltaEvent;
 use headstart::{EngineConfig, ExecutionMode};
 use serde::Deserialize;
 use serde_json::Value;
+use serde_path_to_error::Segment;
+
+use crate::json_path;
 
 /// The largest scenario file [`Scenario::load`] reads: 16 MiB.
 pub const MAX_SCENARIO_BYTES: u64 = 16 * 1024 * 1024;
@@ -87,106 +91,9 @@ pub enum ScenarioError {
     },
 }
 
-/// The allowed keys of an object, and the shape of each value.
-enum Shape {
-    Object(&'static [(&'static str, Shape)]),
-    ArrayOf(&'static Shape),
-    MapOf(&'static Shape),
-    Any,
-}
-
-const RESULT: Shape = Shape::Object(&[("text", Shape::Any), ("details", Shape::Any), ("terminate", Shape::Any)]);
-const UPDATE: Shape = Shape::Object(&[("at_ms", Shape::Any), ("text", Shape::Any)]);
-const BEHAVIOR: Shape = Shape::Object(&[
-    ("delay_ms", Shape::Any),
-    ("updates", Shape::ArrayOf(&UPDATE)),
-    ("result", RESULT),
-    ("error", Shape::Any),
-    ("panic", Shape::Any),
-    ("hang", Shape::Any),
-    ("on_cancel", Shape::Any),
-    ("touch", Shape::Any),
-]);
-const TOOL: Shape = Shape::Object(&[
-    ("name", Shape::Any),
-    ("description", Shape::Any),
-    ("async", Shape::Any),
-    ("execution_mode", Shape::Any),
-    ("parameters", Shape::Any),
-    ("conflict_key", Shape::Any),
-    ("timeout_ms", Shape::Any),
-    ("idempotent", Shape::Any),
-    ("behavior", BEHAVIOR),
-    ("by_call", Shape::MapOf(&BEHAVIOR)),
-]);
-const AFTER: Shape = Shape::Object(&[
-    ("is_error", Shape::Any),
-    ("text", Shape::Any),
-    ("terminate", Shape::Any),
-    ("details", Shape::Any),
-]);
-const SCENARIO: Shape = Shape::Object(&[
-    ("name", Shape::Any),
-    ("description", Shape::Any),
-    ("prompt", Shape::Any),
-    (
-        "config",
-        Shape::Object(&[
-            ("tool_execution", Shape::Any),
-            ("max_in_flight", Shape::Any),
-            ("max_turns", Shape::Any),
-        ]),
-    ),
-    ("tools", Shape::ArrayOf(&TOOL)),
-    (
-        "hooks",
-        Shape::Object(&[("block", Shape::MapOf(&Shape::Any)), ("after", Shape::MapOf(&AFTER))]),
-    ),
-    ("cancel_at_ms", Shape::Any),
-    (
-        "turns",
-        Shape::ArrayOf(&Shape::Object(&[("log", Shape::Any), ("events", Shape::Any)])),
-    ),
-    ("expect", Shape::Any),
-]);
-
-fn check_keys(value: &Value, shape: &Shape, path: &str) -> Result<(), ScenarioError> {
-    match (shape, value) {
-        (Shape::Object(fields), Value::Object(map)) => {
-            for (key, child) in map {
-                let Some((_, child_shape)) = fields.iter().find(|(name, _)| name == key) else {
-                    return Err(ScenarioError::UnknownKey {
-                        key: key.clone(),
-                        path: if path.is_empty() {
-                            "the top level".to_owned()
-                        } else {
-                            path.to_owned()
-                        },
-                    });
-                };
-                let child_path = if path.is_empty() {
-                    key.clone()
-                } else {
-                    format!("{path}.{key}")
-                };
-                check_keys(child, child_shape, &child_path)?;
-            }
-            Ok(())
-        }
-        (Shape::ArrayOf(item), Value::Array(items)) => items
-            .iter()
-            .enumerate()
-            .try_for_each(|(i, child)| check_keys(child, item, &format!("{path}[{i}]"))),
-        (Shape::MapOf(item), Value::Object(map)) => map
-            .iter()
-            .try_for_each(|(key, child)| check_keys(child, item, &format!("{path}.{key}"))),
-        // Type errors are reported by the typed pass, with their own message.
-        _ => Ok(()),
-    }
-}
-
 /// A tool's simulated result.
 #[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct ResultSpec {
     /// Result text.
     #[serde(default)]
@@ -201,6 +108,7 @@ pub struct ResultSpec {
 
 /// A partial result due at `at_ms` after the call's start.
 #[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct UpdateSpec {
     /// Milliseconds after start.
     pub at_ms: u64,
@@ -222,6 +130,7 @@ pub enum OnCancel {
 
 /// A `behavior` block as written (every field optional, so `by_call` entries can be merged field by field).
 #[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct BehaviorSpec {
     /// Body duration.
     pub delay_ms: Option<u64>,
@@ -307,6 +216,7 @@ impl BehaviorSpec {
 
 /// A simulated tool.
 #[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct ToolSpec {
     /// Tool name.
     pub name: String,
@@ -342,6 +252,7 @@ fn default_parameters() -> Value {
 
 /// An `after_tool_call` override.
 #[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct AfterSpec {
     /// Replace `is_error`.
     pub is_error: Option<bool>,
@@ -355,6 +266,7 @@ pub struct AfterSpec {
 
 /// Scenario hooks.
 #[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct HooksSpec {
     /// Call ids or tool names to block, with the reason.
     #[serde(default)]
@@ -366,6 +278,7 @@ pub struct HooksSpec {
 
 /// The `config` block.
 #[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct ConfigSpec {
     /// Parallel or sequential.
     #[serde(default)]
@@ -405,12 +318,14 @@ impl ConfigSpec {
 }
 
 #[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
 struct TurnSpec {
     log: Option<String>,
     events: Option<Vec<Value>>,
 }
 
 #[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
 struct ScenarioFile {
     #[serde(default)]
     name: String,
@@ -502,11 +417,7 @@ impl Scenario {
                 message: "a scenario must be a JSON object".to_owned(),
             });
         }
-        check_keys(&value, &SCENARIO, "")?;
-        let file: ScenarioFile = serde_json::from_value(value).map_err(|err| ScenarioError::Invalid {
-            path: "scenario".to_owned(),
-            message: err.to_string(),
-        })?;
+        let file: ScenarioFile = serde_path_to_error::deserialize(value).map_err(schema_error)?;
         let mut log_budget = MAX_DELTA_LOG_BYTES;
         let turns = file
             .turns
@@ -534,6 +445,27 @@ impl Scenario {
             turns,
             expect: file.expect,
         })
+    }
+}
+
+/// A departure from the schema as a [`ScenarioError`]: an unknown key names the key and the object it is in
+/// (`unknown key delay at tools[0].behavior`), anything else the value's path.
+fn schema_error(error: serde_path_to_error::Error<serde_json::Error>) -> ScenarioError {
+    let segments: Vec<&Segment> = error.path().iter().collect();
+    let message = error.inner().to_string();
+    // serde reports a key refused by `deny_unknown_fields` as "unknown field `<key>`, …" (`de::Error::unknown_field`),
+    // and the path then ends at that key.
+    if let (true, Some((Segment::Map { key }, parent))) =
+        (message.starts_with("unknown field `"), segments.split_last())
+    {
+        return ScenarioError::UnknownKey {
+            key: key.clone(),
+            path: json_path::text(parent.iter().copied()),
+        };
+    }
+    ScenarioError::Invalid {
+        path: json_path::text(segments),
+        message,
     }
 }
 
@@ -688,6 +620,27 @@ mod tests {
             (
                 r#"{"turns": [{"log": "a", "evnts": []}]}"#,
                 "unknown key evnts at turns[0]",
+            ),
+        ];
+        for (text, message) in cases {
+            assert_eq!(parse(text).unwrap_err().to_string(), message);
+        }
+    }
+
+    #[test]
+    fn type_errors_name_the_value_path() {
+        let cases = [
+            (
+                r#"{"tools": [{"name": 3}]}"#,
+                "invalid scenario at tools[0].name: invalid type: integer `3`, expected a string",
+            ),
+            (
+                r#"{"hooks": {"after": {"c1": {"is_error": "yes"}}}}"#,
+                "invalid scenario at hooks.after.c1.is_error: invalid type: string \"yes\", expected a boolean",
+            ),
+            (
+                r#"{"tools": [{"name": "t", "behavior": {"updates": [{"text": "x"}]}}]}"#,
+                "invalid scenario at tools[0].behavior.updates[0]: missing field `at_ms`",
             ),
         ];
         for (text, message) in cases {

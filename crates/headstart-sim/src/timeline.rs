@@ -5,8 +5,8 @@ use std::collections::HashMap;
 
 use headstart::store::{StoredMessage, ToolRun};
 use headstart::Message;
-use serde::Deserialize;
-use serde_json::Value;
+
+use crate::report::{Report, ReportError, TranscriptEntry};
 
 /// Everything the picture shows. Times are milliseconds since the first request began.
 #[derive(Debug, Clone, PartialEq)]
@@ -187,60 +187,68 @@ impl Timeline {
     }
 
     /// Builds the timeline of a replay report (`headstart replay` output, `scenarios/FORMAT.md`).
-    pub fn from_report_json(text: &str) -> Result<Timeline, String> {
-        let report: ReportIn = serde_json::from_str(text).map_err(|error| format!("not a replay report: {error}"))?;
+    pub fn from_report_json(text: &str) -> Result<Timeline, ReportError> {
+        Report::from_json(text).map(|report| Timeline::from_report(&report))
+    }
+
+    /// Builds the timeline of a replay report.
+    pub fn from_report(report: &Report) -> Timeline {
         let mut fragments: HashMap<u32, Vec<f64>> = HashMap::new();
-        let mut result_at: HashMap<String, f64> = HashMap::new();
+        let mut result_at: HashMap<&str, f64> = HashMap::new();
         for entry in &report.transcript {
-            let at_ms = entry.get("at_ms").and_then(Value::as_f64).unwrap_or(0.0);
-            match entry.get("role").and_then(Value::as_str) {
-                Some("assistant") => {
-                    if let Some(request) = entry.get("request").and_then(Value::as_u64) {
-                        let request = u32::try_from(request).unwrap_or(u32::MAX);
-                        fragments.entry(request).or_default().push(at_ms);
-                    }
-                }
-                Some("tool_result") => {
-                    if let Some(id) = entry.get("tool_call_id").and_then(Value::as_str) {
-                        result_at.insert(id.to_owned(), at_ms);
-                    }
+            match entry {
+                TranscriptEntry::Assistant {
+                    request: Some(request),
+                    at_ms,
+                    ..
+                } => fragments.entry(*request).or_default().push(at_ms.0),
+                TranscriptEntry::ToolResult {
+                    tool_call_id, at_ms, ..
+                } => {
+                    result_at.insert(tool_call_id, at_ms.0);
                 }
                 _ => {}
             }
         }
         let requests = report
             .requests
-            .into_iter()
+            .iter()
             .map(|request| {
                 let fragments_ms = fragments.remove(&request.request).unwrap_or_default();
                 RequestSpan {
                     request: request.request,
-                    start_ms: request.started_ms,
-                    stream_end_ms: request.stream_end_ms.or_else(|| fragments_ms.last().copied()),
+                    start_ms: request.started_ms.0,
+                    stream_end_ms: request
+                        .stream_end_ms
+                        .map(|ms| ms.0)
+                        .or_else(|| fragments_ms.last().copied()),
                     fragments_ms,
-                    stop_reason: request.stop_reason,
+                    stop_reason: request.stop_reason.map(|reason| reason.as_str().to_owned()),
                 }
             })
             .collect();
         let calls = report
             .tool_runs
-            .into_iter()
+            .iter()
             .map(|run| CallSpan {
-                ended_ms: run.ended_ms.or_else(|| result_at.get(&run.id).copied()),
-                id: run.id,
-                name: run.name,
+                id: run.id.clone(),
+                name: run.name.clone(),
                 request: run.request,
-                admitted_ms: run.admitted_ms,
-                started_ms: run.started_ms,
-                outcome: run.outcome,
+                admitted_ms: run.admitted_ms.0,
+                started_ms: run.started_ms.map(|ms| ms.0),
+                ended_ms: run
+                    .ended_ms
+                    .map(|ms| ms.0)
+                    .or_else(|| result_at.get(run.id.as_str()).copied()),
+                outcome: run.outcome.map(|outcome| outcome.as_str().to_owned()),
             })
             .collect();
-        Ok(Timeline {
-            title: report.scenario,
+        Timeline {
+            title: report.scenario.clone(),
             requests,
             calls,
-            end_ms: report.end_ms,
-        })
+            end_ms: report.end_ms.0,
+        }
     }
 
     /// The calls of request `request`, in admission order.
@@ -356,46 +364,13 @@ pub fn format_ms(ms: f64) -> String {
     }
 }
 
-/// The parts of a replay report the timeline reads.
-#[derive(Deserialize)]
-struct ReportIn {
-    #[serde(default)]
-    scenario: String,
-    #[serde(default)]
-    requests: Vec<RequestIn>,
-    #[serde(default)]
-    transcript: Vec<Value>,
-    #[serde(default)]
-    tool_runs: Vec<RunIn>,
-    #[serde(default)]
-    end_ms: f64,
-}
-
-#[derive(Deserialize)]
-struct RequestIn {
-    request: u32,
-    started_ms: f64,
-    stream_end_ms: Option<f64>,
-    stop_reason: Option<String>,
-}
-
-#[derive(Deserialize)]
-struct RunIn {
-    id: String,
-    name: String,
-    request: u32,
-    admitted_ms: f64,
-    started_ms: Option<f64>,
-    ended_ms: Option<f64>,
-    outcome: Option<String>,
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
     use headstart::core::model::{AssistantMessage, ContentBlock, ToolResultMessage, Usage};
     use headstart::store::{RunOutcome, RunState};
     use headstart::{StopReason, UserMessage};
+    use serde_json::Value;
 
     fn fragment(seq: u64, request: u32, at_us: i64, stop: StopReason) -> StoredMessage {
         StoredMessage {
@@ -648,7 +623,7 @@ mod tests {
 
     #[test]
     fn report_parse_errors_are_reported() {
-        let error = Timeline::from_report_json("{\"requests\": 3}").unwrap_err();
+        let error = Timeline::from_report_json("{\"requests\": 3}").unwrap_err().to_string();
         assert!(error.starts_with("not a replay report"), "{error}");
     }
 

@@ -2,7 +2,7 @@
 
 use std::sync::Arc;
 
-use headstart_core::{Message, UserMessage};
+use headstart_core::{Message, Model, ModelRequest, UserMessage};
 use headstart_store::SessionId;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
@@ -10,7 +10,6 @@ use tracing::Instrument;
 
 use crate::engine::{Engine, Run};
 use crate::event::{AgentEvent, AgentStop, Role};
-use crate::model::{Model, ModelRequest};
 use crate::queue::{Emitter, EventStream};
 use crate::response::drive_response;
 

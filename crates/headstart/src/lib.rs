@@ -74,7 +74,6 @@ mod engine;
 mod event;
 mod execute;
 mod hooks;
-mod model;
 mod panic;
 mod prepare;
 mod queue;
@@ -96,7 +95,6 @@ pub use config::{EngineConfig, ExecutionMode};
 pub use engine::{Engine, EngineBuilder, TurnIdSource};
 pub use event::{AgentEvent, AgentStop, Role, TurnOutcome};
 pub use hooks::{Decision, HookError, Hooks, ResultDraft, ResultOverride, ToolHook};
-pub use model::{DeltaStream, Model, ModelRequest, ToolDefinition};
 pub use queue::{Emitted, EventStream};
 pub use recovery::{recover_all, recover_session, RecoveredCall, RecoveryAction, RecoveryPolicy, INTERRUPTED};
 pub use response::{CANCELLED_BY_CALLER, MISSING_TERMINAL};
@@ -104,6 +102,9 @@ pub use tool::{Arguments, Tool, ToolContext, ToolError, ToolOutput};
 pub use toolbox::{Toolbox, ToolboxError};
 pub use updates::UpdateSink;
 
-pub use headstart_core::{DeltaEvent, Message, ModelError, StopReason, ToolCall, UserMessage};
+pub use headstart_core::{
+    DeltaEvent, DeltaStream, Message, Model, ModelError, ModelRequest, StopReason, ToolCall, ToolDefinition,
+    UserMessage,
+};
 pub use headstart_store::{SessionId, SqliteStore, TranscriptStore};
 pub use tokio_util::sync::CancellationToken;

@@ -3,10 +3,9 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use headstart_core::ToolCall;
+use headstart_core::{ToolCall, ToolDefinition};
 use jsonschema::Validator;
 
-use crate::model::ToolDefinition;
 use crate::tool::{Arguments, Tool};
 
 /// A tool schema that does not compile.

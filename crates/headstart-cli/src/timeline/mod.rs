@@ -63,7 +63,7 @@ fn load(args: &Args) -> Result<Timeline, String> {
     if let Some(report) = &args.report {
         let text =
             std::fs::read_to_string(report).map_err(|error| format!("cannot read {}: {error}", report.display()))?;
-        return Timeline::from_report_json(&text);
+        return Timeline::from_report_json(&text).map_err(|error| error.to_string());
     }
     let Some(db) = &args.db else {
         return Err("give a transcript file or --report".to_owned());

@@ -1,10 +1,15 @@
 //! The model side: what the engine asks a model for, and the stream it gets back.
+//!
+//! These are the types a provider adapter implements and produces. They live here, below the engine, so an adapter
+//! (`headstart-providers`) depends on this crate alone; `headstart` re-exports them at its root.
 
 use async_trait::async_trait;
-use futures::stream::BoxStream;
-use headstart_core::{DeltaEvent, Message, ModelError};
+use futures_core::stream::BoxStream;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
+
+use crate::delta::{DeltaEvent, ModelError};
+use crate::model::Message;
 
 /// A model's response stream: delta events (SPEC §2), or a transport/provider failure.
 pub type DeltaStream = BoxStream<'static, Result<DeltaEvent, ModelError>>;
