@@ -21,7 +21,7 @@
 //! # Ok(()) }
 //! ```
 //!
-//! The `testing` feature adds [`testing`]: a throwaway PostgreSQL cluster for tests (enable it in
+//! The `testing` feature adds the module `testing`: a throwaway PostgreSQL cluster for tests (enable it in
 //! dev-dependencies only).
 #![warn(missing_docs)]
 

@@ -18,8 +18,8 @@
 //! under leases, and writes fenced by the lease's epoch (see the [`lease`] module). Single-process use never
 //! touches it.
 //!
-//! The `conformance` feature exposes [`conformance`], the test suite every backend passes (the SQLite store in this
-//! crate's tests, PostgreSQL in `headstart-postgres`'s); enable it in dev-dependencies only.
+//! The `conformance` feature exposes the module `conformance`, the test suite every backend passes (the SQLite
+//! store in this crate's tests, PostgreSQL in `headstart-postgres`'s); enable it in dev-dependencies only.
 #![warn(missing_docs)]
 
 pub mod backend;
