@@ -1,7 +1,11 @@
 //! The store's error type.
 
 /// Why a store operation failed. Every variant's message names the failure in words a user can act on.
+///
+/// Non-exhaustive: backends grow new ways to fail (the fleet store added [`StoreError::Fenced`] and
+/// [`StoreError::Unavailable`]); match the variants you act on and treat the rest as failures.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
 pub enum StoreError {
     /// The database could not be opened or created.
     #[error("cannot open transcript store {path}: {message}")]
@@ -40,6 +44,16 @@ pub enum StoreError {
     /// A stored record could not be decoded.
     #[error("transcript store holds an unreadable record: {0}")]
     Decode(String),
+    /// The write was refused because the writer no longer holds the session's lease (SPEC §7.5): another worker
+    /// claimed it since (a higher epoch), the session ended, or a writer without a lease tried to write a session a
+    /// worker holds. Nothing was written. A worker stops the session on this error; it must not retry.
+    #[error("transcript store fenced the write: {0}")]
+    Fenced(String),
+    /// The database server cannot be reached, or dropped the connection (it stopped, restarted, or refuses new
+    /// connections). Whether a write that failed this way was committed is unknown only when the connection broke
+    /// during its `COMMIT`; recovery (SPEC §7.4) settles it either way.
+    #[error("transcript store is unavailable: {0}")]
+    Unavailable(String),
     /// Any other backend failure.
     #[error("transcript store failure: {0}")]
     Backend(String),

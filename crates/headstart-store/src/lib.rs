@@ -13,19 +13,31 @@
 //! - [`TranscriptStore::commit_fragment`] writes an assistant fragment and the `admitted` run records of its calls
 //!   together or not at all (SPEC §7.2): a call can only ever be admitted with a durable owner;
 //! - messages are append-only with a per-session sequence number starting at 1 and without gaps.
+//!
+//! Fleets of workers sharing one store (SPEC §7.5) use the [`SessionQueue`] on top: submitted sessions, claims
+//! under leases, and writes fenced by the lease's epoch (see the [`lease`] module). Single-process use never
+//! touches it.
+//!
+//! The `conformance` feature exposes the module `conformance`, the test suite every backend passes (the SQLite
+//! store in this crate's tests, PostgreSQL in `headstart-postgres`'s); enable it in dev-dependencies only.
 #![warn(missing_docs)]
 
+pub mod backend;
+#[cfg(any(test, feature = "conformance"))]
+pub mod conformance;
 mod error;
 pub mod layer;
+pub mod lease;
 mod sqlite;
 mod types;
 
 pub use error::StoreError;
 pub use layer::{Layered, Write, WriteFuture, WriteLayer, Written};
+pub use lease::{idempotency_key, Claim, Lease, SessionEnd, SessionQueue};
 pub use sqlite::{SqliteOptions, SqliteStore};
 pub use types::{
-    AdmittedCall, Durability, RunEnd, RunOutcome, RunState, SessionId, SessionInfo, StoredMessage, ToolRun,
-    UnfinishedCall,
+    AdmittedCall, Durability, RunEnd, RunOutcome, RunState, SessionId, SessionInfo, SessionState, StoredMessage,
+    ToolRun, UnfinishedCall,
 };
 
 use async_trait::async_trait;

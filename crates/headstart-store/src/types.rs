@@ -42,6 +42,59 @@ pub struct SessionInfo {
     pub created_at_us: i64,
     /// How many messages it holds.
     pub messages: u64,
+    /// Where it stands in the work queue of a fleet (SPEC §7.5); [`SessionState::Unqueued`] for sessions made
+    /// with [`TranscriptStore::create_session`](crate::TranscriptStore::create_session).
+    pub state: SessionState,
+    /// The worker that holds it (state `running`), finished it (`completed`, `failed`), or `None`.
+    pub owner: Option<String>,
+    /// How many times a worker claimed it: the fencing token of its current or last owner (0: never claimed).
+    pub epoch: u64,
+    /// When the current lease ends, on the database's clock (µs since the Unix epoch); only while `running`.
+    pub lease_expires_at_us: Option<i64>,
+    /// Why the session failed (state `failed`).
+    pub failure: Option<String>,
+}
+
+/// Where a session stands in the work queue of a fleet of workers (SPEC §7.5).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum SessionState {
+    /// Not in the queue: made with [`TranscriptStore::create_session`](crate::TranscriptStore::create_session)
+    /// and driven by the process that made it. Never claimed by a worker.
+    Unqueued,
+    /// Submitted ([`SessionQueue::submit`](crate::SessionQueue::submit)) or released, waiting for a worker.
+    Pending,
+    /// Held by a worker under a lease (which may have expired: then any worker may claim it).
+    Running,
+    /// Its worker finished its agent loop.
+    Completed,
+    /// Its worker gave up on it, with a reason.
+    Failed,
+}
+
+impl SessionState {
+    /// The stored name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            SessionState::Unqueued => "unqueued",
+            SessionState::Pending => "pending",
+            SessionState::Running => "running",
+            SessionState::Completed => "completed",
+            SessionState::Failed => "failed",
+        }
+    }
+
+    /// Parses a stored name.
+    pub fn parse(name: &str) -> Option<Self> {
+        Some(match name {
+            "unqueued" => SessionState::Unqueued,
+            "pending" => SessionState::Pending,
+            "running" => SessionState::Running,
+            "completed" => SessionState::Completed,
+            "failed" => SessionState::Failed,
+            _ => return None,
+        })
+    }
 }
 
 /// One message of the durable log.

@@ -9,6 +9,8 @@
 //! Layout: `sql` holds every SQL statement and the migrations, `schema` applies them, `ops` implements the
 //! operations synchronously on a connection, `errors` classifies SQLite errors.
 
+#[cfg(test)]
+mod conformance;
 mod errors;
 mod group;
 mod ops;
@@ -20,7 +22,7 @@ mod tests;
 use std::fmt;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use async_trait::async_trait;
 use headstart_core::model::{AssistantMessage, Message, ToolResultMessage, UserMessage};
@@ -28,6 +30,9 @@ use rusqlite::{Connection, OpenFlags};
 
 use self::errors::sqlite_error;
 use self::group::{Write, WriteQueue};
+use crate::backend::Op;
+use crate::layer::Write as WriteOp;
+use crate::lease::{Claim, Lease, SessionEnd, SessionQueue};
 use crate::types::{AdmittedCall, Durability, RunEnd, SessionId, SessionInfo, StoredMessage, ToolRun, UnfinishedCall};
 use crate::{StoreError, TranscriptStore};
 
@@ -112,9 +117,18 @@ impl Default for SqliteOptions {
 ///
 /// **Errors.** SQLite failures are classified in one function (`errors::sqlite_error`); nothing from the database
 /// or the file system is unwrapped, and a poisoned mutex or a panicked operation becomes [`StoreError::Backend`].
+///
+/// **Fleets.** The store implements [`SessionQueue`] too (SPEC §7.5), for a fleet of worker processes on one
+/// machine sharing one file: a claim is a write transaction, which SQLite serializes with every other writer of the
+/// file, so no two claimers ever get the same session, and a fenced write checks its lease in its own write
+/// transaction. Lease times use the machine's clock (SQLite's `unixepoch`). For workers on several machines, use
+/// the PostgreSQL store.
 #[derive(Clone)]
 pub struct SqliteStore {
     inner: Arc<Inner>,
+    /// The lease every write of this handle is conditional on ([`SqliteStore::fenced`]); `None` for the store
+    /// itself.
+    fence: Option<Arc<Lease>>,
 }
 
 struct Inner {
@@ -135,6 +149,7 @@ impl fmt::Debug for SqliteStore {
             .field("path", &self.inner.path)
             .field("durability", &self.inner.durability)
             .field("read_only", &self.inner.read_only)
+            .field("fence", &self.fence)
             .finish_non_exhaustive()
     }
 }
@@ -259,7 +274,21 @@ impl SqliteStore {
                 durability,
                 read_only,
             }),
+            fence: None,
         }
+    }
+
+    /// A handle on the same database whose every write is conditional on `lease` (see [`SessionQueue::fenced`]).
+    pub fn fenced(&self, lease: &Lease) -> SqliteStore {
+        SqliteStore {
+            inner: Arc::clone(&self.inner),
+            fence: Some(Arc::new(lease.clone())),
+        }
+    }
+
+    /// The lease this handle's writes are conditional on, if it is [`fenced`](Self::fenced).
+    pub fn lease(&self) -> Option<&Lease> {
+        self.fence.as_deref()
     }
 
     /// Turns inline operations on or off (only before the store is shared: it is freshly opened).
@@ -430,16 +459,35 @@ fn create_owner_only(_path: &Path, _label: &str) -> Result<(), StoreError> {
     Ok(())
 }
 
+impl SqliteStore {
+    /// Creates a session: `unqueued`, or `pending` with `prompt` as its first message (`SessionQueue::submit`).
+    async fn insert_session(&self, prompt: Option<&UserMessage>, at_us: i64) -> Result<SessionId, StoreError> {
+        let what = match prompt {
+            Some(_) => Op::Submit.to_string(),
+            None => Op::Write(WriteOp::CreateSession).to_string(),
+        };
+        self.writable(&what)?;
+        if let Some(lease) = self.lease() {
+            return Err(StoreError::Conflict(format!(
+                "{what}: this handle holds the lease on session {} and writes nothing else",
+                lease.session
+            )));
+        }
+        let id = uuid::Uuid::now_v7().to_string();
+        let session = id.clone();
+        let prompt = prompt.map(|prompt| Message::User(prompt.clone()));
+        self.write(what, move |conn, what| {
+            ops::create_session(conn, what, &session, prompt.as_ref(), at_us)
+        })
+        .await?;
+        Ok(SessionId(id))
+    }
+}
+
 #[async_trait]
 impl TranscriptStore for SqliteStore {
     async fn create_session(&self, at_us: i64) -> Result<SessionId, StoreError> {
-        self.writable("create a session")?;
-        let id = uuid::Uuid::now_v7().to_string();
-        let session = id.clone();
-        let what = format!("create session {session}");
-        self.write(what, move |conn, what| ops::create_session(conn, what, &session, at_us))
-            .await?;
-        Ok(SessionId(id))
+        self.insert_session(None, at_us).await
     }
 
     async fn sessions(&self) -> Result<Vec<SessionInfo>, StoreError> {
@@ -447,12 +495,12 @@ impl TranscriptStore for SqliteStore {
     }
 
     async fn append_user(&self, session: &SessionId, message: &UserMessage, at_us: i64) -> Result<u64, StoreError> {
-        self.writable("append a user message")?;
-        let session = session.0.clone();
+        let what = Op::Write(WriteOp::AppendUser { session }).to_string();
+        self.writable(&what)?;
+        let (fence, session) = (self.fence.clone(), session.0.clone());
         let message = Message::User(message.clone());
-        let what = format!("append a user message to session {session}");
         self.write(what, move |conn, what| {
-            ops::append_user(conn, what, &session, &message, at_us)
+            ops::append_user(conn, what, fence.as_deref(), &session, &message, at_us)
         })
         .await
     }
@@ -465,24 +513,39 @@ impl TranscriptStore for SqliteStore {
         admitted: &[AdmittedCall],
         at_us: i64,
     ) -> Result<u64, StoreError> {
-        self.writable("commit a fragment")?;
-        let session = session.0.clone();
+        let what = Op::Write(WriteOp::CommitFragment {
+            session,
+            request,
+            fragment,
+            admitted,
+        })
+        .to_string();
+        self.writable(&what)?;
+        let (fence, session) = (self.fence.clone(), session.0.clone());
         let fragment = Message::Assistant(fragment.clone());
         let admitted = admitted.to_vec();
-        let what = format!("commit a fragment of request {request} to session {session}");
         self.write(what, move |conn, what| {
-            ops::commit_fragment(conn, what, &session, request, &fragment, &admitted, at_us)
+            ops::commit_fragment(
+                conn,
+                what,
+                fence.as_deref(),
+                &session,
+                request,
+                &fragment,
+                &admitted,
+                at_us,
+            )
         })
         .await
     }
 
     async fn mark_started(&self, session: &SessionId, call_id: &str, at_us: i64) -> Result<(), StoreError> {
-        self.writable("mark a call started")?;
-        let session = session.0.clone();
+        let what = Op::Write(WriteOp::MarkStarted { session, call_id }).to_string();
+        self.writable(&what)?;
+        let (fence, session) = (self.fence.clone(), session.0.clone());
         let call_id = call_id.to_owned();
-        let what = format!("mark call {call_id} of session {session} started");
         self.write(what, move |conn, what| {
-            ops::mark_started(conn, what, &session, &call_id, at_us)
+            ops::mark_started(conn, what, fence.as_deref(), &session, &call_id, at_us)
         })
         .await
     }
@@ -494,28 +557,74 @@ impl TranscriptStore for SqliteStore {
         run: Option<RunEnd>,
         at_us: i64,
     ) -> Result<u64, StoreError> {
-        self.writable("append a tool result")?;
-        let session = session.0.clone();
-        let what = format!("append the result of call {} to session {session}", result.tool_call_id);
+        let what = Op::Write(WriteOp::AppendToolResult { session, result }).to_string();
+        self.writable(&what)?;
+        let (fence, session) = (self.fence.clone(), session.0.clone());
         let result = Message::ToolResult(result.clone());
         self.write(what, move |conn, what| {
-            ops::append_tool_result(conn, what, &session, &result, run, at_us)
+            ops::append_tool_result(conn, what, fence.as_deref(), &session, &result, run, at_us)
         })
         .await
     }
 
     async fn load_log(&self, session: &SessionId) -> Result<Vec<StoredMessage>, StoreError> {
-        let session = session.0.clone();
+        let session = session.clone();
         self.run(move |conn| ops::load_log(conn, &session)).await
     }
 
     async fn tool_runs(&self, session: &SessionId) -> Result<Vec<ToolRun>, StoreError> {
-        let session = session.0.clone();
+        let session = session.clone();
         self.run(move |conn| ops::tool_runs(conn, &session)).await
     }
 
     async fn unfinished_calls(&self, session: &SessionId) -> Result<Vec<UnfinishedCall>, StoreError> {
-        let session = session.0.clone();
+        let session = session.clone();
         self.run(move |conn| ops::unfinished_calls(conn, &session)).await
+    }
+}
+
+#[async_trait]
+impl SessionQueue for SqliteStore {
+    async fn submit(&self, prompt: &UserMessage, at_us: i64) -> Result<SessionId, StoreError> {
+        self.insert_session(Some(prompt), at_us).await
+    }
+
+    async fn claim(&self, owner: &str, lease: Duration, limit: usize) -> Result<Vec<Claim>, StoreError> {
+        crate::backend::check_owner(owner)?;
+        let what = Op::Claim(owner).to_string();
+        self.writable(&what)?;
+        if limit == 0 {
+            return Ok(Vec::new());
+        }
+        let sent = Instant::now();
+        let owner = owner.to_owned();
+        self.write(what, move |conn, what| {
+            ops::claim(conn, what, &owner, lease, limit, sent)
+        })
+        .await
+    }
+
+    async fn renew(&self, leases: &[Lease], lease: Duration) -> Result<Vec<Lease>, StoreError> {
+        let what = Op::Renew(leases).to_string();
+        self.writable(&what)?;
+        if leases.is_empty() {
+            return Ok(Vec::new());
+        }
+        let sent = Instant::now();
+        let leases = leases.to_vec();
+        self.write(what, move |conn, what| ops::renew(conn, what, &leases, lease, sent))
+            .await
+    }
+
+    async fn finish(&self, lease: &Lease, end: SessionEnd) -> Result<(), StoreError> {
+        let what = Op::Finish(lease, &end).to_string();
+        self.writable(&what)?;
+        let lease = lease.clone();
+        self.write(what, move |conn, what| ops::finish(conn, what, &lease, &end))
+            .await
+    }
+
+    fn fenced(&self, lease: &Lease) -> Arc<dyn TranscriptStore> {
+        Arc::new(SqliteStore::fenced(self, lease))
     }
 }

@@ -3,13 +3,17 @@
 //! savepoint) and names itself in its errors with the `what` it is given; each read runs in one (deferred)
 //! transaction so it sees one snapshot.
 
-use headstart_core::model::{Message, ToolCall};
+use std::time::{Duration, Instant};
+
+use headstart_core::model::Message;
 use rusqlite::{params, Connection, OptionalExtension, Row, Transaction, TransactionBehavior};
 
 use super::errors::sqlite_error;
 use super::sql;
+use crate::backend::{self, ClaimedRow, LeaseRow, MessageRow, Op, RunRow, SessionRow};
+use crate::lease::{Claim, Lease, SessionEnd};
 use crate::types::{
-    AdmittedCall, RunEnd, RunOutcome, RunState, SessionId, SessionInfo, StoredMessage, ToolRun, UnfinishedCall,
+    AdmittedCall, RunEnd, SessionId, SessionInfo, SessionState, StoredMessage, ToolRun, UnfinishedCall,
 };
 use crate::StoreError;
 
@@ -47,18 +51,33 @@ fn require_session(conn: &Connection, session: &str, what: &str) -> Result<(), S
     }
 }
 
+/// The session's queue columns (`None`: no such session).
+fn lease_row(conn: &Connection, session: &str, what: &str) -> Result<Option<LeaseRow>, StoreError> {
+    query_row_cached(conn, sql::SESSION_LEASE, [session], |row| {
+        Ok(LeaseRow {
+            state: row.get(0)?,
+            owner: row.get(1)?,
+            epoch: row.get(2)?,
+        })
+    })
+    .optional()
+    .map_err(ctx(what))
+}
+
+/// The first step of every write to an existing session: the session exists and `fence` may write it
+/// (`backend::check_fence`). The write transaction already holds SQLite's write lock, so nothing can claim the
+/// session between this check and the commit.
+fn check_write(conn: &Connection, session: &str, fence: Option<&Lease>, what: &str) -> Result<(), StoreError> {
+    let row = lease_row(conn, session, what)?;
+    backend::check_fence(what, session, row.as_ref(), fence)
+}
+
 fn next_seq(conn: &Connection, session: &str, what: &str) -> Result<i64, StoreError> {
     query_row_cached(conn, sql::NEXT_SEQ, [session], |row| row.get(0)).map_err(ctx(what))
 }
 
-fn encode(message: &Message, what: &str) -> Result<String, StoreError> {
-    serde_json::to_string(message)
-        .map_err(|err| StoreError::Backend(format!("{what}: cannot encode the message: {err}")))
-}
-
 fn seq_u64(value: i64, session: &str, column: &str) -> Result<u64, StoreError> {
-    u64::try_from(value)
-        .map_err(|_| StoreError::Decode(format!("session {session}: {column} {value} is not a sequence number")))
+    backend::seq_u64(value, session, column)
 }
 
 /// Inserts a message at the next sequence number; returns it.
@@ -70,76 +89,79 @@ fn insert_message(
     at_us: i64,
     what: &str,
 ) -> Result<i64, StoreError> {
-    let body = encode(message, what)?;
-    let turn_id = match message {
-        Message::Assistant(fragment) => Some(fragment.turn_id.as_str()),
-        _ => None,
-    };
+    let body = backend::encode(message, what)?;
+    let (role, turn_id) = backend::role_and_turn(message);
     let seq = next_seq(conn, session, what)?;
     execute_cached(
         conn,
         sql::INSERT_MESSAGE,
-        params![
-            session,
-            seq,
-            message.role(),
-            request.map(i64::from),
-            turn_id,
-            at_us,
-            body
-        ],
+        params![session, seq, role, request.map(i64::from), turn_id, at_us, body],
     )
     .map_err(ctx(what))?;
     Ok(seq)
 }
 
-/// `what`: "create session <id>".
-pub(super) fn create_session(conn: &Connection, what: &str, session: &str, at_us: i64) -> Result<(), StoreError> {
-    execute_cached(conn, sql::INSERT_SESSION, params![session, at_us]).map_err(ctx(what))?;
+/// Creates session `session` (`unqueued`), or, given a prompt, submits it: `pending` with the prompt as seq 1.
+pub(super) fn create_session(
+    conn: &Connection,
+    what: &str,
+    session: &str,
+    prompt: Option<&Message>,
+    at_us: i64,
+) -> Result<(), StoreError> {
+    let state = match prompt {
+        Some(_) => SessionState::Pending,
+        None => SessionState::Unqueued,
+    };
+    execute_cached(conn, sql::INSERT_SESSION, params![session, at_us, state.as_str()]).map_err(ctx(what))?;
+    if let Some(prompt) = prompt {
+        insert_message(conn, session, prompt, None, at_us, what)?;
+    }
     Ok(())
 }
 
 pub(super) fn sessions(conn: &mut Connection) -> Result<Vec<SessionInfo>, StoreError> {
-    let what = "list sessions";
+    let what = &Op::Sessions.to_string();
     let tx = begin_read(conn, what)?;
     let rows = {
         let mut stmt = tx.prepare_cached(sql::LIST_SESSIONS).map_err(ctx(what))?;
         let rows = stmt
             .query_map([], |row| {
-                Ok((row.get::<_, String>(0)?, row.get::<_, i64>(1)?, row.get::<_, i64>(2)?))
+                Ok(SessionRow {
+                    id: row.get(0)?,
+                    created_at_us: row.get(1)?,
+                    messages: row.get(2)?,
+                    state: row.get(3)?,
+                    owner: row.get(4)?,
+                    epoch: row.get(5)?,
+                    lease_expires_at_us: row.get(6)?,
+                    failure: row.get(7)?,
+                })
             })
             .map_err(ctx(what))?;
         rows.collect::<Result<Vec<_>, _>>().map_err(ctx(what))?
     };
-    rows.into_iter()
-        .map(|(id, created_at_us, messages)| {
-            let messages = seq_u64(messages, &id, "message count")?;
-            Ok(SessionInfo {
-                id: SessionId(id),
-                created_at_us,
-                messages,
-            })
-        })
-        .collect()
+    rows.into_iter().map(SessionRow::validate).collect()
 }
 
-/// `what`: "append a user message to session <id>".
 pub(super) fn append_user(
     conn: &Connection,
     what: &str,
+    fence: Option<&Lease>,
     session: &str,
     message: &Message,
     at_us: i64,
 ) -> Result<u64, StoreError> {
-    require_session(conn, session, what)?;
+    check_write(conn, session, fence, what)?;
     let seq = insert_message(conn, session, message, None, at_us, what)?;
     seq_u64(seq, session, "seq")
 }
 
-/// `what`: "commit a fragment of request <n> to session <id>".
+#[allow(clippy::too_many_arguments)] // one per column written, each named at the call site
 pub(super) fn commit_fragment(
     conn: &Connection,
     what: &str,
+    fence: Option<&Lease>,
     session: &str,
     request: u32,
     fragment: &Message,
@@ -151,34 +173,17 @@ pub(super) fn commit_fragment(
             "{what}: the fragment is not an assistant message"
         )));
     };
-    require_session(conn, session, what)?;
+    check_write(conn, session, fence, what)?;
     // Validate every admitted call before writing anything (the transaction would roll back anyway; this gives
     // the caller a precise message).
-    for (position, call) in admitted.iter().enumerate() {
-        if !assistant.tool_calls().any(|c| c.id == call.call_id) {
-            return Err(StoreError::Conflict(format!(
-                "{what}: admitted call {} is not a tool call of the fragment",
-                call.call_id
-            )));
-        }
-        if admitted[..position]
-            .iter()
-            .any(|earlier| earlier.call_id == call.call_id)
-        {
-            return Err(StoreError::Conflict(format!(
-                "{what}: call {} is admitted twice in one commit",
-                call.call_id
-            )));
-        }
+    backend::check_admissions(what, assistant, admitted)?;
+    for call in admitted {
         let existing: Option<String> =
             query_row_cached(conn, sql::RUN_STATE, params![session, call.call_id], |row| row.get(0))
                 .optional()
                 .map_err(ctx(what))?;
         if let Some(state) = existing {
-            return Err(StoreError::Conflict(format!(
-                "{what}: call {} is already admitted in this session (its run is {state})",
-                call.call_id
-            )));
+            return Err(backend::already_admitted(what, &call.call_id, &state));
         }
     }
     let seq = insert_message(conn, session, fragment, Some(request), at_us, what)?;
@@ -203,34 +208,24 @@ pub(super) fn commit_fragment(
     seq_u64(seq, session, "seq")
 }
 
-/// `what`: "mark call <call id> of session <id> started".
 pub(super) fn mark_started(
     conn: &Connection,
     what: &str,
+    fence: Option<&Lease>,
     session: &str,
     call_id: &str,
     at_us: i64,
 ) -> Result<(), StoreError> {
-    require_session(conn, session, what)?;
+    check_write(conn, session, fence, what)?;
     // Matches nothing when the run already moved on (or does not exist): a late write never moves a run back.
     execute_cached(conn, sql::MARK_STARTED, params![session, call_id, at_us]).map_err(ctx(what))?;
     Ok(())
 }
 
-/// The states a run can end in.
-fn is_end_state(state: RunState) -> bool {
-    matches!(state, RunState::Finished | RunState::Cancelled | RunState::Skipped)
-}
-
-/// Whether a stored run (its state name and result seq) has ended.
-fn has_ended(state: &str, result_seq: Option<i64>) -> bool {
-    result_seq.is_some() || !matches!(state, "admitted" | "started")
-}
-
-/// `what`: "append the result of call <call id> to session <id>".
 pub(super) fn append_tool_result(
     conn: &Connection,
     what: &str,
+    fence: Option<&Lease>,
     session: &str,
     result: &Message,
     run: Option<RunEnd>,
@@ -240,37 +235,17 @@ pub(super) fn append_tool_result(
         return Err(StoreError::Backend(format!("{what}: the message is not a tool result")));
     };
     let call_id = tool_result.tool_call_id.as_str();
-    require_session(conn, session, what)?;
+    check_write(conn, session, fence, what)?;
     let existing: Option<(String, Option<i64>)> =
         query_row_cached(conn, sql::RUN_STATE, params![session, call_id], |row| {
             Ok((row.get(0)?, row.get(1)?))
         })
         .optional()
         .map_err(ctx(what))?;
-    match (&run, &existing) {
-        (Some(_), None) => {
-            return Err(StoreError::Conflict(format!(
-                "{what}: call {call_id} has no admitted run"
-            )));
-        }
-        (Some(end), Some(_)) if !is_end_state(end.state) => {
-            return Err(StoreError::Conflict(format!(
-                "{what}: a run cannot end in state {}",
-                end.state.as_str()
-            )));
-        }
-        (_, Some((state, result_seq))) if has_ended(state, *result_seq) => {
-            return Err(StoreError::Conflict(format!(
-                "{what}: the run of call {call_id} already ended ({state})"
-            )));
-        }
-        (None, Some(_)) => {
-            return Err(StoreError::Conflict(format!(
-                "{what}: call {call_id} has an open run, which its result must end"
-            )));
-        }
-        _ => {}
-    }
+    let existing = existing
+        .as_ref()
+        .map(|(state, result_seq)| (state.as_str(), *result_seq));
+    backend::check_result(what, call_id, run.as_ref(), existing)?;
     let seq = insert_message(conn, session, result, None, at_us, what)?;
     if let Some(end) = run {
         let changed = execute_cached(
@@ -296,144 +271,67 @@ pub(super) fn append_tool_result(
     seq_u64(seq, session, "seq")
 }
 
-pub(super) fn load_log(conn: &mut Connection, session: &str) -> Result<Vec<StoredMessage>, StoreError> {
-    let what = format!("load the log of session {session}");
+pub(super) fn load_log(conn: &mut Connection, id: &SessionId) -> Result<Vec<StoredMessage>, StoreError> {
+    let what = Op::LoadLog(id).to_string();
+    let session = id.0.as_str();
     let tx = begin_read(conn, &what)?;
     require_session(&tx, session, &what)?;
     let rows = {
         let mut stmt = tx.prepare_cached(sql::LOAD_LOG).map_err(ctx(&what))?;
         let rows = stmt
             .query_map([session], |row| {
-                Ok((
-                    row.get::<_, i64>(0)?,
-                    row.get::<_, String>(1)?,
-                    row.get::<_, Option<i64>>(2)?,
-                    row.get::<_, i64>(3)?,
-                    row.get::<_, String>(4)?,
-                ))
+                Ok(MessageRow {
+                    seq: row.get(0)?,
+                    role: row.get(1)?,
+                    request: row.get(2)?,
+                    at_us: row.get(3)?,
+                    body: row.get(4)?,
+                })
             })
             .map_err(ctx(&what))?;
         rows.collect::<Result<Vec<_>, _>>().map_err(ctx(&what))?
     };
-    rows.into_iter()
-        .map(|(seq, role, request, at_us, body)| {
-            let message = decode(session, seq, &body)?;
-            if message.role() != role {
-                return Err(StoreError::Decode(format!(
-                    "session {session}, message seq {seq}: stored with role {role} but its body is a {} message",
-                    message.role()
-                )));
-            }
-            let request = request
-                .map(|request| {
-                    u32::try_from(request).map_err(|_| {
-                        StoreError::Decode(format!(
-                            "session {session}, message seq {seq}: request {request} is out of range"
-                        ))
-                    })
-                })
-                .transpose()?;
-            Ok(StoredMessage {
-                seq: seq_u64(seq, session, "seq")?,
-                request,
-                at_us,
-                message,
-            })
-        })
-        .collect()
+    rows.into_iter().map(|row| row.decode(session)).collect()
 }
 
-fn decode(session: &str, seq: i64, body: &str) -> Result<Message, StoreError> {
-    serde_json::from_str(body).map_err(|err| {
-        StoreError::Decode(format!(
-            "session {session}, message seq {seq}: the stored body is not a valid message: {err}"
-        ))
+/// Reads the run columns of [`sql::TOOL_RUNS`] (also the first columns of [`sql::UNFINISHED_RUNS`]).
+fn run_row(row: &Row<'_>) -> rusqlite::Result<RunRow> {
+    Ok(RunRow {
+        call_id: row.get(0)?,
+        tool_name: row.get(1)?,
+        request: row.get(2)?,
+        fragment_seq: row.get(3)?,
+        state: row.get(4)?,
+        outcome: row.get(5)?,
+        admitted_at_us: row.get(6)?,
+        started_at_us: row.get(7)?,
+        ended_at_us: row.get(8)?,
+        result_seq: row.get(9)?,
     })
 }
 
-/// A run row as stored, before validation.
-struct RawRun {
-    call_id: String,
-    tool_name: String,
-    request: i64,
-    fragment_seq: i64,
-    state: String,
-    outcome: Option<String>,
-    admitted_at_us: i64,
-    started_at_us: Option<i64>,
-    ended_at_us: Option<i64>,
-    result_seq: Option<i64>,
-}
-
-impl RawRun {
-    /// Reads the run columns of [`sql::TOOL_RUNS`] (also the first columns of [`sql::UNFINISHED_RUNS`]).
-    fn read(row: &Row<'_>) -> rusqlite::Result<Self> {
-        Ok(RawRun {
-            call_id: row.get(0)?,
-            tool_name: row.get(1)?,
-            request: row.get(2)?,
-            fragment_seq: row.get(3)?,
-            state: row.get(4)?,
-            outcome: row.get(5)?,
-            admitted_at_us: row.get(6)?,
-            started_at_us: row.get(7)?,
-            ended_at_us: row.get(8)?,
-            result_seq: row.get(9)?,
-        })
-    }
-
-    fn validate(self, session: &str) -> Result<ToolRun, StoreError> {
-        let bad = |what: String| StoreError::Decode(format!("session {session}, run of call {}: {what}", self.call_id));
-        let state = RunState::parse(&self.state).ok_or_else(|| bad(format!("unknown state {:?}", self.state)))?;
-        let outcome = match &self.outcome {
-            None => None,
-            Some(name) => Some(RunOutcome::parse(name).ok_or_else(|| bad(format!("unknown outcome {name:?}")))?),
-        };
-        let request =
-            u32::try_from(self.request).map_err(|_| bad(format!("request {} is out of range", self.request)))?;
-        let fragment_seq = u64::try_from(self.fragment_seq)
-            .map_err(|_| bad(format!("fragment seq {} is out of range", self.fragment_seq)))?;
-        let result_seq = self
-            .result_seq
-            .map(|seq| u64::try_from(seq).map_err(|_| bad(format!("result seq {seq} is out of range"))))
-            .transpose()?;
-        Ok(ToolRun {
-            call_id: self.call_id,
-            tool_name: self.tool_name,
-            request,
-            fragment_seq,
-            state,
-            outcome,
-            admitted_at_us: self.admitted_at_us,
-            started_at_us: self.started_at_us,
-            ended_at_us: self.ended_at_us,
-            result_seq,
-        })
-    }
-}
-
-pub(super) fn tool_runs(conn: &mut Connection, session: &str) -> Result<Vec<ToolRun>, StoreError> {
-    let what = format!("list the tool runs of session {session}");
+pub(super) fn tool_runs(conn: &mut Connection, id: &SessionId) -> Result<Vec<ToolRun>, StoreError> {
+    let what = Op::ToolRuns(id).to_string();
+    let session = id.0.as_str();
     let tx = begin_read(conn, &what)?;
     require_session(&tx, session, &what)?;
     let rows = {
         let mut stmt = tx.prepare_cached(sql::TOOL_RUNS).map_err(ctx(&what))?;
-        let rows = stmt.query_map([session], RawRun::read).map_err(ctx(&what))?;
+        let rows = stmt.query_map([session], run_row).map_err(ctx(&what))?;
         rows.collect::<Result<Vec<_>, _>>().map_err(ctx(&what))?
     };
     rows.into_iter().map(|raw| raw.validate(session)).collect()
 }
 
-pub(super) fn unfinished_calls(conn: &mut Connection, session: &str) -> Result<Vec<UnfinishedCall>, StoreError> {
-    let what = format!("list the unfinished calls of session {session}");
+pub(super) fn unfinished_calls(conn: &mut Connection, id: &SessionId) -> Result<Vec<UnfinishedCall>, StoreError> {
+    let what = Op::UnfinishedCalls(id).to_string();
+    let session = id.0.as_str();
     let tx = begin_read(conn, &what)?;
     require_session(&tx, session, &what)?;
     let rows = {
         let mut stmt = tx.prepare_cached(sql::UNFINISHED_RUNS).map_err(ctx(&what))?;
         let rows = stmt
-            .query_map([session], |row| {
-                Ok((RawRun::read(row)?, row.get::<_, Option<String>>(10)?))
-            })
+            .query_map([session], |row| Ok((run_row(row)?, row.get::<_, Option<String>>(10)?)))
             .map_err(ctx(&what))?;
         rows.collect::<Result<Vec<_>, _>>().map_err(ctx(&what))?
     };
@@ -441,26 +339,105 @@ pub(super) fn unfinished_calls(conn: &mut Connection, session: &str) -> Result<V
         .map(|(raw, body)| {
             let fragment_seq = raw.fragment_seq;
             let run = raw.validate(session)?;
-            let call = owning_call(session, fragment_seq, &run.call_id, body.as_deref())?;
+            let call = backend::owning_call(session, fragment_seq, &run.call_id, body.as_deref())?;
             Ok(UnfinishedCall { run, call })
         })
         .collect()
 }
 
-/// Finds call `call_id` in the body of its owning fragment.
-fn owning_call(session: &str, fragment_seq: i64, call_id: &str, body: Option<&str>) -> Result<ToolCall, StoreError> {
-    let missing = |why: &str| {
-        StoreError::Decode(format!(
-            "session {session}, run of call {call_id}: its fragment (message seq {fragment_seq}) {why}"
-        ))
+/// The database's clock (µs since the Unix epoch).
+fn now_us(conn: &Connection, what: &str) -> Result<i64, StoreError> {
+    query_row_cached(conn, sql::NOW_US, [], |row| row.get(0)).map_err(ctx(what))
+}
+
+/// Claims up to `limit` sessions for `owner` (see `SessionQueue::claim`); `sent` is when the caller asked.
+pub(super) fn claim(
+    conn: &Connection,
+    what: &str,
+    owner: &str,
+    lease: Duration,
+    limit: usize,
+    sent: Instant,
+) -> Result<Vec<Claim>, StoreError> {
+    let now = now_us(conn, what)?;
+    let expires_at_us = now.saturating_add(backend::duration_us(lease));
+    let picked: Vec<(String, Option<String>)> = {
+        let mut stmt = conn.prepare_cached(sql::CLAIMABLE).map_err(ctx(what))?;
+        let rows = stmt
+            .query_map(params![now, backend::limit_i64(limit)], |row| {
+                Ok((row.get(0)?, row.get(1)?))
+            })
+            .map_err(ctx(what))?;
+        rows.collect::<Result<_, _>>().map_err(ctx(what))?
     };
-    let body = body.ok_or_else(|| missing("is missing"))?;
-    match decode(session, fragment_seq, body)? {
-        Message::Assistant(fragment) => fragment
-            .tool_calls()
-            .find(|call| call.id == call_id)
-            .cloned()
-            .ok_or_else(|| missing("does not contain the call")),
-        other => Err(missing(&format!("is a {} message", other.role()))),
+    let mut claims = Vec::with_capacity(picked.len());
+    for (session, previous_owner) in picked {
+        let epoch: i64 = query_row_cached(
+            conn,
+            sql::CLAIM_SESSION,
+            params![session, owner, expires_at_us],
+            |row| row.get(0),
+        )
+        .map_err(ctx(what))?;
+        let row = ClaimedRow {
+            session,
+            epoch,
+            expires_at_us,
+        };
+        claims.push(Claim {
+            lease: row.lease(owner, sent, lease)?,
+            previous_owner,
+        });
     }
+    Ok(claims)
+}
+
+/// Renews the leases still held (see `SessionQueue::renew`).
+pub(super) fn renew(
+    conn: &Connection,
+    what: &str,
+    leases: &[Lease],
+    lease: Duration,
+    sent: Instant,
+) -> Result<Vec<Lease>, StoreError> {
+    let now = now_us(conn, what)?;
+    let expires_at_us = now.saturating_add(backend::duration_us(lease));
+    let mut renewed = Vec::with_capacity(leases.len());
+    for held in leases {
+        let epoch = i64::try_from(held.epoch).unwrap_or(i64::MAX);
+        let expiry: Option<i64> = query_row_cached(
+            conn,
+            sql::RENEW_LEASE,
+            params![held.session.0, held.owner, epoch, expires_at_us],
+            |row| row.get(0),
+        )
+        .optional()
+        .map_err(ctx(what))?;
+        if let Some(expires_at_us) = expiry {
+            let row = ClaimedRow {
+                session: held.session.0.clone(),
+                epoch,
+                expires_at_us,
+            };
+            renewed.push(row.lease(&held.owner, sent, lease)?);
+        }
+    }
+    Ok(renewed)
+}
+
+/// Ends a worker's hold on a session (see `SessionQueue::finish`).
+pub(super) fn finish(conn: &Connection, what: &str, lease: &Lease, end: &SessionEnd) -> Result<(), StoreError> {
+    let (state, failure) = backend::end_state(end);
+    let epoch = i64::try_from(lease.epoch).unwrap_or(i64::MAX);
+    let changed = execute_cached(
+        conn,
+        sql::FINISH_SESSION,
+        params![lease.session.0, lease.owner, epoch, state.as_str(), failure],
+    )
+    .map_err(ctx(what))?;
+    if changed == 1 {
+        return Ok(());
+    }
+    let row = lease_row(conn, &lease.session.0, what)?;
+    Err(backend::finish_refused(what, lease, row.as_ref()))
 }

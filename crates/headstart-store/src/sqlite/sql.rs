@@ -98,6 +98,15 @@ pub(super) const MIGRATIONS: &[&str] = &[
         FOREIGN KEY (session_id, fragment_seq) REFERENCES messages (session_id, seq),
         FOREIGN KEY (session_id, result_seq) REFERENCES messages (session_id, seq)
     );",
+    // 2: the work queue of a fleet (SPEC §7.5): state, owner, epoch (the fencing token) and lease expiry (µs on
+    // the database's clock). Existing sessions become 'unqueued': driven by their creator, never claimed.
+    "ALTER TABLE sessions ADD COLUMN state TEXT NOT NULL DEFAULT 'unqueued'
+        CHECK (state IN ('unqueued', 'pending', 'running', 'completed', 'failed'));
+    ALTER TABLE sessions ADD COLUMN owner TEXT;
+    ALTER TABLE sessions ADD COLUMN epoch INTEGER NOT NULL DEFAULT 0 CHECK (epoch >= 0);
+    ALTER TABLE sessions ADD COLUMN lease_expires_at_us INTEGER;
+    ALTER TABLE sessions ADD COLUMN failure TEXT;
+    CREATE INDEX sessions_claimable ON sessions (ordinal) WHERE state IN ('pending', 'running');",
 ];
 
 // ---------------------------------------------------------------------------------------------------------------
@@ -107,14 +116,54 @@ pub(super) const MIGRATIONS: &[&str] = &[
 /// `?1` = session id → `1` when it exists.
 pub(super) const SESSION_EXISTS: &str = "SELECT EXISTS (SELECT 1 FROM sessions WHERE id = ?1)";
 
-/// `?1` = id, `?2` = created_at_us.
-pub(super) const INSERT_SESSION: &str = "INSERT INTO sessions (id, created_at_us) VALUES (?1, ?2)";
+/// `?1` = session id. Columns: state, owner, epoch (the fence a write checks, `backend::LeaseRow`).
+pub(super) const SESSION_LEASE: &str = "SELECT state, owner, epoch FROM sessions WHERE id = ?1";
 
-/// Columns: id, created_at_us, message count. Oldest first (creation time, then creation order).
+/// `?1` = id, `?2` = created_at_us, `?3` = state (`unqueued`, or `pending` for a submitted session).
+pub(super) const INSERT_SESSION: &str = "INSERT INTO sessions (id, created_at_us, state) VALUES (?1, ?2, ?3)";
+
+/// Columns: id, created_at_us, message count, state, owner, epoch, lease_expires_at_us, failure
+/// (`backend::SessionRow`). Oldest first (creation time, then creation order).
 pub(super) const LIST_SESSIONS: &str = "SELECT s.id, s.created_at_us,
-        (SELECT COUNT(*) FROM messages AS m WHERE m.session_id = s.id)
+        (SELECT COUNT(*) FROM messages AS m WHERE m.session_id = s.id),
+        s.state, s.owner, s.epoch, s.lease_expires_at_us, s.failure
     FROM sessions AS s
     ORDER BY s.created_at_us, s.ordinal";
+
+// ---------------------------------------------------------------------------------------------------------------
+// The work queue (SPEC §7.5). A claim runs in a write (`BEGIN IMMEDIATE`) transaction, which SQLite serializes with
+// every other writer of the file, in this process or another: no two claimers can pick the same session, so no
+// `SKIP LOCKED` is needed.
+// ---------------------------------------------------------------------------------------------------------------
+
+/// The database's clock: µs since the Unix epoch (millisecond resolution).
+pub(super) const NOW_US: &str = "SELECT CAST(unixepoch('subsec') * 1000000 AS INTEGER)";
+
+/// `?1` = now (µs), `?2` = limit. Columns: id, owner. Claimable sessions, oldest first: pending, or running with
+/// an expired lease. The first condition repeats the partial index's so that SQLite uses it.
+pub(super) const CLAIMABLE: &str = "SELECT id, owner FROM sessions
+    WHERE state IN ('pending', 'running') AND (state = 'pending' OR lease_expires_at_us <= ?1)
+    ORDER BY ordinal
+    LIMIT ?2";
+
+/// `?1` session id, `?2` owner, `?3` lease expiry (µs). Returns the new epoch.
+pub(super) const CLAIM_SESSION: &str = "UPDATE sessions
+    SET state = 'running', owner = ?2, epoch = epoch + 1, lease_expires_at_us = ?3, failure = NULL
+    WHERE id = ?1
+    RETURNING epoch";
+
+/// `?1` session id, `?2` owner, `?3` epoch, `?4` new lease expiry (µs). Returns the expiry when the lease is still
+/// held, no row otherwise.
+pub(super) const RENEW_LEASE: &str = "UPDATE sessions SET lease_expires_at_us = ?4
+    WHERE id = ?1 AND owner = ?2 AND epoch = ?3 AND state = 'running'
+    RETURNING lease_expires_at_us";
+
+/// `?1` session id, `?2` owner, `?3` epoch, `?4` new state, `?5` failure reason. Changes one row when the lease is
+/// held, none otherwise. A released session (`pending`) loses its owner; a finished one keeps it, for inspection.
+pub(super) const FINISH_SESSION: &str = "UPDATE sessions
+    SET state = ?4, owner = CASE WHEN ?4 = 'pending' THEN NULL ELSE owner END, lease_expires_at_us = NULL,
+        failure = ?5
+    WHERE id = ?1 AND owner = ?2 AND epoch = ?3 AND state = 'running'";
 
 // ---------------------------------------------------------------------------------------------------------------
 // Messages

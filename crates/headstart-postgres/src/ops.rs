@@ -1,0 +1,422 @@
+//! The store's operations, each inside the transaction its caller opened (`PgStore::run`: a read-committed write
+//! transaction, or a repeatable-read read-only one so that a read sees one snapshot). Each names itself in its
+//! errors with the `what` it is given. Validation, decoding and fencing decisions are `headstart_store::backend`'s,
+//! shared with every backend.
+
+use std::time::{Duration, Instant};
+
+use deadpool_postgres::Transaction;
+use headstart_core::model::Message;
+use headstart_store::backend::{self, ClaimedRow, LeaseRow, MessageRow, RunRow, SessionRow};
+use headstart_store::{
+    AdmittedCall, Claim, Lease, RunEnd, SessionEnd, SessionInfo, SessionState, StoreError, StoredMessage, ToolRun,
+    UnfinishedCall,
+};
+use tokio_postgres::types::{FromSql, ToSql};
+use tokio_postgres::Row;
+
+use crate::errors::{describe, pg_error, Stage};
+use crate::sql;
+
+type Params<'a> = &'a [&'a (dyn ToSql + Sync)];
+
+/// Runs a statement (prepared once per connection) and returns its rows.
+async fn query(tx: &Transaction<'_>, statement: &str, params: Params<'_>, what: &str) -> Result<Vec<Row>, StoreError> {
+    let fail = |err: tokio_postgres::Error| pg_error(&err, what, Stage::Running);
+    let prepared = tx.prepare_cached(statement).await.map_err(fail)?;
+    tx.query(&prepared, params).await.map_err(fail)
+}
+
+/// [`query`] for at most one row.
+async fn query_opt(
+    tx: &Transaction<'_>,
+    statement: &str,
+    params: Params<'_>,
+    what: &str,
+) -> Result<Option<Row>, StoreError> {
+    let fail = |err: tokio_postgres::Error| pg_error(&err, what, Stage::Running);
+    let prepared = tx.prepare_cached(statement).await.map_err(fail)?;
+    tx.query_opt(&prepared, params).await.map_err(fail)
+}
+
+/// [`query`] for exactly one row.
+async fn query_one(tx: &Transaction<'_>, statement: &str, params: Params<'_>, what: &str) -> Result<Row, StoreError> {
+    query_opt(tx, statement, params, what)
+        .await?
+        .ok_or_else(|| StoreError::Backend(format!("{what}: a statement that returns one row returned none")))
+}
+
+/// [`query`] for a statement without rows; returns how many rows it changed.
+async fn execute(tx: &Transaction<'_>, statement: &str, params: Params<'_>, what: &str) -> Result<u64, StoreError> {
+    let fail = |err: tokio_postgres::Error| pg_error(&err, what, Stage::Running);
+    let prepared = tx.prepare_cached(statement).await.map_err(fail)?;
+    tx.execute(&prepared, params).await.map_err(fail)
+}
+
+/// Column `index` of `row`; a value of another type than the schema's is [`StoreError::Decode`].
+fn get<'r, T: FromSql<'r>>(row: &'r Row, index: usize, what: &str) -> Result<T, StoreError> {
+    row.try_get(index)
+        .map_err(|err| StoreError::Decode(format!("{what}: column {index}: {}", describe(&err))))
+}
+
+fn lease_row(row: &Row, what: &str) -> Result<LeaseRow, StoreError> {
+    Ok(LeaseRow {
+        state: get(row, 0, what)?,
+        owner: get(row, 1, what)?,
+        epoch: get(row, 2, what)?,
+    })
+}
+
+/// The first step of every write to an existing session: lock its row, then check that it exists and that
+/// `fence` may write it (`backend::check_fence`).
+async fn lock_session(
+    tx: &Transaction<'_>,
+    session: &str,
+    fence: Option<&Lease>,
+    what: &str,
+) -> Result<(), StoreError> {
+    let row = query_opt(tx, sql::LOCK_SESSION, &[&session], what).await?;
+    let row = row.map(|row| lease_row(&row, what)).transpose()?;
+    backend::check_fence(what, session, row.as_ref(), fence)
+}
+
+async fn require_session(tx: &Transaction<'_>, session: &str, what: &str) -> Result<(), StoreError> {
+    let row = query_one(tx, sql::SESSION_EXISTS, &[&session], what).await?;
+    if get::<bool>(&row, 0, what)? {
+        Ok(())
+    } else {
+        Err(StoreError::NoSession(session.to_owned()))
+    }
+}
+
+/// Appends a message at the session's next sequence number; returns it.
+async fn insert_message(
+    tx: &Transaction<'_>,
+    session: &str,
+    message: &Message,
+    request: Option<u32>,
+    at_us: i64,
+    what: &str,
+) -> Result<i64, StoreError> {
+    let body = backend::encode(message, what)?;
+    let (role, turn_id) = backend::role_and_turn(message);
+    let request = request.map(i64::from);
+    let row = query_one(
+        tx,
+        sql::INSERT_MESSAGE,
+        &[&session, &role, &request, &turn_id, &at_us, &body],
+        what,
+    )
+    .await?;
+    get(&row, 0, what)
+}
+
+fn epoch_i64(epoch: u64) -> i64 {
+    i64::try_from(epoch).unwrap_or(i64::MAX)
+}
+
+/// Creates session `session` (`unqueued`), or, given a prompt, submits it: `pending` with the prompt as seq 1.
+pub(crate) async fn create_session(
+    tx: &Transaction<'_>,
+    what: &str,
+    session: &str,
+    prompt: Option<&Message>,
+    at_us: i64,
+) -> Result<(), StoreError> {
+    let state = match prompt {
+        Some(_) => SessionState::Pending,
+        None => SessionState::Unqueued,
+    };
+    execute(tx, sql::INSERT_SESSION, &[&session, &at_us, &state.as_str()], what).await?;
+    if let Some(prompt) = prompt {
+        insert_message(tx, session, prompt, None, at_us, what).await?;
+    }
+    Ok(())
+}
+
+pub(crate) async fn sessions(tx: &Transaction<'_>, what: &str) -> Result<Vec<SessionInfo>, StoreError> {
+    let rows = query(tx, sql::LIST_SESSIONS, &[], what).await?;
+    rows.iter()
+        .map(|row| {
+            SessionRow {
+                id: get(row, 0, what)?,
+                created_at_us: get(row, 1, what)?,
+                messages: get(row, 2, what)?,
+                state: get(row, 3, what)?,
+                owner: get(row, 4, what)?,
+                epoch: get(row, 5, what)?,
+                lease_expires_at_us: get(row, 6, what)?,
+                failure: get(row, 7, what)?,
+            }
+            .validate()
+        })
+        .collect()
+}
+
+pub(crate) async fn append_user(
+    tx: &Transaction<'_>,
+    what: &str,
+    fence: Option<&Lease>,
+    session: &str,
+    message: &Message,
+    at_us: i64,
+) -> Result<u64, StoreError> {
+    lock_session(tx, session, fence, what).await?;
+    let seq = insert_message(tx, session, message, None, at_us, what).await?;
+    backend::seq_u64(seq, session, "seq")
+}
+
+#[allow(clippy::too_many_arguments)] // one per column written, each named at the call site
+pub(crate) async fn commit_fragment(
+    tx: &Transaction<'_>,
+    what: &str,
+    fence: Option<&Lease>,
+    session: &str,
+    request: u32,
+    fragment: &Message,
+    admitted: &[AdmittedCall],
+    at_us: i64,
+) -> Result<u64, StoreError> {
+    let Message::Assistant(assistant) = fragment else {
+        return Err(StoreError::Backend(format!(
+            "{what}: the fragment is not an assistant message"
+        )));
+    };
+    lock_session(tx, session, fence, what).await?;
+    backend::check_admissions(what, assistant, admitted)?;
+    let call_ids: Vec<&str> = admitted.iter().map(|call| call.call_id.as_str()).collect();
+    if !admitted.is_empty() {
+        let existing = query(tx, sql::ADMITTED_AMONG, &[&session, &call_ids], what).await?;
+        if let Some(row) = existing.first() {
+            let call_id: String = get(row, 0, what)?;
+            let state: String = get(row, 1, what)?;
+            return Err(backend::already_admitted(what, &call_id, &state));
+        }
+    }
+    let seq = insert_message(tx, session, fragment, Some(request), at_us, what).await?;
+    if !admitted.is_empty() {
+        let tool_names: Vec<&str> = admitted.iter().map(|call| call.tool_name.as_str()).collect();
+        let request = i64::from(request);
+        execute(
+            tx,
+            sql::INSERT_ADMITTED_RUNS,
+            &[&session, &call_ids, &tool_names, &request, &seq, &at_us],
+            what,
+        )
+        .await?;
+    }
+    backend::seq_u64(seq, session, "seq")
+}
+
+pub(crate) async fn mark_started(
+    tx: &Transaction<'_>,
+    what: &str,
+    fence: Option<&Lease>,
+    session: &str,
+    call_id: &str,
+    at_us: i64,
+) -> Result<(), StoreError> {
+    lock_session(tx, session, fence, what).await?;
+    // Matches nothing when the run already moved on (or does not exist): a late write never moves a run back.
+    execute(tx, sql::MARK_STARTED, &[&session, &call_id, &at_us], what).await?;
+    Ok(())
+}
+
+#[allow(clippy::too_many_arguments)] // one per column written, each named at the call site
+pub(crate) async fn append_tool_result(
+    tx: &Transaction<'_>,
+    what: &str,
+    fence: Option<&Lease>,
+    session: &str,
+    result: &Message,
+    run: Option<RunEnd>,
+    at_us: i64,
+) -> Result<u64, StoreError> {
+    let Message::ToolResult(tool_result) = result else {
+        return Err(StoreError::Backend(format!("{what}: the message is not a tool result")));
+    };
+    let call_id = tool_result.tool_call_id.as_str();
+    lock_session(tx, session, fence, what).await?;
+    let existing = query_opt(tx, sql::RUN_STATE, &[&session, &call_id], what).await?;
+    let existing: Option<(String, Option<i64>)> = existing
+        .map(|row| Ok::<_, StoreError>((get(&row, 0, what)?, get(&row, 1, what)?)))
+        .transpose()?;
+    let existing = existing
+        .as_ref()
+        .map(|(state, result_seq)| (state.as_str(), *result_seq));
+    backend::check_result(what, call_id, run.as_ref(), existing)?;
+    let seq = insert_message(tx, session, result, None, at_us, what).await?;
+    if let Some(end) = run {
+        let changed = execute(
+            tx,
+            sql::END_RUN,
+            &[
+                &session,
+                &call_id,
+                &end.state.as_str(),
+                &end.outcome.as_str(),
+                &at_us,
+                &seq,
+                &end.started_at_us,
+            ],
+            what,
+        )
+        .await?;
+        if changed != 1 {
+            return Err(StoreError::Conflict(format!(
+                "{what}: the run of call {call_id} could not be ended"
+            )));
+        }
+    }
+    backend::seq_u64(seq, session, "seq")
+}
+
+pub(crate) async fn load_log(
+    tx: &Transaction<'_>,
+    what: &str,
+    session: &str,
+) -> Result<Vec<StoredMessage>, StoreError> {
+    require_session(tx, session, what).await?;
+    let rows = query(tx, sql::LOAD_LOG, &[&session], what).await?;
+    rows.iter()
+        .map(|row| {
+            MessageRow {
+                seq: get(row, 0, what)?,
+                role: get(row, 1, what)?,
+                request: get(row, 2, what)?,
+                at_us: get(row, 3, what)?,
+                body: get(row, 4, what)?,
+            }
+            .decode(session)
+        })
+        .collect()
+}
+
+/// The run columns of [`sql::TOOL_RUNS`] (also the first columns of [`sql::UNFINISHED_RUNS`]).
+fn run_row(row: &Row, what: &str) -> Result<RunRow, StoreError> {
+    Ok(RunRow {
+        call_id: get(row, 0, what)?,
+        tool_name: get(row, 1, what)?,
+        request: get(row, 2, what)?,
+        fragment_seq: get(row, 3, what)?,
+        state: get(row, 4, what)?,
+        outcome: get(row, 5, what)?,
+        admitted_at_us: get(row, 6, what)?,
+        started_at_us: get(row, 7, what)?,
+        ended_at_us: get(row, 8, what)?,
+        result_seq: get(row, 9, what)?,
+    })
+}
+
+pub(crate) async fn tool_runs(tx: &Transaction<'_>, what: &str, session: &str) -> Result<Vec<ToolRun>, StoreError> {
+    require_session(tx, session, what).await?;
+    let rows = query(tx, sql::TOOL_RUNS, &[&session], what).await?;
+    rows.iter().map(|row| run_row(row, what)?.validate(session)).collect()
+}
+
+pub(crate) async fn unfinished_calls(
+    tx: &Transaction<'_>,
+    what: &str,
+    session: &str,
+) -> Result<Vec<UnfinishedCall>, StoreError> {
+    require_session(tx, session, what).await?;
+    let rows = query(tx, sql::UNFINISHED_RUNS, &[&session], what).await?;
+    rows.iter()
+        .map(|row| {
+            let raw = run_row(row, what)?;
+            let body: Option<String> = get(row, 10, what)?;
+            let fragment_seq = raw.fragment_seq;
+            let run = raw.validate(session)?;
+            let call = backend::owning_call(session, fragment_seq, &run.call_id, body.as_deref())?;
+            Ok(UnfinishedCall { run, call })
+        })
+        .collect()
+}
+
+/// Claims up to `limit` sessions for `owner` (see `SessionQueue::claim`); `sent` is when the caller asked.
+pub(crate) async fn claim(
+    tx: &Transaction<'_>,
+    what: &str,
+    owner: &str,
+    lease: Duration,
+    limit: usize,
+    sent: Instant,
+) -> Result<Vec<Claim>, StoreError> {
+    let (limit, lease_us) = (backend::limit_i64(limit), backend::duration_us(lease));
+    let rows = query(tx, sql::CLAIM, &[&owner, &limit, &lease_us], what).await?;
+    let mut claimed = Vec::with_capacity(rows.len());
+    for row in &rows {
+        let ordinal: i64 = get(row, 4, what)?;
+        let claimed_row = ClaimedRow {
+            session: get(row, 0, what)?,
+            epoch: get(row, 1, what)?,
+            expires_at_us: get(row, 2, what)?,
+        };
+        let claim = Claim {
+            lease: claimed_row.lease(owner, sent, lease)?,
+            previous_owner: get(row, 3, what)?,
+        };
+        claimed.push((ordinal, claim));
+    }
+    // `UPDATE … RETURNING` returns rows in no particular order; claims are handed out oldest first.
+    claimed.sort_by_key(|(ordinal, _)| *ordinal);
+    Ok(claimed.into_iter().map(|(_, claim)| claim).collect())
+}
+
+/// Renews the leases still held (see `SessionQueue::renew`), in the order given.
+pub(crate) async fn renew(
+    tx: &Transaction<'_>,
+    what: &str,
+    leases: &[Lease],
+    lease: Duration,
+    sent: Instant,
+) -> Result<Vec<Lease>, StoreError> {
+    let ids: Vec<&str> = leases.iter().map(|held| held.session.0.as_str()).collect();
+    let owners: Vec<&str> = leases.iter().map(|held| held.owner.as_str()).collect();
+    let epochs: Vec<i64> = leases.iter().map(|held| epoch_i64(held.epoch)).collect();
+    let lease_us = backend::duration_us(lease);
+    let rows = query(tx, sql::RENEW, &[&ids, &owners, &epochs, &lease_us], what).await?;
+    let mut renewed = Vec::with_capacity(rows.len());
+    for row in &rows {
+        renewed.push(ClaimedRow {
+            session: get(row, 0, what)?,
+            epoch: get(row, 1, what)?,
+            expires_at_us: get(row, 2, what)?,
+        });
+    }
+    let mut in_order = Vec::with_capacity(renewed.len());
+    for held in leases {
+        let epoch = epoch_i64(held.epoch);
+        if let Some(row) = renewed
+            .iter()
+            .find(|row| row.session == held.session.0 && row.epoch == epoch)
+        {
+            in_order.push(row.clone().lease(&held.owner, sent, lease)?);
+        }
+    }
+    Ok(in_order)
+}
+
+/// Ends a worker's hold on a session (see `SessionQueue::finish`).
+pub(crate) async fn finish(
+    tx: &Transaction<'_>,
+    what: &str,
+    lease: &Lease,
+    end: &SessionEnd,
+) -> Result<(), StoreError> {
+    let (state, failure) = backend::end_state(end);
+    let epoch = epoch_i64(lease.epoch);
+    let changed = execute(
+        tx,
+        sql::FINISH,
+        &[&lease.session.0, &lease.owner, &epoch, &state.as_str(), &failure],
+        what,
+    )
+    .await?;
+    if changed == 1 {
+        return Ok(());
+    }
+    let row = query_opt(tx, sql::SESSION_LEASE, &[&lease.session.0], what).await?;
+    let row = row.map(|row| lease_row(&row, what)).transpose()?;
+    Err(backend::finish_refused(what, lease, row.as_ref()))
+}

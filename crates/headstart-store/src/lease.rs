@@ -1,0 +1,179 @@
+//! Fleets of workers on one store (SPEC §7.5): the work queue, leases, fencing, idempotency keys.
+//!
+//! Single-process use needs none of this: [`TranscriptStore::create_session`] makes an
+//! [`Unqueued`](crate::SessionState::Unqueued) session that only its creator drives, and every write goes through
+//! as before. A fleet instead [`submit`](SessionQueue::submit)s sessions, and workers
+//! [`claim`](SessionQueue::claim) them:
+//!
+//! 1. `claim(worker, lease, limit)` hands a worker pending sessions and sessions whose owner's lease expired. Each
+//!    claim increments the session's **epoch**, the fencing token: a [`Lease`] is (session, owner, epoch).
+//! 2. The worker writes through [`fenced`](SessionQueue::fenced)`(lease)`, a handle on the same store whose every
+//!    write checks, in its own transaction, that the session is still `running` under that owner and epoch. When it
+//!    is not (another worker claimed it, it was finished), the write changes nothing and fails with
+//!    [`StoreError::Fenced`]: the worker stops that session.
+//! 3. It [`renew`](SessionQueue::renew)s its leases well before they expire, checks
+//!    [`Lease::may_have_expired`] (its own monotonic clock) before starting a call's `execute`, and
+//!    [`finish`](SessionQueue::finish)es the session (completed, failed or released back to the queue).
+//! 4. A worker that claims a session another worker held ([`Claim::previous_owner`]) runs recovery (SPEC §7.4)
+//!    before continuing it.
+//!
+//! Lease expiry is measured on **the database's clock** (PostgreSQL's `clock_timestamp()`, the machine's clock for
+//! SQLite), never the caller's: workers on several machines share one clock that way, and virtual replay clocks
+//! never reach the queue. A worker's own deadline ([`Lease::held_until`]) is taken before the claim or renewal
+//! request is sent, so it ends no later than the database's.
+//!
+//! Writes made without a lease (a handle that is not fenced) are fenced too when the session is `running`: only
+//! its owner writes it. An administrator's `recover` on a fleet's database therefore cannot race a live worker.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use async_trait::async_trait;
+use headstart_core::model::UserMessage;
+
+use crate::types::SessionId;
+use crate::{StoreError, TranscriptStore};
+
+/// A worker's hold on one session: the fencing token of its writes.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Lease {
+    /// The session held.
+    pub session: SessionId,
+    /// The worker holding it (the name it claimed with).
+    pub owner: String,
+    /// The session's epoch when the worker claimed it: every claim increments it, so a higher epoch means a later
+    /// owner.
+    pub epoch: u64,
+    /// When the lease ends unless renewed, on the database's clock (µs since the Unix epoch). Another worker may
+    /// claim the session from then on.
+    pub expires_at_us: i64,
+    /// When the lease may have ended by the worker's own monotonic clock: the instant just before the claim or
+    /// renewal was sent, plus the lease duration. The database's expiry is never earlier (its clock started
+    /// counting later), so a worker that stops starting calls at this instant never starts one after losing the
+    /// lease, whatever the skew between its clock and the database's.
+    pub held_until: Instant,
+}
+
+impl Lease {
+    /// Whether the lease may have expired by the worker's monotonic clock (SPEC §7.5: a worker should not start a
+    /// call's `execute` then; it renews first).
+    pub fn may_have_expired(&self) -> bool {
+        Instant::now() >= self.held_until
+    }
+
+    /// The stable idempotency key of call `call_id` of the leased session (see [`idempotency_key`]).
+    pub fn idempotency_key(&self, call_id: &str) -> String {
+        idempotency_key(&self.session, call_id)
+    }
+}
+
+/// A session handed to a worker by [`SessionQueue::claim`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Claim {
+    /// The worker's lease on it.
+    pub lease: Lease,
+    /// The worker that held it before, when its lease expired (it died, stalled, or lost its connection): the new
+    /// owner runs recovery (SPEC §7.4) before continuing. `None` for a session that was pending (submitted or
+    /// released); recovery then finds nothing to do, so running it always is safe too.
+    pub previous_owner: Option<String>,
+}
+
+/// How a worker ends its hold on a session ([`SessionQueue::finish`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum SessionEnd {
+    /// The agent loop ended: the session is `completed`.
+    Completed,
+    /// The worker gives up on the session: it is `failed`, with this reason.
+    Failed(String),
+    /// The worker stops without finishing (it shuts down): the session is `pending` again, for any worker to
+    /// claim.
+    Released,
+}
+
+/// The work queue of a fleet of workers sharing one store (SPEC §7.5). See the [module documentation](self).
+///
+/// Every method is one transaction. The queue methods ignore a handle's own fence: they take the lease they act on
+/// as an argument.
+#[async_trait]
+pub trait SessionQueue: TranscriptStore {
+    /// Creates a `pending` session whose first message (seq 1) is `prompt`, in one transaction; a worker's claim
+    /// picks it up. `at_us` is the caller's clock, as for [`TranscriptStore::create_session`].
+    async fn submit(&self, prompt: &UserMessage, at_us: i64) -> Result<SessionId, StoreError>;
+
+    /// Claims up to `limit` sessions for worker `owner`, oldest first: pending ones, and running ones whose lease
+    /// has expired. Each claimed session becomes `running` under `owner` with its epoch incremented and a lease of
+    /// `lease` from now (the database's clock). Sessions another worker is claiming or writing at this moment are
+    /// skipped, never waited for (PostgreSQL: `FOR UPDATE SKIP LOCKED`), so concurrent claimers never receive the
+    /// same session.
+    async fn claim(&self, owner: &str, lease: Duration, limit: usize) -> Result<Vec<Claim>, StoreError>;
+
+    /// Extends each of `leases` that its worker still holds (same owner and epoch, session still `running`) to
+    /// `lease` from now, and returns them renewed, in the order given. A lease missing from the answer is lost:
+    /// its session must stop in this worker. A lease that expired but was not claimed by anyone is renewed: no
+    /// other worker wrote the session meanwhile, since none held it.
+    async fn renew(&self, leases: &[Lease], lease: Duration) -> Result<Vec<Lease>, StoreError>;
+
+    /// Ends the worker's hold on the leased session as `end` says. Fails with [`StoreError::Fenced`] (changing
+    /// nothing) when the lease is no longer held.
+    async fn finish(&self, lease: &Lease, end: SessionEnd) -> Result<(), StoreError>;
+
+    /// A handle on this store whose every write to `lease.session` is conditional on the lease, in the write's own
+    /// transaction (a lost lease: [`StoreError::Fenced`], nothing written). It refuses writes to other sessions and
+    /// creating sessions ([`StoreError::Conflict`]); reads pass through. Hand it to the engine that runs the
+    /// session.
+    fn fenced(&self, lease: &Lease) -> Arc<dyn TranscriptStore>;
+}
+
+/// The namespace of idempotency keys (the bytes of `"headstart\0idempo"`), fixed forever: changing it would
+/// change every key, and services would run a re-executed call twice.
+const IDEMPOTENCY_NAMESPACE: uuid::Uuid = uuid::Uuid::from_u128(0x6865_6164_7374_6172_7400_6964_656d_706f);
+
+/// The idempotency key of call `call_id` in `session`: the same on every attempt and on every worker, different
+/// for every (session, call) pair. A tool that calls an outside service passes it along (an `Idempotency-Key`
+/// header, a request id) so that when recovery re-runs the call after a crash or a takeover (SPEC §7.4), the
+/// service can recognise the repetition.
+///
+/// It is a name-based UUID (version 5, 36 characters), a format services that limit key length or alphabet
+/// accept, derived from the session id's length, the session id and the call id, so no two pairs share the input.
+pub fn idempotency_key(session: &SessionId, call_id: &str) -> String {
+    let session = session.0.as_bytes();
+    let mut name = Vec::with_capacity(8 + session.len() + call_id.len());
+    name.extend_from_slice(&(session.len() as u64).to_be_bytes());
+    name.extend_from_slice(session);
+    name.extend_from_slice(call_id.as_bytes());
+    uuid::Uuid::new_v5(&IDEMPOTENCY_NAMESPACE, &name).to_string()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn idempotency_keys_are_stable_and_distinct() {
+        let session = SessionId::from("0190f4e1-0000-7000-8000-000000000001");
+        let key = idempotency_key(&session, "call_1");
+        // Pinned: the key of a call must never change between versions (services keep keys for days).
+        assert_eq!(key, "406c2bcd-e6b2-5d2f-8324-da23e814c4f9");
+        assert_eq!(idempotency_key(&session, "call_1"), key, "same on every attempt");
+        assert_ne!(idempotency_key(&session, "call_2"), key);
+        assert_ne!(idempotency_key(&SessionId::from("other"), "call_1"), key);
+        // The session id's length is part of the input: moving characters between the two parts changes the key.
+        assert_ne!(
+            idempotency_key(&SessionId::from("ab"), "c"),
+            idempotency_key(&SessionId::from("a"), "bc")
+        );
+        let lease = Lease {
+            session: session.clone(),
+            owner: "w1".to_owned(),
+            epoch: 3,
+            expires_at_us: 0,
+            held_until: Instant::now(),
+        };
+        assert_eq!(
+            lease.idempotency_key("call_1"),
+            key,
+            "the same from a lease, whichever epoch"
+        );
+        assert!(lease.may_have_expired());
+    }
+}
