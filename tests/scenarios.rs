@@ -4,14 +4,14 @@
 //! Checked on every report:
 //! - the engine's invariants, by the checker shared with the adapter, load and crash tests
 //!   ([`headstart_sim::invariants`]): every executed call's owning assistant message is stored no later than the
-//!   call starts (SPEC §1); every stored tool call has exactly one result and every result answers a stored call
-//!   (SPEC §5.5); fragments of one request share a `turn_id`, and only the last carries usage (SPEC §3.2, §3.5);
-//!   `agent_end` is the single last event (SPEC §6); every call with a result has one `tool_execution_start` and
+//!   call starts (contract §1); every stored tool call has exactly one result and every result answers a stored call
+//!   (contract §5.5); fragments of one request share a `turn_id`, and only the last carries usage (contract §3.2, §3.5);
+//!   `agent_end` is the single last event (contract §6); every call with a result has one `tool_execution_start` and
 //!   one `tool_execution_end`, the end directly followed by its result message, and a call that never executed
-//!   gets both back to back (SPEC §5.7, §6.4);
-//! - replaying twice gives identical bytes (SPEC §8), and the report reads back as itself.
+//!   gets both back to back (contract §5.7, §6.4);
+//! - replaying twice gives identical bytes (contract §8), and the report reads back as itself.
 //!
-//! # SPEC rule → scenario
+//! # Contract rule (`docs/contract.md`) → scenario
 //!
 //! Every `NN-…` file is in `tests/scenarios/`; 01–14 came with the original contract, 20 onwards pin its rules one
 //! by one. Each file's `description` names the rules it pins down.
@@ -61,6 +61,8 @@
 //!   50-cancel-mid-stream; response errors: 28-error-terminal-results, 29-aborted-event-sequential.
 //! - §5.6 terminate: 09, 33-terminate-batches, 44-after-hook-overrides.
 //! - §5.7 events of never-executed calls: the invariant above; `max_turns`: 51-max-turns.
+//! - §6.7 dropping the stream and §6.8 progress independent of the consumer: every scenario of the corpus replayed
+//!   with a lagging consumer and dropped after each event, in `tests/runtime.rs`.
 
 use std::path::{Path, PathBuf};
 
