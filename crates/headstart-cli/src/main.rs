@@ -27,7 +27,7 @@ enum Command {
     Convert(convert::Args),
     /// Run the demo: a simulated model streaming on the wall clock, async lookups overlapping it.
     Demo(demo::Args),
-    /// Replay a scenario (scenarios/FORMAT.md) and write its report.
+    /// Replay a scenario (docs/scenario-format.md) and write its report.
     Replay(replay::Args),
     /// Print a stored transcript.
     Inspect(inspect::Args),
