@@ -13,18 +13,14 @@ pub const REQUIRE_ENV: &str = "HEADSTART_REQUIRE_MCP";
 /// The server's entry point (`…/dist/index.js`, started as `node <entry> stdio`), installed under `cache` with npm
 /// unless it is there already; `Err` says why it cannot be had.
 pub fn server_everything(cache: &Path) -> Result<PathBuf, String> {
+    // The server runs on node whether or not it is installed already.
+    runs("node")?;
     let dir = cache.join(format!("server-everything-{SERVER_EVERYTHING_VERSION}"));
     let entry = entry_in(&dir);
     if entry.is_file() {
         return Ok(entry);
     }
-    for tool in ["node", "npm"] {
-        match Command::new(tool).arg("--version").output() {
-            Ok(output) if output.status.success() => {}
-            Ok(output) => return Err(format!("`{tool} --version` failed with {}", output.status)),
-            Err(error) => return Err(format!("`{tool}` cannot be run: {error}")),
-        }
-    }
+    runs("npm")?;
     std::fs::create_dir_all(cache).map_err(|error| format!("cannot create {}: {error}", cache.display()))?;
     // Installed beside and renamed into place, so that tests running at once never see half an installation.
     let staging = tempdir_in(cache)?;
@@ -73,6 +69,14 @@ pub fn server_everything_or_skip(cache: &Path) -> Option<PathBuf> {
             eprintln!("SKIPPED: the MCP interop test cannot run: {why} (set {REQUIRE_ENV}=1 to make this a failure)");
             None
         }
+    }
+}
+
+fn runs(program: &str) -> Result<(), String> {
+    match Command::new(program).arg("--version").output() {
+        Ok(output) if output.status.success() => Ok(()),
+        Ok(output) => Err(format!("`{program} --version` failed with {}", output.status)),
+        Err(error) => Err(format!("`{program}` cannot be run: {error}")),
     }
 }
 
