@@ -164,3 +164,51 @@ async fn a_cancelled_call_ends_promptly_and_the_server_keeps_serving() {
     let run_again = run(toolbox, again, CancellationToken::new(), |_| {}).await;
     assert_eq!(run_again.text("echo"), "Echo: still here");
 }
+
+#[tokio::test]
+async fn connects_over_streamable_http() {
+    let Some(entry) = server_everything_or_skip(&cache()) else {
+        return;
+    };
+    // A free port: bound, read, released, then handed to the server (it refuses to start if another took it).
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|listener| listener.local_addr())
+        .expect("a free port")
+        .port();
+    let mut node = tokio::process::Command::new("node")
+        .arg(entry)
+        .arg("streamableHttp")
+        .env("PORT", port.to_string())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .kill_on_drop(true)
+        .spawn()
+        .expect("node starts");
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while tokio::net::TcpStream::connect(("127.0.0.1", port)).await.is_err() {
+        assert!(
+            Instant::now() < deadline,
+            "server-everything did not listen on port {port}"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let server = McpServer::http("web", format!("http://127.0.0.1:{port}/mcp"))
+        .await
+        .expect("the handshake succeeds");
+    let mut toolbox = Toolbox::new();
+    let names = server
+        .register(&mut toolbox, &ToolPolicy::trusted())
+        .await
+        .expect("the tools register");
+    assert!(names.iter().any(|name| name == "web__echo"), "{names:?}");
+    let response = deltas(
+        [start()]
+            .into_iter()
+            .chain(call(0, "echo", "web__echo", json!({"message": "over http"})))
+            .chain([done()]),
+    );
+    let run = run(toolbox, response, CancellationToken::new(), |_| {}).await;
+    assert_eq!(run.text("echo"), "Echo: over http");
+    drop(server);
+    let _ = node.kill().await;
+}
