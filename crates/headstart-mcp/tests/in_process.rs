@@ -1,6 +1,7 @@
 //! headstart-mcp against an in-process rmcp server over an in-memory pipe: listing, calling, `isError`, progress,
 //! cancellation reaching the server, a server dying mid-call, and annotations ignored unless trusted — each through
-//! the engine, as an agent runs them.
+//! the engine, as an agent runs them. At the end, connections that fail (one test binary for all: each costs a
+//! link).
 
 mod support;
 
@@ -418,4 +419,43 @@ async fn registration_is_all_or_nothing() {
         .expect_err("the names are taken");
     assert!(matches!(error, McpError::Toolbox { .. }), "{error}");
     assert_eq!(toolbox.len(), 5, "the failed registration left the toolbox as it was");
+}
+
+// Connection failures are typed errors with a clear message, never panics.
+
+#[tokio::test]
+async fn a_missing_program_is_a_spawn_error() {
+    let error = McpServer::stdio("gone", tokio::process::Command::new("/nonexistent/mcp-server"))
+        .await
+        .expect_err("nothing to start");
+    assert!(matches!(error, McpError::Spawn { .. }), "{error:?}");
+    assert!(
+        error
+            .to_string()
+            .starts_with("MCP server `gone`: cannot start `/nonexistent/mcp-server`"),
+        "{error}"
+    );
+}
+
+#[tokio::test]
+async fn a_process_that_exits_at_once_fails_the_handshake() {
+    let error = McpServer::stdio("quits", tokio::process::Command::new("true"))
+        .await
+        .expect_err("`true` speaks no MCP");
+    assert!(matches!(error, McpError::Handshake { .. }), "{error:?}");
+    assert!(
+        error.to_string().starts_with("MCP server `quits`: handshake failed"),
+        "{error}"
+    );
+}
+
+#[tokio::test]
+async fn an_http_endpoint_that_refuses_fails_the_handshake() {
+    // Port 9 (discard) on loopback: nothing listens there on a test machine.
+    let connect = McpServer::http("nowhere", "http://127.0.0.1:9/mcp");
+    let error = tokio::time::timeout(Duration::from_secs(60), connect)
+        .await
+        .expect("the failure is reported in time")
+        .expect_err("nothing listens");
+    assert!(matches!(error, McpError::Handshake { .. }), "{error:?}");
 }
