@@ -5,6 +5,7 @@ mod convert;
 mod demo;
 mod durability;
 mod inspect;
+mod mcp;
 mod recover;
 mod replay;
 mod timeline;
@@ -37,6 +38,8 @@ enum Command {
     Recover(recover::Args),
     /// Measure overlap, per-delta cost, admission latency and scale (docs/performance.md).
     Bench(bench::Args),
+    /// Look at MCP servers as headstart sees them: `headstart mcp tools [--trusted] -- COMMAND ARGS…`.
+    Mcp(mcp::Args),
 }
 
 fn main() -> ExitCode {
@@ -49,6 +52,7 @@ fn main() -> ExitCode {
         Command::Timeline(args) => timeline::run(&args),
         Command::Recover(args) => recover::run(&args),
         Command::Bench(args) => bench::run(&args),
+        Command::Mcp(args) => mcp::run(&args),
     };
     ExitCode::from(code)
 }

@@ -1,0 +1,109 @@
+//! `headstart mcp tools [--trusted] [--name NAME] -- COMMAND ARGS…`: start a stdio MCP server and print its tools as
+//! headstart would register them — name, description, schema, and the flags applied, each with its reason.
+
+use headstart::Tool;
+use headstart_mcp::rmcp::model::ToolAnnotations;
+use headstart_mcp::{McpServer, McpTool, ToolFlags, ToolPolicy};
+use serde::Serialize;
+use serde_json::Value;
+
+/// Arguments of `headstart mcp`.
+#[derive(clap::Args)]
+pub struct Args {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(clap::Subcommand)]
+enum Command {
+    /// List a stdio server's tools as JSON, with the flags headstart would apply and why.
+    Tools(ToolsArgs),
+}
+
+#[derive(clap::Args)]
+struct ToolsArgs {
+    /// Believe the server's annotations (readOnlyHint, idempotentHint); by default they are ignored.
+    #[arg(long)]
+    trusted: bool,
+    /// The server's name: the prefix of its tools' names and its conflict key.
+    #[arg(long, default_value = "mcp")]
+    name: String,
+    /// The server's command line, after `--`.
+    #[arg(last = true, required = true, value_name = "COMMAND")]
+    command: Vec<String>,
+}
+
+/// What is printed.
+#[derive(Serialize)]
+struct Listing<'a> {
+    server: &'a str,
+    trusted: bool,
+    tools: Vec<Listed<'a>>,
+}
+
+/// One tool as headstart registers it.
+#[derive(Serialize)]
+struct Listed<'a> {
+    name: &'a str,
+    mcp_name: &'a str,
+    description: &'a str,
+    schema: Value,
+    annotations: Option<&'a ToolAnnotations>,
+    #[serde(flatten)]
+    flags: &'a ToolFlags,
+}
+
+impl<'a> Listed<'a> {
+    fn of(tool: &'a McpTool) -> Self {
+        Listed {
+            name: tool.headstart_name(),
+            mcp_name: tool.mcp_name(),
+            description: tool.description(),
+            schema: tool.parameters(),
+            annotations: tool.definition().annotations.as_ref(),
+            flags: tool.flags(),
+        }
+    }
+}
+
+/// Runs `headstart mcp`; exit status 1 when the server cannot be started or listed.
+pub fn run(args: &Args) -> u8 {
+    let Command::Tools(args) = &args.command;
+    match list(args) {
+        Ok(text) => {
+            println!("{text}");
+            0
+        }
+        Err(error) => {
+            eprintln!("headstart mcp tools: {error}");
+            1
+        }
+    }
+}
+
+fn list(args: &ToolsArgs) -> Result<String, String> {
+    let (program, rest) = args.command.split_first().ok_or("no server command after `--`")?;
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(|error| format!("cannot start a runtime: {error}"))?;
+    runtime.block_on(async {
+        let mut command = tokio::process::Command::new(program);
+        command.args(rest);
+        let server = McpServer::stdio(args.name.clone(), command)
+            .await
+            .map_err(|error| error.to_string())?;
+        let policy = if args.trusted {
+            ToolPolicy::trusted()
+        } else {
+            ToolPolicy::untrusted()
+        };
+        let tools = server.tools(&policy).await.map_err(|error| error.to_string())?;
+        let listing = Listing {
+            server: server.name(),
+            trusted: args.trusted,
+            tools: tools.iter().map(Listed::of).collect(),
+        };
+        serde_json::to_string_pretty(&listing).map_err(|error| error.to_string())
+    })
+}

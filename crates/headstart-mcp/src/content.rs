@@ -1,0 +1,148 @@
+//! MCP results and progress as headstart outputs.
+
+use headstart::core::ContentBlock;
+use headstart::{ToolError, ToolOutput};
+use rmcp::model::{CallToolResult, ContentBlock as McpBlock, ProgressNotificationParam, ResourceContents};
+use serde_json::{json, Map, Value};
+
+/// A tool result as the call's outcome.
+///
+/// - `isError: true` → the call's error result, its text blocks as the message;
+/// - text blocks → text blocks, in order;
+/// - every other block (image, audio, resource, resource link) → a text block describing it, so the model knows
+///   it is there, and the block itself under `details.content`;
+/// - `structuredContent` → `details.structured_content` (and, when there is no content at all, its JSON text
+///   for the model, as MCP servers are asked to send anyway).
+pub fn into_output(result: CallToolResult) -> Result<ToolOutput, ToolError> {
+    let mut content = Vec::with_capacity(result.content.len());
+    let mut raw = Vec::new();
+    for block in &result.content {
+        match block {
+            McpBlock::Text(text) => content.push(ContentBlock::text(text.text.clone())),
+            other => {
+                content.push(ContentBlock::text(describe(other)));
+                // Serializing a type made of strings and JSON values cannot fail.
+                raw.push(serde_json::to_value(other).unwrap_or(Value::Null));
+            }
+        }
+    }
+    if result.is_error == Some(true) {
+        let message: Vec<&str> = content.iter().filter_map(ContentBlock::as_text).collect();
+        let message = message.join("\n");
+        return Err(ToolError::new(if message.is_empty() {
+            "the MCP tool reported an error without a message".to_owned()
+        } else {
+            message
+        }));
+    }
+    if content.is_empty() {
+        if let Some(structured) = &result.structured_content {
+            content.push(ContentBlock::text(structured.to_string()));
+        }
+    }
+    let mut details = Map::new();
+    if let Some(structured) = result.structured_content {
+        details.insert("structured_content".to_owned(), structured);
+    }
+    if !raw.is_empty() {
+        details.insert("content".to_owned(), Value::Array(raw));
+    }
+    Ok(ToolOutput {
+        content,
+        details: if details.is_empty() {
+            Value::Null
+        } else {
+            Value::Object(details)
+        },
+        terminate: false,
+    })
+}
+
+/// What the model reads in place of a block it cannot be given as text.
+fn describe(block: &McpBlock) -> String {
+    match block {
+        McpBlock::Text(text) => text.text.clone(),
+        McpBlock::Image(image) => format!(
+            "[image {}, {} bytes base64, in the result's details]",
+            image.mime_type,
+            image.data.len()
+        ),
+        McpBlock::Audio(audio) => format!(
+            "[audio {}, {} bytes base64, in the result's details]",
+            audio.mime_type,
+            audio.data.len()
+        ),
+        McpBlock::Resource(embedded) => match &embedded.resource {
+            ResourceContents::TextResourceContents { uri, text, .. } => format!("[resource {uri}]\n{text}"),
+            ResourceContents::BlobResourceContents {
+                uri, mime_type, blob, ..
+            } => format!(
+                "[resource {uri} ({}), {} bytes base64, in the result's details]",
+                mime_type.as_deref().unwrap_or("unknown type"),
+                blob.len()
+            ),
+            _ => "[resource of an unknown kind, in the result's details]".to_owned(),
+        },
+        McpBlock::ResourceLink(link) => match &link.description {
+            Some(description) => format!("[resource link {} ({}): {description}]", link.uri, link.name),
+            None => format!("[resource link {} ({})]", link.uri, link.name),
+        },
+        _ => "[content of a kind headstart does not know, in the result's details]".to_owned(),
+    }
+}
+
+/// A progress notification as a partial result: a line for the model's view, the numbers in `details`.
+pub(crate) fn progress_update(progress: &ProgressNotificationParam) -> ToolOutput {
+    let numbers = match progress.total {
+        Some(total) => format!("{}/{total}", progress.progress),
+        None => progress.progress.to_string(),
+    };
+    let text = match &progress.message {
+        Some(message) => format!("progress {numbers}: {message}"),
+        None => format!("progress {numbers}"),
+    };
+    ToolOutput::text(text).with_details(json!({
+        "progress": progress.progress,
+        "total": progress.total,
+        "message": progress.message,
+    }))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn error_results_become_the_call_error() {
+        let result = CallToolResult::error(vec![McpBlock::text("disk full"), McpBlock::text("try later")]);
+        assert_eq!(into_output(result), Err(ToolError::new("disk full\ntry later")));
+        let empty = CallToolResult::error(vec![]);
+        assert!(into_output(empty).is_err_and(|error| error.message.contains("without a message")));
+    }
+
+    #[test]
+    fn non_text_blocks_are_described_and_kept() {
+        let result = CallToolResult::success(vec![McpBlock::text("here"), McpBlock::image("aGVsbG8=", "image/png")]);
+        let output = into_output(result).expect("a success");
+        let texts: Vec<&str> = output.content.iter().filter_map(ContentBlock::as_text).collect();
+        assert_eq!(texts[0], "here");
+        assert!(texts[1].starts_with("[image image/png"), "{}", texts[1]);
+        assert_eq!(output.details["content"][0]["type"], "image");
+        assert_eq!(output.details["content"][0]["data"], "aGVsbG8=");
+    }
+
+    #[test]
+    fn structured_content_goes_to_details_and_stands_in_for_missing_text() {
+        let output = into_output(CallToolResult::structured(json!({"sum": 3}))).expect("a success");
+        assert_eq!(output.details["structured_content"], json!({"sum": 3}));
+        assert!(!output.content.is_empty());
+        let texts: Vec<&str> = output.content.iter().filter_map(ContentBlock::as_text).collect();
+        assert!(texts.iter().any(|text| text.contains("\"sum\":3")), "{texts:?}");
+    }
+
+    #[test]
+    fn plain_text_has_no_details() {
+        let output = into_output(CallToolResult::success(vec![McpBlock::text("ok")])).expect("a success");
+        assert_eq!(output, ToolOutput::text("ok"));
+    }
+}
