@@ -207,7 +207,9 @@ async fn answer(
         let (events, recorded) = (events.clone(), Arc::clone(&recorded));
         async move {
             if keep == Some(next) {
-                // An error from the body stream makes hyper drop the connection mid-body: a reset for the client.
+                // The pause lets hyper flush the events before; then an error from the body stream makes it drop
+                // the connection mid-body: a reset for the client.
+                tokio::time::sleep(delay).await;
                 return Some((Err(std::io::Error::other("scripted connection reset")), usize::MAX));
             }
             if next >= events.len() {

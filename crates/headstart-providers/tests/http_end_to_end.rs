@@ -10,8 +10,8 @@ use std::time::{Duration, Instant};
 
 use futures::StreamExt;
 use headstart::{
-    Agent, AgentEvent, AgentStop, Arguments, CancellationToken, DeltaEvent, Engine, Message, SessionId, SqliteStore,
-    Tool, ToolContext, ToolError, ToolOutput, Toolbox, TranscriptStore, UserMessage,
+    Agent, AgentEvent, AgentStop, Arguments, CancellationToken, DeltaEvent, Engine, EngineConfig, Message, SessionId,
+    SqliteStore, Tool, ToolContext, ToolError, ToolOutput, Toolbox, TranscriptStore, UserMessage,
 };
 use headstart_providers::http::{HttpModel, HttpModelConfig};
 use headstart_providers::replay_server::{cassette_events, ReplayServer, Reply};
@@ -189,6 +189,15 @@ async fn async_tools_start_while_the_http_response_is_still_streaming() {
 
 /// Runs the agent with the arithmetic tools against `server` on a fresh in-memory store.
 async fn run_agent(server: &ReplayServer, starts: &Starts) -> (Vec<AgentEvent>, Arc<dyn TranscriptStore>, SessionId) {
+    run_agent_with(server, starts, EngineConfig::default()).await
+}
+
+/// [`run_agent`] with an engine configuration.
+async fn run_agent_with(
+    server: &ReplayServer,
+    starts: &Starts,
+    config: EngineConfig,
+) -> (Vec<AgentEvent>, Arc<dyn TranscriptStore>, SessionId) {
     let tool = |name, op| Arithmetic {
         name,
         op,
@@ -205,7 +214,7 @@ async fn run_agent(server: &ReplayServer, starts: &Starts) -> (Vec<AgentEvent>, 
         .unwrap();
     let store: Arc<dyn TranscriptStore> = Arc::new(SqliteStore::open_in_memory().unwrap());
     let session = store.create_session(0).await.unwrap();
-    let engine = Engine::builder(store.clone()).toolbox(toolbox).build();
+    let engine = Engine::builder(store.clone()).toolbox(toolbox).config(config).build();
     let agent = Agent::new(engine, Arc::new(model(server)));
     let run = agent.run(&session, UserMessage::new(PROMPT), CancellationToken::new());
     let events: Vec<AgentEvent> = tokio::time::timeout(Duration::from_secs(60), run.collect())
@@ -296,4 +305,83 @@ async fn other_client_errors_fail_at_once() {
         "{message}"
     );
     assert_eq!(server.model_requests().len(), 1);
+}
+
+/// The first exchange cut by a connection reset right after its second call (`add`) was sealed: both calls were
+/// committed and ran before the stream broke.
+fn reset_after_two_calls() -> Vec<Reply> {
+    let mut exchanges = exchanges().into_iter();
+    let first = exchanges.next().unwrap();
+    let second_call = first.iter().position(|e| e.contains("toolu_REDACTED_2")).unwrap();
+    let sealed = second_call
+        + first[second_call..]
+            .iter()
+            .position(|e| e.contains("content_block_stop"))
+            .unwrap();
+    let mut replies = vec![Reply::ResetAfter {
+        events: first,
+        keep: sealed + 1,
+    }];
+    replies.extend(exchanges.map(Reply::Events));
+    replies
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_stream_reset_after_committed_calls_continues_from_their_results() {
+    let server = serve(reset_after_two_calls()).await;
+    let config = EngineConfig {
+        continue_after_failed_stream: Some(1),
+        ..EngineConfig::default()
+    };
+    let (events, store, session) = run_agent_with(&server, &Starts::default(), config).await;
+    assert_eq!(stop_of(&events), AgentStop::Completed);
+    let requests = server.model_requests();
+    assert_eq!(
+        requests.len(),
+        4,
+        "the broken response, then the three recorded follow-ups"
+    );
+    // The request after the reset carries both committed calls, each followed by its result.
+    let messages = &requests[1].body["messages"];
+    let assistant = messages[1]["content"].as_array().unwrap();
+    let ids: Vec<&str> = assistant
+        .iter()
+        .filter(|block| block["type"] == "tool_use")
+        .filter_map(|block| block["id"].as_str())
+        .collect();
+    assert_eq!(ids, ["toolu_REDACTED_1", "toolu_REDACTED_2"]);
+    assert_eq!(
+        messages[2],
+        json!({"role": "user", "content": [
+            {"type": "tool_result", "tool_use_id": "toolu_REDACTED_1", "content": "6", "is_error": false},
+            {"type": "tool_result", "tool_use_id": "toolu_REDACTED_2", "content": "8", "is_error": false},
+        ]})
+    );
+    // The broken response is stored as failed, its calls kept; the transcript is valid to continue.
+    let failed = events
+        .iter()
+        .filter(|e| matches!(e, AgentEvent::TurnEnd { outcome, .. } if outcome.stop_reason.is_abnormal()))
+        .count();
+    assert_eq!(failed, 1);
+    let context = store.model_context(&session).await.unwrap();
+    let results = context.iter().filter(|m| matches!(m, Message::ToolResult(_))).count();
+    assert_eq!(results, 4);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn without_the_policy_a_stream_reset_stops_the_run() {
+    let server = serve(reset_after_two_calls()).await;
+    let (events, store, session) = run_agent(&server, &Starts::default()).await;
+    assert_eq!(stop_of(&events), AgentStop::ResponseFailed);
+    assert_eq!(server.model_requests().len(), 1);
+    // The calls that ran keep their results.
+    let context = store.model_context(&session).await.unwrap();
+    let results: Vec<String> = context
+        .iter()
+        .filter_map(|m| match m {
+            Message::ToolResult(result) => Some(result.text()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(results, ["6", "8"]);
 }
