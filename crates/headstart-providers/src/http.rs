@@ -144,6 +144,16 @@ impl fmt::Debug for HttpModel {
     }
 }
 
+/// Installs rustls' ring crypto provider process-wide unless one is installed already. `reqwest` is built without
+/// a provider of its own, so any other `reqwest::Client` in the process (a tool's, say) needs this before it is
+/// built; [`HttpModel::new`] calls it.
+pub fn ensure_crypto_provider() {
+    if rustls::crypto::CryptoProvider::get_default().is_none() {
+        // Losing a race with another installer is fine: a provider is installed either way.
+        let _ = rustls::crypto::ring::default_provider().install_default();
+    }
+}
+
 /// An error with its chain of causes, one line (reqwest's own message hides the cause).
 fn error_chain(err: &dyn std::error::Error) -> String {
     let mut message = err.to_string();
@@ -171,10 +181,7 @@ impl HttpModel {
                 }
             },
         };
-        if rustls::crypto::CryptoProvider::get_default().is_none() {
-            // Losing a race with another installer is fine: a provider is installed either way.
-            let _ = rustls::crypto::ring::default_provider().install_default();
-        }
+        ensure_crypto_provider();
         let client = reqwest::Client::builder()
             .connect_timeout(config.connect_timeout)
             .read_timeout(config.idle_timeout)
