@@ -188,6 +188,8 @@ impl ModelArgs {
             (None, _) => {}
         }
         config.system.clone_from(&self.system);
+        // OpenAI finishes call N before it starts call N+1, so N may run at once; a compatible server might not.
+        config.convert.seal_on_next_index = self.provider == Provider::Openai;
         config.retry = RetryPolicy {
             max_retries: self.retries,
             ..RetryPolicy::default()
