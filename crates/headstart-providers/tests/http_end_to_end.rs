@@ -385,3 +385,24 @@ async fn without_the_policy_a_stream_reset_stops_the_run() {
         .collect();
     assert_eq!(results, ["6", "8"]);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_overloaded_event_before_any_delta_is_retried() {
+    let overloaded = vec![
+        "event: message_start\ndata: {\"type\":\"message_start\",\"message\":{\"id\":\"msg_x\",\"type\":\"message\",\
+         \"role\":\"assistant\",\"model\":\"m\",\"content\":[],\"usage\":{\"input_tokens\":1,\"output_tokens\":0}}}\n\n"
+            .to_owned(),
+        "event: error\ndata: {\"type\":\"error\",\"error\":{\"type\":\"overloaded_error\",\"message\":\"Overloaded\"}}\n\n"
+            .to_owned(),
+    ];
+    let mut replies = vec![Reply::Events(overloaded)];
+    replies.extend(exchanges().into_iter().map(Reply::Events));
+    let server = serve(replies).await;
+    let (events, store, session) = run_agent(&server, &Starts::default()).await;
+    assert_eq!(stop_of(&events), AgentStop::Completed);
+    assert_eq!(server.model_requests().len(), 5);
+    // Nothing of the overloaded attempt is stored: no response carries its id or failed.
+    let log = store.load_log(&session).await.unwrap();
+    assert!(!log.iter().any(|m| matches!(&m.message, Message::Assistant(a)
+        if a.turn_id == "msg_x" || a.stop_reason.is_abnormal())));
+}
