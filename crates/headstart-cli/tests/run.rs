@@ -520,3 +520,44 @@ async fn session_continues_a_stored_conversation() {
     assert_eq!(unknown.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&unknown.stderr).contains("no session nope"));
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_multi_turn_run_with_every_built_in_tool() {
+    let pages = HashMap::from([(
+        "/page".to_owned(),
+        Page {
+            delay: Duration::from_millis(50),
+            body: "the page".into(),
+        },
+    )]);
+    let page_server = ReplayServer::start(Vec::new(), pages, DELAY).await.unwrap();
+    let replies = vec![
+        Reply::Events(anthropic(
+            Some("Looking. "),
+            &[
+                ("toolu_fetch", "fetch_url", json!({"url": page_server.url("/page")})),
+                ("toolu_read", "read_file", json!({"path": "notes.txt"})),
+            ],
+        )),
+        Reply::Events(anthropic(None, &[("toolu_list", "list_dir", json!({}))])),
+        answer(),
+    ];
+    let server = ReplayServer::start(replies, HashMap::new(), DELAY).await.unwrap();
+    let dir = workdir();
+    let args = ["run", "--timeline", "run.svg", "What is here?"];
+    let output = run_to_end(&mut command(dir.path(), &server, "anthropic", &args)).await;
+    assert!(output.status.success(), "{:?}", output.status);
+    assert!(dir.path().join("run.svg").exists());
+    assert_eq!(server.model_requests().len(), 3);
+    let (_, log) = stored(&dir.path().join("headstart.db")).await;
+    let results = result_texts(&log);
+    assert_eq!(results.len(), 3, "{results:?}");
+    assert!(results.contains(&"the page".to_owned()), "{results:?}");
+    assert!(results.contains(&"hello from the notes".to_owned()), "{results:?}");
+    // The listing of the working directory: the notes and the transcript database beside them.
+    assert!(results[2].lines().any(|line| line == "notes.txt"), "{results:?}");
+    assert_eq!(
+        responses(&log).last().map(text_of).as_deref(),
+        Some("The notes say hello.")
+    );
+}
