@@ -1,4 +1,4 @@
-//! `headstart`: replay scenarios, inspect transcripts.
+//! `headstart`: run an agent on a real model, resume it after a crash, replay scenarios, inspect transcripts.
 
 mod bench;
 mod builtin_tools;

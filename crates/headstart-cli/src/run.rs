@@ -162,13 +162,13 @@ fn failed(error: impl std::fmt::Display) -> Failure {
 }
 
 impl ModelArgs {
-    /// The model client. The key variable is checked first, so that a missing key is one line naming it.
-    fn model(&self) -> Result<HttpModel, Failure> {
-        let format = self.provider.format();
+    /// The key variable and the base URL, checked before anything else so that a missing key is one line naming
+    /// the variable (exit 2) and no file is touched.
+    fn endpoint(&self) -> Result<(Option<String>, Option<&str>), Failure> {
         let key_env = match (&self.api_key_env, self.provider) {
             (Some(name), _) => Some(name.clone()),
             (None, Provider::OpenaiCompatible) => None,
-            (None, _) => Some(format.default_api_key_env().to_owned()),
+            (None, _) => Some(self.provider.format().default_api_key_env().to_owned()),
         };
         if let Some(name) = &key_env {
             if std::env::var(name).map_or(true, |key| key.trim().is_empty()) {
@@ -177,15 +177,20 @@ impl ModelArgs {
                 )));
             }
         }
-        let mut config = HttpModelConfig::new(format, &self.model).with_api_key_env(key_env.as_deref());
-        match (&self.base_url, self.provider) {
-            (Some(url), _) => config = config.with_base_url(url),
-            (None, Provider::OpenaiCompatible) => {
-                return Err(Failure::Usage(
-                    "--provider openai-compatible needs --base-url".to_owned(),
-                ))
-            }
-            (None, _) => {}
+        if self.base_url.is_none() && self.provider == Provider::OpenaiCompatible {
+            return Err(Failure::Usage(
+                "--provider openai-compatible needs --base-url".to_owned(),
+            ));
+        }
+        Ok((key_env, self.base_url.as_deref()))
+    }
+
+    /// The model client.
+    fn model(&self) -> Result<HttpModel, Failure> {
+        let (key_env, base_url) = self.endpoint()?;
+        let mut config = HttpModelConfig::new(self.provider.format(), &self.model).with_api_key_env(key_env.as_deref());
+        if let Some(url) = base_url {
+            config = config.with_base_url(url);
         }
         config.system.clone_from(&self.system);
         // OpenAI finishes call N before it starts call N+1, so N may run at once; a compatible server might not.
@@ -310,7 +315,7 @@ async fn last_seq(store: &dyn TranscriptStore, session: &SessionId) -> Result<u6
 /// `headstart run`; exit status 0 when the run completed, 2 for a usage error (a missing key), 1 otherwise.
 pub fn run(args: &RunArgs) -> u8 {
     // The key is checked before any file is touched.
-    if let Err(failure) = args.model.model() {
+    if let Err(failure) = args.model.endpoint() {
         return failure.report("run");
     }
     let result = runtime().and_then(|runtime| runtime.block_on(run_async(args)));
@@ -353,7 +358,7 @@ async fn run_async(args: &RunArgs) -> Result<u8, Failure> {
 
 /// `headstart resume`: recover the session's unfinished calls and continue its loop when it awaits an answer.
 pub fn resume(args: &ResumeArgs) -> u8 {
-    if let Err(failure) = args.model.model() {
+    if let Err(failure) = args.model.endpoint() {
         return failure.report("resume");
     }
     let result = runtime().and_then(|runtime| runtime.block_on(resume_async(args)));
