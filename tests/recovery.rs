@@ -8,8 +8,8 @@ use headstart::core::delta_log::TimedDelta;
 use headstart::core::{AssistantMessage, ContentBlock, DoneReason, StopReason, ToolArguments, Usage};
 use headstart::store::{AdmittedCall, RunOutcome, RunState, SqliteOptions, SqliteStore};
 use headstart::{
-    recover_session, Agent, AgentEvent, AgentStop, Arguments, CancellationToken, DeltaEvent, Engine, Message,
-    RecoveryAction, RecoveryPolicy, SessionId, Tool, ToolCall, ToolContext, ToolError, ToolOutput, Toolbox,
+    expects_answer, recover_session, Agent, AgentEvent, AgentStop, Arguments, CancellationToken, DeltaEvent, Engine,
+    Message, RecoveryAction, RecoveryPolicy, SessionId, Tool, ToolCall, ToolContext, ToolError, ToolOutput, Toolbox,
     TranscriptStore, UserMessage, INTERRUPTED,
 };
 use headstart_sim::sim_model::SimModel;
@@ -237,4 +237,51 @@ async fn crashed_session_in(store: &Arc<dyn TranscriptStore>) -> SessionId {
         .await
         .unwrap();
     session
+}
+
+#[tokio::test]
+async fn resume_after_crash_recovers_then_continues_only_when_an_answer_is_expected() {
+    let store: Arc<dyn TranscriptStore> = Arc::new(SqliteStore::open_in_memory().unwrap());
+    let session = crashed_session_in(&store).await;
+    let engine = Engine::builder(Arc::clone(&store))
+        .toolbox(Toolbox::new().with(Fetch { idempotent: false }).unwrap())
+        .build();
+    let agent = Agent::new(engine, Arc::new(SimModel::new(vec![final_answer()])));
+    assert!(
+        !expects_answer(&store.model_context(&session).await.unwrap()),
+        "a call without its result"
+    );
+
+    let resumed = agent
+        .resume_after_crash(&session, RecoveryPolicy::FailAll, CancellationToken::new())
+        .await
+        .unwrap();
+    assert_eq!(resumed.recovered.len(), 1);
+    assert_eq!(resumed.recovered[0].action, RecoveryAction::Interrupted);
+    let events: Vec<AgentEvent> = resumed.events.expect("the results await an answer").collect().await;
+    assert!(
+        matches!(
+            events.last(),
+            Some(AgentEvent::AgentEnd {
+                stop: AgentStop::Completed
+            })
+        ),
+        "{events:?}"
+    );
+    let context = store.model_context(&session).await.unwrap();
+    assert!(matches!(&context[1], Message::ToolResult(r) if r.text() == INTERRUPTED));
+    assert!(!expects_answer(&context), "answered by the final text");
+
+    // Resuming an answered conversation recovers nothing and starts no run.
+    let again = agent
+        .resume_after_crash(&session, RecoveryPolicy::FailAll, CancellationToken::new())
+        .await
+        .unwrap();
+    assert!(again.recovered.is_empty() && again.events.is_none());
+}
+
+#[test]
+fn a_bare_prompt_expects_an_answer_and_an_empty_session_does_not() {
+    assert!(expects_answer(&[Message::User(UserMessage::new("hi"))]));
+    assert!(!expects_answer(&[]));
 }

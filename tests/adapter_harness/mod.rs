@@ -327,6 +327,7 @@ async fn run_async(script: &Script) -> Result<Summary, Vec<String>> {
         max_in_flight: script.max_in_flight,
         max_turns: 1,
         early_execution: !script.no_early_execution,
+        continue_after_failed_stream: None,
     };
     let engine = Engine::builder(store.clone())
         .toolbox(toolbox(&probe))

@@ -1,6 +1,7 @@
-//! `headstart`: replay scenarios, inspect transcripts.
+//! `headstart`: run an agent on a real model, resume it after a crash, replay scenarios, inspect transcripts.
 
 mod bench;
+mod builtin_tools;
 mod convert;
 mod demo;
 mod durability;
@@ -8,7 +9,9 @@ mod inspect;
 mod mcp;
 mod recover;
 mod replay;
+mod run;
 mod timeline;
+mod view;
 
 use std::process::ExitCode;
 
@@ -28,6 +31,11 @@ enum Command {
     Convert(convert::Args),
     /// Run the demo: a simulated model streaming on the wall clock, async lookups overlapping it.
     Demo(demo::Args),
+    /// Run an agent on a real model (OpenAI, Anthropic, Gemini or a compatible server) with built-in read-only
+    /// tools, and show what early execution saved.
+    Run(run::RunArgs),
+    /// Resume a session after a crash: recover its unfinished calls, then continue the agent loop.
+    Resume(run::ResumeArgs),
     /// Replay a scenario (docs/scenario-format.md) and write its report.
     Replay(replay::Args),
     /// Print a stored transcript.
@@ -47,6 +55,8 @@ fn main() -> ExitCode {
     let code = match cli.command {
         Command::Convert(args) => convert::run(&args),
         Command::Demo(args) => demo::run(&args),
+        Command::Run(args) => run::run(&args),
+        Command::Resume(args) => run::resume(&args),
         Command::Replay(args) => replay::run(&args),
         Command::Inspect(args) => inspect::run(&args),
         Command::Timeline(args) => timeline::run(&args),

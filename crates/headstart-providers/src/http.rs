@@ -5,20 +5,22 @@
 //! format's converter. TLS is rustls with the `ring` provider; if the process has no default rustls crypto provider
 //! yet, [`HttpModel::new`] installs ring's.
 //!
-//! Errors before the stream starts (connection refused, timeouts, HTTP error statuses, a non-SSE answer) are returned
-//! as `Err(ModelError)` with the status and the provider's own error message; errors once streaming (a dropped
+//! A request that fails before its first delta (connection refused, timeouts, HTTP 408/409/429/5xx, an "overloaded"
+//! event) is retried with backoff ([`crate::retry`]). Errors before the stream starts that remain (other statuses,
+//! a non-SSE answer, retries exhausted) are returned as `Err(ModelError)` with the status and the provider's own error message; errors once streaming (a dropped
 //! connection, an idle timeout, a provider `error` event) end the delta stream with an `error` event.
 
 use std::fmt;
-use std::time::Duration;
+use std::time::{Duration, SystemTime};
 
 use futures::StreamExt;
-use headstart_core::{Message, ModelError};
+use headstart_core::{DeltaEvent, Message, ModelError};
 use serde_json::{Map, Value};
 
 use crate::error::ProviderError;
 use crate::openai_chat::error_message;
 use crate::request::{build_body, RequestSettings, ToolDefinition};
+use crate::retry::{retry_hint, retryable_status, transient_stream_error, with_retries, Failure, RetryPolicy};
 use crate::stream::{delta_stream, DeltaStream};
 use crate::{ConvertOptions, WireFormat};
 
@@ -77,6 +79,8 @@ pub struct HttpModelConfig {
     pub idle_timeout: Duration,
     /// Conversion options (e.g. `seal_on_next_index` for Chat Completions).
     pub convert: ConvertOptions,
+    /// Retries of a request that failed before its first delta (default: 2, with backoff; SPEC §3.6.6).
+    pub retry: RetryPolicy,
 }
 
 impl HttpModelConfig {
@@ -96,6 +100,7 @@ impl HttpModelConfig {
             response_timeout: Duration::from_secs(120),
             idle_timeout: Duration::from_secs(120),
             convert: ConvertOptions::default(),
+            retry: RetryPolicy::default(),
         }
     }
 
@@ -139,6 +144,16 @@ impl fmt::Debug for HttpModel {
     }
 }
 
+/// Installs rustls' ring crypto provider process-wide unless one is installed already. `reqwest` is built without
+/// a provider of its own, so any other `reqwest::Client` in the process (a tool's, say) needs this before it is
+/// built; [`HttpModel::new`] calls it.
+pub fn ensure_crypto_provider() {
+    if rustls::crypto::CryptoProvider::get_default().is_none() {
+        // Losing a race with another installer is fine: a provider is installed either way.
+        let _ = rustls::crypto::ring::default_provider().install_default();
+    }
+}
+
 /// An error with its chain of causes, one line (reqwest's own message hides the cause).
 fn error_chain(err: &dyn std::error::Error) -> String {
     let mut message = err.to_string();
@@ -166,10 +181,7 @@ impl HttpModel {
                 }
             },
         };
-        if rustls::crypto::CryptoProvider::get_default().is_none() {
-            // Losing a race with another installer is fine: a provider is installed either way.
-            let _ = rustls::crypto::ring::default_provider().install_default();
-        }
+        ensure_crypto_provider();
         let client = reqwest::Client::builder()
             .connect_timeout(config.connect_timeout)
             .read_timeout(config.idle_timeout)
@@ -199,20 +211,32 @@ impl HttpModel {
         build_body(self.config.format, &settings, context, tools)
     }
 
-    /// Sends one request and returns its delta stream.
+    /// Sends one request and returns its delta stream. A request that fails before its first delta (SPEC §3.6.6)
+    /// is tried again as [`HttpModelConfig::retry`] allows; the engine only ever sees the attempt that streamed.
     pub async fn stream_context(
         &self,
         context: &[Message],
         tools: &[ToolDefinition],
     ) -> Result<DeltaStream, ModelError> {
         let url = self.config.url();
-        let body = self.request_body(context, tools);
+        let body = self.request_body(context, tools).to_string();
+        with_retries(&self.config.retry, |_| self.attempt(&url, &body)).await
+    }
+
+    /// One attempt: send, check the status, and wait for the first delta after `start`.
+    async fn attempt(&self, url: &str, body: &str) -> Result<DeltaStream, Failure<DeltaStream>> {
+        let fail = |error: ModelError, retryable: bool, hint: Option<Duration>| Failure {
+            error,
+            retryable,
+            hint,
+            fallback: None,
+        };
         let mut request = self
             .client
-            .post(&url)
+            .post(url)
             .header(reqwest::header::CONTENT_TYPE, "application/json")
             .header(reqwest::header::ACCEPT, "text/event-stream")
-            .body(body.to_string());
+            .body(body.to_owned());
         if let Some(key) = &self.api_key {
             request = match self.config.format {
                 WireFormat::OpenAiChat | WireFormat::OpenAiResponses => request.bearer_auth(key),
@@ -228,16 +252,17 @@ impl HttpModel {
         }
         let response = match tokio::time::timeout(self.config.response_timeout, request.send()).await {
             Err(_) => {
-                return Err(ModelError::new(format!(
+                let message = format!(
                     "no response from {url} within {} s",
                     self.config.response_timeout.as_secs_f64()
-                )))
+                );
+                return Err(fail(ModelError::new(message), true, None));
             }
             Ok(Err(err)) => {
-                return Err(ModelError::new(format!(
-                    "request to {url} failed: {}",
-                    error_chain(&err)
-                )))
+                let message = format!("request to {url} failed: {}", error_chain(&err));
+                // Connection refused or reset, timeouts: the request may never have reached the provider. A
+                // request the client could not even build (a bad URL) fails the same way on every attempt.
+                return Err(fail(ModelError::new(message), !err.is_builder(), None));
             }
             Ok(Ok(response)) => response,
         };
@@ -249,6 +274,7 @@ impl HttpModel {
             .unwrap_or("")
             .to_ascii_lowercase();
         if !status.is_success() {
+            let hint = retry_hint(response.headers(), SystemTime::now());
             let retry_after = response
                 .headers()
                 .get(reqwest::header::RETRY_AFTER)
@@ -257,21 +283,22 @@ impl HttpModel {
                 .unwrap_or_default();
             let body = read_limited(response).await;
             let message = format!("{}{retry_after}", provider_message(&body));
-            return Err(ProviderError::Http {
+            let error = ProviderError::Http {
                 status: status.as_u16(),
-                url,
+                url: url.to_owned(),
                 message: format!("{} {message}", status.canonical_reason().unwrap_or(""))
                     .trim()
                     .to_owned(),
-            }
-            .into());
+            };
+            return Err(fail(error.into(), retryable_status(status.as_u16()), hint));
         }
         if !content_type.is_empty() && !content_type.starts_with("text/event-stream") {
             let body = read_limited(response).await;
-            return Err(ModelError::new(format!(
+            let message = format!(
                 "{url} answered {content_type} instead of an SSE stream: {}",
                 provider_message(&body)
-            )));
+            );
+            return Err(fail(ModelError::new(message), false, None));
         }
         let bytes = futures::stream::unfold(Some(response), |response| async move {
             let mut response = response?;
@@ -281,7 +308,45 @@ impl HttpModel {
                 Err(err) => Some((Err(error_chain(&err)), None)),
             }
         });
-        Ok(delta_stream(self.config.format, &self.config.convert, bytes.boxed()))
+        first_delta(delta_stream(self.config.format, &self.config.convert, bytes.boxed())).await
+    }
+}
+
+/// Reads `stream` up to its first event after `start`. When that is an `error` naming a transient failure (an
+/// "overloaded" event, a connection dropped before any content), the attempt failed before its first delta and may
+/// be retried; the stream read so far is the fallback, so the last attempt still ends as a stored failed response
+/// (SPEC §2.12). Otherwise the stream is handed back whole.
+async fn first_delta(mut stream: DeltaStream) -> Result<DeltaStream, Failure<DeltaStream>> {
+    let mut read = Vec::new();
+    let transient = loop {
+        match stream.next().await {
+            Some(Ok(event @ DeltaEvent::Start { .. })) => read.push(Ok(event)),
+            Some(Ok(event)) => {
+                let transient = match &event {
+                    DeltaEvent::Error { message, .. } if transient_stream_error(message) => {
+                        Some(ModelError::new(message.clone()))
+                    }
+                    _ => None,
+                };
+                read.push(Ok(event));
+                break transient;
+            }
+            Some(Err(error)) => {
+                read.push(Err(error));
+                break None;
+            }
+            None => break None,
+        }
+    };
+    let replayed = futures::stream::iter(read).chain(stream).boxed();
+    match transient {
+        None => Ok(replayed),
+        Some(error) => Err(Failure {
+            error,
+            retryable: true,
+            hint: None,
+            fallback: Some(replayed),
+        }),
     }
 }
 

@@ -45,7 +45,10 @@ pub mod gemini;
 pub mod http;
 pub mod openai_chat;
 pub mod openai_responses;
+#[cfg(feature = "replay-server")]
+pub mod replay_server;
 pub mod request;
+pub mod retry;
 pub mod sse;
 pub mod stream;
 

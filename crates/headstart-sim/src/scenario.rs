@@ -313,6 +313,7 @@ impl ConfigSpec {
             max_in_flight: self.max_in_flight,
             max_turns: self.max_turns,
             early_execution: true,
+            continue_after_failed_stream: None,
         }
     }
 }

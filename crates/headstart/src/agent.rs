@@ -106,6 +106,7 @@ async fn run_loop(
         }
     }
     let max_turns = engine.config().max_turns;
+    let mut continuations = engine.config().continue_after_failed_stream.unwrap_or(0);
     let mut request = 0u32;
     loop {
         if cancel.is_cancelled() {
@@ -143,6 +144,13 @@ async fn run_loop(
         }
         if cancel.is_cancelled() {
             return AgentStop::Cancelled;
+        }
+        if outcome.failed_after_progress() && continuations > 0 {
+            // SPEC §3.6.4: the committed calls ran and their results are stored; the next request's canonical
+            // context carries them, so the model continues rather than redoing the work.
+            continuations -= 1;
+            tracing::info!(request, error = ?outcome.error, "the stream failed after committed prefixes; continuing");
+            continue;
         }
         if outcome.stop_reason.is_abnormal() {
             return AgentStop::ResponseFailed;

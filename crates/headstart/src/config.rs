@@ -25,6 +25,10 @@ pub struct EngineConfig {
     /// Commit prefixes and start async calls mid-stream (SPEC §3). `false` turns headstart into an end-of-stream
     /// batching loop (every call waits for the end of the response), which is what benchmarks compare against.
     pub early_execution: bool,
+    /// Continuing after a failed stream (SPEC §3.6.4): when a response ends in `error` after at least one of its
+    /// prefixes was committed, make another request from the canonical context (its calls' results kept) instead
+    /// of stopping, at most this many times per run. `None` (the default) stops the run as §3.6.1 says.
+    pub continue_after_failed_stream: Option<u32>,
 }
 
 impl Default for EngineConfig {
@@ -34,6 +38,7 @@ impl Default for EngineConfig {
             max_in_flight: None,
             max_turns: 32,
             early_execution: true,
+            continue_after_failed_stream: None,
         }
     }
 }

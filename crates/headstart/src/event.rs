@@ -66,6 +66,8 @@ pub struct TurnOutcome {
     pub terminated: bool,
     /// A store write failed during the response; the loop must stop.
     pub store_failure: Option<String>,
+    /// Prefix fragments committed before the terminal one (SPEC §3.3): work that a failed stream leaves behind.
+    pub committed_prefixes: usize,
 }
 
 impl TurnOutcome {
@@ -73,6 +75,15 @@ impl TurnOutcome {
     /// ended in `error`/`aborted`.
     pub fn wants_continuation(&self) -> bool {
         self.admitted > 0 && !self.terminated && !self.stop_reason.is_abnormal() && self.store_failure.is_none()
+    }
+
+    /// SPEC §3.6.4: the response failed (`error`, not a cancellation nor a store failure) after at least one prefix
+    /// was committed, so a policy that continues after failed streams may make another request.
+    pub fn failed_after_progress(&self) -> bool {
+        self.stop_reason == StopReason::Error
+            && self.store_failure.is_none()
+            && self.committed_prefixes > 0
+            && !self.terminated
     }
 }
 

@@ -96,7 +96,9 @@ pub use engine::{Engine, EngineBuilder, TurnIdSource};
 pub use event::{AgentEvent, AgentStop, Role, TurnOutcome};
 pub use hooks::{Decision, HookError, Hooks, ResultDraft, ResultOverride, ToolHook};
 pub use queue::{Emitted, EventStream};
-pub use recovery::{recover_all, recover_session, RecoveredCall, RecoveryAction, RecoveryPolicy, INTERRUPTED};
+pub use recovery::{
+    expects_answer, recover_all, recover_session, RecoveredCall, RecoveryAction, RecoveryPolicy, Resumed, INTERRUPTED,
+};
 pub use response::{CANCELLED_BY_CALLER, MISSING_TERMINAL};
 pub use tool::{Arguments, Tool, ToolContext, ToolError, ToolOutput};
 pub use toolbox::{Toolbox, ToolboxError};

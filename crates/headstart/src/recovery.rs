@@ -8,14 +8,16 @@
 
 use std::sync::Arc;
 
-use headstart_core::ToolResultMessage;
+use headstart_core::{Message, StopReason, ToolResultMessage};
 use headstart_store::{RunEnd, RunOutcome, RunState, SessionId, StoreError, TranscriptStore, UnfinishedCall};
 use serde::Serialize;
 use tokio_util::sync::CancellationToken;
 
+use crate::agent::Agent;
 use crate::engine::Engine;
 use crate::execute::execute;
 use crate::prepare::prepare;
+use crate::queue::EventStream;
 use crate::tool::ToolContext;
 use crate::updates::UpdateSink;
 
@@ -199,5 +201,54 @@ impl Engine {
             RecoveryAction::ReExecuted,
             result_seq,
         ))
+    }
+}
+
+/// Whether a stored conversation still waits for the model (SPEC §7.4): its canonical context ends with the user's
+/// prompt (the crash came before any response was stored), or with the results of a response that stopped to use
+/// tools (stop reason `tool_use`; a response cut by a crash has only its prefix fragments, which say so too).
+pub fn expects_answer(context: &[Message]) -> bool {
+    match context.last() {
+        Some(Message::User(_)) => true,
+        Some(Message::ToolResult(_)) => context
+            .iter()
+            .rev()
+            .find_map(|message| match message {
+                Message::Assistant(assistant) => Some(assistant.stop_reason == StopReason::ToolUse),
+                _ => None,
+            })
+            .unwrap_or(false),
+        Some(Message::Assistant(_)) | None => false,
+    }
+}
+
+/// What [`Agent::resume_after_crash`] did: the calls it recovered, and the continued run when the conversation
+/// still expected an answer.
+#[derive(Debug)]
+pub struct Resumed {
+    /// The unfinished calls, each now with a result.
+    pub recovered: Vec<RecoveredCall>,
+    /// The continued agent loop, or `None` when the stored conversation was already answered.
+    pub events: Option<EventStream>,
+}
+
+impl Agent {
+    /// Resumes `session` after a crash (SPEC §7.4): gives every unfinished call its result under `policy`, then,
+    /// if the stored conversation still expects the model to answer ([`expects_answer`]), continues the agent loop
+    /// from the stored transcript ([`Agent::resume`]).
+    ///
+    /// # Panics
+    ///
+    /// Outside a tokio runtime.
+    pub async fn resume_after_crash(
+        &self,
+        session: &SessionId,
+        policy: RecoveryPolicy,
+        cancel: CancellationToken,
+    ) -> Result<Resumed, StoreError> {
+        let recovered = self.engine().recover(session, policy).await?;
+        let context = self.engine().store().model_context(session).await?;
+        let events = expects_answer(&context).then(|| self.resume(session, cancel));
+        Ok(Resumed { recovered, events })
     }
 }

@@ -91,6 +91,8 @@ pub(crate) struct ResponseDriver<'a> {
     admitted_ids: HashSet<String>,
     runner: ToolRunner,
     store_failure: Option<String>,
+    /// Prefix fragments committed so far.
+    committed_prefixes: usize,
     /// Results to write, in the order they settled (SPEC §6.5: durable in completion order).
     writes: VecDeque<ResultWrite>,
     writing: Option<InFlight>,
@@ -120,6 +122,7 @@ impl<'a> ResponseDriver<'a> {
             admitted_ids: HashSet::new(),
             runner,
             store_failure: None,
+            committed_prefixes: 0,
             writes: VecDeque::new(),
             writing: None,
             tasks,
@@ -328,6 +331,7 @@ impl<'a> ResponseDriver<'a> {
         match self.commit_fragment(fragment, calls).await {
             Ok(admission) => {
                 self.committed = index + 1;
+                self.committed_prefixes += 1;
                 self.admit(admission);
                 self.advance().await;
             }
@@ -644,6 +648,7 @@ impl<'a> ResponseDriver<'a> {
             admitted: self.runner.len(),
             terminated: self.runner.all_batches_terminated(),
             store_failure: self.store_failure.clone(),
+            committed_prefixes: self.committed_prefixes,
         }
     }
 }

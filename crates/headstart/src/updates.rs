@@ -85,8 +85,8 @@ impl UpdateSink {
         }
     }
 
-    /// A sink whose updates go nowhere: for calls run without an event stream (recovery).
-    pub(crate) fn disconnected() -> Self {
+    /// A sink whose updates go nowhere: for calls run without an event stream (recovery, a tool's own tests).
+    pub fn disconnected() -> Self {
         UpdateSink { slot: 0, board: None }
     }
 

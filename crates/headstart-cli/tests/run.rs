@@ -1,0 +1,563 @@
+//! `headstart run` and `headstart resume` end to end, offline: the binary talks to a local server
+//! (`headstart_providers::replay_server`) that replays recorded provider streams one SSE event at a time, or
+//! synthesized Anthropic streams calling the built-in tools, with scripted faults.
+//!
+//! - Each wire format's recording: the run ends as the recording does, the timeline SVG is written, and the stored
+//!   responses are exactly the recorded ones (content and stop reason, converted independently).
+//! - A 429 with `Retry-After: 1`: one retry, at least a second later; nothing of the failed attempt is stored.
+//! - A connection reset after two async calls were committed and ran: with continuation on, the next request
+//!   carries both calls and their results and the run completes; off, the run stops after one request.
+//! - SIGKILL while a call runs, then `headstart resume`: the call has the interrupted result, the conversation
+//!   continues, and the stored transcript is valid (`headstart_sim::invariants`).
+//! - No key: one line naming the variable, exit 2.
+//!
+//! Only lower bounds of time are asserted (the retry waited for its `Retry-After`).
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::process::Output;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::Duration;
+
+use headstart::core::accumulator::Accumulator;
+use headstart::core::{AssistantMessage, ContentBlock, Message};
+use headstart::store::StoredMessage;
+use headstart::{SessionId, SqliteStore, TranscriptStore, INTERRUPTED};
+use headstart_providers::replay_server::{cassette_events, Page, ReplayServer, Reply, SeenRequest};
+use headstart_providers::{convert_capture, ConvertOptions, WireFormat};
+use headstart_sim::invariants::check_log;
+use serde_json::{json, Value};
+
+const DELAY: Duration = Duration::from_millis(5);
+const KEY: &str = "HEADSTART_RUN_TEST_KEY";
+static NEXT_RESPONSE: AtomicUsize = AtomicUsize::new(0);
+
+fn fixture(name: &str) -> String {
+    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../../tests/fixtures/providers")
+        .join(name);
+    std::fs::read_to_string(&path).unwrap_or_else(|err| panic!("cannot read {}: {err}", path.display()))
+}
+
+/// `headstart run|resume …` against `server`, in `dir`, with the test key set.
+fn command(dir: &Path, server: &ReplayServer, provider: &str, args: &[&str]) -> tokio::process::Command {
+    let mut command = tokio::process::Command::new(env!("CARGO_BIN_EXE_headstart"));
+    command
+        .current_dir(dir)
+        .env(KEY, "test-key")
+        .args(args)
+        .args(["--provider", provider, "--model", "m", "--api-key-env", KEY])
+        .arg("--base-url")
+        .arg(server.url("/v1"))
+        .kill_on_drop(true);
+    command
+}
+
+async fn run_to_end(command: &mut tokio::process::Command) -> Output {
+    let output = tokio::time::timeout(Duration::from_secs(120), command.output())
+        .await
+        .expect("the command finished")
+        .expect("the command ran");
+    eprintln!("stdout:\n{}", String::from_utf8_lossy(&output.stdout));
+    eprintln!("stderr:\n{}", String::from_utf8_lossy(&output.stderr));
+    output
+}
+
+/// The log of the only session in `db`, after checking that its model context is valid for a provider: every
+/// response's calls are followed, right after it, by their results in call order.
+async fn stored_log(db: &Path) -> (SqliteStore, SessionId, Vec<StoredMessage>) {
+    let store = SqliteStore::open_read_only(db).expect("the database opens");
+    let sessions = store.sessions().await.expect("sessions");
+    assert_eq!(sessions.len(), 1, "{sessions:?}");
+    let session = sessions[0].id.clone();
+    let log = store.load_log(&session).await.expect("the log");
+    let context = store.model_context(&session).await.expect("the context");
+    for (at, message) in context.iter().enumerate() {
+        let Message::Assistant(response) = message else {
+            continue;
+        };
+        let calls: Vec<&str> = response.tool_calls().map(|call| call.id.as_str()).collect();
+        let results: Vec<&str> = context[at + 1..]
+            .iter()
+            .map_while(|message| match message {
+                Message::ToolResult(result) => Some(result.tool_call_id.as_str()),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(calls, results, "results after response {at}");
+    }
+    (store, session, log)
+}
+
+/// [`stored_log`] for a session written by one run, which also keeps every invariant of the engine
+/// (`headstart_sim::invariants`; they number requests per run, so they fit a session of one run).
+async fn stored(db: &Path) -> (SessionId, Vec<StoredMessage>) {
+    let (store, session, log) = stored_log(db).await;
+    let runs = store.tool_runs(&session).await.expect("the runs");
+    let violations = check_log(&log, &runs);
+    assert!(violations.is_empty(), "{violations:?}");
+    (session, log)
+}
+
+/// The stored responses: the canonical context's assistant messages (fragments merged).
+fn responses(log: &[StoredMessage]) -> Vec<AssistantMessage> {
+    let messages: Vec<Message> = log.iter().map(|stored| stored.message.clone()).collect();
+    headstart::core::context::model_context(&messages)
+        .into_iter()
+        .filter_map(|message| match message {
+            Message::Assistant(assistant) => Some(assistant),
+            _ => None,
+        })
+        .collect()
+}
+
+/// The text blocks of a response, joined.
+fn text_of(response: &AssistantMessage) -> String {
+    response
+        .content
+        .iter()
+        .filter_map(|block| match block {
+            ContentBlock::Text { text, .. } => Some(text.as_str()),
+            _ => None,
+        })
+        .collect()
+}
+
+fn result_texts(log: &[StoredMessage]) -> Vec<String> {
+    log.iter()
+        .filter_map(|stored| match &stored.message {
+            Message::ToolResult(result) => Some(result.text()),
+            _ => None,
+        })
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn each_recorded_conversation_is_stored_as_recorded() {
+    for (name, provider, format, turns) in [
+        (
+            "anthropic__multi_turn_streaming_tools.yaml",
+            "anthropic",
+            WireFormat::Anthropic,
+            4,
+        ),
+        (
+            "openai_chat__streaming_gpt41_parallel_model.yaml",
+            "openai",
+            WireFormat::OpenAiChat,
+            1,
+        ),
+        (
+            "openai_responses__parallel_tool_calls.yaml",
+            "openai-responses",
+            WireFormat::OpenAiResponses,
+            1,
+        ),
+        ("gemini__parallel_function_calls.yaml", "gemini", WireFormat::Gemini, 1),
+    ] {
+        eprintln!("--- {name}");
+        let text = fixture(name);
+        let replies = cassette_events(&text).unwrap().into_iter().map(Reply::Events).collect();
+        let server = ReplayServer::start(replies, HashMap::new(), DELAY).await.unwrap();
+        let dir = tempfile::tempdir().unwrap();
+        let turns_arg = turns.to_string();
+        let output = run_to_end(&mut command(
+            dir.path(),
+            &server,
+            provider,
+            &["run", "--max-turns", &turns_arg, "--timeline", "run.svg", "Go."],
+        ))
+        .await;
+        assert!(output.status.success(), "{name}: {:?}", output.status);
+        let stdout = String::from_utf8_lossy(&output.stdout);
+        assert!(stdout.contains("End-of-stream batching would have taken"), "{stdout}");
+        let svg = std::fs::read_to_string(dir.path().join("run.svg")).expect("the timeline is written");
+        assert!(svg.starts_with("<svg") || svg.starts_with("<?xml"), "{name}");
+        assert_eq!(server.model_requests().len(), turns, "{name}");
+
+        // What the recording implies: each exchange converted on its own and accumulated.
+        let options = ConvertOptions {
+            seal_on_next_index: provider == "openai",
+        };
+        let expected: Vec<AssistantMessage> = convert_capture(format, &text, &options)
+            .unwrap()
+            .into_iter()
+            .take(turns)
+            .map(|deltas| {
+                let mut accumulator = Accumulator::new();
+                for delta in deltas {
+                    accumulator.apply(delta.event).unwrap();
+                }
+                accumulator.snapshot()
+            })
+            .collect();
+        let (_, log) = stored(&dir.path().join("headstart.db")).await;
+        let got = responses(&log);
+        assert_eq!(got.len(), expected.len(), "{name}");
+        for (got, expected) in got.iter().zip(&expected) {
+            assert_eq!(got.content, expected.content, "{name}");
+            assert_eq!(got.stop_reason, expected.stop_reason, "{name}");
+        }
+        // The recordings call tools `headstart run` does not have: each call has its "not found" result.
+        let calls: usize = got.iter().map(|response| response.tool_calls().count()).sum();
+        let results = result_texts(&log);
+        assert_eq!(results.len(), calls, "{name}");
+        assert!(
+            results.iter().all(|text| text.ends_with("not found")),
+            "{name}: {results:?}"
+        );
+    }
+}
+
+/// One SSE event of the Anthropic Messages stream.
+fn event(name: &str, data: Value) -> String {
+    format!("event: {name}\ndata: {data}\n\n")
+}
+
+/// An Anthropic response: optional text, then `tool_use` blocks `(id, name, input)`.
+fn anthropic(text: Option<&str>, calls: &[(&str, &str, Value)]) -> Vec<String> {
+    // Each response has its own id, as a provider's: the id is the turn its fragments are grouped by.
+    let id = format!("msg_{}", NEXT_RESPONSE.fetch_add(1, Ordering::Relaxed));
+    let mut events = vec![event(
+        "message_start",
+        json!({"type": "message_start", "message": {"id": id, "type": "message", "role": "assistant",
+            "model": "m", "content": [], "stop_reason": null, "usage": {"input_tokens": 3, "output_tokens": 1}}}),
+    )];
+    let mut index = 0;
+    if let Some(text) = text {
+        events.push(event(
+            "content_block_start",
+            json!({"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}}),
+        ));
+        for word in text.split_inclusive(' ') {
+            events.push(event(
+                "content_block_delta",
+                json!({"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": word}}),
+            ));
+        }
+        events.push(event(
+            "content_block_stop",
+            json!({"type": "content_block_stop", "index": 0}),
+        ));
+        index = 1;
+    }
+    for (id, name, input) in calls {
+        events.push(event(
+            "content_block_start",
+            json!({"type": "content_block_start", "index": index,
+                "content_block": {"type": "tool_use", "id": id, "name": name, "input": {}}}),
+        ));
+        events.push(event(
+            "content_block_delta",
+            json!({"type": "content_block_delta", "index": index,
+                "delta": {"type": "input_json_delta", "partial_json": input.to_string()}}),
+        ));
+        events.push(event(
+            "content_block_stop",
+            json!({"type": "content_block_stop", "index": index}),
+        ));
+        index += 1;
+    }
+    let stop = if calls.is_empty() { "end_turn" } else { "tool_use" };
+    events.push(event(
+        "message_delta",
+        json!({"type": "message_delta", "delta": {"stop_reason": stop, "stop_sequence": null},
+            "usage": {"output_tokens": 9}}),
+    ));
+    events.push(event("message_stop", json!({"type": "message_stop"})));
+    events
+}
+
+fn answer() -> Reply {
+    Reply::Events(anthropic(Some("The notes say hello."), &[]))
+}
+
+/// A working directory with `notes.txt`.
+fn workdir() -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("notes.txt"), "hello from the notes").unwrap();
+    dir
+}
+
+fn tool_results(request: &SeenRequest) -> Vec<(String, String)> {
+    request.body["messages"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .flat_map(|message| message["content"].as_array().cloned().unwrap_or_default())
+        .filter(|block| block["type"] == "tool_result")
+        .map(|block| {
+            let id = block["tool_use_id"].as_str().unwrap_or_default().to_owned();
+            let content = match &block["content"] {
+                Value::String(text) => text.clone(),
+                other => other.to_string(),
+            };
+            (id, content)
+        })
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_429_is_retried_after_retry_after_and_nothing_of_it_is_stored() {
+    let replies = vec![
+        Reply::Status {
+            status: 429,
+            headers: vec![("retry-after".into(), "1".into())],
+            body: json!({"type": "error", "error": {"type": "rate_limit_error", "message": "slow down"}}).to_string(),
+        },
+        answer(),
+    ];
+    let server = ReplayServer::start(replies, HashMap::new(), DELAY).await.unwrap();
+    let dir = workdir();
+    let output = run_to_end(&mut command(dir.path(), &server, "anthropic", &["run", "Hi"])).await;
+    assert!(output.status.success());
+    let requests = server.model_requests();
+    assert_eq!(requests.len(), 2);
+    let waited = requests[1].at.duration_since(requests[0].at);
+    assert!(waited >= Duration::from_secs(1), "retried after {waited:?}");
+    let (_, log) = stored(&dir.path().join("headstart.db")).await;
+    assert_eq!(log.len(), 2, "the prompt and the one answer: {log:?}");
+    assert_eq!(text_of(&responses(&log)[0]), "The notes say hello.");
+}
+
+/// A response calling `read_file` and `list_dir` (both async), cut by a reset once both were sealed.
+fn reset_after_two_calls() -> Reply {
+    let events = anthropic(
+        Some("Reading. "),
+        &[
+            ("toolu_read", "read_file", json!({"path": "notes.txt"})),
+            ("toolu_list", "list_dir", json!({"path": "."})),
+        ],
+    );
+    let keep = events.iter().rposition(|e| e.contains("content_block_stop")).unwrap() + 1;
+    Reply::ResetAfter { events, keep }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_reset_after_committed_calls_continues_with_their_results() {
+    let server = ReplayServer::start(vec![reset_after_two_calls(), answer()], HashMap::new(), DELAY)
+        .await
+        .unwrap();
+    let dir = workdir();
+    let output = run_to_end(&mut command(
+        dir.path(),
+        &server,
+        "anthropic",
+        &["run", "What do the notes say?"],
+    ))
+    .await;
+    assert!(output.status.success(), "{:?}", output.status);
+    let requests = server.model_requests();
+    assert_eq!(requests.len(), 2);
+    let results = tool_results(&requests[1]);
+    assert_eq!(results.len(), 2, "{results:?}");
+    assert_eq!(results[0], ("toolu_read".to_owned(), "hello from the notes".to_owned()));
+    assert_eq!(results[1].0, "toolu_list");
+    assert!(results[1].1.contains("notes.txt"), "{results:?}");
+    let (_, log) = stored(&dir.path().join("headstart.db")).await;
+    assert_eq!(
+        responses(&log).last().map(text_of).as_deref(),
+        Some("The notes say hello.")
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn without_continuation_a_reset_stops_the_run() {
+    let server = ReplayServer::start(vec![reset_after_two_calls(), answer()], HashMap::new(), DELAY)
+        .await
+        .unwrap();
+    let dir = workdir();
+    let args = ["run", "--continue-after-failure", "0", "What do the notes say?"];
+    let output = run_to_end(&mut command(dir.path(), &server, "anthropic", &args)).await;
+    assert_eq!(output.status.code(), Some(1));
+    assert_eq!(server.model_requests().len(), 1);
+    let (_, log) = stored(&dir.path().join("headstart.db")).await;
+    assert_eq!(result_texts(&log)[0], "hello from the notes", "the committed calls ran");
+}
+
+#[cfg(unix)]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_run_killed_while_a_call_runs_is_resumed() {
+    let slow = "/slow";
+    // The fetched page takes ten minutes: the call is surely running when the process is killed. It has a server
+    // of its own because the model's replies name its URL, which exists only once it listens.
+    let pages = HashMap::from([(
+        slow.to_owned(),
+        Page {
+            delay: Duration::from_secs(600),
+            body: "never".into(),
+        },
+    )]);
+    let page_server = ReplayServer::start(Vec::new(), pages, DELAY).await.unwrap();
+    let url = page_server.url(slow);
+    let replies = vec![
+        Reply::Events(anthropic(
+            Some("Fetching. "),
+            &[("toolu_fetch", "fetch_url", json!({"url": url}))],
+        )),
+        answer(),
+    ];
+    let server = ReplayServer::start(replies, HashMap::new(), DELAY).await.unwrap();
+    let dir = workdir();
+    let db = dir.path().join("headstart.db");
+    let mut child = command(dir.path(), &server, "anthropic", &["run", "--no-progress", "Fetch it."])
+        .stdout(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    // Kill once the call is running: the page server has its request.
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(60);
+    while page_server.requests().is_empty() {
+        assert!(tokio::time::Instant::now() < deadline, "the fetch never started");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    child.start_kill().unwrap();
+    let status = child.wait().await.unwrap();
+    use std::os::unix::process::ExitStatusExt;
+    assert_eq!(status.signal(), Some(9));
+
+    let session = {
+        let store = SqliteStore::open_read_only(&db).unwrap();
+        let session = store.sessions().await.unwrap()[0].id.clone();
+        assert_eq!(store.unfinished_calls(&session).await.unwrap().len(), 1);
+        session
+    };
+    let output = run_to_end(&mut command(
+        dir.path(),
+        &server,
+        "anthropic",
+        &["resume", "headstart.db", "--session", &session.0],
+    ))
+    .await;
+    assert!(output.status.success(), "{:?}", output.status);
+    let requests = server.model_requests();
+    assert_eq!(requests.len(), 2, "the killed run's request and the resumed one");
+    assert_eq!(
+        tool_results(&requests[1]),
+        [("toolu_fetch".to_owned(), INTERRUPTED.to_owned())]
+    );
+    // Two runs wrote this session (the killed one and the resumed one): the context check applies, the per-run
+    // invariants do not.
+    let (_, _, log) = stored_log(&db).await;
+    assert_eq!(result_texts(&log), [INTERRUPTED]);
+    assert_eq!(
+        responses(&log).last().map(text_of).as_deref(),
+        Some("The notes say hello.")
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_missing_key_is_one_line_naming_the_variable() {
+    let dir = tempfile::tempdir().unwrap();
+    let output = std::process::Command::new(env!("CARGO_BIN_EXE_headstart"))
+        .current_dir(dir.path())
+        .env_remove("ANTHROPIC_API_KEY")
+        .args(["run", "--provider", "anthropic", "--model", "m", "Hi"])
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(stderr.lines().count(), 1, "{stderr}");
+    assert!(stderr.contains("ANTHROPIC_API_KEY"), "{stderr}");
+    assert!(
+        !dir.path().join("headstart.db").exists(),
+        "nothing is written without a key"
+    );
+}
+
+#[test]
+fn help_documents_every_flag_with_an_example() {
+    for command in ["run", "resume"] {
+        let output = std::process::Command::new(env!("CARGO_BIN_EXE_headstart"))
+            .args([command, "--help"])
+            .output()
+            .unwrap();
+        let help = String::from_utf8_lossy(&output.stdout);
+        let mut flags = 0;
+        for block in help.split("\n      --").skip(1) {
+            let flag = block.split_whitespace().next().unwrap_or_default();
+            if flag == "help" {
+                continue;
+            }
+            flags += 1;
+            assert!(block.contains("e.g."), "{command} --{flag} has no example:\n{block}");
+        }
+        assert!(flags >= 10, "{command}: {flags} flags");
+        assert!(help.contains("Example"), "{command}");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn session_continues_a_stored_conversation() {
+    let replies = vec![answer(), Reply::Events(anthropic(Some("Still hello."), &[]))];
+    let server = ReplayServer::start(replies, HashMap::new(), DELAY).await.unwrap();
+    let dir = workdir();
+    let first = run_to_end(&mut command(dir.path(), &server, "anthropic", &["run", "First?"])).await;
+    assert!(first.status.success());
+    let (session, _) = stored(&dir.path().join("headstart.db")).await;
+
+    let args = ["run", "--session", &session.0, "--timeline", "second.svg", "Second?"];
+    let second = run_to_end(&mut command(dir.path(), &server, "anthropic", &args)).await;
+    assert!(second.status.success(), "{:?}", second.status);
+    let requests = server.model_requests();
+    let texts: Vec<&str> = requests[1].body["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|message| message["content"][0]["text"].as_str())
+        .collect();
+    assert_eq!(texts, ["First?", "The notes say hello.", "Second?"]);
+    // The summary counts this run only.
+    let stdout = String::from_utf8_lossy(&second.stdout);
+    assert!(stdout.contains("1 model requests"), "{stdout}");
+
+    let unknown = run_to_end(&mut command(
+        dir.path(),
+        &server,
+        "anthropic",
+        &["run", "--session", "nope", "Hi"],
+    ))
+    .await;
+    assert_eq!(unknown.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&unknown.stderr).contains("no session nope"));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_multi_turn_run_with_every_built_in_tool() {
+    let pages = HashMap::from([(
+        "/page".to_owned(),
+        Page {
+            delay: Duration::from_millis(50),
+            body: "the page".into(),
+        },
+    )]);
+    let page_server = ReplayServer::start(Vec::new(), pages, DELAY).await.unwrap();
+    let replies = vec![
+        Reply::Events(anthropic(
+            Some("Looking. "),
+            &[
+                ("toolu_fetch", "fetch_url", json!({"url": page_server.url("/page")})),
+                ("toolu_read", "read_file", json!({"path": "notes.txt"})),
+            ],
+        )),
+        Reply::Events(anthropic(None, &[("toolu_list", "list_dir", json!({}))])),
+        answer(),
+    ];
+    let server = ReplayServer::start(replies, HashMap::new(), DELAY).await.unwrap();
+    let dir = workdir();
+    let args = ["run", "--timeline", "run.svg", "What is here?"];
+    let output = run_to_end(&mut command(dir.path(), &server, "anthropic", &args)).await;
+    assert!(output.status.success(), "{:?}", output.status);
+    assert!(dir.path().join("run.svg").exists());
+    assert_eq!(server.model_requests().len(), 3);
+    let (_, log) = stored(&dir.path().join("headstart.db")).await;
+    let results = result_texts(&log);
+    assert_eq!(results.len(), 3, "{results:?}");
+    assert!(results.contains(&"the page".to_owned()), "{results:?}");
+    assert!(results.contains(&"hello from the notes".to_owned()), "{results:?}");
+    // The listing of the working directory: the notes and the transcript database beside them.
+    assert!(results[2].lines().any(|line| line == "notes.txt"), "{results:?}");
+    assert_eq!(
+        responses(&log).last().map(text_of).as_deref(),
+        Some("The notes say hello.")
+    );
+}

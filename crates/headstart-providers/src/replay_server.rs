@@ -1,0 +1,257 @@
+//! A local HTTP server that replays recorded provider streams, for offline end-to-end tests (feature
+//! `replay-server`).
+//!
+//! The k-th POST gets the k-th scripted [`Reply`]: an SSE stream sent one event at a time with a delay before each,
+//! the same stream cut off by a connection reset, or an HTTP error. GETs are answered from a table of pages (each
+//! with its own delay), so a tool that fetches a URL has something slow to fetch. Every request is recorded with
+//! its headers, JSON body and arrival time.
+
+use std::collections::HashMap;
+use std::convert::Infallible;
+use std::net::SocketAddr;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::{Duration, Instant};
+
+use bytes::Bytes;
+use futures::stream::BoxStream;
+use futures::StreamExt;
+use http_body_util::{BodyExt, StreamBody};
+use hyper::body::{Frame, Incoming};
+use hyper::{Request, Response};
+use serde_json::Value;
+
+use crate::capture::read_capture;
+use crate::error::ProviderError;
+
+/// What the server answers to one model request.
+#[derive(Debug, Clone)]
+pub enum Reply {
+    /// These SSE events (each with its blank line), one per delay.
+    Events(Vec<String>),
+    /// The first `keep` of these events, then the connection is reset.
+    ResetAfter {
+        /// The events.
+        events: Vec<String>,
+        /// How many are sent before the reset.
+        keep: usize,
+    },
+    /// An HTTP error status with headers and a body.
+    Status {
+        /// The status code.
+        status: u16,
+        /// Extra headers (`Retry-After`, ...).
+        headers: Vec<(String, String)>,
+        /// The body.
+        body: String,
+    },
+}
+
+/// A page served to GET requests.
+#[derive(Debug, Clone)]
+pub struct Page {
+    /// How long the server waits before answering.
+    pub delay: Duration,
+    /// The body (text/plain).
+    pub body: String,
+}
+
+/// One request as the server saw it.
+#[derive(Debug, Clone)]
+pub struct SeenRequest {
+    /// The method.
+    pub method: String,
+    /// The path and query.
+    pub path: String,
+    /// The headers (lower-case names).
+    pub headers: HashMap<String, String>,
+    /// The body as JSON (`Null` when it is not JSON).
+    pub body: Value,
+    /// When it arrived.
+    pub at: Instant,
+}
+
+#[derive(Default)]
+struct Recorded {
+    requests: Mutex<Vec<SeenRequest>>,
+    finished: Mutex<Vec<(usize, Instant)>>,
+}
+
+/// A running replay server; it stops when the tokio runtime it was started on does.
+pub struct ReplayServer {
+    address: SocketAddr,
+    recorded: Arc<Recorded>,
+}
+
+struct Script {
+    replies: Vec<Reply>,
+    pages: HashMap<String, Page>,
+    delay: Duration,
+    posts: AtomicUsize,
+}
+
+fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+impl ReplayServer {
+    /// Starts serving on `127.0.0.1` (a free port): `replies` to the model requests in order (an empty SSE body
+    /// after the last), `pages` to GETs by path, `delay` before each SSE event.
+    pub async fn start(replies: Vec<Reply>, pages: HashMap<String, Page>, delay: Duration) -> std::io::Result<Self> {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
+        let address = listener.local_addr()?;
+        let recorded = Arc::new(Recorded::default());
+        let script = Arc::new(Script {
+            replies,
+            pages,
+            delay,
+            posts: AtomicUsize::new(0),
+        });
+        let server_recorded = Arc::clone(&recorded);
+        tokio::spawn(async move {
+            while let Ok((stream, _)) = listener.accept().await {
+                let (script, recorded) = (Arc::clone(&script), Arc::clone(&server_recorded));
+                let service = hyper::service::service_fn(move |request| {
+                    answer(Arc::clone(&script), Arc::clone(&recorded), request)
+                });
+                tokio::spawn(async move {
+                    let io = hyper_util::rt::TokioIo::new(stream);
+                    let _ = hyper::server::conn::http1::Builder::new()
+                        .serve_connection(io, service)
+                        .await;
+                });
+            }
+        });
+        Ok(ReplayServer { address, recorded })
+    }
+
+    /// The address it listens on.
+    pub fn address(&self) -> SocketAddr {
+        self.address
+    }
+
+    /// `http://127.0.0.1:PORT` followed by `path`.
+    pub fn url(&self, path: &str) -> String {
+        format!("http://{}{path}", self.address)
+    }
+
+    /// Every request so far, in arrival order.
+    pub fn requests(&self) -> Vec<SeenRequest> {
+        lock(&self.recorded.requests).clone()
+    }
+
+    /// The model requests (POSTs) so far, in arrival order.
+    pub fn model_requests(&self) -> Vec<SeenRequest> {
+        self.requests().into_iter().filter(|r| r.method == "POST").collect()
+    }
+
+    /// When each streamed reply (by POST number) sent its last event.
+    pub fn finished(&self) -> Vec<(usize, Instant)> {
+        lock(&self.recorded.finished).clone()
+    }
+}
+
+type Body = StreamBody<BoxStream<'static, Result<Frame<Bytes>, std::io::Error>>>;
+
+async fn answer(
+    script: Arc<Script>,
+    recorded: Arc<Recorded>,
+    request: Request<Incoming>,
+) -> Result<Response<Body>, Infallible> {
+    let method = request.method().to_string();
+    let path = request
+        .uri()
+        .path_and_query()
+        .map_or_else(|| "/".to_owned(), |p| p.as_str().to_owned());
+    let headers = request
+        .headers()
+        .iter()
+        .filter_map(|(name, value)| Some((name.as_str().to_owned(), value.to_str().ok()?.to_owned())))
+        .collect();
+    let body = match request.into_body().collect().await {
+        Ok(body) => serde_json::from_slice(&body.to_bytes()).unwrap_or(Value::Null),
+        Err(_) => Value::Null,
+    };
+    lock(&recorded.requests).push(SeenRequest {
+        method: method.clone(),
+        path: path.clone(),
+        headers,
+        body,
+        at: Instant::now(),
+    });
+    if method != "POST" {
+        let (status, page) = match script.pages.get(&path) {
+            Some(page) => (200, page.clone()),
+            None => (
+                404,
+                Page {
+                    delay: Duration::ZERO,
+                    body: "not found".to_owned(),
+                },
+            ),
+        };
+        tokio::time::sleep(page.delay).await;
+        return Ok(response(status, &[], "text/plain", whole(page.body)));
+    }
+    let number = script.posts.fetch_add(1, Ordering::SeqCst);
+    let (events, keep) = match script.replies.get(number).cloned() {
+        None => (Vec::new(), None),
+        Some(Reply::Events(events)) => (events, None),
+        Some(Reply::ResetAfter { events, keep }) => (events, Some(keep)),
+        Some(Reply::Status { status, headers, body }) => {
+            return Ok(response(status, &headers, "application/json", whole(body)));
+        }
+    };
+    let delay = script.delay;
+    let frames = futures::stream::unfold(0usize, move |next| {
+        let (events, recorded) = (events.clone(), Arc::clone(&recorded));
+        async move {
+            if keep == Some(next) {
+                // The pause lets hyper flush the events before; then an error from the body stream makes it drop
+                // the connection mid-body: a reset for the client.
+                tokio::time::sleep(delay).await;
+                return Some((Err(std::io::Error::other("scripted connection reset")), usize::MAX));
+            }
+            if next >= events.len() {
+                if next == events.len() {
+                    lock(&recorded.finished).push((number, Instant::now()));
+                }
+                return None;
+            }
+            tokio::time::sleep(delay).await;
+            Some((Ok(Frame::data(Bytes::from(events[next].clone()))), next + 1))
+        }
+    })
+    .boxed();
+    Ok(response(
+        200,
+        &[],
+        "text/event-stream; charset=utf-8",
+        StreamBody::new(frames),
+    ))
+}
+
+fn whole(text: String) -> Body {
+    StreamBody::new(futures::stream::once(async move { Ok(Frame::data(Bytes::from(text))) }).boxed())
+}
+
+fn response(status: u16, headers: &[(String, String)], content_type: &str, body: Body) -> Response<Body> {
+    let mut builder = Response::builder().status(status).header("content-type", content_type);
+    for (name, value) in headers {
+        builder = builder.header(name, value);
+    }
+    builder.body(body).unwrap_or_else(|_| {
+        // Only a malformed scripted header gets here; answer 500 so the test sees it.
+        let mut fallback = Response::new(StreamBody::new(futures::stream::empty().boxed()));
+        *fallback.status_mut() = hyper::StatusCode::INTERNAL_SERVER_ERROR;
+        fallback
+    })
+}
+
+/// The exchanges of a YAML cassette, each body split into its SSE events (each with its blank line).
+pub fn cassette_events(yaml: &str) -> Result<Vec<Vec<String>>, ProviderError> {
+    Ok(read_capture(yaml)?
+        .into_iter()
+        .map(|exchange| exchange.body.split_inclusive("\n\n").map(str::to_owned).collect())
+        .collect())
+}

@@ -1,0 +1,384 @@
+//! Retrying a request that failed before its first delta (SPEC §3.6.6).
+//!
+//! A failed attempt produced nothing the engine saw, so trying again is invisible to the transcript. What is
+//! retried: connection failures and timeouts, HTTP 408, 409, 429 and 5xx, and a stream whose first event after
+//! `start` is a transient provider error ("overloaded", a rate limit, a dropped connection). The wait is the
+//! server's hint when it gives one (`retry-after-ms`, `Retry-After` in seconds or as an HTTP date, the OpenAI and
+//! Anthropic rate-limit reset headers), else exponential backoff with jitter, as the official SDKs do.
+
+use std::future::Future;
+use std::time::{Duration, SystemTime};
+
+use headstart_core::ModelError;
+use reqwest::header::HeaderMap;
+
+/// How many times, and how patiently, a failed request is tried again.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RetryPolicy {
+    /// Retries after the first attempt (default 2, as the OpenAI and Anthropic SDKs).
+    pub max_retries: u32,
+    /// The backoff before the first retry; it doubles for each further one (default 0.5 s).
+    pub initial_backoff: Duration,
+    /// The backoff never exceeds this (default 8 s).
+    pub max_backoff: Duration,
+    /// A server hint longer than this is ignored in favour of the backoff (default 60 s): a hint of an hour means
+    /// "not now", and a run should rather fail than hang.
+    pub max_hint: Duration,
+}
+
+impl Default for RetryPolicy {
+    fn default() -> Self {
+        RetryPolicy {
+            max_retries: 2,
+            initial_backoff: Duration::from_millis(500),
+            max_backoff: Duration::from_secs(8),
+            max_hint: Duration::from_secs(60),
+        }
+    }
+}
+
+impl RetryPolicy {
+    /// No retries at all.
+    pub fn none() -> Self {
+        RetryPolicy {
+            max_retries: 0,
+            ..RetryPolicy::default()
+        }
+    }
+
+    /// The wait before retry number `retry` (0 for the first): the server's `hint` when it is given and not longer
+    /// than [`max_hint`](Self::max_hint), else the backoff shortened by up to a quarter by `jitter` (in `[0, 1)`),
+    /// so that clients that failed together do not retry together.
+    pub fn delay(&self, retry: u32, hint: Option<Duration>, jitter: f64) -> Duration {
+        if let Some(hint) = hint.filter(|hint| *hint <= self.max_hint) {
+            return hint;
+        }
+        let doubled = self.initial_backoff.saturating_mul(2u32.saturating_pow(retry.min(16)));
+        doubled
+            .min(self.max_backoff)
+            .mul_f64(1.0 - 0.25 * jitter.clamp(0.0, 1.0))
+    }
+}
+
+/// Why one attempt failed, and whether another may follow.
+#[derive(Debug)]
+pub(crate) struct Failure<T> {
+    /// The error the caller sees if this was the last attempt.
+    pub error: ModelError,
+    /// Another attempt may succeed.
+    pub retryable: bool,
+    /// How long the server asked to wait.
+    pub hint: Option<Duration>,
+    /// What to hand back instead of `error` if this was the last attempt (a stream that failed before its first
+    /// delta is still a response: the engine stores it as such, SPEC §2.12).
+    pub fallback: Option<T>,
+}
+
+/// Runs `attempt` (given the attempt number, from 0) until it succeeds, fails for good, or `policy` runs out,
+/// sleeping (on tokio's clock) between attempts.
+pub(crate) async fn with_retries<T, F, Fut>(policy: &RetryPolicy, mut attempt: F) -> Result<T, ModelError>
+where
+    F: FnMut(u32) -> Fut,
+    Fut: Future<Output = Result<T, Failure<T>>>,
+{
+    let mut number = 0;
+    loop {
+        let failure = match attempt(number).await {
+            Ok(value) => return Ok(value),
+            Err(failure) => failure,
+        };
+        if !failure.retryable || number >= policy.max_retries {
+            return match failure.fallback {
+                Some(fallback) => Ok(fallback),
+                None if number == 0 => Err(failure.error),
+                None => Err(ModelError::new(format!(
+                    "{} (gave up after {} attempts)",
+                    failure.error.message,
+                    number + 1
+                ))),
+            };
+        }
+        tracing::debug!(attempt = number, error = %failure.error.message, "retrying the model request");
+        tokio::time::sleep(policy.delay(number, failure.hint, fastrand::f64())).await;
+        number += 1;
+    }
+}
+
+/// Whether an HTTP status is worth retrying: 408 (timeout), 409 (lock conflict), 429 (rate limit), 5xx (including
+/// Anthropic's 529 "overloaded").
+pub fn retryable_status(status: u16) -> bool {
+    matches!(status, 408 | 409 | 429) || status >= 500
+}
+
+/// Whether the message of an `error` event that came before any delta names a transient failure.
+pub(crate) fn transient_stream_error(message: &str) -> bool {
+    let message = message.to_ascii_lowercase();
+    [
+        "overloaded",
+        "rate_limit",
+        "rate limit",
+        "resource_exhausted",
+        "unavailable",
+        "connection error",
+        "timed out",
+        "internal server error",
+        "api_error",
+        "server_error",
+    ]
+    .iter()
+    .any(|needle| message.contains(needle))
+}
+
+/// How long the server asked to wait, from its headers: `retry-after-ms` (OpenAI), `Retry-After` (seconds or an
+/// HTTP date), else the latest of the rate-limit reset headers (OpenAI durations like `6m0s`, Anthropic RFC 3339
+/// times). `now` is the wall clock the dates are measured against.
+pub fn retry_hint(headers: &HeaderMap, now: SystemTime) -> Option<Duration> {
+    let header = |name: &str| headers.get(name).and_then(|value| value.to_str().ok()).map(str::trim);
+    if let Some(ms) = header("retry-after-ms").and_then(|value| value.parse::<f64>().ok()) {
+        if ms.is_finite() && ms >= 0.0 {
+            return Some(Duration::from_secs_f64(ms / 1000.0));
+        }
+    }
+    if let Some(value) = header("retry-after") {
+        if let Ok(seconds) = value.parse::<f64>() {
+            if seconds.is_finite() && seconds >= 0.0 {
+                return Some(Duration::from_secs_f64(seconds));
+            }
+        }
+        if let Ok(at) = httpdate::parse_http_date(value) {
+            return Some(at.duration_since(now).unwrap_or_default());
+        }
+    }
+    let openai = ["x-ratelimit-reset-requests", "x-ratelimit-reset-tokens"]
+        .into_iter()
+        .filter_map(|name| header(name).and_then(go_duration));
+    let anthropic = [
+        "anthropic-ratelimit-requests-reset",
+        "anthropic-ratelimit-tokens-reset",
+        "anthropic-ratelimit-input-tokens-reset",
+        "anthropic-ratelimit-output-tokens-reset",
+    ]
+    .into_iter()
+    .filter_map(|name| header(name).and_then(rfc3339))
+    .map(|at| at.duration_since(now).unwrap_or_default());
+    openai.chain(anthropic).max()
+}
+
+/// A duration as OpenAI's rate-limit headers write it: `20ms`, `1s`, `1.5s`, `6m0s`, `1h2m3s`.
+fn go_duration(text: &str) -> Option<Duration> {
+    let mut total = 0.0;
+    let mut rest = text;
+    if rest.is_empty() {
+        return None;
+    }
+    while !rest.is_empty() {
+        let digits = rest
+            .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+            .unwrap_or(rest.len());
+        let number: f64 = rest[..digits].parse().ok()?;
+        rest = &rest[digits..];
+        let unit_len = rest.find(|c: char| c.is_ascii_digit()).unwrap_or(rest.len());
+        let seconds = match &rest[..unit_len] {
+            "ms" => number / 1000.0,
+            "s" => number,
+            "m" => number * 60.0,
+            "h" => number * 3600.0,
+            _ => return None,
+        };
+        total += seconds;
+        rest = &rest[unit_len..];
+    }
+    total.is_finite().then(|| Duration::from_secs_f64(total))
+}
+
+/// An RFC 3339 UTC time as Anthropic's reset headers write it (`2026-12-01T02:00:30Z`, fractions ignored).
+fn rfc3339(text: &str) -> Option<SystemTime> {
+    let text = text.strip_suffix('Z').or_else(|| text.strip_suffix("+00:00"))?;
+    let (date, time) = text.split_once('T')?;
+    let mut date = date.splitn(3, '-').map(str::parse::<i64>);
+    let (year, month, day) = (date.next()?.ok()?, date.next()?.ok()?, date.next()?.ok()?);
+    let time = time.split('.').next()?;
+    let mut time = time.splitn(3, ':').map(str::parse::<i64>);
+    let (hour, minute, second) = (time.next()?.ok()?, time.next()?.ok()?, time.next()?.ok()?);
+    if !(1..=12).contains(&month) || !(1..=31).contains(&day) || hour > 23 || minute > 59 || second > 60 {
+        return None;
+    }
+    // Days from the civil date (Howard Hinnant's algorithm): no date library for one header.
+    let y = if month <= 2 { year - 1 } else { year };
+    let era = y.div_euclid(400);
+    let yoe = y - era * 400;
+    let mp = (month + 9) % 12;
+    let doy = (153 * mp + 2) / 5 + day - 1;
+    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+    let days = era * 146_097 + doe - 719_468;
+    let seconds = days * 86_400 + hour * 3600 + minute * 60 + second;
+    let seconds = u64::try_from(seconds).ok()?;
+    Some(SystemTime::UNIX_EPOCH + Duration::from_secs(seconds))
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::atomic::{AtomicU32, Ordering};
+
+    use reqwest::header::HeaderValue;
+
+    use super::*;
+
+    fn headers(pairs: &[(&'static str, &str)]) -> HeaderMap {
+        let mut map = HeaderMap::new();
+        for (name, value) in pairs {
+            map.insert(*name, HeaderValue::from_str(value).unwrap());
+        }
+        map
+    }
+
+    fn failure<T>(retryable: bool, hint: Option<Duration>) -> Failure<T> {
+        Failure {
+            error: ModelError::new("HTTP 503: overloaded"),
+            retryable,
+            hint,
+            fallback: None,
+        }
+    }
+
+    #[test]
+    fn hints_come_from_the_headers() {
+        let now = SystemTime::UNIX_EPOCH + Duration::from_secs(1_764_554_400); // 2025-12-01T02:00:00Z
+        let hint = |pairs| retry_hint(&headers(pairs), now);
+        assert_eq!(hint(&[("retry-after", "1")]), Some(Duration::from_secs(1)));
+        assert_eq!(
+            hint(&[("retry-after-ms", "250"), ("retry-after", "9")]),
+            Some(Duration::from_millis(250))
+        );
+        assert_eq!(
+            hint(&[("retry-after", "Mon, 01 Dec 2025 02:00:07 GMT")]),
+            Some(Duration::from_secs(7))
+        );
+        assert_eq!(
+            hint(&[("retry-after", "Mon, 01 Dec 2025 01:00:00 GMT")]),
+            Some(Duration::ZERO)
+        );
+        assert_eq!(
+            hint(&[
+                ("x-ratelimit-reset-requests", "1.5s"),
+                ("x-ratelimit-reset-tokens", "6m0s")
+            ]),
+            Some(Duration::from_secs(360))
+        );
+        assert_eq!(
+            hint(&[("anthropic-ratelimit-requests-reset", "2025-12-01T02:00:30Z")]),
+            Some(Duration::from_secs(30))
+        );
+        assert_eq!(hint(&[("retry-after", "soon")]), None);
+        assert_eq!(hint(&[]), None);
+    }
+
+    #[test]
+    fn durations_and_times_parse_strictly() {
+        assert_eq!(go_duration("20ms"), Some(Duration::from_millis(20)));
+        assert_eq!(go_duration("1h2m3s"), Some(Duration::from_secs(3723)));
+        assert_eq!(go_duration("3 days"), None);
+        assert_eq!(go_duration(""), None);
+        assert_eq!(
+            rfc3339("1970-01-02T00:00:00Z"),
+            Some(SystemTime::UNIX_EPOCH + Duration::from_secs(86_400))
+        );
+        assert_eq!(rfc3339("2025-13-01T00:00:00Z"), None);
+        assert_eq!(rfc3339("2025-12-01T00:00:00+02:00"), None);
+    }
+
+    #[test]
+    fn backoff_doubles_up_to_its_cap_and_jitter_only_shortens_it() {
+        let policy = RetryPolicy::default();
+        assert_eq!(policy.delay(0, None, 0.0), Duration::from_millis(500));
+        assert_eq!(policy.delay(1, None, 0.0), Duration::from_secs(1));
+        assert_eq!(policy.delay(10, None, 0.0), Duration::from_secs(8));
+        assert_eq!(policy.delay(0, None, 1.0), Duration::from_millis(375));
+        assert_eq!(
+            policy.delay(0, Some(Duration::from_secs(3)), 0.5),
+            Duration::from_secs(3)
+        );
+        // A hint beyond `max_hint` falls back to the backoff.
+        assert_eq!(
+            policy.delay(0, Some(Duration::from_secs(3600)), 0.0),
+            Duration::from_millis(500)
+        );
+    }
+
+    #[test]
+    fn statuses_and_stream_errors_are_classified() {
+        for status in [408, 409, 429, 500, 502, 503, 529] {
+            assert!(retryable_status(status), "{status}");
+        }
+        for status in [400, 401, 403, 404, 422] {
+            assert!(!retryable_status(status), "{status}");
+        }
+        assert!(transient_stream_error("overloaded_error: Overloaded"));
+        assert!(transient_stream_error(
+            "connection error while streaming: reset by peer"
+        ));
+        assert!(!transient_stream_error("invalid_request_error: bad tool schema"));
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn retries_wait_for_the_hint_and_stop_at_the_budget() {
+        let attempts = AtomicU32::new(0);
+        let started = tokio::time::Instant::now();
+        let result = with_retries(&RetryPolicy::default(), |_| {
+            attempts.fetch_add(1, Ordering::SeqCst);
+            async { Err::<&str, _>(failure(true, Some(Duration::from_secs(1)))) }
+        })
+        .await;
+        assert_eq!(attempts.load(Ordering::SeqCst), 3, "one attempt and two retries");
+        assert_eq!(
+            started.elapsed(),
+            Duration::from_secs(2),
+            "two waits of the hinted second"
+        );
+        let message = result.unwrap_err().message;
+        assert!(
+            message.contains("HTTP 503: overloaded") && message.contains("3 attempts"),
+            "{message}"
+        );
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_success_after_a_failure_is_returned() {
+        let started = tokio::time::Instant::now();
+        let result = with_retries(&RetryPolicy::default(), |number| async move {
+            if number == 0 {
+                Err(failure(true, None))
+            } else {
+                Ok(number)
+            }
+        })
+        .await;
+        assert_eq!(result.unwrap(), 1);
+        let waited = started.elapsed();
+        assert!(
+            waited >= Duration::from_millis(375) && waited <= Duration::from_millis(500),
+            "{waited:?}"
+        );
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn permanent_failures_and_fallbacks_end_at_once() {
+        let attempts = AtomicU32::new(0);
+        let result = with_retries(&RetryPolicy::default(), |_| {
+            attempts.fetch_add(1, Ordering::SeqCst);
+            async { Err::<&str, _>(failure(false, None)) }
+        })
+        .await;
+        assert_eq!(attempts.load(Ordering::SeqCst), 1);
+        assert_eq!(result.unwrap_err().message, "HTTP 503: overloaded");
+
+        let result = with_retries(&RetryPolicy::none(), |_| async {
+            Err(Failure {
+                fallback: Some("the failed stream"),
+                ..failure(true, None)
+            })
+        })
+        .await;
+        assert_eq!(result.unwrap(), "the failed stream");
+    }
+}
