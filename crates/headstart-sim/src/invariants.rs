@@ -852,6 +852,7 @@ mod tests {
                 admitted: 2,
                 terminated: false,
                 store_failure: None,
+                fenced: false,
             },
         });
         events

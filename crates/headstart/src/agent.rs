@@ -3,7 +3,7 @@
 use std::sync::Arc;
 
 use headstart_core::{Message, Model, ModelRequest, UserMessage};
-use headstart_store::SessionId;
+use headstart_store::{SessionId, StoreError};
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 use tracing::Instrument;
@@ -102,7 +102,7 @@ async fn run_loop(
                 seq: Some(seq),
                 message: Arc::new(Message::User(prompt)),
             }),
-            Err(error) => return AgentStop::Error(error.to_string()),
+            Err(error) => return store_stop(&error),
         }
     }
     let max_turns = engine.config().max_turns;
@@ -117,7 +117,7 @@ async fn run_loop(
         out.flush();
         let context = match store.model_context(session).await {
             Ok(context) => context,
-            Err(error) => return AgentStop::Error(error.to_string()),
+            Err(error) => return store_stop(&error),
         };
         let span = tracing::info_span!("request", request);
         let model_request = ModelRequest {
@@ -139,7 +139,11 @@ async fn run_loop(
             .await;
         request += 1;
         if let Some(failure) = outcome.store_failure {
-            return AgentStop::Error(failure);
+            return if outcome.fenced {
+                AgentStop::Fenced(failure)
+            } else {
+                AgentStop::Error(failure)
+            };
         }
         if cancel.is_cancelled() {
             return AgentStop::Cancelled;
@@ -153,5 +157,14 @@ async fn run_loop(
         if !outcome.wants_continuation() {
             return AgentStop::Completed;
         }
+    }
+}
+
+/// How a store failure stops the loop: a fenced write (SPEC §7.5.2) is told apart, so a worker stops the session
+/// instead of failing it.
+fn store_stop(error: &StoreError) -> AgentStop {
+    match error {
+        StoreError::Fenced(_) => AgentStop::Fenced(error.to_string()),
+        _ => AgentStop::Error(error.to_string()),
     }
 }

@@ -66,6 +66,8 @@ pub struct TurnOutcome {
     pub terminated: bool,
     /// A store write failed during the response; the loop must stop.
     pub store_failure: Option<String>,
+    /// That failure was a fenced write (SPEC §7.5.2): the worker no longer holds the session's lease.
+    pub fenced: bool,
 }
 
 impl TurnOutcome {
@@ -92,6 +94,9 @@ pub enum AgentStop {
     MaxTurns,
     /// The run could not go on: a store failure, or a model request that could not be made.
     Error(String),
+    /// A write was fenced (SPEC §7.5.2): another worker holds the session now, or it was finished. This worker
+    /// must stop the session without retrying; nothing of the refused write was stored.
+    Fenced(String),
 }
 
 /// One event of an agent run.
