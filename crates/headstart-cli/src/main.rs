@@ -1,4 +1,4 @@
-//! `headstart`: replay scenarios, inspect transcripts.
+//! `headstart`: replay scenarios, inspect transcripts, run a fleet's workers.
 
 mod bench;
 mod convert;
@@ -7,7 +7,10 @@ mod durability;
 mod inspect;
 mod recover;
 mod replay;
+mod store_url;
+mod submit;
 mod timeline;
+mod worker;
 
 use std::process::ExitCode;
 
@@ -35,6 +38,10 @@ enum Command {
     Timeline(timeline::Args),
     /// Give every unfinished call (admitted, no result) the interrupted result (SPEC §7.4).
     Recover(recover::Args),
+    /// Put sessions in a fleet's queue (a SQLite file or a PostgreSQL URL); workers claim them.
+    Submit(submit::Args),
+    /// Run a worker of a fleet: claim sessions, keep their leases, recover and run them (docs/fleet.md).
+    Worker(worker::Args),
     /// Measure overlap, per-delta cost, admission latency and scale (docs/performance.md).
     Bench(bench::Args),
 }
@@ -49,6 +56,8 @@ fn main() -> ExitCode {
         Command::Timeline(args) => timeline::run(&args),
         Command::Recover(args) => recover::run(&args),
         Command::Bench(args) => bench::run(&args),
+        Command::Submit(args) => submit::run(&args),
+        Command::Worker(args) => worker::run(&args),
     };
     ExitCode::from(code)
 }
