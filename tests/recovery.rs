@@ -164,7 +164,8 @@ async fn default_policy_fails_unfinished_calls_and_the_agent_resumes() {
     let engine = Engine::builder(Arc::clone(&store))
         .toolbox(Toolbox::new().with(Fetch { idempotent: false }).unwrap())
         .build();
-    let agent = Agent::new(engine, Arc::new(SimModel::new(vec![final_answer()])));
+    // The resumed loop's first request is request 1: request 0 is the crashed one, stored.
+    let agent = Agent::new(engine, Arc::new(SimModel::new(vec![Vec::new(), final_answer()])));
     let events: Vec<AgentEvent> = agent.resume(&session, CancellationToken::new()).collect().await;
     assert!(
         matches!(

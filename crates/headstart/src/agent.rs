@@ -55,6 +55,7 @@ impl Agent {
     }
 
     /// Runs the loop on a session without a new prompt (after recovery, say): the model sees the stored context.
+    /// Requests are numbered after the last stored one; `max_turns` counts the requests of this run.
     pub fn resume(&self, session: &SessionId, cancel: CancellationToken) -> EventStream {
         self.run_inner(session.clone(), None, cancel)
     }
@@ -94,6 +95,20 @@ async fn run_loop(
     });
     let store = engine.store();
     let clock = engine.clock();
+    // A resumed loop numbers its requests after the stored ones, so every request of the session keeps one number
+    // (a session taken over by another worker goes on from its transcript, contract §7.5.3).
+    let first_request = if prompt.is_none() {
+        match store.load_log(session).await {
+            Ok(log) => log
+                .iter()
+                .filter_map(|stored| stored.request)
+                .max()
+                .map_or(0, |last| last.saturating_add(1)),
+            Err(error) => return store_stop(&error),
+        }
+    } else {
+        0
+    };
     if let Some(prompt) = prompt {
         out.push(AgentEvent::MessageStart { role: Role::User });
         out.flush();
@@ -106,12 +121,12 @@ async fn run_loop(
         }
     }
     let max_turns = engine.config().max_turns;
-    let mut request = 0u32;
+    let mut request = first_request;
     loop {
         if cancel.is_cancelled() {
             return AgentStop::Cancelled;
         }
-        if request >= max_turns {
+        if request - first_request >= max_turns {
             return AgentStop::MaxTurns;
         }
         out.flush();
