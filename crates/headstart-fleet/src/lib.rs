@@ -226,6 +226,8 @@ struct Held {
     cancel: CancellationToken,
     /// Set before `cancel` when the lease was lost (the session then must not be finished by this worker).
     lost: AtomicBool,
+    /// Set before the session is finished in the queue: a renewal that misses it then is no loss.
+    finishing: AtomicBool,
 }
 
 impl Held {
@@ -378,6 +380,7 @@ impl Worker {
                 lease: Mutex::new(claim.lease),
                 cancel: CancellationToken::new(),
                 lost: AtomicBool::new(false),
+                finishing: AtomicBool::new(false),
             });
             held.insert(session.clone(), Arc::clone(&entry));
             let task = tasks.spawn(session::drive(Arc::clone(context), entry));
@@ -390,7 +393,14 @@ impl Worker {
             return;
         }
         let context = &self.context;
-        let leases: Vec<Lease> = held.values().map(|entry| entry.lease()).collect();
+        let leases: Vec<Lease> = held
+            .values()
+            .filter(|entry| !entry.finishing.load(Ordering::SeqCst))
+            .map(|entry| entry.lease())
+            .collect();
+        if leases.is_empty() {
+            return;
+        }
         let renewed = match context.queue.renew(&leases, context.config.lease).await {
             Ok(renewed) => renewed,
             Err(error) => {
@@ -408,6 +418,7 @@ impl Worker {
         for (session, entry) in held {
             match kept.get(session) {
                 Some(lease) => *entry.lease.lock().unwrap_or_else(PoisonError::into_inner) = (*lease).clone(),
+                None if entry.finishing.load(Ordering::SeqCst) => {}
                 None => session::lose(context, session, entry, "the lease could not be renewed"),
             }
         }

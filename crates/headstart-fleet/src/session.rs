@@ -106,20 +106,31 @@ pub(crate) async fn drive(context: Arc<Context>, held: Arc<Held>) {
     };
     match ending {
         Ending::Lost(reason) => lose(&context, &session, &held, &reason),
-        Ending::Finish(end) => match context.queue.finish(&held.lease(), end.clone()).await {
-            Ok(()) => {
-                context.count_end(&end);
-                context.report(WorkerEvent::Finished { session, end });
-            }
-            Err(StoreError::Fenced(message)) => lose(&context, &session, &held, &message),
-            Err(error) => {
-                // The lease lapses and another worker (or this one) claims the session again; recovery settles
-                // whatever is left.
-                context.report(WorkerEvent::QueueError {
-                    message: format!("finish {session}: {error}"),
-                });
-            }
-        },
+        Ending::Finish(end) => {
+            held.finishing.store(true, Ordering::SeqCst);
+            finish(&context, &session, &held, end).await;
+        }
+    }
+}
+
+/// Ends the session in the queue as `end` says.
+async fn finish(context: &Context, session: &SessionId, held: &Held, end: SessionEnd) {
+    match context.queue.finish(&held.lease(), end.clone()).await {
+        Ok(()) => {
+            context.count_end(&end);
+            context.report(WorkerEvent::Finished {
+                session: session.clone(),
+                end,
+            });
+        }
+        Err(StoreError::Fenced(message)) => lose(context, session, held, &message),
+        Err(error) => {
+            // The lease lapses and another worker (or this one) claims the session again; recovery settles
+            // whatever is left.
+            context.report(WorkerEvent::QueueError {
+                message: format!("finish {session}: {error}"),
+            });
+        }
     }
 }
 

@@ -113,3 +113,77 @@ async fn an_abandoned_session_is_taken_over_within_lease_plus_one_poll() {
     assert_eq!(info.state, SessionState::Completed);
     assert_eq!(info.owner.as_deref(), Some("rescuer"));
 }
+
+/// Never answers: the response stays open until the run is cancelled.
+struct Silent;
+
+#[async_trait]
+impl Model for Silent {
+    async fn stream(&self, _request: ModelRequest) -> Result<DeltaStream, ModelError> {
+        Ok(futures::stream::pending().boxed())
+    }
+}
+
+struct SilentSetup;
+
+impl SessionSetup for SilentSetup {
+    fn engine(&self, _session: &SessionId, store: Arc<dyn TranscriptStore>) -> EngineBuilder {
+        Engine::builder(store)
+    }
+    fn model(&self, _session: &SessionId) -> Arc<dyn Model> {
+        Arc::new(Silent)
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_worker_takes_no_more_than_its_concurrency_and_releases_its_sessions_on_shutdown() {
+    let store = Arc::new(SqliteStore::open_in_memory().expect("in-memory store"));
+    for _ in 0..5 {
+        store.submit(&UserMessage::new("go"), 0).await.expect("submit");
+    }
+    let (sender, mut events) = tokio::sync::mpsc::unbounded_channel();
+    let mut config = WorkerConfig::new("w");
+    config.concurrency = 3;
+    config.poll_interval = Duration::from_millis(20);
+    let worker = Worker::new(store.clone(), Arc::new(SilentSetup), config)
+        .expect("config")
+        .observe(move |event| {
+            let _ = sender.send(event.clone());
+        });
+    let shutdown = CancellationToken::new();
+    let running = {
+        let shutdown = shutdown.clone();
+        tokio::spawn(async move { worker.run(shutdown).await })
+    };
+    for _ in 0..3 {
+        let event = tokio::time::timeout(Duration::from_secs(10), events.recv()).await;
+        assert!(matches!(event, Ok(Some(WorkerEvent::Claimed { .. }))), "{event:?}");
+    }
+    // Several polls later, still three: the limit holds.
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    let states = |infos: Vec<headstart::store::SessionInfo>| -> Vec<SessionState> {
+        let mut states: Vec<SessionState> = infos.into_iter().map(|info| info.state).collect();
+        states.sort_by_key(|state| state.as_str());
+        states
+    };
+    let running_now = states(store.sessions().await.expect("sessions"));
+    assert_eq!(
+        running_now
+            .iter()
+            .filter(|state| **state == SessionState::Running)
+            .count(),
+        3
+    );
+    shutdown.cancel();
+    let stats = tokio::time::timeout(Duration::from_secs(10), running)
+        .await
+        .expect("the worker stops")
+        .expect("worker task");
+    assert_eq!((stats.claimed, stats.released, stats.completed), (3, 3, 0));
+    let after = states(store.sessions().await.expect("sessions"));
+    assert_eq!(
+        after,
+        vec![SessionState::Pending; 5],
+        "released sessions are pending again"
+    );
+}
