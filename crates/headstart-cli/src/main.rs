@@ -1,6 +1,7 @@
 //! `headstart`: replay scenarios, inspect transcripts, run a fleet's workers.
 
 mod bench;
+mod bench_fleet;
 mod convert;
 mod demo;
 mod durability;
