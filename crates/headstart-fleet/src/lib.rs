@@ -5,10 +5,10 @@
 //!
 //! - claims pending sessions and sessions whose owner's lease expired, up to its concurrency limit;
 //! - renews its leases every third of the lease time, and stops a session whose lease it lost;
-//! - runs each claimed session on an [`Engine`] of its own that writes through the lease's fenced handle and asks the
+//! - runs each claimed session on an [`Engine`](headstart::Engine) of its own that writes through the lease's fenced handle and asks the
 //!   lease, on the worker's own monotonic clock, before every call's `execute` (§7.5.4);
 //! - runs recovery (§7.4) before continuing a session, so a session taken over from a dead worker continues from a
-//!   valid transcript, then continues it with [`Agent::resume`];
+//!   valid transcript, then continues it with [`Agent::resume`](headstart::Agent::resume);
 //! - finishes each session: completed, failed, or released back to the queue when the worker shuts down.
 //!
 //! The application plugs in its model and tools through [`SessionSetup`]:
