@@ -204,3 +204,56 @@ async fn a_fenced_write_stops_the_run_as_fenced() {
     );
     assert_eq!(store.load_log(&session).await.expect("log").len(), 1, "only the prompt");
 }
+
+/// Fails every request: a test that expects the model never to be asked.
+struct Unreachable;
+
+#[async_trait]
+impl Model for Unreachable {
+    async fn stream(&self, request: ModelRequest) -> Result<DeltaStream, ModelError> {
+        Err(ModelError::new(format!(
+            "the model was asked (request {})",
+            request.request
+        )))
+    }
+}
+
+#[tokio::test]
+async fn resuming_a_session_that_ends_with_a_final_answer_asks_nothing() {
+    let store = Arc::new(SqliteStore::open_in_memory().expect("in-memory store"));
+    let recording = Arc::new(Recording::default());
+    let engine = Engine::builder(store.clone())
+        .toolbox(Toolbox::new().with(Record(recording.clone())).expect("toolbox"))
+        .build();
+    let session = store.create_session(0).await.expect("session");
+    let events = run_to_end(
+        &Agent::new(engine.clone(), Arc::new(TwoTurns { ids: vec!["c1"] })),
+        &session,
+        Some("go"),
+    )
+    .await;
+    assert_eq!(agent_stop(&events), &AgentStop::Completed);
+    let stored = store.load_log(&session).await.expect("log").len();
+
+    // The worker that ran it died before finishing it; the next one resumes: the loop is already over.
+    let events = run_to_end(&Agent::new(engine.clone(), Arc::new(Unreachable)), &session, None).await;
+    assert_eq!(agent_stop(&events), &AgentStop::Completed);
+    assert_eq!(
+        store.load_log(&session).await.expect("log").len(),
+        stored,
+        "nothing written"
+    );
+
+    // A session holding only its prompt does ask.
+    let resumable = store.create_session(0).await.expect("session");
+    store
+        .append_user(&resumable, &UserMessage::new("go"), 0)
+        .await
+        .expect("prompt");
+    let events = run_to_end(&Agent::new(engine, Arc::new(Unreachable)), &resumable, None).await;
+    assert!(
+        matches!(agent_stop(&events), AgentStop::Error(message) if message.contains("request 0")),
+        "{:?}",
+        agent_stop(&events)
+    );
+}

@@ -143,13 +143,27 @@ fn touches(dir: &Path) -> BTreeMap<(String, String), usize> {
     touched
 }
 
+/// How many sessions completed, of how many; panics at once when one failed (it never will complete).
 async fn completed(store: &PgStore) -> (usize, usize) {
     let sessions = store.sessions().await.expect("list sessions");
+    if let Some(failed) = sessions.iter().find(|info| info.state == SessionState::Failed) {
+        panic!("session {} failed: {:?}", failed.id, failed.failure);
+    }
     let done = sessions
         .iter()
         .filter(|info| info.state == SessionState::Completed)
         .count();
     (done, sessions.len())
+}
+
+/// The sessions not completed, as (id, state, owner, epoch), for a failure message.
+async fn unfinished(store: &PgStore) -> Vec<(String, SessionState, Option<String>, u64)> {
+    let sessions = store.sessions().await.expect("list sessions");
+    sessions
+        .into_iter()
+        .filter(|info| info.state != SessionState::Completed)
+        .map(|info| (info.id.0, info.state, info.owner, info.epoch))
+        .collect()
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -207,8 +221,9 @@ async fn a_fleet_survives_kills_and_a_zombie() {
         let now = Instant::now();
         assert!(
             now - started < DEADLINE,
-            "the fleet did not finish within {DEADLINE:?} (seed {seed}): {:?} sessions completed",
-            completed(&store).await
+            "the fleet did not finish within {DEADLINE:?} (seed {seed}): {:?} sessions completed; not completed: {:?}",
+            completed(&store).await,
+            unfinished(&store).await
         );
         if zombie_stopped.is_none() && now - started >= stop_at {
             signal(&zombie, "STOP");

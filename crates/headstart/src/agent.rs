@@ -55,7 +55,8 @@ impl Agent {
     }
 
     /// Runs the loop on a session without a new prompt (after recovery, say): the model sees the stored context.
-    /// Requests are numbered after the last stored one; `max_turns` counts the requests of this run.
+    /// Requests are numbered after the last stored one; `max_turns` counts the requests of this run. A session whose
+    /// transcript already ends with a final answer (no calls, a normal stop) ends at once as `Completed`.
     pub fn resume(&self, session: &SessionId, cancel: CancellationToken) -> EventStream {
         self.run_inner(session.clone(), None, cancel)
     }
@@ -98,14 +99,19 @@ async fn run_loop(
     // A resumed loop numbers its requests after the stored ones, so every request of the session keeps one number
     // (a session taken over by another worker goes on from its transcript, contract §7.5.3).
     let first_request = if prompt.is_none() {
-        match store.load_log(session).await {
-            Ok(log) => log
-                .iter()
-                .filter_map(|stored| stored.request)
-                .max()
-                .map_or(0, |last| last.saturating_add(1)),
+        let log = match store.load_log(session).await {
+            Ok(log) => log,
             Err(error) => return store_stop(&error),
+        };
+        // The loop had already ended (its owner stopped between the final answer and finishing the session): there
+        // is nothing to ask the model.
+        if answered(&log) {
+            return AgentStop::Completed;
         }
+        log.iter()
+            .filter_map(|stored| stored.request)
+            .max()
+            .map_or(0, |last| last.saturating_add(1))
     } else {
         0
     };
@@ -172,6 +178,19 @@ async fn run_loop(
         if !outcome.wants_continuation() {
             return AgentStop::Completed;
         }
+    }
+}
+
+/// Whether the stored transcript ends with a final answer: a response that ended normally without calls, which
+/// asks for no continuation (SPEC §3.6).
+fn answered(log: &[headstart_store::StoredMessage]) -> bool {
+    match log.last().map(|stored| &stored.message) {
+        Some(Message::Assistant(answer)) => {
+            !answer.stop_reason.is_abnormal()
+                && answer.stop_reason != headstart_core::StopReason::ToolUse
+                && answer.tool_calls().next().is_none()
+        }
+        _ => false,
     }
 }
 
