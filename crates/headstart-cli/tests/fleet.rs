@@ -136,6 +136,61 @@ fn private_binary(dir: &Path) -> PathBuf {
     bin
 }
 
+/// Runs the binary and parses its standard output as JSON.
+fn run_json(bin: &Path, args: &[&str]) -> Value {
+    let output = Command::new(bin).args(args).output().expect("run headstart");
+    assert!(
+        output.status.success(),
+        "headstart {args:?}: {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    serde_json::from_slice(&output.stdout).expect("JSON output")
+}
+
+/// Submitting to a SQLite file creates it; `inspect --json` shows the sessions pending, with no owner.
+#[test]
+fn submit_to_a_sqlite_file_and_inspect_the_queue() {
+    let temp = tempfile::tempdir().expect("temp dir");
+    let bin = private_binary(temp.path());
+    let db = temp.path().join("queue.db");
+    let submitted = Command::new(&bin)
+        .args(["submit", "--store"])
+        .arg(&db)
+        .args(["--count", "2", "hello"])
+        .output()
+        .expect("run submit");
+    assert!(
+        submitted.status.success(),
+        "{}",
+        String::from_utf8_lossy(&submitted.stderr)
+    );
+    let ids: Vec<String> = String::from_utf8_lossy(&submitted.stdout)
+        .lines()
+        .map(str::to_owned)
+        .collect();
+    assert_eq!(ids.len(), 2);
+    let db = db.to_string_lossy().into_owned();
+    let inspected = run_json(&bin, &["inspect", &db, "--json"]);
+    let sessions = inspected.as_array().expect("an array");
+    assert_eq!(sessions.len(), 2);
+    for (session, id) in sessions.iter().zip(&ids) {
+        assert_eq!(session["session"], id.as_str());
+        assert_eq!(session["state"], "pending");
+        assert_eq!(session["owner"], Value::Null);
+        assert_eq!(session["epoch"], 0);
+        assert_eq!(session["transcript"][0]["role"], "user");
+        assert_eq!(session["transcript"][0]["text"], "hello");
+    }
+    // A missing file is an error for the commands that read, not a new empty store.
+    let missing = temp.path().join("missing.db").to_string_lossy().into_owned();
+    let inspect = Command::new(&bin)
+        .args(["inspect", &missing])
+        .output()
+        .expect("run inspect");
+    assert_eq!(inspect.status.code(), Some(1));
+    assert!(!Path::new(&missing).exists());
+}
+
 /// `(session, call id) → lines` of every touch file.
 fn touches(dir: &Path) -> BTreeMap<(String, String), usize> {
     let mut touched = BTreeMap::new();
@@ -268,10 +323,14 @@ async fn a_fleet_survives_kills_and_a_zombie() {
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
     let elapsed = started.elapsed();
-    for child in [&steady, &zombie, &victim] {
+    // The victim may have just been restarted and not yet handle SIGTERM: it ends as it lived.
+    victim.kill().expect("SIGKILL the victim");
+    victim.wait().expect("reap the victim");
+    // The others stop cleanly and print their totals.
+    for child in [&steady, &zombie] {
         signal(child, "TERM");
     }
-    for child in [&mut steady, &mut zombie, &mut victim] {
+    for child in [&mut steady, &mut zombie] {
         let status = child.wait().expect("wait for a worker");
         assert!(status.success(), "a worker exited with {status}");
     }
@@ -363,6 +422,35 @@ async fn a_fleet_survives_kills_and_a_zombie() {
         .flat_map(|log| log.lines())
         .filter(|line| line.starts_with("claimed ") && line.contains(" from "))
         .count() as u64;
+    // The inspection commands read the fleet's database by its URL.
+    let inspected = run_json(&fleet.bin, &["inspect", &fleet.url, "--json"]);
+    let inspected = inspected.as_array().expect("inspect --json gives an array");
+    assert_eq!(inspected.len(), sessions_wanted);
+    for session in inspected {
+        assert_eq!(session["state"], "completed", "{}", session["session"]);
+        let owner = session["owner"].as_str().unwrap_or_default();
+        assert!(["steady", "zombie", "victim"].contains(&owner), "owner {owner}");
+        assert!(session["epoch"].as_u64().is_some_and(|epoch| epoch >= 1));
+    }
+    let recovered_now = run_json(&fleet.bin, &["recover", &fleet.url, "--json"]);
+    assert_eq!(
+        recovered_now,
+        Value::Array(Vec::new()),
+        "a finished fleet leaves nothing to recover"
+    );
+    let svg = fleet.dir.join("timeline.svg");
+    let drawn = Command::new(&fleet.bin)
+        .args(["timeline", &fleet.url, "--out"])
+        .arg(&svg)
+        .output()
+        .expect("run timeline");
+    assert!(
+        drawn.status.success(),
+        "timeline: {}",
+        String::from_utf8_lossy(&drawn.stderr)
+    );
+    assert!(std::fs::read_to_string(&svg).expect("the SVG").starts_with("<svg"));
+
     eprintln!(
         "fleet test: {sessions_wanted} sessions completed in {:.1} s; {kills} kills; {taken_over} takeovers; \
          {} sessions recovered; {reruns} idempotent re-runs; {} touched calls; zombie lost {lost} session(s), \
