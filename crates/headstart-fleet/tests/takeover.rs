@@ -9,8 +9,12 @@ use std::time::{Duration, Instant};
 
 use async_trait::async_trait;
 use futures::StreamExt;
+use headstart::core::model::{AssistantMessage, ToolResultMessage};
 use headstart::core::{DoneReason, Usage};
-use headstart::store::{SessionEnd, SessionQueue, SessionState, SqliteStore};
+use headstart::store::{
+    AdmittedCall, Claim, Lease, RunEnd, SessionEnd, SessionInfo, SessionQueue, SessionState, SqliteStore, StoreError,
+    StoredMessage, ToolRun, UnfinishedCall,
+};
 use headstart::{
     CancellationToken, DeltaEvent, DeltaStream, Engine, EngineBuilder, Model, ModelError, ModelRequest, SessionId,
     TranscriptStore, UserMessage,
@@ -185,5 +189,140 @@ async fn a_worker_takes_no_more_than_its_concurrency_and_releases_its_sessions_o
         after,
         vec![SessionState::Pending; 5],
         "released sessions are pending again"
+    );
+}
+
+/// A queue whose renewals can be made to miss every lease, as when another worker claimed the sessions meanwhile.
+struct Losing {
+    inner: Arc<SqliteStore>,
+    lose: std::sync::atomic::AtomicBool,
+}
+
+#[async_trait]
+impl TranscriptStore for Losing {
+    async fn create_session(&self, at_us: i64) -> Result<SessionId, StoreError> {
+        self.inner.create_session(at_us).await
+    }
+    async fn sessions(&self) -> Result<Vec<SessionInfo>, StoreError> {
+        self.inner.sessions().await
+    }
+    async fn append_user(&self, session: &SessionId, message: &UserMessage, at_us: i64) -> Result<u64, StoreError> {
+        self.inner.append_user(session, message, at_us).await
+    }
+    async fn commit_fragment(
+        &self,
+        session: &SessionId,
+        request: u32,
+        fragment: &AssistantMessage,
+        admitted: &[AdmittedCall],
+        at_us: i64,
+    ) -> Result<u64, StoreError> {
+        self.inner
+            .commit_fragment(session, request, fragment, admitted, at_us)
+            .await
+    }
+    async fn mark_started(&self, session: &SessionId, call_id: &str, at_us: i64) -> Result<(), StoreError> {
+        self.inner.mark_started(session, call_id, at_us).await
+    }
+    async fn append_tool_result(
+        &self,
+        session: &SessionId,
+        result: &ToolResultMessage,
+        run: Option<RunEnd>,
+        at_us: i64,
+    ) -> Result<u64, StoreError> {
+        self.inner.append_tool_result(session, result, run, at_us).await
+    }
+    async fn load_log(&self, session: &SessionId) -> Result<Vec<StoredMessage>, StoreError> {
+        self.inner.load_log(session).await
+    }
+    async fn tool_runs(&self, session: &SessionId) -> Result<Vec<ToolRun>, StoreError> {
+        self.inner.tool_runs(session).await
+    }
+    async fn unfinished_calls(&self, session: &SessionId) -> Result<Vec<UnfinishedCall>, StoreError> {
+        self.inner.unfinished_calls(session).await
+    }
+}
+
+#[async_trait]
+impl SessionQueue for Losing {
+    async fn submit(&self, prompt: &UserMessage, at_us: i64) -> Result<SessionId, StoreError> {
+        self.inner.submit(prompt, at_us).await
+    }
+    async fn claim(&self, owner: &str, lease: Duration, limit: usize) -> Result<Vec<Claim>, StoreError> {
+        self.inner.claim(owner, lease, limit).await
+    }
+    async fn renew(&self, leases: &[Lease], lease: Duration) -> Result<Vec<Lease>, StoreError> {
+        if self.lose.load(std::sync::atomic::Ordering::SeqCst) {
+            return Ok(Vec::new());
+        }
+        self.inner.renew(leases, lease).await
+    }
+    async fn finish(&self, lease: &Lease, end: SessionEnd) -> Result<(), StoreError> {
+        self.inner.finish(lease, end).await
+    }
+    fn fenced(&self, lease: &Lease) -> Arc<dyn TranscriptStore> {
+        SessionQueue::fenced(self.inner.as_ref(), lease)
+    }
+}
+
+/// The worker's next event, within 10 s.
+async fn next(events: &mut tokio::sync::mpsc::UnboundedReceiver<WorkerEvent>) -> WorkerEvent {
+    match tokio::time::timeout(Duration::from_secs(10), events.recv()).await {
+        Ok(Some(event)) => event,
+        other => panic!("no worker event: {other:?}"),
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_renewal_that_misses_a_lease_stops_the_session_without_finishing_it() {
+    let inner = Arc::new(SqliteStore::open_in_memory().expect("in-memory store"));
+    let session = inner.submit(&UserMessage::new("go"), 0).await.expect("submit");
+    let queue = Arc::new(Losing {
+        inner: Arc::clone(&inner),
+        lose: std::sync::atomic::AtomicBool::new(false),
+    });
+    let (sender, mut events) = tokio::sync::mpsc::unbounded_channel();
+    let mut config = WorkerConfig::new("w");
+    config.lease = Duration::from_millis(300);
+    config.poll_interval = Duration::from_millis(20);
+    let worker = Worker::new(queue.clone(), Arc::new(SilentSetup), config)
+        .expect("config")
+        .observe(move |event| {
+            let _ = sender.send(event.clone());
+        });
+    let shutdown = CancellationToken::new();
+    let running = {
+        let shutdown = shutdown.clone();
+        tokio::spawn(async move { worker.run(shutdown).await })
+    };
+    assert!(matches!(next(&mut events).await, WorkerEvent::Claimed { .. }));
+    queue.lose.store(true, std::sync::atomic::Ordering::SeqCst);
+    match next(&mut events).await {
+        WorkerEvent::Lost { session: lost, reason } => {
+            assert_eq!(lost, session);
+            assert!(reason.contains("renewed"), "{reason}");
+        }
+        other => panic!("expected the loss, got {other:?}"),
+    }
+    // The session's run ends (its response is cancelled) and the worker forgets it, without finishing it.
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    shutdown.cancel();
+    let stats = running.await.expect("worker task");
+    assert_eq!(
+        (stats.lost, stats.completed, stats.failed, stats.released),
+        (1, 0, 0, 0)
+    );
+    while let Ok(event) = events.try_recv() {
+        assert!(
+            !matches!(event, WorkerEvent::Finished { .. }),
+            "finished a lost session: {event:?}"
+        );
+    }
+    let info = inner.sessions().await.expect("sessions").remove(0);
+    assert_eq!(
+        info.state,
+        SessionState::Running,
+        "left as the store has it, for its new owner"
     );
 }
