@@ -164,7 +164,8 @@ async fn default_policy_fails_unfinished_calls_and_the_agent_resumes() {
     let engine = Engine::builder(Arc::clone(&store))
         .toolbox(Toolbox::new().with(Fetch { idempotent: false }).unwrap())
         .build();
-    let agent = Agent::new(engine, Arc::new(SimModel::new(vec![final_answer()])));
+    // The resumed loop's first request is request 1: request 0 is the crashed one, stored.
+    let agent = Agent::new(engine, Arc::new(SimModel::new(vec![Vec::new(), final_answer()])));
     let events: Vec<AgentEvent> = agent.resume(&session, CancellationToken::new()).collect().await;
     assert!(
         matches!(
@@ -246,7 +247,8 @@ async fn resume_after_crash_recovers_then_continues_only_when_an_answer_is_expec
     let engine = Engine::builder(Arc::clone(&store))
         .toolbox(Toolbox::new().with(Fetch { idempotent: false }).unwrap())
         .build();
-    let agent = Agent::new(engine, Arc::new(SimModel::new(vec![final_answer()])));
+    // The stored response was request 0, so the resumed loop asks as request 1.
+    let agent = Agent::new(engine, Arc::new(SimModel::new(vec![Vec::new(), final_answer()])));
     assert!(
         !expects_answer(&store.model_context(&session).await.unwrap()),
         "a call without its result"

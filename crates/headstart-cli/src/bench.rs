@@ -12,6 +12,7 @@ use headstart_bench::sessions::{self, SessionsOptions};
 use headstart_bench::BenchError;
 use serde::Serialize;
 
+use crate::bench_fleet;
 use crate::durability::DurabilityArg;
 
 /// Arguments of `headstart bench`.
@@ -29,9 +30,13 @@ pub struct Args {
     /// overlap, deltas: runs per contender (figures are medians).
     #[arg(long, default_value_t = 5)]
     runs: usize,
-    /// sessions: number of concurrent sessions.
-    #[arg(long, default_value_t = 10_000)]
-    sessions: usize,
+    /// sessions: number of concurrent sessions (default 10000; with --store, sessions per run, default 500).
+    #[arg(long)]
+    sessions: Option<usize>,
+    /// sessions: measure a fleet instead: `--workers` worker processes on this PostgreSQL database (1, 2, 4, … up
+    /// to it), next to one worker on a SQLite file.
+    #[arg(long)]
+    store: Option<String>,
     /// Durability of the SQLite store (and, for admission, of the floor's database).
     #[arg(long, value_enum, default_value_t = DurabilityArg::Normal)]
     durability: DurabilityArg,
@@ -66,7 +71,8 @@ pub struct Args {
     /// sessions: milliseconds each tool call takes.
     #[arg(long, default_value_t = 20)]
     tool_ms: u64,
-    /// sessions: runtime worker threads (default: one per core).
+    /// sessions: runtime worker threads (default: one per core); with --store, the most worker processes (default
+    /// 4).
     #[arg(long)]
     workers: Option<usize>,
 }
@@ -120,8 +126,14 @@ pub fn run(args: &Args) -> u8 {
             ..AdmissionOptions::default()
         })
         .and_then(|report| print(args.json, &report, report.table())),
+        What::Sessions if args.store.is_some() => {
+            let url = args.store.as_deref().unwrap_or_default();
+            bench_fleet::run(url, args.workers.unwrap_or(4), args.sessions.unwrap_or(500))
+                .map_err(BenchError::new)
+                .and_then(|report| print(args.json, &report, report.table()))
+        }
         What::Sessions => sessions::run(&SessionsOptions {
-            sessions: args.sessions,
+            sessions: args.sessions.unwrap_or(10_000),
             token_ms: args.token_ms,
             tool_ms: args.tool_ms,
             durability,

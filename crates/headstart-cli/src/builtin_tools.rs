@@ -293,6 +293,7 @@ mod tests {
     fn context() -> ToolContext {
         ToolContext {
             call_id: "c".into(),
+            idempotency_key: "k".into(),
             cancel: headstart::CancellationToken::new(),
             updates: headstart::UpdateSink::disconnected(),
         }

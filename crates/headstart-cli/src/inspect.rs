@@ -1,21 +1,23 @@
-//! `headstart inspect DB [--session ID] [--json]`: print a stored transcript.
+//! `headstart inspect STORE [--session ID] [--json]`: print a stored transcript (STORE: a SQLite file or a
+//! PostgreSQL URL).
 
 mod human;
 
-use std::path::PathBuf;
-
-use headstart::store::{SessionId, SqliteStore, TranscriptStore};
+use headstart::store::{SessionId, SessionInfo, SessionState};
 use headstart_sim::report::TranscriptEntry;
+
+use crate::store_url::{runtime, Access, StoreUrl};
 
 /// Arguments of `headstart inspect`.
 #[derive(clap::Args)]
 pub struct Args {
-    /// The SQLite transcript file.
-    db: PathBuf,
+    /// The store: a SQLite file, or a PostgreSQL URL (postgres://… or postgresql://…).
+    db: String,
     /// Only this session (default: every session).
     #[arg(long)]
     session: Option<String>,
-    /// Print JSON: one object per session with the report's `transcript` shape.
+    /// Print JSON: one object per session with its queue state (`state`, `owner`, `epoch`, `failure`) and its
+    /// transcript in the report's `transcript` shape.
     #[arg(long)]
     json: bool,
 }
@@ -35,32 +37,33 @@ pub fn run(args: &Args) -> u8 {
 }
 
 fn inspect(args: &Args) -> Result<String, String> {
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .map_err(|error| format!("cannot start a runtime: {error}"))?;
-    runtime.block_on(async {
-        let store = SqliteStore::open_read_only(&args.db).map_err(|error| error.to_string())?;
-        let sessions: Vec<SessionId> = match &args.session {
-            Some(id) => vec![SessionId(id.clone())],
-            None => store
-                .sessions()
-                .await
-                .map_err(|error| error.to_string())?
-                .into_iter()
-                .map(|info| info.id)
-                .collect(),
-        };
+    runtime()?.block_on(async {
+        let store = StoreUrl::parse(&args.db).open(Access::Read).await?;
+        let mut sessions: Vec<SessionInfo> = store.sessions().await.map_err(|error| error.to_string())?;
+        if let Some(id) = &args.session {
+            sessions.retain(|info| &info.id.0 == id);
+            if sessions.is_empty() {
+                return Err(format!("no session {id}"));
+            }
+        }
         let mut out = String::new();
         let mut json = Vec::new();
-        for session in sessions {
+        for info in sessions {
+            let session: SessionId = info.id.clone();
             let log = store.load_log(&session).await.map_err(|error| error.to_string())?;
             if args.json {
                 let transcript: Vec<TranscriptEntry> = log
                     .iter()
                     .map(|stored| TranscriptEntry::from_stored(stored, false))
                     .collect();
-                json.push(serde_json::json!({"session": session.0, "transcript": transcript}));
+                json.push(serde_json::json!({
+                    "session": session.0,
+                    "state": info.state.as_str(),
+                    "owner": info.owner,
+                    "epoch": info.epoch,
+                    "failure": info.failure,
+                    "transcript": transcript,
+                }));
             } else {
                 let runs = store.tool_runs(&session).await.map_err(|error| error.to_string())?;
                 let unfinished = store
@@ -70,7 +73,11 @@ fn inspect(args: &Args) -> Result<String, String> {
                 if !out.is_empty() {
                     out.push('\n');
                 }
-                out.push_str(&format!("session {session}\n"));
+                match info.state {
+                    // Single-process sessions have no queue state worth a word.
+                    SessionState::Unqueued => out.push_str(&format!("session {session}\n")),
+                    _ => out.push_str(&format!("session {session} ({})\n", queue_state(&info))),
+                }
                 out.push_str(&human::render(&log, &runs, &unfinished));
             }
         }
@@ -80,4 +87,18 @@ fn inspect(args: &Args) -> Result<String, String> {
         }
         Ok(out)
     })
+}
+
+/// A session's place in a fleet's queue, in words: `pending`, `running by w1 (epoch 2)`, `completed by w1`, …
+fn queue_state(info: &SessionInfo) -> String {
+    let state = info.state.as_str();
+    let mut text = match &info.owner {
+        Some(owner) if state == "running" => format!("{state} by {owner} (epoch {})", info.epoch),
+        Some(owner) => format!("{state} by {owner}"),
+        None => state.to_owned(),
+    };
+    if let Some(failure) = &info.failure {
+        text.push_str(&format!(": {failure}"));
+    }
+    text
 }

@@ -1,6 +1,8 @@
-//! `headstart`: run an agent on a real model, resume it after a crash, replay scenarios, inspect transcripts.
+//! `headstart`: run an agent on a real model, resume it after a crash, replay scenarios, inspect transcripts, run
+//! a fleet's workers.
 
 mod bench;
+mod bench_fleet;
 mod builtin_tools;
 mod convert;
 mod demo;
@@ -10,8 +12,11 @@ mod mcp;
 mod recover;
 mod replay;
 mod run;
+mod store_url;
+mod submit;
 mod timeline;
 mod view;
+mod worker;
 
 use std::process::ExitCode;
 
@@ -44,6 +49,10 @@ enum Command {
     Timeline(timeline::Args),
     /// Give every unfinished call (admitted, no result) the interrupted result (SPEC §7.4).
     Recover(recover::Args),
+    /// Put sessions in a fleet's queue (a SQLite file or a PostgreSQL URL); workers claim them.
+    Submit(submit::Args),
+    /// Run a worker of a fleet: claim sessions, keep their leases, recover and run them (docs/fleet.md).
+    Worker(worker::Args),
     /// Measure overlap, per-delta cost, admission latency and scale (docs/performance.md).
     Bench(bench::Args),
     /// Look at MCP servers as headstart sees them: `headstart mcp tools [--trusted] -- COMMAND ARGS…`.
@@ -63,6 +72,8 @@ fn main() -> ExitCode {
         Command::Recover(args) => recover::run(&args),
         Command::Bench(args) => bench::run(&args),
         Command::Mcp(args) => mcp::run(&args),
+        Command::Submit(args) => submit::run(&args),
+        Command::Worker(args) => worker::run(&args),
     };
     ExitCode::from(code)
 }

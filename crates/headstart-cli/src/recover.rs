@@ -1,16 +1,19 @@
-//! `headstart recover DB [--json]`: give every unfinished call (admitted, no result) the interrupted result
-//! (SPEC §7.4), and print what was done.
+//! `headstart recover STORE [--json]`: give every unfinished call (admitted, no result) the interrupted result
+//! (SPEC §7.4), and print what was done. STORE is a SQLite file or a PostgreSQL URL.
+//!
+//! Sessions a worker of a fleet holds (`running`) are left alone: their writes are the worker's (contract §7.5.2),
+//! and the worker, or the one that takes them over, recovers them.
 
-use std::path::PathBuf;
+use headstart::store::SessionState;
+use headstart::{recover_session, Clock, RecoveredCall, SystemClock};
 
-use headstart::store::{SqliteOptions, SqliteStore};
-use headstart::{recover_all, Clock, SystemClock};
+use crate::store_url::{runtime, Access, StoreUrl};
 
 /// Arguments of `headstart recover`.
 #[derive(clap::Args)]
 pub struct Args {
-    /// The SQLite transcript file.
-    db: PathBuf,
+    /// The store: a SQLite file, or a PostgreSQL URL (postgres://… or postgresql://…).
+    db: String,
     /// Print JSON: an array with one object per recovered call.
     #[arg(long)]
     json: bool,
@@ -18,21 +21,23 @@ pub struct Args {
 
 /// Runs recovery; exit status 1 when the database cannot be recovered.
 pub fn run(args: &Args) -> u8 {
-    let recovered = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .map_err(|error| format!("cannot start a runtime: {error}"))
-        .and_then(|runtime| {
-            runtime.block_on(async {
-                if !args.db.exists() {
-                    return Err(format!("{} does not exist", args.db.display()));
+    let url = StoreUrl::parse(&args.db);
+    let recovered = runtime().and_then(|runtime| {
+        runtime.block_on(async {
+            let store = url.open(Access::WriteExisting).await?;
+            let mut recovered: Vec<RecoveredCall> = Vec::new();
+            for info in store.sessions().await.map_err(|error| error.to_string())? {
+                if info.state == SessionState::Running {
+                    continue;
                 }
-                let store = SqliteStore::open(&args.db, SqliteOptions::default()).map_err(|error| error.to_string())?;
-                recover_all(&store, SystemClock.now_us())
+                let calls = recover_session(store.as_ref(), &info.id, SystemClock.now_us())
                     .await
-                    .map_err(|error| error.to_string())
-            })
-        });
+                    .map_err(|error| error.to_string())?;
+                recovered.extend(calls);
+            }
+            Ok::<_, String>(recovered)
+        })
+    });
     let recovered = match recovered {
         Ok(recovered) => recovered,
         Err(error) => {
@@ -51,10 +56,7 @@ pub fn run(args: &Args) -> u8 {
         return 0;
     }
     if recovered.is_empty() {
-        println!(
-            "nothing to recover: every admitted call in {} has a result",
-            args.db.display()
-        );
+        println!("nothing to recover: every admitted call in {url} has a result (sessions a worker holds aside)");
     }
     for call in &recovered {
         println!(

@@ -368,7 +368,7 @@ async fn finish(
     Ok(match stop {
         AgentStop::Completed | AgentStop::Terminated | AgentStop::MaxTurns => 0,
         AgentStop::Cancelled => 130,
-        AgentStop::ResponseFailed | AgentStop::Error(_) => {
+        AgentStop::ResponseFailed | AgentStop::Error(_) | AgentStop::Fenced(_) => {
             eprintln!("headstart: the run stopped: {stop:?}");
             1
         }

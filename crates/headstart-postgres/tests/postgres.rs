@@ -325,7 +325,13 @@ async fn a_zombie_writing_through_a_takeover_is_fenced_from_the_claim_on() {
         let (zombie, session, fenced) = (zombie.clone(), session.clone(), Arc::clone(&fenced));
         tokio::spawn(async move {
             let mut stored = Vec::new();
-            for n in 0..400 {
+            // Until 20 writes were fenced, not a fixed number of writes: on a fast server a fixed number could all
+            // land before the takeover (20 s bounds a takeover that never comes).
+            let deadline = Instant::now() + Duration::from_secs(20);
+            for n in 0.. {
+                if Instant::now() > deadline {
+                    break;
+                }
                 match zombie
                     .append_user(&session, &UserMessage::new(format!("zombie {n}")), n)
                     .await

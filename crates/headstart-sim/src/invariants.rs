@@ -853,6 +853,7 @@ mod tests {
                 terminated: false,
                 store_failure: None,
                 committed_prefixes: 1,
+                fenced: false,
             },
         });
         events

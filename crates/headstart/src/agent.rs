@@ -3,7 +3,7 @@
 use std::sync::Arc;
 
 use headstart_core::{Message, Model, ModelRequest, UserMessage};
-use headstart_store::SessionId;
+use headstart_store::{SessionId, StoreError};
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 use tracing::Instrument;
@@ -55,6 +55,8 @@ impl Agent {
     }
 
     /// Runs the loop on a session without a new prompt (after recovery, say): the model sees the stored context.
+    /// Requests are numbered after the last stored one; `max_turns` counts the requests of this run. A session whose
+    /// transcript already ends with a final answer (no calls, a normal stop) ends at once as `Completed`.
     pub fn resume(&self, session: &SessionId, cancel: CancellationToken) -> EventStream {
         self.run_inner(session.clone(), None, cancel)
     }
@@ -94,6 +96,23 @@ async fn run_loop(
     });
     let store = engine.store();
     let clock = engine.clock();
+    // The loop numbers its requests after the stored ones, so every request of a session keeps one number however
+    // many runs it took (`run --session`, a resume, a session taken over by another worker, contract §7.5.3).
+    let log = match store.load_log(session).await {
+        Ok(log) => log,
+        Err(error) => return store_stop(&error),
+    };
+    // Resuming a loop that had already ended (its owner stopped between the final answer and finishing the
+    // session): there is nothing to ask the model.
+    if prompt.is_none() && answered(&log) {
+        return AgentStop::Completed;
+    }
+    let first_request = log
+        .iter()
+        .filter_map(|stored| stored.request)
+        .max()
+        .map_or(0, |last| last.saturating_add(1));
+    drop(log);
     if let Some(prompt) = prompt {
         out.push(AgentEvent::MessageStart { role: Role::User });
         out.flush();
@@ -102,23 +121,23 @@ async fn run_loop(
                 seq: Some(seq),
                 message: Arc::new(Message::User(prompt)),
             }),
-            Err(error) => return AgentStop::Error(error.to_string()),
+            Err(error) => return store_stop(&error),
         }
     }
     let max_turns = engine.config().max_turns;
     let mut continuations = engine.config().continue_after_failed_stream.unwrap_or(0);
-    let mut request = 0u32;
+    let mut request = first_request;
     loop {
         if cancel.is_cancelled() {
             return AgentStop::Cancelled;
         }
-        if request >= max_turns {
+        if request - first_request >= max_turns {
             return AgentStop::MaxTurns;
         }
         out.flush();
         let context = match store.model_context(session).await {
             Ok(context) => context,
-            Err(error) => return AgentStop::Error(error.to_string()),
+            Err(error) => return store_stop(&error),
         };
         let span = tracing::info_span!("request", request);
         let model_request = ModelRequest {
@@ -140,7 +159,11 @@ async fn run_loop(
             .await;
         request += 1;
         if let Some(failure) = outcome.store_failure {
-            return AgentStop::Error(failure);
+            return if outcome.fenced {
+                AgentStop::Fenced(failure)
+            } else {
+                AgentStop::Error(failure)
+            };
         }
         if cancel.is_cancelled() {
             return AgentStop::Cancelled;
@@ -161,5 +184,27 @@ async fn run_loop(
         if !outcome.wants_continuation() {
             return AgentStop::Completed;
         }
+    }
+}
+
+/// Whether the stored transcript ends with a final answer: a response that ended normally without calls, which
+/// asks for no continuation (SPEC §3.6).
+fn answered(log: &[headstart_store::StoredMessage]) -> bool {
+    match log.last().map(|stored| &stored.message) {
+        Some(Message::Assistant(answer)) => {
+            !answer.stop_reason.is_abnormal()
+                && answer.stop_reason != headstart_core::StopReason::ToolUse
+                && answer.tool_calls().next().is_none()
+        }
+        _ => false,
+    }
+}
+
+/// How a store failure stops the loop: a fenced write (SPEC §7.5.2) is told apart, so a worker stops the session
+/// instead of failing it.
+fn store_stop(error: &StoreError) -> AgentStop {
+    match error {
+        StoreError::Fenced(_) => AgentStop::Fenced(error.to_string()),
+        _ => AgentStop::Error(error.to_string()),
     }
 }

@@ -12,6 +12,7 @@ use tokio_util::task::TaskTracker;
 use crate::clock::{Clock, SystemClock};
 use crate::config::EngineConfig;
 use crate::hooks::Hooks;
+use crate::lease_guard::LeaseGuard;
 use crate::queue::{Emitter, EventStream};
 use crate::response::drive_response;
 use crate::shared::Shared;
@@ -52,6 +53,7 @@ impl Engine {
             config: EngineConfig::default(),
             clock: Arc::new(SystemClock),
             turn_ids: Arc::new(|_| uuid::Uuid::now_v7().to_string()),
+            lease_guard: None,
         }
     }
 
@@ -135,6 +137,7 @@ pub struct EngineBuilder {
     config: EngineConfig,
     clock: Arc<dyn Clock>,
     turn_ids: TurnIdSource,
+    lease_guard: Option<Arc<dyn LeaseGuard>>,
 }
 
 impl EngineBuilder {
@@ -169,6 +172,14 @@ impl EngineBuilder {
         self
     }
 
+    /// For a worker of a fleet (SPEC §7.5.4): asked immediately before each call's `execute`; while it says the
+    /// lease may have expired, calls do not start and settle as `cancelled before start:
+    /// <`[`LEASE_MAY_HAVE_EXPIRED`](crate::LEASE_MAY_HAVE_EXPIRED)`>` (default: none, every call may start).
+    pub fn lease_guard(mut self, guard: Arc<dyn LeaseGuard>) -> Self {
+        self.lease_guard = Some(guard);
+        self
+    }
+
     /// The engine.
     pub fn build(self) -> Engine {
         Engine {
@@ -179,6 +190,7 @@ impl EngineBuilder {
                 config: self.config,
                 clock: self.clock,
                 turn_ids: self.turn_ids,
+                lease_guard: self.lease_guard,
             }),
         }
     }

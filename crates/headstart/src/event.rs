@@ -68,6 +68,8 @@ pub struct TurnOutcome {
     pub store_failure: Option<String>,
     /// Prefix fragments committed before the terminal one (SPEC §3.3): work that a failed stream leaves behind.
     pub committed_prefixes: usize,
+    /// That failure was a fenced write (SPEC §7.5.2): the worker no longer holds the session's lease.
+    pub fenced: bool,
 }
 
 impl TurnOutcome {
@@ -103,6 +105,9 @@ pub enum AgentStop {
     MaxTurns,
     /// The run could not go on: a store failure, or a model request that could not be made.
     Error(String),
+    /// A write was fenced (SPEC §7.5.2): another worker holds the session now, or it was finished. This worker
+    /// must stop the session without retrying; nothing of the refused write was stored.
+    Fenced(String),
 }
 
 /// One event of an agent run.

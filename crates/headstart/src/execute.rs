@@ -45,6 +45,8 @@ impl Executed {
     pub fn run_state(&self) -> RunState {
         match self.outcome {
             RunOutcome::Cancelled | RunOutcome::TimedOut => RunState::Cancelled,
+            // A call the engine did not start (SPEC §7.5.4) never ran.
+            RunOutcome::Skipped => RunState::Skipped,
             _ => RunState::Finished,
         }
     }

@@ -74,6 +74,7 @@ mod engine;
 mod event;
 mod execute;
 mod hooks;
+mod lease_guard;
 mod panic;
 mod prepare;
 mod queue;
@@ -95,6 +96,7 @@ pub use config::{EngineConfig, ExecutionMode};
 pub use engine::{Engine, EngineBuilder, TurnIdSource};
 pub use event::{AgentEvent, AgentStop, Role, TurnOutcome};
 pub use hooks::{Decision, HookError, Hooks, ResultDraft, ResultOverride, ToolHook};
+pub use lease_guard::{LeaseGuard, LEASE_MAY_HAVE_EXPIRED};
 pub use queue::{Emitted, EventStream};
 pub use recovery::{
     expects_answer, recover_all, recover_session, RecoveredCall, RecoveryAction, RecoveryPolicy, Resumed, INTERRUPTED,

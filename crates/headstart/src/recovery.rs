@@ -16,9 +16,9 @@ use tokio_util::sync::CancellationToken;
 use crate::agent::Agent;
 use crate::engine::Engine;
 use crate::execute::execute;
+use crate::lease_guard::CallGate;
 use crate::prepare::prepare;
 use crate::queue::EventStream;
-use crate::tool::ToolContext;
 use crate::updates::UpdateSink;
 
 /// The result text of a call interrupted by a crash (SPEC §7.4).
@@ -162,12 +162,20 @@ impl Engine {
     async fn reexecute(&self, session: &SessionId, unfinished: &UnfinishedCall) -> Result<RecoveredCall, StoreError> {
         let call = Arc::new(unfinished.call.clone());
         let had_started = had_started(unfinished);
-        let (result, run) = match prepare(&call, self.toolbox(), &self.shared().hooks).await {
-            Err(immediate) => (
-                ToolResultMessage::error(&call, immediate.text),
+        let gate = CallGate::new(session.clone(), self.shared().lease_guard.clone());
+        let prepared = match gate.refusal() {
+            // The lease may have expired (SPEC §7.5.4): the call is not run again; its result says why.
+            Some(refused) => Err((refused.outcome, refused.into_result(&call))),
+            None => prepare(&call, self.toolbox(), &self.shared().hooks)
+                .await
+                .map_err(|immediate| (immediate.outcome, ToolResultMessage::error(&call, immediate.text))),
+        };
+        let (result, run) = match prepared {
+            Err((outcome, result)) => (
+                result,
                 RunEnd {
                     state: RunState::Skipped,
-                    outcome: immediate.outcome,
+                    outcome,
                     started_at_us: None,
                 },
             ),
@@ -175,12 +183,8 @@ impl Engine {
                 let started_at_us = self.clock().now_us();
                 // Like a live start: the mark says the call began again, should this run crash too.
                 self.store().mark_started(session, &call.id, started_at_us).await?;
-                let context = ToolContext {
-                    call_id: call.id.clone(),
-                    cancel: CancellationToken::new(),
-                    // Recovery has no event stream: updates go nowhere.
-                    updates: UpdateSink::disconnected(),
-                };
+                // Recovery has no event stream: updates go nowhere.
+                let context = gate.context(&call.id, CancellationToken::new(), UpdateSink::disconnected());
                 let executed = execute(ready, Arc::clone(&call), self.shared().hooks.clone(), context).await;
                 let run = RunEnd {
                     state: executed.run_state(),

@@ -33,6 +33,7 @@ use tracing::Instrument;
 
 use crate::admission::{self, Admission};
 use crate::event::{AgentEvent, Role, TurnOutcome};
+use crate::lease_guard::CallGate;
 use crate::queue::Emitter;
 use crate::runner::{RunnerEvent, ToolRunner};
 use crate::shared::Shared;
@@ -90,7 +91,7 @@ pub(crate) struct ResponseDriver<'a> {
     cancel_seen: bool,
     admitted_ids: HashSet<String>,
     runner: ToolRunner,
-    store_failure: Option<String>,
+    store_failure: Option<StoreError>,
     /// Prefix fragments committed so far.
     committed_prefixes: usize,
     /// Results to write, in the order they settled (SPEC §6.5: durable in completion order).
@@ -107,6 +108,7 @@ impl<'a> ResponseDriver<'a> {
             Arc::clone(&shared.toolbox),
             shared.hooks.clone(),
             tasks.clone(),
+            CallGate::new(session.clone(), shared.lease_guard.clone()),
         );
         ResponseDriver {
             shared,
@@ -318,7 +320,7 @@ impl<'a> ResponseDriver<'a> {
             Err(error) => {
                 let message = error.to_string();
                 tracing::error!(request = self.request, %message, "fragment commit failed");
-                self.store_failure.get_or_insert_with(|| message.clone());
+                self.store_failure.get_or_insert(error);
                 Err((message, fragment))
             }
         }
@@ -409,6 +411,8 @@ impl<'a> ResponseDriver<'a> {
             RunnerEvent::Executed { slot, executed } => {
                 let entry = self.runner.slot(slot);
                 let call = Arc::clone(&entry.call);
+                // A call the lease guard refused never started (SPEC §7.5.4).
+                let never_started = entry.started_at_us.is_none();
                 let run = RunEnd {
                     state: executed.run_state(),
                     outcome: executed.outcome,
@@ -418,7 +422,7 @@ impl<'a> ResponseDriver<'a> {
                 self.runner.slot_mut(slot).terminate = result.terminate;
                 // The calls this one held back start now, beside its result write (SPEC §6.5).
                 self.advance().await;
-                self.record_result(&call, result, Some(run), false);
+                self.record_result(&call, result, Some(run), never_started);
             }
         }
     }
@@ -500,7 +504,7 @@ impl<'a> ResponseDriver<'a> {
             Err(error) => {
                 let message = error.to_string();
                 tracing::error!(call_id = %write.call.id, %message, "tool result write failed");
-                self.store_failure.get_or_insert(message);
+                self.store_failure.get_or_insert(error);
                 None
             }
         };
@@ -613,7 +617,7 @@ impl<'a> ResponseDriver<'a> {
         let abort_reason = if stop_reason.is_abnormal() {
             error_message.clone().or_else(|| Some(stop_reason.to_string()))
         } else {
-            self.store_failure.clone()
+            self.store_failure.as_ref().map(ToString::to_string)
         };
         match abort_reason {
             Some(reason) => self.abort_calls(&reason),
@@ -647,7 +651,8 @@ impl<'a> ResponseDriver<'a> {
             error: ending.and_then(|ending| ending.error_message.clone()),
             admitted: self.runner.len(),
             terminated: self.runner.all_batches_terminated(),
-            store_failure: self.store_failure.clone(),
+            store_failure: self.store_failure.as_ref().map(ToString::to_string),
+            fenced: matches!(self.store_failure, Some(StoreError::Fenced(_))),
             committed_prefixes: self.committed_prefixes,
         }
     }

@@ -23,9 +23,10 @@ use crate::admission::Admission;
 use crate::config::EngineConfig;
 use crate::execute::{execute, Executed};
 use crate::hooks::Hooks;
+use crate::lease_guard::CallGate;
 use crate::prepare::{prepare, Immediate, ReadyCall};
 use crate::scheduler::{Action, Prepared, Scheduler};
-use crate::tool::{ToolContext, ToolOutput};
+use crate::tool::ToolOutput;
 use crate::toolbox::Toolbox;
 use crate::updates::{UpdateBoard, UpdateSink};
 
@@ -63,11 +64,12 @@ pub(crate) struct ToolRunner {
     updates: Arc<UpdateBoard>,
     cancel: CancellationToken,
     tasks: TaskTracker,
+    gate: CallGate,
 }
 
 impl ToolRunner {
     /// A runner whose call tasks are tracked by `tasks`.
-    pub fn new(config: &EngineConfig, toolbox: Arc<Toolbox>, hooks: Hooks, tasks: TaskTracker) -> Self {
+    pub fn new(config: &EngineConfig, toolbox: Arc<Toolbox>, hooks: Hooks, tasks: TaskTracker, gate: CallGate) -> Self {
         ToolRunner {
             scheduler: Scheduler::new(config.tool_execution, config.max_in_flight),
             slots: Vec::new(),
@@ -78,6 +80,7 @@ impl ToolRunner {
             updates: Arc::default(),
             cancel: CancellationToken::new(),
             tasks,
+            gate,
         }
     }
 
@@ -97,15 +100,16 @@ impl ToolRunner {
     }
 
     /// Carries out the scheduler's decisions; returns the slots that started now (their bodies are running on
-    /// their own tasks).
+    /// their own tasks). A call the lease guard refused is not among them: it settles unstarted (SPEC §7.5.4).
     pub fn advance(&mut self, now_us: i64) -> Vec<usize> {
         let mut started = Vec::new();
         while let Some(action) = self.scheduler.next_action() {
             match action {
                 Action::Prepare(slot) => self.begin_preparation(slot),
                 Action::Start(slot) => {
-                    self.start(slot, now_us);
-                    started.push(slot);
+                    if self.start(slot, now_us) {
+                        started.push(slot);
+                    }
                 }
             }
         }
@@ -120,21 +124,27 @@ impl ToolRunner {
         self.preparing = Some((slot, future.boxed()));
     }
 
-    fn start(&mut self, slot: usize, now_us: i64) {
+    /// Starts a call's body; `false` when the gate refused it (it then settles without a start time).
+    fn start(&mut self, slot: usize, now_us: i64) -> bool {
+        if let Some(refused) = self.gate.refusal() {
+            self.slots[slot].ready = None;
+            self.running.push(async move { (slot, refused) }.boxed());
+            return false;
+        }
         let entry = &mut self.slots[slot];
         entry.started_at_us = Some(now_us);
         let Some(ready) = entry.ready.take() else {
             // The scheduler only starts prepared calls; a missing preparation is an engine bug, reported as one.
             let executed = Executed::error(RunOutcome::Error, "internal error: call started without preparation");
             self.running.push(async move { (slot, executed) }.boxed());
-            return;
+            return true;
         };
         let call = Arc::clone(&entry.call);
-        let context = ToolContext {
-            call_id: call.id.clone(),
-            cancel: self.cancel.child_token(),
-            updates: UpdateSink::new(slot, Arc::clone(&self.updates)),
-        };
+        let context = self.gate.context(
+            &call.id,
+            self.cancel.child_token(),
+            UpdateSink::new(slot, Arc::clone(&self.updates)),
+        );
         let hooks = self.hooks.clone();
         let body = self.tasks.spawn(execute(ready, call, hooks, context));
         self.running.push(
@@ -150,6 +160,7 @@ impl ToolRunner {
             }
             .boxed(),
         );
+        true
     }
 
     /// The next thing that happened, in the documented priority: updates, then call returns (an update a call

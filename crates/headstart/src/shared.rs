@@ -7,6 +7,7 @@ use headstart_store::TranscriptStore;
 use crate::clock::Clock;
 use crate::config::EngineConfig;
 use crate::hooks::Hooks;
+use crate::lease_guard::LeaseGuard;
 use crate::toolbox::Toolbox;
 
 /// Generates a `turn_id` for a response whose provider gave no response id.
@@ -19,4 +20,6 @@ pub(crate) struct Shared {
     pub config: EngineConfig,
     pub clock: Arc<dyn Clock>,
     pub turn_ids: TurnIdSource,
+    /// Asked before each call's `execute` when the engine runs a leased session (SPEC §7.5.4).
+    pub lease_guard: Option<Arc<dyn LeaseGuard>>,
 }

@@ -80,6 +80,10 @@ impl From<&str> for ToolError {
 pub struct ToolContext {
     /// The call's id.
     pub call_id: String,
+    /// The call's stable idempotency key (SPEC §7.5): the same on every attempt and every worker, different for
+    /// every (session, call) pair ([`headstart_store::idempotency_key`]). Pass it to the service the tool calls
+    /// (an `Idempotency-Key` header, a request id), so that a call recovery re-runs is recognised there.
+    pub idempotency_key: String,
     /// Cancelled when the response fails, the caller cancels, or the call's timeout passes. A body should return
     /// promptly once it fires; whatever it returns is recorded (SPEC §5.5).
     pub cancel: CancellationToken,

@@ -7,7 +7,9 @@ pub mod svg;
 
 use std::path::PathBuf;
 
-use headstart::store::{SessionId, SqliteStore, TranscriptStore};
+use headstart::store::SessionId;
+
+use crate::store_url::{runtime, Access, StoreUrl};
 
 use data::{format_ms, Timeline};
 
@@ -15,8 +17,8 @@ use data::{format_ms, Timeline};
 #[derive(clap::Args)]
 #[command(group(clap::ArgGroup::new("source").required(true).args(["db", "report"])))]
 pub struct Args {
-    /// The SQLite transcript file.
-    db: Option<PathBuf>,
+    /// The store: a SQLite file, or a PostgreSQL URL (postgres://… or postgresql://…).
+    db: Option<String>,
     /// The session to draw (default: the newest).
     #[arg(long, conflicts_with = "report")]
     session: Option<String>,
@@ -68,12 +70,9 @@ fn load(args: &Args) -> Result<Timeline, String> {
     let Some(db) = &args.db else {
         return Err("give a transcript file or --report".to_owned());
     };
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .map_err(|error| format!("cannot start a runtime: {error}"))?;
-    runtime.block_on(async {
-        let store = SqliteStore::open_read_only(db).map_err(|error| error.to_string())?;
+    runtime()?.block_on(async {
+        let url = StoreUrl::parse(db);
+        let store = url.open(Access::Read).await?;
         let session = match &args.session {
             Some(id) => SessionId(id.clone()),
             None => store
@@ -84,7 +83,7 @@ fn load(args: &Args) -> Result<Timeline, String> {
                 // The newest is the latest created; `max_by_key` keeps the last listed on ties.
                 .max_by_key(|info| info.created_at_us)
                 .map(|info| info.id)
-                .ok_or_else(|| format!("{} holds no sessions", db.display()))?,
+                .ok_or_else(|| format!("{url} holds no sessions"))?,
         };
         let log = store.load_log(&session).await.map_err(|error| error.to_string())?;
         if log.is_empty() {

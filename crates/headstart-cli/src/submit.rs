@@ -1,0 +1,64 @@
+//! `headstart submit --store URL [--scenario FILE] [--count N] ["PROMPT"]`: put sessions in a fleet's queue
+//! (contract §7.5); a worker claims them. Prints each new session's id.
+
+use std::path::PathBuf;
+
+use headstart::{Clock, SystemClock, UserMessage};
+use headstart_sim::Scenario;
+
+use crate::store_url::{runtime, Access, StoreUrl};
+
+/// Arguments of `headstart submit`.
+#[derive(clap::Args)]
+pub struct Args {
+    /// The store: a SQLite file (created if missing), or a PostgreSQL URL (postgres://… or postgresql://…).
+    #[arg(long)]
+    store: String,
+    /// Take the prompt from this scenario when none is given.
+    #[arg(long)]
+    scenario: Option<PathBuf>,
+    /// How many sessions to submit, each with the same prompt.
+    #[arg(long, default_value_t = 1)]
+    count: usize,
+    /// The prompt (message 1 of the session).
+    prompt: Option<String>,
+}
+
+/// Submits; exit status 1 when nothing could be submitted, 2 on bad arguments.
+pub fn run(args: &Args) -> u8 {
+    let prompt = match (&args.prompt, &args.scenario) {
+        (Some(prompt), _) => prompt.clone(),
+        (None, Some(path)) => match Scenario::load(path) {
+            Ok(scenario) => scenario.prompt,
+            Err(error) => {
+                eprintln!("headstart submit: {error}");
+                return 2;
+            }
+        },
+        (None, None) => {
+            eprintln!("headstart submit: give a PROMPT or a --scenario to take it from");
+            return 2;
+        }
+    };
+    let submitted = runtime().and_then(|runtime| {
+        runtime.block_on(async {
+            let store = StoreUrl::parse(&args.store).open(Access::Create).await?;
+            let message = UserMessage::new(prompt);
+            for _ in 0..args.count {
+                let session = store
+                    .submit(&message, SystemClock.now_us())
+                    .await
+                    .map_err(|error| error.to_string())?;
+                println!("{session}");
+            }
+            Ok::<_, String>(())
+        })
+    });
+    match submitted {
+        Ok(()) => 0,
+        Err(error) => {
+            eprintln!("headstart submit: {error}");
+            1
+        }
+    }
+}

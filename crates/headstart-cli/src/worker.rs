@@ -1,0 +1,266 @@
+//! `headstart worker --store URL --id NAME --scenario FILE [--concurrency N] [--lease-ms N] [--poll-ms N]
+//! [--touch-dir DIR]`: a worker of a fleet (contract §7.5, docs/fleet.md) running the simulated model and tools of
+//! a scenario on the wall clock, as `replay --clock wall` does.
+//!
+//! It logs one line per event to standard error (`claimed`, `recovered`, `finished`, `lost`, `fenced-write`,
+//! `queue-error`, each followed by the session id) and, when it stops (SIGINT or SIGTERM: its sessions are
+//! released), prints its totals as one JSON object on standard output.
+
+use std::io::Write as _;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use async_trait::async_trait;
+use headstart::core::model::Message;
+use headstart::store::SessionEnd;
+use headstart::{
+    Arguments, DeltaStream, Engine, EngineBuilder, ExecutionMode, Hooks, Model, ModelError, ModelRequest, SessionId,
+    Tool, ToolContext, ToolError, ToolOutput, Toolbox, TranscriptStore,
+};
+use headstart_fleet::{SessionSetup, Worker, WorkerConfig, WorkerEvent, WorkerStats};
+use headstart_sim::sim_model::SimModel;
+use headstart_sim::sim_tools::{SimHooks, SimTool};
+use headstart_sim::Scenario;
+use serde_json::Value;
+
+use crate::store_url::{Access, StoreUrl};
+
+/// Arguments of `headstart worker`.
+#[derive(clap::Args)]
+pub struct Args {
+    /// The store: a PostgreSQL URL (postgres://… or postgresql://…), or a SQLite file shared by the workers of one
+    /// machine.
+    #[arg(long)]
+    store: String,
+    /// The worker's name in the queue (unique within the fleet).
+    #[arg(long)]
+    id: String,
+    /// The scenario whose simulated model and tools run every session (required: a real application plugs its
+    /// own model and tools into the `headstart-fleet` library).
+    #[arg(long)]
+    scenario: PathBuf,
+    /// The most sessions run at once.
+    #[arg(long, default_value_t = 8)]
+    concurrency: usize,
+    /// The lease, in milliseconds (renewed every third of it).
+    #[arg(long, default_value_t = 10_000)]
+    lease_ms: u64,
+    /// How often to look for work, in milliseconds.
+    #[arg(long, default_value_t = 250)]
+    poll_ms: u64,
+    /// Each call's body appends one line to DIR/<session id>/<call id> when it begins.
+    #[arg(long)]
+    touch_dir: Option<PathBuf>,
+}
+
+/// Runs the worker until SIGINT or SIGTERM; exit status 1 when it cannot start, 2 on bad arguments.
+pub fn run(args: &Args) -> u8 {
+    let scenario = match Scenario::load(&args.scenario) {
+        Ok(scenario) => scenario,
+        Err(error) => {
+            eprintln!("headstart worker: {error}");
+            return 2;
+        }
+    };
+    let config = WorkerConfig {
+        concurrency: args.concurrency,
+        lease: Duration::from_millis(args.lease_ms),
+        poll_interval: Duration::from_millis(args.poll_ms),
+        ..WorkerConfig::new(args.id.clone())
+    };
+    let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
+        Ok(runtime) => runtime,
+        Err(error) => {
+            eprintln!("headstart worker: cannot start a runtime: {error}");
+            return 1;
+        }
+    };
+    let stats = runtime.block_on(async {
+        let queue = StoreUrl::parse(&args.store).open(Access::Create).await?;
+        let setup = ScenarioSetup {
+            model: Arc::new(ScenarioModel(SimModel::new(scenario.turns.clone()))),
+            scenario,
+            touch: args.touch_dir.clone().map(|dir| (dir, args.id.clone())),
+        };
+        let worker = Worker::new(queue, Arc::new(setup), config)
+            .map_err(|error| error.to_string())?
+            .observe(log_event);
+        let shutdown = headstart::CancellationToken::new();
+        tokio::spawn(stop_on_signal(shutdown.clone()));
+        Ok::<WorkerStats, String>(worker.run(shutdown).await)
+    });
+    match stats {
+        Ok(stats) => {
+            println!("{}", stats_json(&stats));
+            0
+        }
+        Err(error) => {
+            eprintln!("headstart worker: {error}");
+            1
+        }
+    }
+}
+
+/// Cancels `shutdown` on SIGINT or SIGTERM.
+async fn stop_on_signal(shutdown: headstart::CancellationToken) {
+    #[cfg(unix)]
+    {
+        use tokio::signal::unix::{signal, SignalKind};
+        let Ok(mut term) = signal(SignalKind::terminate()) else {
+            return;
+        };
+        tokio::select! {
+            _ = tokio::signal::ctrl_c() => {}
+            _ = term.recv() => {}
+        }
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = tokio::signal::ctrl_c().await;
+    }
+    shutdown.cancel();
+}
+
+fn log_event(event: &WorkerEvent) {
+    let line = match event {
+        WorkerEvent::Claimed {
+            session,
+            epoch,
+            previous_owner,
+        } => match previous_owner {
+            Some(previous) => format!("claimed {session} epoch {epoch} from {previous}"),
+            None => format!("claimed {session} epoch {epoch}"),
+        },
+        WorkerEvent::Recovered { session, calls } => format!("recovered {session} {calls} call(s)"),
+        WorkerEvent::Finished { session, end } => match end {
+            SessionEnd::Completed => format!("finished {session} completed"),
+            SessionEnd::Failed(reason) => format!("finished {session} failed: {reason}"),
+            SessionEnd::Released => format!("finished {session} released"),
+        },
+        WorkerEvent::Lost { session, reason } => format!("lost {session}: {reason}"),
+        WorkerEvent::FencedWrite { session } => format!("fenced-write {session}"),
+        WorkerEvent::QueueError { message } => format!("queue-error {message}"),
+    };
+    // One write per line, so lines of concurrent sessions never interleave.
+    let _ = std::io::stderr().write_all(format!("{line}\n").as_bytes());
+}
+
+fn stats_json(stats: &WorkerStats) -> Value {
+    serde_json::json!({
+        "claimed": stats.claimed,
+        "taken_over": stats.taken_over,
+        "recovered_calls": stats.recovered_calls,
+        "completed": stats.completed,
+        "failed": stats.failed,
+        "released": stats.released,
+        "lost": stats.lost,
+        "fenced_writes": stats.fenced_writes,
+    })
+}
+
+/// A scenario's tools, hooks and configuration for every session; its model for every request.
+struct ScenarioSetup {
+    scenario: Scenario,
+    model: Arc<dyn Model>,
+    /// The touch directory and this worker's name (the line each touch appends).
+    touch: Option<(PathBuf, String)>,
+}
+
+impl SessionSetup for ScenarioSetup {
+    fn engine(&self, session: &SessionId, store: Arc<dyn TranscriptStore>) -> EngineBuilder {
+        let mut toolbox = Toolbox::new();
+        for spec in &self.scenario.tools {
+            let tool = SimTool::new(spec.clone(), None);
+            let registered = match &self.touch {
+                Some((dir, worker)) => toolbox.register(Touching {
+                    inner: tool,
+                    dir: dir.join(&session.0),
+                    line: format!("{worker}\n"),
+                }),
+                None => toolbox.register(tool),
+            };
+            // Scenario loading already refused duplicate tool names, the only way registering fails.
+            if let Err(error) = registered {
+                eprintln!("headstart worker: {error}");
+            }
+        }
+        Engine::builder(store)
+            .toolbox(toolbox)
+            .hooks(Hooks::new().with(SimHooks::new(self.scenario.hooks.clone())))
+            .config(self.scenario.config.engine_config())
+    }
+
+    fn model(&self, _session: &SessionId) -> Arc<dyn Model> {
+        Arc::clone(&self.model)
+    }
+}
+
+/// The scenario's model, answering from the stored context: the response after the `n`th stored assistant
+/// message is the scenario's turn `n`, so a session resumed after a takeover goes on where it stopped (a response
+/// cut short by a crash counts as given).
+struct ScenarioModel(SimModel);
+
+#[async_trait]
+impl Model for ScenarioModel {
+    async fn stream(&self, mut request: ModelRequest) -> Result<DeltaStream, ModelError> {
+        let answered = request
+            .context
+            .iter()
+            .filter(|message| matches!(message, Message::Assistant(_)))
+            .count();
+        request.request = u32::try_from(answered).unwrap_or(u32::MAX);
+        self.0.stream(request).await
+    }
+}
+
+/// A tool whose body first appends a line to `dir/<call id>`, so every execution of a call is visible.
+struct Touching {
+    inner: SimTool,
+    dir: PathBuf,
+    line: String,
+}
+
+impl Touching {
+    fn touch(&self, call_id: &str) -> std::io::Result<()> {
+        std::fs::create_dir_all(&self.dir)?;
+        let mut file = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(self.dir.join(call_id))?;
+        file.write_all(self.line.as_bytes())
+    }
+}
+
+#[async_trait]
+impl Tool for Touching {
+    fn name(&self) -> &str {
+        self.inner.name()
+    }
+    fn description(&self) -> &str {
+        self.inner.description()
+    }
+    fn parameters(&self) -> Value {
+        self.inner.parameters()
+    }
+    fn is_async(&self) -> bool {
+        self.inner.is_async()
+    }
+    fn execution_mode(&self) -> Option<ExecutionMode> {
+        self.inner.execution_mode()
+    }
+    fn conflict_key(&self, arguments: &Arguments) -> Option<String> {
+        self.inner.conflict_key(arguments)
+    }
+    fn timeout(&self) -> Option<Duration> {
+        self.inner.timeout()
+    }
+    fn idempotent(&self) -> bool {
+        self.inner.idempotent()
+    }
+    async fn execute(&self, arguments: Arguments, context: ToolContext) -> Result<ToolOutput, ToolError> {
+        self.touch(&context.call_id)
+            .map_err(|error| ToolError::new(format!("touch failed: {error}")))?;
+        self.inner.execute(arguments, context).await
+    }
+}

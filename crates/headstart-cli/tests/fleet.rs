@@ -1,0 +1,462 @@
+//! Fleet crash test (contract §7.5, issue 14): three `headstart worker` processes on one PostgreSQL database run
+//! a few hundred sessions of `tests/crash/many-calls.json` (async and sync calls, with `fetch` made idempotent so
+//! recovery re-runs it). One worker is killed with SIGKILL at random moments and restarted each time; another is
+//! stopped with SIGSTOP for longer than its lease and then resumed, a zombie whose sessions were taken over.
+//!
+//! At the end:
+//! 1. every session is `completed`;
+//! 2. every call a tool body began (each begin appends a line to `<touch dir>/<session>/<call id>`) is in a
+//!    durable fragment of its session;
+//! 3. the engine's invariants hold for every session (`headstart_sim::invariants`): every admitted call has exactly
+//!    one result, no call started before its owner was durable;
+//! 4. no call began twice, unless its tool is idempotent (recovery re-runs only those) and its session was claimed
+//!    at least as many times as the call began (one execution per claim);
+//! 5. the zombie, once resumed, lost its sessions and every write it then tried was fenced (it counts them).
+//!
+//! PostgreSQL comes from `headstart_postgres::testing` (`DATABASE_URL`, or a throwaway cluster); without one the
+//! test says so loudly and passes, or fails under `HEADSTART_REQUIRE_POSTGRES=1`.
+//!
+//! Environment: `HEADSTART_FLEET_SEED` (repeat a run; the seed is printed), `HEADSTART_FLEET_SESSIONS` (default
+//! 300).
+#![cfg(unix)]
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::fs::File;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use headstart::store::SessionState;
+use headstart::{Message, TranscriptStore};
+use headstart_postgres::{testing, PgOptions, PgStore};
+use headstart_sim::invariants::check_session;
+use serde_json::Value;
+
+const SCENARIO: &str = "tests/crash/many-calls.json";
+const DEFAULT_SESSIONS: usize = 300;
+const REQUIRED_KILLS: usize = 10;
+const LEASE_MS: u64 = 1_000;
+const POLL_MS: u64 = 100;
+/// The whole run must end well within the suite's budget.
+const DEADLINE: Duration = Duration::from_secs(50);
+
+/// SplitMix64: a small seeded generator.
+struct Rng(u64);
+
+impl Rng {
+    fn next_u64(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^ (z >> 31)
+    }
+
+    fn between_ms(&mut self, low: u64, high: u64) -> Duration {
+        Duration::from_millis(low + self.next_u64() % (high - low))
+    }
+}
+
+fn env_number(name: &str) -> Option<u64> {
+    std::env::var(name).ok()?.parse().ok()
+}
+
+/// The scenario with `fetch` declared idempotent, written next to the run's files.
+fn fleet_scenario(dir: &Path) -> PathBuf {
+    let text = std::fs::read_to_string(SCENARIO).expect("read the crash scenario");
+    let mut scenario: Value = serde_json::from_str(&text).expect("the crash scenario is JSON");
+    let tools = scenario["tools"].as_array_mut().expect("tools");
+    for tool in tools {
+        if tool["name"] == "fetch" {
+            tool["idempotent"] = Value::Bool(true);
+        }
+    }
+    let path = dir.join("fleet.json");
+    std::fs::write(&path, scenario.to_string()).expect("write the fleet scenario");
+    path
+}
+
+struct Fleet {
+    bin: PathBuf,
+    url: String,
+    scenario: PathBuf,
+    dir: PathBuf,
+    touch: PathBuf,
+}
+
+impl Fleet {
+    /// Starts worker `id`; its standard error (the event log) goes to `<dir>/<id>.<incarnation>.log`.
+    fn spawn(&self, id: &str, incarnation: usize) -> Child {
+        let log = self.dir.join(format!("{id}.{incarnation}.log"));
+        let out = self.dir.join(format!("{id}.{incarnation}.out"));
+        Command::new(&self.bin)
+            .args(["worker", "--store", &self.url, "--id", id, "--scenario"])
+            .arg(&self.scenario)
+            .args(["--concurrency", "16", "--lease-ms", &LEASE_MS.to_string()])
+            .args(["--poll-ms", &POLL_MS.to_string(), "--touch-dir"])
+            .arg(&self.touch)
+            .stdout(File::create(out).expect("worker stdout file"))
+            .stderr(File::create(log).expect("worker log file"))
+            .spawn()
+            .expect("start a worker")
+    }
+
+    fn log(&self, id: &str, incarnation: usize) -> String {
+        std::fs::read_to_string(self.dir.join(format!("{id}.{incarnation}.log"))).unwrap_or_default()
+    }
+
+    fn stats(&self, id: &str, incarnation: usize) -> Value {
+        let text = std::fs::read_to_string(self.dir.join(format!("{id}.{incarnation}.out"))).unwrap_or_default();
+        serde_json::from_str(text.trim()).unwrap_or(Value::Null)
+    }
+}
+
+fn signal(child: &Child, signal: &str) {
+    let status = Command::new("kill")
+        .args([format!("-{signal}"), child.id().to_string()])
+        .status()
+        .expect("run kill");
+    assert!(status.success(), "kill -{signal} {}", child.id());
+}
+
+/// A copy of the binary under test: the test starts it dozens of times over half a minute, and a target folder
+/// shared with other checkouts may see `target/debug/headstart` rebuilt from other sources meanwhile.
+fn private_binary(dir: &Path) -> PathBuf {
+    let bin = dir.join("headstart");
+    std::fs::copy(env!("CARGO_BIN_EXE_headstart"), &bin).expect("copy the headstart binary");
+    let help = Command::new(&bin)
+        .args(["worker", "--help"])
+        .output()
+        .expect("run headstart worker --help");
+    assert!(
+        help.status.success(),
+        "{} has no worker command: it is not this build (a target folder shared with another checkout?)",
+        env!("CARGO_BIN_EXE_headstart")
+    );
+    bin
+}
+
+/// Runs the binary and parses its standard output as JSON.
+fn run_json(bin: &Path, args: &[&str]) -> Value {
+    let output = Command::new(bin).args(args).output().expect("run headstart");
+    assert!(
+        output.status.success(),
+        "headstart {args:?}: {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    serde_json::from_slice(&output.stdout).expect("JSON output")
+}
+
+/// Submitting to a SQLite file creates it; `inspect --json` shows the sessions pending, with no owner.
+#[test]
+fn submit_to_a_sqlite_file_and_inspect_the_queue() {
+    let temp = tempfile::tempdir().expect("temp dir");
+    let bin = private_binary(temp.path());
+    let db = temp.path().join("queue.db");
+    let submitted = Command::new(&bin)
+        .args(["submit", "--store"])
+        .arg(&db)
+        .args(["--count", "2", "hello"])
+        .output()
+        .expect("run submit");
+    assert!(
+        submitted.status.success(),
+        "{}",
+        String::from_utf8_lossy(&submitted.stderr)
+    );
+    let ids: Vec<String> = String::from_utf8_lossy(&submitted.stdout)
+        .lines()
+        .map(str::to_owned)
+        .collect();
+    assert_eq!(ids.len(), 2);
+    let db = db.to_string_lossy().into_owned();
+    let inspected = run_json(&bin, &["inspect", &db, "--json"]);
+    let sessions = inspected.as_array().expect("an array");
+    assert_eq!(sessions.len(), 2);
+    for (session, id) in sessions.iter().zip(&ids) {
+        assert_eq!(session["session"], id.as_str());
+        assert_eq!(session["state"], "pending");
+        assert_eq!(session["owner"], Value::Null);
+        assert_eq!(session["epoch"], 0);
+        assert_eq!(session["transcript"][0]["role"], "user");
+        assert_eq!(session["transcript"][0]["text"], "hello");
+    }
+    // A missing file is an error for the commands that read, not a new empty store.
+    let missing = temp.path().join("missing.db").to_string_lossy().into_owned();
+    let inspect = Command::new(&bin)
+        .args(["inspect", &missing])
+        .output()
+        .expect("run inspect");
+    assert_eq!(inspect.status.code(), Some(1));
+    assert!(!Path::new(&missing).exists());
+}
+
+/// `(session, call id) → lines` of every touch file.
+fn touches(dir: &Path) -> BTreeMap<(String, String), usize> {
+    let mut touched = BTreeMap::new();
+    let Ok(sessions) = std::fs::read_dir(dir) else {
+        return touched;
+    };
+    for session in sessions.flatten() {
+        let session_id = session.file_name().to_string_lossy().into_owned();
+        for call in std::fs::read_dir(session.path())
+            .expect("a session's touch folder")
+            .flatten()
+        {
+            let lines = std::fs::read_to_string(call.path())
+                .expect("a touch file")
+                .lines()
+                .count();
+            touched.insert(
+                (session_id.clone(), call.file_name().to_string_lossy().into_owned()),
+                lines,
+            );
+        }
+    }
+    touched
+}
+
+/// How many sessions completed, of how many; panics at once when one failed (it never will complete).
+async fn completed(store: &PgStore) -> (usize, usize) {
+    let sessions = store.sessions().await.expect("list sessions");
+    if let Some(failed) = sessions.iter().find(|info| info.state == SessionState::Failed) {
+        panic!("session {} failed: {:?}", failed.id, failed.failure);
+    }
+    let done = sessions
+        .iter()
+        .filter(|info| info.state == SessionState::Completed)
+        .count();
+    (done, sessions.len())
+}
+
+/// The sessions not completed, as (id, state, owner, epoch), for a failure message.
+async fn unfinished(store: &PgStore) -> Vec<(String, SessionState, Option<String>, u64)> {
+    let sessions = store.sessions().await.expect("list sessions");
+    sessions
+        .into_iter()
+        .filter(|info| info.state != SessionState::Completed)
+        .map(|info| (info.id.0, info.state, info.owner, info.epoch))
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_fleet_survives_kills_and_a_zombie() {
+    let Some(database) = testing::database().await else {
+        return;
+    };
+    let sessions_wanted = env_number("HEADSTART_FLEET_SESSIONS").map_or(DEFAULT_SESSIONS, |n| n as usize);
+    let seed = env_number("HEADSTART_FLEET_SEED").unwrap_or_else(|| {
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(1, |elapsed| elapsed.as_nanos() as u64)
+    });
+    eprintln!("fleet test: seed {seed} (HEADSTART_FLEET_SEED={seed} repeats it), {sessions_wanted} sessions");
+    let mut rng = Rng(seed);
+    let temp = tempfile::tempdir().expect("temp dir");
+    let fleet = Fleet {
+        bin: private_binary(temp.path()),
+        url: database.url().to_owned(),
+        scenario: fleet_scenario(temp.path()),
+        dir: temp.path().to_owned(),
+        touch: temp.path().join("touch"),
+    };
+    let store = PgStore::connect(database.url(), PgOptions::default())
+        .await
+        .expect("connect");
+
+    let submitted = Command::new(&fleet.bin)
+        .args(["submit", "--store", &fleet.url, "--scenario"])
+        .arg(&fleet.scenario)
+        .args(["--count", &sessions_wanted.to_string()])
+        .stderr(Stdio::inherit())
+        .output()
+        .expect("run submit");
+    assert!(submitted.status.success(), "submit failed");
+    assert_eq!(
+        String::from_utf8_lossy(&submitted.stdout).lines().count(),
+        sessions_wanted
+    );
+
+    let started = Instant::now();
+    let mut steady = fleet.spawn("steady", 0);
+    let mut zombie = fleet.spawn("zombie", 0);
+    let mut victim_incarnation = 0;
+    let mut victim = fleet.spawn("victim", victim_incarnation);
+
+    // The zombie stops for twice its lease plus a bit, early in the run while it holds sessions.
+    let stop_at = rng.between_ms(600, 1_200);
+    let stopped_for = Duration::from_millis(2 * LEASE_MS + 500);
+    let mut zombie_stopped: Option<Instant> = None;
+    let mut zombie_resumed = false;
+    let mut next_kill = started + rng.between_ms(100, 500);
+    let mut kills = 0;
+    loop {
+        let now = Instant::now();
+        assert!(
+            now - started < DEADLINE,
+            "the fleet did not finish within {DEADLINE:?} (seed {seed}): {:?} sessions completed; not completed: {:?}",
+            completed(&store).await,
+            unfinished(&store).await
+        );
+        if zombie_stopped.is_none() && now - started >= stop_at {
+            signal(&zombie, "STOP");
+            zombie_stopped = Some(now);
+        }
+        if let Some(at) = zombie_stopped {
+            if !zombie_resumed && now - at >= stopped_for {
+                signal(&zombie, "CONT");
+                zombie_resumed = true;
+            }
+        }
+        if now >= next_kill {
+            victim.kill().expect("SIGKILL the victim");
+            victim.wait().expect("reap the victim");
+            kills += 1;
+            victim_incarnation += 1;
+            victim = fleet.spawn("victim", victim_incarnation);
+            next_kill = now + rng.between_ms(100, 500);
+        }
+        let (done, total) = completed(&store).await;
+        if done == total && zombie_resumed && kills >= REQUIRED_KILLS {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let elapsed = started.elapsed();
+    // The victim may have just been restarted and not yet handle SIGTERM: it ends as it lived.
+    victim.kill().expect("SIGKILL the victim");
+    victim.wait().expect("reap the victim");
+    // The others stop cleanly and print their totals.
+    for child in [&steady, &zombie] {
+        signal(child, "TERM");
+    }
+    for child in [&mut steady, &mut zombie] {
+        let status = child.wait().expect("wait for a worker");
+        assert!(status.success(), "a worker exited with {status}");
+    }
+
+    // 1. Every session completed.
+    let infos = store.sessions().await.expect("sessions");
+    assert_eq!(infos.len(), sessions_wanted);
+    let not_completed: Vec<_> = infos
+        .iter()
+        .filter(|info| info.state != SessionState::Completed)
+        .map(|info| (info.id.0.clone(), info.state, info.failure.clone()))
+        .collect();
+    assert!(not_completed.is_empty(), "sessions not completed: {not_completed:?}");
+
+    // 3. Invariants, and the calls each session's durable fragments hold.
+    let mut durable_calls: BTreeSet<(String, String)> = BTreeSet::new();
+    let mut tool_of: BTreeMap<(String, String), String> = BTreeMap::new();
+    let epochs: BTreeMap<String, u64> = infos.iter().map(|info| (info.id.0.clone(), info.epoch)).collect();
+    for info in &infos {
+        let violations = check_session(&store, &info.id).await.expect("check a session");
+        assert!(violations.is_empty(), "session {}: {violations:?}", info.id);
+        for stored in store.load_log(&info.id).await.expect("log") {
+            if let Message::Assistant(fragment) = &stored.message {
+                for call in fragment.tool_calls() {
+                    durable_calls.insert((info.id.0.clone(), call.id.clone()));
+                    tool_of.insert((info.id.0.clone(), call.id.clone()), call.name.clone());
+                }
+            }
+        }
+    }
+
+    // The logs: who took over and recovered what, and what the zombie did once resumed.
+    let mut logs = vec![fleet.log("steady", 0), fleet.log("zombie", 0)];
+    logs.extend((0..=victim_incarnation).map(|incarnation| fleet.log("victim", incarnation)));
+    let recovered: BTreeSet<String> = logs
+        .iter()
+        .flat_map(|log| log.lines())
+        .filter_map(|line| line.strip_prefix("recovered "))
+        .filter_map(|rest| rest.split(' ').next().map(str::to_owned))
+        .collect();
+
+    // 2 and 4. Every touched call is durable; none ran twice unless recovery re-ran an idempotent one.
+    let touched = touches(&fleet.touch);
+    assert!(!touched.is_empty(), "no tool body ran");
+    let mut reruns = 0;
+    for ((session, call), lines) in &touched {
+        let key = (session.clone(), call.clone());
+        assert!(
+            durable_calls.contains(&key),
+            "call {call} of session {session} ran without a durable fragment"
+        );
+        if *lines > 1 {
+            assert_eq!(
+                tool_of.get(&key).map(String::as_str),
+                Some("fetch"),
+                "call {call} of session {session} ran {lines} times, and its tool is not idempotent"
+            );
+            // Each claim runs a call at most once (live, or re-run by the recovery that follows a takeover), and the
+            // epoch counts the claims: durable evidence, where a killed worker's log may miss its last line.
+            let epoch = epochs.get(session).copied().unwrap_or(0);
+            assert!(
+                *lines as u64 <= epoch,
+                "call {call} of session {session} ran {lines} times over {epoch} claim(s) of its session"
+            );
+            reruns += 1;
+        }
+    }
+
+    // 5. The zombie lost its sessions once resumed, and the store fenced every write it then tried.
+    let zombie_log = fleet.log("zombie", 0);
+    let zombie_stats = fleet.stats("zombie", 0);
+    let fenced_lines = zombie_log
+        .lines()
+        .filter(|line| line.starts_with("fenced-write "))
+        .count();
+    let lost = zombie_log.lines().filter(|line| line.starts_with("lost ")).count();
+    assert!(lost > 0, "the zombie lost no session:\n{zombie_log}");
+    assert!(
+        fenced_lines > 0,
+        "the zombie tried no write after losing its lease:\n{zombie_log}"
+    );
+    assert_eq!(
+        zombie_stats["fenced_writes"].as_u64(),
+        Some(fenced_lines as u64),
+        "the zombie's totals: {zombie_stats}"
+    );
+    let taken_over: u64 = logs
+        .iter()
+        .flat_map(|log| log.lines())
+        .filter(|line| line.starts_with("claimed ") && line.contains(" from "))
+        .count() as u64;
+    // The inspection commands read the fleet's database by its URL.
+    let inspected = run_json(&fleet.bin, &["inspect", &fleet.url, "--json"]);
+    let inspected = inspected.as_array().expect("inspect --json gives an array");
+    assert_eq!(inspected.len(), sessions_wanted);
+    for session in inspected {
+        assert_eq!(session["state"], "completed", "{}", session["session"]);
+        let owner = session["owner"].as_str().unwrap_or_default();
+        assert!(["steady", "zombie", "victim"].contains(&owner), "owner {owner}");
+        assert!(session["epoch"].as_u64().is_some_and(|epoch| epoch >= 1));
+    }
+    let recovered_now = run_json(&fleet.bin, &["recover", &fleet.url, "--json"]);
+    assert_eq!(
+        recovered_now,
+        Value::Array(Vec::new()),
+        "a finished fleet leaves nothing to recover"
+    );
+    let svg = fleet.dir.join("timeline.svg");
+    let drawn = Command::new(&fleet.bin)
+        .args(["timeline", &fleet.url, "--out"])
+        .arg(&svg)
+        .output()
+        .expect("run timeline");
+    assert!(
+        drawn.status.success(),
+        "timeline: {}",
+        String::from_utf8_lossy(&drawn.stderr)
+    );
+    assert!(std::fs::read_to_string(&svg).expect("the SVG").starts_with("<svg"));
+
+    eprintln!(
+        "fleet test: {sessions_wanted} sessions completed in {:.1} s; {kills} kills; {taken_over} takeovers; \
+         {} sessions recovered; {reruns} idempotent re-runs; {} touched calls; zombie lost {lost} session(s), \
+         {fenced_lines} fenced write(s)",
+        elapsed.as_secs_f64(),
+        recovered.len(),
+        touched.len(),
+    );
+}

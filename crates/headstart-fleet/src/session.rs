@@ -1,0 +1,158 @@
+//! One claimed session on its own task: recover, resume, finish.
+
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+
+use futures::StreamExt;
+use headstart::store::{Layered, SessionEnd, StoreError, Write, WriteFuture, WriteLayer, Written};
+use headstart::{Agent, AgentEvent, AgentStop, SessionId};
+
+use crate::{Context, Held, WorkerEvent};
+
+/// Stops a session whose lease is gone: marks it lost (so it is not finished here) and cancels its run.
+pub(crate) fn lose(context: &Context, session: &SessionId, held: &Held, reason: &str) {
+    if held.lost.swap(true, Ordering::SeqCst) {
+        return;
+    }
+    context.counters.lost.fetch_add(1, Ordering::Relaxed);
+    context.report(WorkerEvent::Lost {
+        session: session.clone(),
+        reason: reason.to_owned(),
+    });
+    held.cancel.cancel();
+}
+
+/// Counts the writes the store fenced, so a worker can tell how many of its writes a takeover refused.
+struct FenceCounter {
+    context: Arc<Context>,
+    session: SessionId,
+}
+
+impl WriteLayer for FenceCounter {
+    fn around<'a, T: Written + 'a>(&'a self, _write: Write<'a>, next: WriteFuture<'a, T>) -> WriteFuture<'a, T> {
+        Box::pin(async move {
+            let written = next.await;
+            if matches!(written, Err(StoreError::Fenced(_))) {
+                self.context.counters.fenced_writes.fetch_add(1, Ordering::Relaxed);
+                self.context.report(WorkerEvent::FencedWrite {
+                    session: self.session.clone(),
+                });
+            }
+            written
+        })
+    }
+}
+
+/// How the session's run ended, for this worker.
+enum Ending {
+    /// Finish it in the queue.
+    Finish(SessionEnd),
+    /// The lease is gone: another worker holds it (or it ended); leave it.
+    Lost(String),
+}
+
+/// Runs a claimed session to its end in this worker.
+pub(crate) async fn drive(context: Arc<Context>, held: Arc<Held>) {
+    let lease = held.lease();
+    let session = lease.session.clone();
+    let fenced = context.queue.fenced(&lease);
+    let store = Arc::new(Layered::new(
+        fenced,
+        FenceCounter {
+            context: Arc::clone(&context),
+            session: session.clone(),
+        },
+    ));
+    let guard = {
+        let held = Arc::clone(&held);
+        move || held.may_have_expired()
+    };
+    let engine = context
+        .setup
+        .engine(&session, store)
+        .lease_guard(Arc::new(guard))
+        .build();
+    let ending = match engine.recover(&session, context.config.recovery).await {
+        Err(error) => store_ending(&error),
+        Ok(recovered) => {
+            if !recovered.is_empty() {
+                context
+                    .counters
+                    .recovered_calls
+                    .fetch_add(recovered.len() as u64, Ordering::Relaxed);
+                context.report(WorkerEvent::Recovered {
+                    session: session.clone(),
+                    calls: recovered.len(),
+                });
+            }
+            let agent = Agent::new(engine, context.setup.model(&session));
+            let mut events = agent.resume(&session, held.cancel.clone());
+            let settled = events.settled();
+            let mut stop = None;
+            while let Some(event) = events.next().await {
+                if let AgentEvent::AgentEnd { stop: end } = event {
+                    stop = Some(end);
+                }
+            }
+            // Every admitted call has its result (or its write was fenced) before the session is finished.
+            settled.await;
+            stop_ending(stop)
+        }
+    };
+    let ending = match ending {
+        // A cancelled run was stopped by this worker: a lost lease, or a shutdown that releases the session.
+        Ending::Finish(SessionEnd::Released) if held.lost.load(Ordering::SeqCst) => return,
+        ending => ending,
+    };
+    match ending {
+        Ending::Lost(reason) => lose(&context, &session, &held, &reason),
+        Ending::Finish(end) => {
+            held.finishing.store(true, Ordering::SeqCst);
+            finish(&context, &session, &held, end).await;
+        }
+    }
+}
+
+/// Ends the session in the queue as `end` says.
+async fn finish(context: &Context, session: &SessionId, held: &Held, end: SessionEnd) {
+    match context.queue.finish(&held.lease(), end.clone()).await {
+        Ok(()) => {
+            context.count_end(&end);
+            context.report(WorkerEvent::Finished {
+                session: session.clone(),
+                end,
+            });
+        }
+        Err(StoreError::Fenced(message)) => lose(context, session, held, &message),
+        Err(error) => {
+            // The lease lapses and another worker (or this one) claims the session again; recovery settles
+            // whatever is left.
+            context.report(WorkerEvent::QueueError {
+                message: format!("finish {session}: {error}"),
+            });
+        }
+    }
+}
+
+/// A store error before the run: fenced means lost; anything else fails the session.
+fn store_ending(error: &StoreError) -> Ending {
+    match error {
+        StoreError::Fenced(message) => Ending::Lost(message.clone()),
+        other => Ending::Finish(SessionEnd::Failed(other.to_string())),
+    }
+}
+
+fn stop_ending(stop: Option<AgentStop>) -> Ending {
+    match stop {
+        Some(AgentStop::Completed | AgentStop::Terminated | AgentStop::MaxTurns) => {
+            Ending::Finish(SessionEnd::Completed)
+        }
+        Some(AgentStop::Cancelled) => Ending::Finish(SessionEnd::Released),
+        Some(AgentStop::Fenced(message)) => Ending::Lost(message),
+        Some(AgentStop::ResponseFailed) => {
+            Ending::Finish(SessionEnd::Failed("the model's last response failed".to_owned()))
+        }
+        Some(AgentStop::Error(message)) => Ending::Finish(SessionEnd::Failed(message)),
+        None => Ending::Finish(SessionEnd::Failed("the run ended without agent_end".to_owned())),
+    }
+}

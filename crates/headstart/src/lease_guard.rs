@@ -1,0 +1,74 @@
+//! What the engine does for a worker of a fleet (SPEC §7.5): every call's [`ToolContext`] carries the call's
+//! stable idempotency key, and, when the engine runs a leased session, no call's `execute` starts once the lease
+//! may have expired (§7.5.4).
+//!
+//! Single-process use configures no [`LeaseGuard`] and nothing changes for it.
+
+use std::sync::Arc;
+
+use headstart_store::{idempotency_key, RunOutcome, SessionId};
+use tokio_util::sync::CancellationToken;
+
+use crate::execute::Executed;
+use crate::tool::ToolContext;
+use crate::updates::UpdateSink;
+
+/// Asked by the engine immediately before each call's `execute` (live or re-executed by recovery): may the
+/// worker still start a side effect for this session? Configure it with
+/// [`EngineBuilder::lease_guard`](crate::EngineBuilder::lease_guard).
+///
+/// A worker answers from its own monotonic clock ([`Lease::may_have_expired`](headstart_store::Lease)), never
+/// from the database: the check must be instant, and a lease that may have expired by the worker's clock may
+/// already be another worker's.
+pub trait LeaseGuard: Send + Sync {
+    /// `true` when the lease may have expired: the call does not start.
+    fn may_have_expired(&self) -> bool;
+}
+
+impl<F> LeaseGuard for F
+where
+    F: Fn() -> bool + Send + Sync,
+{
+    fn may_have_expired(&self) -> bool {
+        self()
+    }
+}
+
+/// The reason given to a call the engine did not start because the lease may have expired (SPEC §7.5.4): its
+/// result reads `cancelled before start: <this>`, like every call that could not start (§5.5).
+pub const LEASE_MAY_HAVE_EXPIRED: &str = "the worker's lease on this session may have expired";
+
+/// One session's gate in front of `execute`: builds each call's context and refuses to start calls once the
+/// lease may have expired. The one place both the live path and recovery ask.
+#[derive(Clone)]
+pub(crate) struct CallGate {
+    session: SessionId,
+    guard: Option<Arc<dyn LeaseGuard>>,
+}
+
+impl CallGate {
+    pub fn new(session: SessionId, guard: Option<Arc<dyn LeaseGuard>>) -> Self {
+        CallGate { session, guard }
+    }
+
+    /// The context of call `call_id`.
+    pub fn context(&self, call_id: &str, cancel: CancellationToken, updates: UpdateSink) -> ToolContext {
+        ToolContext {
+            call_id: call_id.to_owned(),
+            idempotency_key: idempotency_key(&self.session, call_id),
+            cancel,
+            updates,
+        }
+    }
+
+    /// `Some(result)` when the call must not start: the lease may have expired.
+    pub fn refusal(&self) -> Option<Executed> {
+        let expired = self.guard.as_ref().is_some_and(|guard| guard.may_have_expired());
+        expired.then(|| {
+            Executed::error(
+                RunOutcome::Skipped,
+                format!("cancelled before start: {LEASE_MAY_HAVE_EXPIRED}"),
+            )
+        })
+    }
+}
