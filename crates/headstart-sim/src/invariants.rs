@@ -846,13 +846,7 @@ mod tests {
         events.extend(message_end(&log[2]));
         events.push(AgentEvent::TurnEnd {
             request: 0,
-            outcome: TurnOutcome {
-                stop_reason: StopReason::ToolUse,
-                error: None,
-                admitted: 2,
-                terminated: false,
-                store_failure: None,
-            },
+            outcome: TurnOutcome::new(StopReason::ToolUse, 2),
         });
         events
     }

@@ -13,8 +13,10 @@ pub enum ExecutionMode {
     Sequential,
 }
 
-/// Engine-wide settings.
+/// Engine-wide settings. Non-exhaustive: start from `EngineConfig::default()` and use the setters
+/// (`EngineConfig::default().max_turns(8).early_execution(false)`).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct EngineConfig {
     /// Parallel (default) or sequential tool execution (SPEC §4).
     pub tool_execution: ExecutionMode,
@@ -25,6 +27,42 @@ pub struct EngineConfig {
     /// Commit prefixes and start async calls mid-stream (SPEC §3). `false` turns headstart into an end-of-stream
     /// batching loop (every call waits for the end of the response), which is what benchmarks compare against.
     pub early_execution: bool,
+    /// Record tool arguments and results on `execute_tool` spans (`gen_ai.tool.call.arguments`/`.result`). Off by
+    /// default: they may hold personal or secret data (OpenTelemetry GenAI semantic conventions, "content").
+    #[serde(default)]
+    pub capture_content: bool,
+}
+
+impl EngineConfig {
+    /// Sets [`EngineConfig::tool_execution`].
+    pub fn tool_execution(mut self, mode: ExecutionMode) -> Self {
+        self.tool_execution = mode;
+        self
+    }
+
+    /// Sets [`EngineConfig::max_in_flight`].
+    pub fn max_in_flight(mut self, limit: Option<usize>) -> Self {
+        self.max_in_flight = limit;
+        self
+    }
+
+    /// Sets [`EngineConfig::max_turns`].
+    pub fn max_turns(mut self, max_turns: u32) -> Self {
+        self.max_turns = max_turns;
+        self
+    }
+
+    /// Sets [`EngineConfig::early_execution`].
+    pub fn early_execution(mut self, early: bool) -> Self {
+        self.early_execution = early;
+        self
+    }
+
+    /// Sets [`EngineConfig::capture_content`].
+    pub fn capture_content(mut self, capture: bool) -> Self {
+        self.capture_content = capture;
+        self
+    }
 }
 
 impl Default for EngineConfig {
@@ -34,6 +72,7 @@ impl Default for EngineConfig {
             max_in_flight: None,
             max_turns: 32,
             early_execution: true,
+            capture_content: false,
         }
     }
 }
