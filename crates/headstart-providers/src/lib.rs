@@ -81,6 +81,15 @@ impl WireFormat {
         WireFormat::Gemini,
     ];
 
+    /// The provider's name in OpenTelemetry's GenAI semantic conventions (`gen_ai.provider.name`).
+    pub fn otel_provider(self) -> &'static str {
+        match self {
+            WireFormat::OpenAiChat | WireFormat::OpenAiResponses => "openai",
+            WireFormat::Anthropic => "anthropic",
+            WireFormat::Gemini => "gcp.gemini",
+        }
+    }
+
     /// The command-line name: `openai-chat`, `openai-responses`, `anthropic` or `gemini`.
     pub fn as_str(self) -> &'static str {
         match self {

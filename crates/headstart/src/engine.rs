@@ -8,14 +8,16 @@ use headstart_core::{DeltaEvent, ModelError};
 use headstart_store::{SessionId, StoreError, TranscriptStore};
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
+use tracing::Instrument;
 
 use crate::clock::{Clock, SystemClock};
 use crate::config::EngineConfig;
 use crate::hooks::Hooks;
 use crate::queue::{Emitter, EventStream};
-use crate::response::drive_response;
+use crate::response::{drive_response, Turn};
 use crate::shared::Shared;
 pub use crate::shared::TurnIdSource;
+use crate::telemetry::ChatSpan;
 use crate::toolbox::Toolbox;
 
 /// What one run (a wrapped response, or an agent loop) is made of: its tasks, its cancellation (the caller's
@@ -139,9 +141,15 @@ impl Engine {
         let shared = Arc::clone(&self.shared);
         let session = session.clone();
         let tracker = tasks.clone();
-        tasks.spawn(async move {
-            drive_response(shared, session, request, stream, &cancel, &tracker, &mut out).await;
-        });
+        // The engine's task belongs to the caller's span; the model is the caller's, so the `chat` span names none.
+        let chat = ChatSpan::open(&session, request, None, None, self.shared.clock.now_us());
+        tasks.spawn(
+            async move {
+                let turn = Turn { session, request, chat };
+                drive_response(shared, turn, stream, &cancel, &tracker, &mut out).await;
+            }
+            .instrument(tracing::Span::current()),
+        );
         tasks.close();
         events
     }

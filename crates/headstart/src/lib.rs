@@ -90,6 +90,7 @@ mod response;
 mod runner;
 pub mod scheduler;
 mod shared;
+mod telemetry;
 mod tool;
 mod toolbox;
 mod typed;
