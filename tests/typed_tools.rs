@@ -171,3 +171,85 @@ async fn the_engine_numbers_requests_from_the_log_and_stamps_sessions_with_its_c
         .collect();
     assert_eq!(requests, [Some(0), Some(1), Some(2)]);
 }
+
+/// No arguments.
+#[derive(serde::Deserialize, headstart::schemars::JsonSchema)]
+struct NoArgs {}
+
+#[tokio::test(start_paused = true)]
+async fn a_layered_toolbox_retries_through_the_engine() {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    use std::time::Duration;
+
+    use headstart::layer::RetryLayer;
+    use headstart::{tool_fn, ToolContext, ToolFailure, Toolbox};
+
+    let attempts = Arc::new(AtomicUsize::new(0));
+    let counter = Arc::clone(&attempts);
+    let flaky = tool_fn("flaky", move |_: NoArgs, _ctx: ToolContext| {
+        let attempt = counter.fetch_add(1, Ordering::SeqCst) + 1;
+        async move {
+            if attempt < 3 {
+                return Err(ToolFailure::msg(format!("attempt {attempt} failed")));
+            }
+            Ok(format!("attempt {attempt} worked"))
+        }
+    })
+    .early()
+    .idempotent();
+    let toolbox = Toolbox::new()
+        .with(flaky)
+        .expect("schema")
+        .layer(RetryLayer::new(3).backoff(Duration::from_millis(100), Duration::from_secs(1)));
+    let engine = Engine::builder(Arc::new(SqliteStore::open_in_memory().expect("store")))
+        .toolbox(toolbox)
+        .build();
+    assert!(
+        engine.toolbox().get("flaky").is_some_and(|tool| tool.is_async()),
+        "the layer keeps the flags"
+    );
+    let session = engine.create_session().await.expect("session");
+    let deltas = futures::stream::iter(
+        [
+            DeltaEvent::Start {
+                model: None,
+                response_id: None,
+            },
+            DeltaEvent::ToolcallStart {
+                index: 0,
+                id: "c1".into(),
+                name: "flaky".into(),
+                is_async: false,
+            },
+            DeltaEvent::ToolcallEnd {
+                index: 0,
+                arguments: Some(json!({})),
+            },
+            DeltaEvent::Done {
+                stop_reason: DoneReason::ToolUse,
+                usage: Usage::default(),
+            },
+        ]
+        .map(Ok),
+    );
+    let started = tokio::time::Instant::now();
+    let mut events = engine
+        .wrap_next(&session, deltas, CancellationToken::new())
+        .await
+        .expect("wraps");
+    let mut result = None;
+    while let Some(event) = events.next().await {
+        if let headstart::AgentEvent::MessageEnd { message, .. } = event {
+            if let headstart::Message::ToolResult(tool_result) = message.as_ref() {
+                result = Some((tool_result.is_error, tool_result.text()));
+            }
+        }
+    }
+    assert_eq!(result, Some((false, "attempt 3 worked".to_owned())));
+    assert_eq!(attempts.load(Ordering::SeqCst), 3);
+    assert_eq!(
+        started.elapsed(),
+        Duration::from_millis(300),
+        "100 ms, then 200 ms of backoff"
+    );
+}

@@ -8,6 +8,7 @@
 //!
 //! The pieces:
 //! - [`tool_fn`] (typed tools), [`Tool`] (dynamic ones) and [`Toolbox`]: what the model can call; [`ToolHook`]/[`Hooks`]: behaviour around calls;
+//! - [`layer`]: reusable behaviour around a tool's execution (per-attempt timeout, retry, concurrency limit, span);
 //! - [`Engine`]: store + tools + hooks + config; [`Engine::wrap`] turns one model stream into agent events;
 //! - [`Agent`]: the multi-request loop over a [`Model`];
 //! - [`AgentEvent`]: the single ordered event stream a consumer observes;
@@ -82,6 +83,7 @@ mod engine;
 mod event;
 mod execute;
 mod hooks;
+pub mod layer;
 mod panic;
 mod prepare;
 mod queue;
