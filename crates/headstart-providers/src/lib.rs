@@ -57,7 +57,7 @@ pub use headstart_core::DeltaEvent;
 pub use capture::{convert_capture, read_capture, Exchange};
 pub use error::ProviderError;
 pub use sse::{parse_sse_text, sse_events, SseEvent};
-pub use stream::{delta_stream, DeltaStream};
+pub use stream::{delta_stream, sse_delta_stream, DeltaStream};
 
 /// The streaming wire formats headstart can read.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
