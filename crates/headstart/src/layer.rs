@@ -355,10 +355,8 @@ mod tests {
     use std::sync::atomic::{AtomicUsize, Ordering};
 
     use tokio::time::Instant;
-    use tokio_util::sync::CancellationToken;
 
     use super::*;
-    use crate::updates::UpdateSink;
 
     /// A tool that fails its first `failures` attempts, each taking `took` (the first `slow_first` attempts take
     /// an hour instead), and records how many bodies ran at once.
@@ -420,11 +418,7 @@ mod tests {
     }
 
     fn context() -> ToolContext {
-        ToolContext {
-            call_id: "c1".into(),
-            cancel: CancellationToken::new(),
-            updates: UpdateSink::disconnected(),
-        }
+        ToolContext::detached("c1")
     }
 
     fn layered(tool: &Arc<Flaky>, layer: impl ToolLayer) -> Arc<dyn Tool> {

@@ -87,6 +87,18 @@ pub struct ToolContext {
     pub updates: UpdateSink,
 }
 
+impl ToolContext {
+    /// A context for running a tool outside the engine (a unit test, a REPL): a fresh cancellation token and an
+    /// update sink that drops what it is sent.
+    pub fn detached(call_id: impl Into<String>) -> Self {
+        ToolContext {
+            call_id: call_id.into(),
+            cancel: CancellationToken::new(),
+            updates: UpdateSink::disconnected(),
+        }
+    }
+}
+
 /// A tool the model can call.
 ///
 /// Only `name` and `execute` are required. The engine guarantees that `execute` never begins before the

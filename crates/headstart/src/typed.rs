@@ -271,7 +271,6 @@ mod tests {
 
     use super::*;
     use crate::toolbox::Toolbox;
-    use crate::updates::UpdateSink;
 
     /// A nested type, so the schema has `$defs`.
     #[derive(Deserialize, JsonSchema)]
@@ -287,11 +286,7 @@ mod tests {
     }
 
     fn context() -> ToolContext {
-        ToolContext {
-            call_id: "c1".into(),
-            cancel: tokio_util::sync::CancellationToken::new(),
-            updates: UpdateSink::disconnected(),
-        }
+        ToolContext::detached("c1")
     }
 
     fn read_tool() -> impl Tool {
