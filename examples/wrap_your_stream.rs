@@ -11,40 +11,40 @@ use std::time::Duration;
 use async_trait::async_trait;
 use futures::StreamExt;
 use headstart::core::{DoneReason, Usage};
+use headstart::schemars::JsonSchema;
 use headstart::store::SqliteStore;
 use headstart::{
-    AgentEvent, Arguments, CancellationToken, Decision, DeltaEvent, Engine, HookError, Hooks, Tool, ToolCall,
-    ToolContext, ToolError, ToolHook, ToolOutput, Toolbox, TranscriptStore,
+    tool_fn, AgentEvent, Arguments, CancellationToken, Decision, DeltaEvent, Engine, HookError, Hooks, ToolCall,
+    ToolContext, ToolHook, Toolbox,
 };
+use serde::Deserialize;
 
-/// An async tool: safe to start as soon as the model has sealed the call.
-struct Search;
-
-#[async_trait]
-impl Tool for Search {
-    fn name(&self) -> &str {
-        "search"
-    }
-    fn is_async(&self) -> bool {
-        true
-    }
-    async fn execute(&self, args: Arguments, _ctx: ToolContext) -> Result<ToolOutput, ToolError> {
-        tokio::time::sleep(Duration::from_millis(300)).await;
-        Ok(ToolOutput::text(format!("3 results for {}", args["q"])))
-    }
+/// What the model searches for.
+#[derive(Deserialize, JsonSchema)]
+struct SearchArgs {
+    /// The search terms.
+    q: String,
 }
 
-/// A sync tool: runs after the response ended, with the other sync calls.
-struct Save;
+/// What to save.
+#[derive(Deserialize, JsonSchema)]
+struct SaveArgs {
+    /// The note's name.
+    name: String,
+}
 
-#[async_trait]
-impl Tool for Save {
-    fn name(&self) -> &str {
-        "save"
-    }
-    async fn execute(&self, _args: Arguments, _ctx: ToolContext) -> Result<ToolOutput, ToolError> {
-        Ok(ToolOutput::text("saved"))
-    }
+fn toolbox() -> Result<Toolbox, headstart::ToolboxError> {
+    // An async tool: safe to start as soon as the model has sealed the call.
+    let search = tool_fn("search", |args: SearchArgs, _ctx: ToolContext| async move {
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        Ok(format!("3 results for {}", args.q))
+    })
+    .early();
+    // A sync tool: runs after the response ended, with the other sync calls.
+    let save = tool_fn("save", |args: SaveArgs, _ctx: ToolContext| async move {
+        Ok(format!("saved {}", args.name))
+    });
+    Toolbox::new().with(search)?.with(save)
 }
 
 /// A hook: log every call before it runs, and block any call to `save` named "secrets".
@@ -83,14 +83,15 @@ fn my_model_stream() -> impl futures::Stream<Item = Result<DeltaEvent, headstart
 
 #[tokio::main]
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
-    let store = Arc::new(SqliteStore::open_in_memory()?);
-    let engine = Engine::builder(store.clone())
-        .toolbox(Toolbox::new().with(Search)?.with(Save)?)
+    let engine = Engine::builder(Arc::new(SqliteStore::open_in_memory()?))
+        .toolbox(toolbox()?)
         .hooks(Hooks::new().with(AuditHook))
         .build();
-    let session = store.create_session(0).await?;
+    let session = engine.create_session().await?;
     let started = std::time::Instant::now();
-    let mut events = engine.wrap(&session, 0, my_model_stream(), CancellationToken::new());
+    let mut events = engine
+        .wrap_next(&session, my_model_stream(), CancellationToken::new())
+        .await?;
     while let Some(event) = events.next().await {
         let at = started.elapsed().as_millis();
         match &event {
@@ -108,7 +109,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         }
     }
     println!("stored transcript:");
-    for stored in store.load_log(&session).await? {
+    for stored in engine.store().load_log(&session).await? {
         println!("  #{} {}", stored.seq, serde_json::to_string(&stored.message)?);
     }
     Ok(())

@@ -118,10 +118,7 @@ async fn run(turns: Vec<Vec<TimedDelta>>, budget: Option<u32>) -> (AgentStop, u3
     let session = store.create_session(0).await.expect("a session");
     let engine = Engine::builder(Arc::clone(&store))
         .toolbox(Toolbox::new().with(Step).expect("a tool"))
-        .config(EngineConfig {
-            continue_after_failed_stream: budget,
-            ..EngineConfig::default()
-        })
+        .config(EngineConfig::default().continue_after_failed_stream(budget))
         .build();
     let agent = Agent::new(engine, Arc::new(SimModel::new(turns)));
     let events: Vec<AgentEvent> = agent

@@ -318,17 +318,15 @@ async fn run_async(script: &Script) -> Result<Summary, Vec<String>> {
         session: session.clone(),
         starts: Mutex::new(Vec::new()),
     });
-    let config = EngineConfig {
-        tool_execution: if script.sequential {
+    let config = EngineConfig::default()
+        .tool_execution(if script.sequential {
             ExecutionMode::Sequential
         } else {
             ExecutionMode::Parallel
-        },
-        max_in_flight: script.max_in_flight,
-        max_turns: 1,
-        early_execution: !script.no_early_execution,
-        continue_after_failed_stream: None,
-    };
+        })
+        .max_in_flight(script.max_in_flight)
+        .max_turns(1)
+        .early_execution(!script.no_early_execution);
     let engine = Engine::builder(store.clone())
         .toolbox(toolbox(&probe))
         .hooks(Hooks::new().with(ScriptedHook))

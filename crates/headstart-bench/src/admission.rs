@@ -293,10 +293,7 @@ async fn sequential_gaps(store: Arc<dyn TranscriptStore>, calls: usize) -> Resul
         .map_err(|error| BenchError::new(error.to_string()))?;
     let engine = Engine::builder(Arc::clone(&store))
         .toolbox(toolbox)
-        .config(EngineConfig {
-            tool_execution: ExecutionMode::Sequential,
-            ..EngineConfig::default()
-        })
+        .config(EngineConfig::default().tool_execution(ExecutionMode::Sequential))
         .build();
     let session = store.create_session(0).await?;
     let ids: Vec<String> = (0..calls.max(2)).map(|n| format!("step-{n}")).collect();

@@ -343,10 +343,7 @@ pub fn run(options: &OverlapOptions) -> Result<OverlapReport, BenchError> {
     let early = Engine::builder(Arc::clone(&store)).toolbox(toolbox.clone()).build();
     let batch = Engine::builder(Arc::clone(&store))
         .toolbox(toolbox)
-        .config(EngineConfig {
-            early_execution: false,
-            ..EngineConfig::default()
-        })
+        .config(EngineConfig::default().early_execution(false))
         .build();
     let runs = options.runs.max(1);
     let (early_runs, batch_runs) = runtime.block_on(async {

@@ -288,11 +288,9 @@ impl ModelArgs {
             None => std::env::current_dir().map_err(failed)?,
         };
         let toolbox = builtin_tools::toolbox(&workdir, extra).map_err(Failure::Failed)?;
-        let config = EngineConfig {
-            max_turns: self.max_turns,
-            continue_after_failed_stream: (self.continue_after_failure > 0).then_some(self.continue_after_failure),
-            ..EngineConfig::default()
-        };
+        let config = EngineConfig::default()
+            .max_turns(self.max_turns)
+            .continue_after_failed_stream((self.continue_after_failure > 0).then_some(self.continue_after_failure));
         let engine = Engine::builder(store).toolbox(toolbox).config(config).build();
         Ok(Agent::new(engine, Arc::new(model)))
     }

@@ -45,4 +45,15 @@ pub struct ModelRequest {
 pub trait Model: Send + Sync {
     /// Starts one response.
     async fn stream(&self, request: ModelRequest) -> Result<DeltaStream, ModelError>;
+
+    /// The provider, as OpenTelemetry's `gen_ai.provider.name` spells it (`openai`, `anthropic`, `gcp.gemini`…);
+    /// `None` when unknown. It labels the `chat` spans of the agent loop.
+    fn provider(&self) -> Option<&str> {
+        None
+    }
+
+    /// The model asked for (`gen_ai.request.model`); `None` when unknown.
+    fn model_name(&self) -> Option<&str> {
+        None
+    }
 }

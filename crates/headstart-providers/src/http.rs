@@ -355,6 +355,14 @@ impl headstart_core::Model for HttpModel {
     async fn stream(&self, request: headstart_core::ModelRequest) -> Result<DeltaStream, ModelError> {
         self.stream_context(&request.context, &request.tools).await
     }
+
+    fn provider(&self) -> Option<&str> {
+        Some(self.config.format.otel_provider())
+    }
+
+    fn model_name(&self) -> Option<&str> {
+        Some(&self.config.model)
+    }
 }
 
 /// Reads at most [`ERROR_BODY_LIMIT`] bytes of a body (lossy UTF-8).

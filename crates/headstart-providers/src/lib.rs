@@ -60,7 +60,7 @@ pub use headstart_core::DeltaEvent;
 pub use capture::{convert_capture, read_capture, Exchange};
 pub use error::ProviderError;
 pub use sse::{parse_sse_text, sse_events, SseEvent};
-pub use stream::{delta_stream, DeltaStream};
+pub use stream::{delta_stream, sse_delta_stream, DeltaStream};
 
 /// The streaming wire formats headstart can read.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -83,6 +83,15 @@ impl WireFormat {
         WireFormat::Anthropic,
         WireFormat::Gemini,
     ];
+
+    /// The provider's name in OpenTelemetry's GenAI semantic conventions (`gen_ai.provider.name`).
+    pub fn otel_provider(self) -> &'static str {
+        match self {
+            WireFormat::OpenAiChat | WireFormat::OpenAiResponses => "openai",
+            WireFormat::Anthropic => "anthropic",
+            WireFormat::Gemini => "gcp.gemini",
+        }
+    }
 
     /// The command-line name: `openai-chat`, `openai-responses`, `anthropic` or `gemini`.
     pub fn as_str(self) -> &'static str {

@@ -8,11 +8,10 @@ use futures::{Stream, StreamExt};
 use headstart_core::DeltaEvent;
 pub use headstart_core::DeltaStream;
 
-use crate::error::ProviderError;
 use crate::sse::{sse_events, SseEvent};
 use crate::{ConvertOptions, StreamConverter, WireFormat};
 
-type SseStream = Pin<Box<dyn Stream<Item = Result<SseEvent, ProviderError>> + Send>>;
+type SseStream = Pin<Box<dyn Stream<Item = Result<SseEvent, String>> + Send>>;
 
 struct State {
     /// `None` once the response ended: the body is dropped (and its connection closed) right away.
@@ -33,8 +32,18 @@ where
     B: AsRef<[u8]> + Send + 'static,
     E: Display + Send + 'static,
 {
+    sse_delta_stream(format, options, sse_events(bytes))
+}
+
+/// Converts a stream of SSE events already framed (by another client library, say) in `format` to delta events,
+/// with the guarantees of [`delta_stream`]: the same converter reads them, so both give the same deltas.
+pub fn sse_delta_stream<S, E>(format: WireFormat, options: &ConvertOptions, events: S) -> DeltaStream
+where
+    S: Stream<Item = Result<SseEvent, E>> + Send + 'static,
+    E: Display + Send + 'static,
+{
     let state = State {
-        events: Some(Box::pin(sse_events(bytes))),
+        events: Some(Box::pin(events.map(|event| event.map_err(|err| err.to_string())))),
         converter: format.converter(options),
         queue: VecDeque::new(),
     };
@@ -49,7 +58,7 @@ where
                     .converter
                     .push(&event)
                     .unwrap_or_else(|err| state.converter.fail(&err.to_string())),
-                Some(Err(err)) => state.converter.fail(&err.to_string()),
+                Some(Err(err)) => state.converter.fail(&err),
                 None => state.converter.finish(),
             };
             state.queue.extend(produced);

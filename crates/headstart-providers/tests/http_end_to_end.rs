@@ -329,10 +329,7 @@ fn reset_after_two_calls() -> Vec<Reply> {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_stream_reset_after_committed_calls_continues_from_their_results() {
     let server = serve(reset_after_two_calls()).await;
-    let config = EngineConfig {
-        continue_after_failed_stream: Some(1),
-        ..EngineConfig::default()
-    };
+    let config = EngineConfig::default().continue_after_failed_stream(Some(1));
     let (events, store, session) = run_agent_with(&server, &Starts::default(), config).await;
     assert_eq!(stop_of(&events), AgentStop::Completed);
     let requests = server.model_requests();

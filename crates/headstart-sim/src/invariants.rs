@@ -846,14 +846,10 @@ mod tests {
         events.extend(message_end(&log[2]));
         events.push(AgentEvent::TurnEnd {
             request: 0,
-            outcome: TurnOutcome {
-                stop_reason: StopReason::ToolUse,
-                error: None,
-                admitted: 2,
-                terminated: false,
-                store_failure: None,
-                committed_prefixes: 1,
-                fenced: false,
+            outcome: {
+                let mut outcome = TurnOutcome::new(StopReason::ToolUse, 2);
+                outcome.committed_prefixes = 1;
+                outcome
             },
         });
         events

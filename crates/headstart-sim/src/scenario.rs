@@ -308,13 +308,11 @@ fn default_max_turns() -> u32 {
 impl ConfigSpec {
     /// The engine configuration this block describes.
     pub fn engine_config(&self) -> EngineConfig {
-        EngineConfig {
-            tool_execution: self.tool_execution,
-            max_in_flight: self.max_in_flight,
-            max_turns: self.max_turns,
-            early_execution: true,
-            continue_after_failed_stream: None,
-        }
+        EngineConfig::default()
+            .tool_execution(self.tool_execution)
+            .max_in_flight(self.max_in_flight)
+            .max_turns(self.max_turns)
+            .early_execution(true)
     }
 }
 

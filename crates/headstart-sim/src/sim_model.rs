@@ -87,4 +87,12 @@ impl Model for SimModel {
         };
         Ok(cancelling_stream(events.clone(), self.cancel.clone()))
     }
+
+    fn provider(&self) -> Option<&str> {
+        Some("headstart.sim")
+    }
+
+    fn model_name(&self) -> Option<&str> {
+        Some("simulated")
+    }
 }

@@ -11,7 +11,8 @@ use tracing::Instrument;
 use crate::engine::{Engine, Run};
 use crate::event::{AgentEvent, AgentStop, Role};
 use crate::queue::{Emitter, EventStream};
-use crate::response::drive_response;
+use crate::response::{drive_response, Turn};
+use crate::telemetry::{self, ChatSpan};
 
 /// An agent: a model and an [`Engine`].
 #[derive(Clone)]
@@ -71,10 +72,14 @@ impl Agent {
         let engine = self.engine.clone();
         let model = Arc::clone(&self.model);
         let tracker = tasks.clone();
-        tasks.spawn(async move {
-            let stop = run_loop(&engine, model.as_ref(), &session, prompt, &cancel, &tracker, &mut out).await;
-            out.push(AgentEvent::AgentEnd { stop });
-        });
+        let span = telemetry::invoke_agent(&session, model.provider(), model.model_name());
+        tasks.spawn(
+            async move {
+                let stop = run_loop(&engine, model.as_ref(), &session, prompt, &cancel, &tracker, &mut out).await;
+                out.push(AgentEvent::AgentEnd { stop });
+            }
+            .instrument(span),
+        );
         tasks.close();
         events
     }
@@ -139,24 +144,30 @@ async fn run_loop(
             Ok(context) => context,
             Err(error) => return store_stop(&error),
         };
-        let span = tracing::info_span!("request", request);
+        let chat = ChatSpan::open(session, request, model.provider(), model.model_name(), clock.now_us());
         let model_request = ModelRequest {
             request,
             context,
             tools: engine.toolbox().definitions(),
         };
         let opened = tokio::select! {
-            opened = model.stream(model_request).instrument(span.clone()) => opened,
+            opened = model.stream(model_request).instrument(chat.span().clone()) => opened,
             () = cancel.cancelled() => return AgentStop::Cancelled,
         };
         let stream = match opened {
             Ok(stream) => stream,
-            Err(error) => return AgentStop::Error(error.message),
+            Err(error) => {
+                chat.request_failed();
+                return AgentStop::Error(error.message);
+            }
         };
         let shared = Arc::clone(engine.shared());
-        let outcome = drive_response(shared, session.clone(), request, stream, cancel, tasks, out)
-            .instrument(span)
-            .await;
+        let turn = Turn {
+            session: session.clone(),
+            request,
+            chat,
+        };
+        let outcome = drive_response(shared, turn, stream, cancel, tasks, out).await;
         request += 1;
         if let Some(failure) = outcome.store_failure {
             return if outcome.fenced {

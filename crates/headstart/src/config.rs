@@ -13,8 +13,10 @@ pub enum ExecutionMode {
     Sequential,
 }
 
-/// Engine-wide settings.
+/// Engine-wide settings. Non-exhaustive: start from `EngineConfig::default()` and use the setters
+/// (`EngineConfig::default().max_turns(8).early_execution(false)`).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct EngineConfig {
     /// Parallel (default) or sequential tool execution (SPEC §4).
     pub tool_execution: ExecutionMode,
@@ -29,6 +31,48 @@ pub struct EngineConfig {
     /// prefixes was committed, make another request from the canonical context (its calls' results kept) instead
     /// of stopping, at most this many times per run. `None` (the default) stops the run as §3.6.1 says.
     pub continue_after_failed_stream: Option<u32>,
+    /// Record tool arguments and results on `execute_tool` spans (`gen_ai.tool.call.arguments`/`.result`). Off by
+    /// default: they may hold personal or secret data (OpenTelemetry GenAI semantic conventions, "content").
+    #[serde(default)]
+    pub capture_content: bool,
+}
+
+impl EngineConfig {
+    /// Sets [`EngineConfig::tool_execution`].
+    pub fn tool_execution(mut self, mode: ExecutionMode) -> Self {
+        self.tool_execution = mode;
+        self
+    }
+
+    /// Sets [`EngineConfig::max_in_flight`].
+    pub fn max_in_flight(mut self, limit: Option<usize>) -> Self {
+        self.max_in_flight = limit;
+        self
+    }
+
+    /// Sets [`EngineConfig::max_turns`].
+    pub fn max_turns(mut self, max_turns: u32) -> Self {
+        self.max_turns = max_turns;
+        self
+    }
+
+    /// Sets [`EngineConfig::early_execution`].
+    pub fn early_execution(mut self, early: bool) -> Self {
+        self.early_execution = early;
+        self
+    }
+
+    /// Sets [`EngineConfig::continue_after_failed_stream`].
+    pub fn continue_after_failed_stream(mut self, budget: Option<u32>) -> Self {
+        self.continue_after_failed_stream = budget;
+        self
+    }
+
+    /// Sets [`EngineConfig::capture_content`].
+    pub fn capture_content(mut self, capture: bool) -> Self {
+        self.capture_content = capture;
+        self
+    }
 }
 
 impl Default for EngineConfig {
@@ -39,6 +83,7 @@ impl Default for EngineConfig {
             max_turns: 32,
             early_execution: true,
             continue_after_failed_stream: None,
+            capture_content: false,
         }
     }
 }

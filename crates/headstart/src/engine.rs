@@ -5,18 +5,20 @@ use std::sync::Arc;
 
 use futures::Stream;
 use headstart_core::{DeltaEvent, ModelError};
-use headstart_store::{SessionId, TranscriptStore};
+use headstart_store::{SessionId, StoreError, TranscriptStore};
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
+use tracing::Instrument;
 
 use crate::clock::{Clock, SystemClock};
 use crate::config::EngineConfig;
 use crate::hooks::Hooks;
 use crate::lease_guard::LeaseGuard;
 use crate::queue::{Emitter, EventStream};
-use crate::response::drive_response;
+use crate::response::{drive_response, Turn};
 use crate::shared::Shared;
 pub use crate::shared::TurnIdSource;
+use crate::telemetry::ChatSpan;
 use crate::toolbox::Toolbox;
 
 /// What one run (a wrapped response, or an agent loop) is made of: its tasks, its cancellation (the caller's
@@ -77,6 +79,44 @@ impl Engine {
         &self.shared.clock
     }
 
+    /// Creates a session in the store, stamped with the engine's clock.
+    pub async fn create_session(&self) -> Result<SessionId, StoreError> {
+        self.shared.store.create_session(self.shared.clock.now_us()).await
+    }
+
+    /// The request number `session`'s next response gets: one past the highest request of its stored assistant
+    /// fragments, 0 for a session without any.
+    ///
+    /// It is read from the durable log, not counted in memory, so it is right after a restart and when another
+    /// process (a fleet worker) ran the session's previous requests. A response whose every commit failed left no
+    /// fragment, and its number is given again: nothing durable refers to it.
+    pub async fn next_request(&self, session: &SessionId) -> Result<u32, StoreError> {
+        let log = self.shared.store.load_log(session).await?;
+        Ok(log
+            .iter()
+            .filter_map(|stored| stored.request)
+            .max()
+            .map_or(0, |last| last.saturating_add(1)))
+    }
+
+    /// [`Engine::wrap`] with the request number the engine keeps ([`Engine::next_request`]).
+    ///
+    /// # Panics
+    ///
+    /// Outside a tokio runtime.
+    pub async fn wrap_next<S>(
+        &self,
+        session: &SessionId,
+        stream: S,
+        cancel: CancellationToken,
+    ) -> Result<EventStream, StoreError>
+    where
+        S: Stream<Item = Result<DeltaEvent, ModelError>> + Send + 'static,
+    {
+        let request = self.next_request(session).await?;
+        Ok(self.wrap(session, request, stream, cancel))
+    }
+
     /// Wraps one model response (request number `request` of `session`) and returns its agent events, from
     /// `TurnStart` to `TurnEnd` (SPEC §3, §6).
     ///
@@ -103,9 +143,15 @@ impl Engine {
         let shared = Arc::clone(&self.shared);
         let session = session.clone();
         let tracker = tasks.clone();
-        tasks.spawn(async move {
-            drive_response(shared, session, request, stream, &cancel, &tracker, &mut out).await;
-        });
+        // The engine's task belongs to the caller's span; the model is the caller's, so the `chat` span names none.
+        let chat = ChatSpan::open(&session, request, None, None, self.shared.clock.now_us());
+        tasks.spawn(
+            async move {
+                let turn = Turn { session, request, chat };
+                drive_response(shared, turn, stream, &cancel, &tracker, &mut out).await;
+            }
+            .instrument(tracing::Span::current()),
+        );
         tasks.close();
         events
     }

@@ -53,8 +53,10 @@ impl Role {
     }
 }
 
-/// How a response ended, as the loop sees it.
+/// How a response ended, as the loop sees it. Non-exhaustive: it grows with what the loop decides on; outside
+/// this crate, make one with [`TurnOutcome::new`].
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct TurnOutcome {
     /// The response's stop reason.
     pub stop_reason: StopReason,
@@ -73,6 +75,20 @@ pub struct TurnOutcome {
 }
 
 impl TurnOutcome {
+    /// A response that ended with `stop_reason` after admitting `admitted` calls, without error, termination or
+    /// store failure (set those fields afterwards).
+    pub fn new(stop_reason: StopReason, admitted: usize) -> Self {
+        TurnOutcome {
+            stop_reason,
+            error: None,
+            admitted,
+            terminated: false,
+            store_failure: None,
+            committed_prefixes: 0,
+            fenced: false,
+        }
+    }
+
     /// SPEC §3.6: another request follows when a call was admitted, unless every batch terminated or the response
     /// ended in `error`/`aborted`.
     pub fn wants_continuation(&self) -> bool {
@@ -110,8 +126,9 @@ pub enum AgentStop {
     Fenced(String),
 }
 
-/// One event of an agent run.
+/// One event of an agent run. Non-exhaustive: new kinds of events may be added, so a `match` needs a `_` arm.
 #[derive(Debug, Clone)]
+#[non_exhaustive]
 pub enum AgentEvent {
     /// The run began.
     AgentStart {

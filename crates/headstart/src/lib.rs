@@ -7,7 +7,8 @@
 //! the transcript, so a crash never leaves a side effect nobody can account for.
 //!
 //! The pieces:
-//! - [`Tool`] and [`Toolbox`]: what the model can call; [`ToolHook`]/[`Hooks`]: behaviour around calls;
+//! - [`tool_fn`] (typed tools), [`Tool`] (dynamic ones) and [`Toolbox`]: what the model can call; [`ToolHook`]/[`Hooks`]: behaviour around calls;
+//! - [`layer`]: reusable behaviour around a tool's execution (per-attempt timeout, retry, concurrency limit, span);
 //! - [`Engine`]: store + tools + hooks + config; [`Engine::wrap`] turns one model stream into agent events;
 //! - [`Agent`]: the multi-request loop over a [`Model`];
 //! - [`AgentEvent`]: the single ordered event stream a consumer observes;
@@ -19,25 +20,26 @@
 //! use std::sync::Arc;
 //! use futures::StreamExt;
 //! use headstart::core::{DoneReason, Usage};
-//! use headstart::{AgentEvent, Arguments, CancellationToken, DeltaEvent, Engine, SqliteStore, Tool, ToolContext,
-//!                 ToolError, ToolOutput, Toolbox, TranscriptStore};
+//! use headstart::schemars::JsonSchema;
+//! use headstart::{tool_fn, CancellationToken, DeltaEvent, Engine, SqliteStore, ToolContext, Toolbox};
 //!
-//! struct Lookup;
-//!
-//! #[async_trait::async_trait]
-//! impl Tool for Lookup {
-//!     fn name(&self) -> &str { "lookup" }
-//!     fn is_async(&self) -> bool { true } // may start as soon as the call is sealed
-//!     async fn execute(&self, args: Arguments, _ctx: ToolContext) -> Result<ToolOutput, ToolError> {
-//!         Ok(ToolOutput::text(format!("found {}", args["q"])))
-//!     }
+//! /// What to look up.
+//! #[derive(serde::Deserialize, JsonSchema)]
+//! struct LookupArgs {
+//!     /// The search terms.
+//!     q: String,
 //! }
 //!
 //! # fn main() -> Result<(), Box<dyn std::error::Error>> {
 //! # tokio::runtime::Builder::new_current_thread().enable_all().build()?.block_on(async {
-//! let store = Arc::new(SqliteStore::open_in_memory()?);
-//! let engine = Engine::builder(store.clone()).toolbox(Toolbox::new().with(Lookup)?).build();
-//! let session = store.create_session(0).await?;
+//! let lookup = tool_fn("lookup", |args: LookupArgs, _ctx: ToolContext| async move {
+//!     Ok(format!("found {}", args.q))
+//! })
+//! .early(); // may start as soon as the call is sealed
+//! let engine = Engine::builder(Arc::new(SqliteStore::open_in_memory()?))
+//!     .toolbox(Toolbox::new().with(lookup)?)
+//!     .build();
+//! let session = engine.create_session().await?;
 //!
 //! // Your provider adapter's output: any Stream<Item = Result<DeltaEvent, ModelError>>.
 //! let deltas = futures::stream::iter([
@@ -48,7 +50,8 @@
 //!     DeltaEvent::Done { stop_reason: DoneReason::ToolUse, usage: Usage::default() },
 //! ].map(Ok));
 //!
-//! let mut events = engine.wrap(&session, 0, deltas, CancellationToken::new());
+//! // The engine numbers the session's requests itself (0 here, the session's first).
+//! let mut events = engine.wrap_next(&session, deltas, CancellationToken::new()).await?;
 //! let mut order = Vec::new();
 //! while let Some(event) = events.next().await {
 //!     order.push(event.type_name());
@@ -58,10 +61,16 @@
 //! let start = order.iter().position(|e| *e == "tool_execution_start").unwrap();
 //! assert!(commit < start);
 //! assert_eq!(order.last(), Some(&"turn_end"));
+//! let log = engine.store().load_log(&session).await?;
+//! let Some(headstart::Message::ToolResult(result)) = log.last().map(|stored| &stored.message) else { panic!() };
+//! assert_eq!(result.text(), "found tokio"); // typed arguments: no JSON quotes around the value
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! # })
 //! # }
 //! ```
+//!
+//! A tool whose behaviour is decided at run time (an MCP server's, a plugin's) implements the object-safe [`Tool`]
+//! trait instead, over untyped [`Arguments`].
 //!
 //! For the whole multi-request loop, implement [`Model`] and use [`Agent::run`].
 #![warn(missing_docs)]
@@ -74,6 +83,7 @@ mod engine;
 mod event;
 mod execute;
 mod hooks;
+pub mod layer;
 mod lease_guard;
 mod panic;
 mod prepare;
@@ -83,12 +93,16 @@ mod response;
 mod runner;
 pub mod scheduler;
 mod shared;
+mod telemetry;
 mod tool;
 mod toolbox;
+mod typed;
 mod updates;
 
 pub use headstart_core as core;
 pub use headstart_store as store;
+/// `schemars`, re-exported so typed tools derive `JsonSchema` with the version headstart uses.
+pub use schemars;
 
 pub use agent::Agent;
 pub use clock::{Clock, SystemClock, TokioClock};
@@ -104,6 +118,7 @@ pub use recovery::{
 pub use response::{CANCELLED_BY_CALLER, MISSING_TERMINAL};
 pub use tool::{Arguments, Tool, ToolContext, ToolError, ToolOutput};
 pub use toolbox::{Toolbox, ToolboxError};
+pub use typed::{schema_for, tool_fn, ToolFailure, ToolFn};
 pub use updates::UpdateSink;
 
 pub use headstart_core::{

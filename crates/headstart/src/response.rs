@@ -13,7 +13,7 @@
 //! deterministic; a call's result is written after the calls it unblocks have started (SPEC §6.5, issue 11), so
 //! the only durable write between a seal and a start is the commit of the call's own fragment.
 
-use std::collections::{HashSet, VecDeque};
+use std::collections::{HashMap, HashSet, VecDeque};
 use std::future::Future;
 use std::pin::{pin, Pin};
 use std::sync::Arc;
@@ -37,6 +37,7 @@ use crate::lease_guard::CallGate;
 use crate::queue::Emitter;
 use crate::runner::{RunnerEvent, ToolRunner};
 use crate::shared::Shared;
+use crate::telemetry::{CallTiming, ChatSpan};
 
 /// The message a stream gets when it stops without `done`/`error` (SPEC §2).
 pub const MISSING_TERMINAL: &str = "stream ended without a terminal event";
@@ -99,16 +100,29 @@ pub(crate) struct ResponseDriver<'a> {
     writing: Option<InFlight>,
     tasks: TaskTracker,
     out: &'a mut Emitter,
+    chat: ChatSpan,
+    /// When each call not yet admitted was sealed (engine clock, µs), for its span.
+    sealed_at_us: HashMap<String, i64>,
+    /// How long the last fragment commit took (µs), for the spans of the calls it admitted.
+    last_commit_us: i64,
 }
 
 impl<'a> ResponseDriver<'a> {
-    fn new(shared: Arc<Shared>, session: SessionId, request: u32, tasks: TaskTracker, out: &'a mut Emitter) -> Self {
+    fn new(
+        shared: Arc<Shared>,
+        session: SessionId,
+        request: u32,
+        tasks: TaskTracker,
+        out: &'a mut Emitter,
+        chat: ChatSpan,
+    ) -> Self {
         let runner = ToolRunner::new(
             &shared.config,
             Arc::clone(&shared.toolbox),
             shared.hooks.clone(),
             tasks.clone(),
             CallGate::new(session.clone(), shared.lease_guard.clone()),
+            tracing::Span::current(),
         );
         ResponseDriver {
             shared,
@@ -129,6 +143,9 @@ impl<'a> ResponseDriver<'a> {
             writing: None,
             tasks,
             out,
+            chat,
+            sealed_at_us: HashMap::new(),
+            last_commit_us: 0,
         }
     }
 
@@ -169,6 +186,8 @@ impl<'a> ResponseDriver<'a> {
     /// Accumulates a delta and emits its update; returns what must follow that needs the store. Synchronous, so
     /// the common case (a delta inside an open block) costs no future at all.
     fn accept_delta(&mut self, event: DeltaEvent) -> Option<FollowUp> {
+        let clock = &self.shared.clock;
+        self.chat.chunk(|| clock.now_us());
         match self.accumulator.apply_ref(&event) {
             Err(violation) => Some(FollowUp::Fail(violation.to_string())),
             Ok(Applied::Started) => {
@@ -191,7 +210,10 @@ impl<'a> ResponseDriver<'a> {
                         self.note_eligibility(index);
                         None
                     }
-                    Applied::Sealed(index) if self.triggers_commit(index) => Some(FollowUp::Commit(index)),
+                    Applied::Sealed(index) => {
+                        self.note_sealed(index);
+                        self.triggers_commit(index).then_some(FollowUp::Commit(index))
+                    }
                     _ => None,
                 }
             }
@@ -221,6 +243,13 @@ impl<'a> ResponseDriver<'a> {
             return false;
         };
         self.shared.toolbox.is_early_eligible(name, flagged)
+    }
+
+    fn note_sealed(&mut self, index: usize) {
+        if let Some(id) = self.accumulator.call_id(index) {
+            let now = self.shared.clock.now_us();
+            self.sealed_at_us.insert(id.to_owned(), now);
+        }
     }
 
     fn note_eligibility(&mut self, index: usize) {
@@ -298,6 +327,7 @@ impl<'a> ResponseDriver<'a> {
         self.finish_write_in_flight().await;
         self.out.flush();
         let span = tracing::info_span!("fragment_commit", request = self.request, calls = calls.len());
+        let started_us = self.now_us();
         let written = admission::commit_fragment(
             self.shared.store.as_ref(),
             &self.session,
@@ -308,6 +338,7 @@ impl<'a> ResponseDriver<'a> {
         )
         .instrument(span)
         .await;
+        self.last_commit_us = self.now_us() - started_us;
         match written {
             Ok((seq, admission)) => {
                 self.fragment_open = false;
@@ -349,7 +380,15 @@ impl<'a> ResponseDriver<'a> {
         if admission.is_empty() {
             return;
         }
-        let range = self.runner.admit(admission);
+        // A call admitted before the stream ended is early (SPEC §3.1).
+        let early = !self.stream_ended;
+        let commit_us = self.last_commit_us;
+        let sealed_at_us = &mut self.sealed_at_us;
+        let range = self.runner.admit(admission, |call| CallTiming {
+            early,
+            sealed_at_us: sealed_at_us.remove(&call.id),
+            commit_us,
+        });
         for slot in range {
             self.admitted_ids.insert(self.runner.slot(slot).call.id.clone());
         }
@@ -576,6 +615,11 @@ impl<'a> ResponseDriver<'a> {
             return;
         }
         self.stream_ended = true;
+        self.chat.end(
+            self.accumulator.ending(),
+            self.accumulator.model(),
+            self.accumulator.response_id(),
+        );
         let Some(Ending {
             stop_reason,
             usage,
@@ -694,12 +738,20 @@ where
     Poll::Pending
 }
 
+/// Which response of which session [`drive_response`] drives, and its `chat` span.
+pub(crate) struct Turn {
+    pub session: SessionId,
+    pub request: u32,
+    pub chat: ChatSpan,
+}
+
 /// Drives one response: reads `stream` to its end, commits, admits and settles every call, and hands the agent
-/// events, from `TurnStart` to `TurnEnd`, to `out` (SPEC §3, §6). Returns how the response ended.
+/// events, from `TurnStart` to `TurnEnd`, to `out` (SPEC §3, §6). Returns how the response ended. `chat` is the
+/// request's span: it ends with the stream, while calls may still run; their spans are children of the current
+/// span (the run's).
 pub(crate) async fn drive_response<S>(
     shared: Arc<Shared>,
-    session: SessionId,
-    request: u32,
+    Turn { session, request, chat }: Turn,
     stream: S,
     cancel: &CancellationToken,
     tasks: &TaskTracker,
@@ -709,7 +761,7 @@ where
     S: Stream<Item = Result<DeltaEvent, ModelError>>,
 {
     out.push(AgentEvent::TurnStart { request });
-    let mut driver = ResponseDriver::new(shared, session, request, tasks.clone(), out);
+    let mut driver = ResponseDriver::new(shared, session, request, tasks.clone(), out, chat);
     let mut stream = pin!(stream);
     let mut cancelled = pin!(cancel.clone().cancelled_owned());
     while !driver.finished() {

@@ -18,6 +18,7 @@ use headstart_core::ToolCall;
 use headstart_store::RunOutcome;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
+use tracing::{Instrument, Span};
 
 use crate::admission::Admission;
 use crate::config::EngineConfig;
@@ -26,6 +27,7 @@ use crate::hooks::Hooks;
 use crate::lease_guard::CallGate;
 use crate::prepare::{prepare, Immediate, ReadyCall};
 use crate::scheduler::{Action, Prepared, Scheduler};
+use crate::telemetry::{self, CallTiming};
 use crate::tool::ToolOutput;
 use crate::toolbox::Toolbox;
 use crate::updates::{UpdateBoard, UpdateSink};
@@ -49,6 +51,7 @@ pub(crate) struct Slot {
     pub settled: bool,
     pub terminate: bool,
     ready: Option<ReadyCall>,
+    timing: CallTiming,
 }
 
 type Preparing = (usize, BoxFuture<'static, Result<ReadyCall, Immediate>>);
@@ -65,11 +68,22 @@ pub(crate) struct ToolRunner {
     cancel: CancellationToken,
     tasks: TaskTracker,
     gate: CallGate,
+    /// The run's span: each call's `execute_tool` span is its child.
+    parent: Span,
+    capture_content: bool,
 }
 
 impl ToolRunner {
-    /// A runner whose call tasks are tracked by `tasks`.
-    pub fn new(config: &EngineConfig, toolbox: Arc<Toolbox>, hooks: Hooks, tasks: TaskTracker, gate: CallGate) -> Self {
+    /// A runner whose call tasks are tracked by `tasks`, whose calls pass `gate` before they start, and whose calls'
+    /// spans are children of `parent`.
+    pub fn new(
+        config: &EngineConfig,
+        toolbox: Arc<Toolbox>,
+        hooks: Hooks,
+        tasks: TaskTracker,
+        gate: CallGate,
+        parent: Span,
+    ) -> Self {
         ToolRunner {
             scheduler: Scheduler::new(config.tool_execution, config.max_in_flight),
             slots: Vec::new(),
@@ -81,15 +95,23 @@ impl ToolRunner {
             cancel: CancellationToken::new(),
             tasks,
             gate,
+            parent,
+            capture_content: config.capture_content,
         }
     }
 
-    /// Admits the calls of a committed fragment as one batch; returns its slots.
-    pub fn admit(&mut self, admission: Admission) -> std::ops::Range<usize> {
+    /// Admits the calls of a committed fragment as one batch; returns its slots. `timing` says, for its span, how
+    /// each call got here.
+    pub fn admit(
+        &mut self,
+        admission: Admission,
+        mut timing: impl FnMut(&ToolCall) -> CallTiming,
+    ) -> std::ops::Range<usize> {
         let calls = admission.into_calls();
         let fenced = calls.iter().any(|call| self.toolbox.fences(call));
         let range = self.scheduler.admit(calls.len(), fenced);
         self.slots.extend(calls.into_iter().map(|call| Slot {
+            timing: timing(&call),
             call: Arc::new(call),
             started_at_us: None,
             settled: false,
@@ -140,13 +162,25 @@ impl ToolRunner {
             return true;
         };
         let call = Arc::clone(&entry.call);
+        let timing = entry.timing;
         let context = self.gate.context(
             &call.id,
             self.cancel.child_token(),
             UpdateSink::new(slot, Arc::clone(&self.updates)),
         );
         let hooks = self.hooks.clone();
-        let body = self.tasks.spawn(execute(ready, call, hooks, context));
+        let capture = self.capture_content;
+        // The span is entered on the call's task, where the body runs, and parented to the run, not to whatever
+        // the engine's task has entered.
+        let span = telemetry::execute_tool(&self.parent, &call, timing, now_us, capture);
+        let body = self.tasks.spawn(
+            async move {
+                let executed = execute(ready, call, hooks, context).await;
+                telemetry::record_executed(&Span::current(), &executed, capture);
+                executed
+            }
+            .instrument(span),
+        );
         self.running.push(
             async move {
                 // `execute` catches panics itself; a join error means the runtime is shutting down.

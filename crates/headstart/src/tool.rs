@@ -91,6 +91,20 @@ pub struct ToolContext {
     pub updates: UpdateSink,
 }
 
+impl ToolContext {
+    /// A context for running a tool outside the engine (a unit test, a REPL): a fresh cancellation token, an update
+    /// sink that drops what it is sent, and the call id as its idempotency key (there is no session).
+    pub fn detached(call_id: impl Into<String>) -> Self {
+        let call_id = call_id.into();
+        ToolContext {
+            idempotency_key: call_id.clone(),
+            call_id,
+            cancel: CancellationToken::new(),
+            updates: UpdateSink::disconnected(),
+        }
+    }
+}
+
 /// A tool the model can call.
 ///
 /// Only `name` and `execute` are required. The engine guarantees that `execute` never begins before the

@@ -6,6 +6,7 @@ use std::sync::Arc;
 use headstart_core::{ToolCall, ToolDefinition};
 use jsonschema::Validator;
 
+use crate::layer::ToolLayer;
 use crate::tool::{Arguments, Tool};
 
 /// A tool schema that does not compile.
@@ -72,6 +73,18 @@ impl Toolbox {
     pub fn with(mut self, tool: impl Tool + 'static) -> Result<Self, ToolboxError> {
         self.register(tool)?;
         Ok(self)
+    }
+
+    /// Wraps every tool registered so far with `layer` (see [`crate::layer`]); a layer applied later wraps the
+    /// ones applied before it. Tools registered afterwards are not wrapped.
+    pub fn layer(mut self, layer: impl ToolLayer) -> Self {
+        for entry in self.entries.values_mut() {
+            *entry = Arc::new(Entry {
+                tool: layer.layer(Arc::clone(&entry.tool)),
+                validator: entry.validator.clone(),
+            });
+        }
+        self
     }
 
     /// The tool called `name`.

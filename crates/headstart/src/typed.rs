@@ -1,0 +1,382 @@
+//! Typed tools: arguments as a Rust type whose JSON Schema `schemars` derives, a body that uses `?` on any error.
+//!
+//! ```
+//! use headstart::{tool_fn, ToolContext, ToolFailure, Toolbox};
+//! use schemars::JsonSchema;
+//! use serde::Deserialize;
+//!
+//! /// What to read.
+//! #[derive(Deserialize, JsonSchema)]
+//! struct ReadArgs {
+//!     /// The file's path.
+//!     path: String,
+//! }
+//!
+//! let read = tool_fn("read_file", |args: ReadArgs, _ctx: ToolContext| async move {
+//!     let text = std::fs::read_to_string(&args.path)?; // io::Error -> ToolFailure
+//!     Ok(text)
+//! })
+//! .description("Reads a UTF-8 file")
+//! .early()
+//! .idempotent();
+//! let toolbox = Toolbox::new().with(read)?;
+//! assert_eq!(toolbox.definitions()[0].parameters["required"], serde_json::json!(["path"]));
+//! # Ok::<(), headstart::ToolboxError>(())
+//! ```
+
+use std::fmt;
+use std::future::Future;
+use std::marker::PhantomData;
+use std::sync::Arc;
+use std::time::Duration;
+
+use async_trait::async_trait;
+use schemars::JsonSchema;
+use serde::de::DeserializeOwned;
+use serde_json::Value;
+
+use crate::config::ExecutionMode;
+use crate::tool::{Arguments, Tool, ToolContext, ToolError, ToolOutput};
+
+/// A typed tool body's failure: any `std::error::Error` converts into it, so `?` works on `io::Error`,
+/// `serde_json::Error`, `reqwest::Error`, a [`ToolError`]… Its text (the error and its sources) becomes the call's
+/// error result.
+///
+/// It deliberately does not implement `std::error::Error` itself (like `anyhow::Error`): that is what makes the
+/// blanket `From<E: Error>` coherent. Build one from a message with [`ToolFailure::msg`].
+pub struct ToolFailure(Box<dyn std::error::Error + Send + Sync + 'static>);
+
+impl ToolFailure {
+    /// A failure with this message.
+    pub fn msg(message: impl Into<String>) -> Self {
+        ToolFailure(Box::new(ToolError::new(message)))
+    }
+
+    /// The underlying error.
+    pub fn as_error(&self) -> &(dyn std::error::Error + Send + Sync + 'static) {
+        self.0.as_ref()
+    }
+}
+
+impl<E: std::error::Error + Send + Sync + 'static> From<E> for ToolFailure {
+    fn from(error: E) -> Self {
+        ToolFailure(Box::new(error))
+    }
+}
+
+impl fmt::Display for ToolFailure {
+    /// The error, then each source, joined by `": "` (what the model reads).
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}", self.0)?;
+        let mut source = self.0.source();
+        while let Some(cause) = source {
+            write!(f, ": {cause}")?;
+            source = cause.source();
+        }
+        Ok(())
+    }
+}
+
+impl fmt::Debug for ToolFailure {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_tuple("ToolFailure").field(&self.0).finish()
+    }
+}
+
+impl From<ToolFailure> for ToolError {
+    fn from(failure: ToolFailure) -> Self {
+        ToolError::new(failure.to_string())
+    }
+}
+
+impl From<String> for ToolOutput {
+    fn from(text: String) -> Self {
+        ToolOutput::text(text)
+    }
+}
+
+impl From<&str> for ToolOutput {
+    fn from(text: &str) -> Self {
+        ToolOutput::text(text)
+    }
+}
+
+impl From<Value> for ToolOutput {
+    /// The value's JSON text for the model, and the value itself as `details`.
+    fn from(value: Value) -> Self {
+        ToolOutput::text(value.to_string()).with_details(value)
+    }
+}
+
+/// The JSON Schema of `A` as a tool's `parameters`: `schemars`' draft 2020-12 output (`$defs` included) without
+/// the `$schema` key, which providers do not want inside a tool definition.
+pub fn schema_for<A: JsonSchema>() -> Value {
+    let mut schema = schemars::schema_for!(A).to_value();
+    if let Value::Object(fields) = &mut schema {
+        fields.remove("$schema");
+    }
+    schema
+}
+
+type ConflictKeyFn<A> = Arc<dyn Fn(&A) -> Option<String> + Send + Sync>;
+
+/// A tool made from an async closure over typed arguments; see [`tool_fn`].
+pub struct ToolFn<A, F> {
+    name: String,
+    description: String,
+    parameters: Value,
+    is_async: bool,
+    idempotent: bool,
+    sequential: bool,
+    timeout: Option<Duration>,
+    conflict_key: Option<ConflictKeyFn<A>>,
+    body: F,
+    _args: PhantomData<fn(A)>,
+}
+
+/// A typed tool from an async closure: `A` is deserialized from the call's arguments, and its `schemars` schema is
+/// what the model sees and what calls are validated against (SPEC §5.2). The body returns anything that converts
+/// into a [`ToolOutput`] (`String`, `&str`, `serde_json::Value`, `ToolOutput`) or a [`ToolFailure`].
+///
+/// By default the tool is sync, not idempotent, without timeout or conflict key; the builder methods set those.
+pub fn tool_fn<A, F, Fut, O>(name: impl Into<String>, body: F) -> ToolFn<A, F>
+where
+    A: DeserializeOwned + JsonSchema + Send + 'static,
+    F: Fn(A, ToolContext) -> Fut + Send + Sync + 'static,
+    Fut: Future<Output = Result<O, ToolFailure>> + Send + 'static,
+    O: Into<ToolOutput>,
+{
+    ToolFn {
+        name: name.into(),
+        description: String::new(),
+        parameters: schema_for::<A>(),
+        is_async: false,
+        idempotent: false,
+        sequential: false,
+        timeout: None,
+        conflict_key: None,
+        body,
+        _args: PhantomData,
+    }
+}
+
+impl<A, F> ToolFn<A, F> {
+    /// What it does, for the model.
+    pub fn description(mut self, description: impl Into<String>) -> Self {
+        self.description = description.into();
+        self
+    }
+
+    /// Early-executable ([`Tool::is_async`]): starts as soon as the call is sealed.
+    pub fn early(mut self) -> Self {
+        self.is_async = true;
+        self
+    }
+
+    /// Safe to run twice ([`Tool::idempotent`]).
+    pub fn idempotent(mut self) -> Self {
+        self.idempotent = true;
+        self
+    }
+
+    /// Fences its batch ([`Tool::execution_mode`] `Sequential`).
+    pub fn sequential(mut self) -> Self {
+        self.sequential = true;
+        self
+    }
+
+    /// The call fails as timed out once this passes ([`Tool::timeout`]).
+    pub fn timeout(mut self, limit: Duration) -> Self {
+        self.timeout = Some(limit);
+        self
+    }
+
+    /// Calls with equal keys run in source order ([`Tool::conflict_key`]); the key is computed from the typed
+    /// arguments.
+    pub fn conflict_key(mut self, key: impl Fn(&A) -> Option<String> + Send + Sync + 'static) -> Self {
+        self.conflict_key = Some(Arc::new(key));
+        self
+    }
+}
+
+impl<A, F> fmt::Debug for ToolFn<A, F> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ToolFn")
+            .field("name", &self.name)
+            .field("is_async", &self.is_async)
+            .field("idempotent", &self.idempotent)
+            .finish_non_exhaustive()
+    }
+}
+
+fn parse<A: DeserializeOwned>(arguments: Arguments) -> Result<A, serde_json::Error> {
+    serde_json::from_value(Value::Object(arguments))
+}
+
+#[async_trait]
+impl<A, F, Fut, O> Tool for ToolFn<A, F>
+where
+    A: DeserializeOwned + JsonSchema + Send + 'static,
+    F: Fn(A, ToolContext) -> Fut + Send + Sync + 'static,
+    Fut: Future<Output = Result<O, ToolFailure>> + Send + 'static,
+    O: Into<ToolOutput>,
+{
+    fn name(&self) -> &str {
+        &self.name
+    }
+
+    fn description(&self) -> &str {
+        &self.description
+    }
+
+    fn parameters(&self) -> Value {
+        self.parameters.clone()
+    }
+
+    fn is_async(&self) -> bool {
+        self.is_async
+    }
+
+    fn execution_mode(&self) -> Option<ExecutionMode> {
+        self.sequential.then_some(ExecutionMode::Sequential)
+    }
+
+    fn conflict_key(&self, arguments: &Arguments) -> Option<String> {
+        let key = self.conflict_key.as_ref()?;
+        // Validation already passed; arguments the type still rejects get no key (execute reports them).
+        parse::<A>(arguments.clone()).ok().and_then(|args| key(&args))
+    }
+
+    fn timeout(&self) -> Option<Duration> {
+        self.timeout
+    }
+
+    fn idempotent(&self) -> bool {
+        self.idempotent
+    }
+
+    async fn execute(&self, arguments: Arguments, context: ToolContext) -> Result<ToolOutput, ToolError> {
+        let args = parse::<A>(arguments)
+            .map_err(|error| ToolError::new(format!("invalid arguments for tool {}: {error}", self.name)))?;
+        match (self.body)(args, context).await {
+            Ok(output) => Ok(output.into()),
+            Err(failure) => Err(failure.into()),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde::Deserialize;
+
+    use super::*;
+    use crate::toolbox::Toolbox;
+
+    /// A nested type, so the schema has `$defs`.
+    #[derive(Deserialize, JsonSchema)]
+    struct Range {
+        from: u32,
+        to: u32,
+    }
+
+    #[derive(Deserialize, JsonSchema)]
+    struct ReadArgs {
+        path: String,
+        lines: Option<Range>,
+    }
+
+    fn context() -> ToolContext {
+        ToolContext::detached("c1")
+    }
+
+    fn read_tool() -> impl Tool {
+        tool_fn("read", |args: ReadArgs, _ctx| async move {
+            let text = std::fs::read_to_string(&args.path)?;
+            let lines = args.lines.map_or(0, |range| range.to - range.from);
+            Ok(format!("{} bytes, {lines} lines", text.len()))
+        })
+        .early()
+        .idempotent()
+        .conflict_key(|args: &ReadArgs| Some(args.path.clone()))
+    }
+
+    fn arguments(value: Value) -> Arguments {
+        match value {
+            Value::Object(map) => map,
+            other => panic!("not an object: {other}"),
+        }
+    }
+
+    #[test]
+    fn the_schema_has_defs_and_compiles_and_validates() {
+        let tool = read_tool();
+        let schema = tool.parameters();
+        assert!(schema.get("$schema").is_none());
+        assert!(schema["$defs"]["Range"].is_object(), "{schema}");
+        let toolbox = Toolbox::new().with(tool).expect("the schema compiles");
+        assert!(toolbox
+            .validate("read", &arguments(serde_json::json!({"path": "a"})))
+            .is_ok());
+        let bad = arguments(serde_json::json!({"path": "a", "lines": {"from": "x", "to": 2}}));
+        let violations = toolbox.validate("read", &bad).expect_err("a string is not a u32");
+        // `Option<Range>` is an `anyOf` over the `$defs` reference and null: the reference resolved and failed.
+        assert!(
+            violations[0].starts_with("/lines: ") && violations[0].contains("anyOf"),
+            "{violations:?}"
+        );
+    }
+
+    #[test]
+    fn flags_and_conflict_key_come_from_the_builder() {
+        let tool = read_tool();
+        assert!(tool.is_async() && tool.idempotent());
+        assert_eq!(tool.execution_mode(), None);
+        let key = tool.conflict_key(&arguments(serde_json::json!({"path": "/etc/x"})));
+        assert_eq!(key.as_deref(), Some("/etc/x"));
+    }
+
+    #[tokio::test]
+    async fn question_mark_on_io_error_becomes_the_error_text() {
+        let missing = "/nonexistent/headstart/typed-tool";
+        let error = read_tool()
+            .execute(arguments(serde_json::json!({"path": missing})), context())
+            .await
+            .expect_err("the file does not exist");
+        let expected = std::fs::read_to_string(missing).expect_err("still missing").to_string();
+        assert_eq!(error.message, expected);
+    }
+
+    #[tokio::test]
+    async fn a_value_output_is_text_and_details_and_bad_arguments_fail_cleanly() {
+        #[derive(Deserialize, JsonSchema)]
+        struct Empty {}
+        let tool = tool_fn("echo", |_: Empty, ctx: ToolContext| async move {
+            Ok(serde_json::json!({"call": ctx.call_id}))
+        });
+        let output = tool.execute(Arguments::new(), context()).await.expect("runs");
+        assert_eq!(output.details, serde_json::json!({"call": "c1"}));
+        assert_eq!(
+            output,
+            ToolOutput::text(r#"{"call":"c1"}"#).with_details(output.details.clone())
+        );
+        let error = read_tool()
+            .execute(arguments(serde_json::json!({"path": 3})), context())
+            .await
+            .expect_err("not a string");
+        assert!(
+            error.message.starts_with("invalid arguments for tool read: "),
+            "{}",
+            error.message
+        );
+    }
+
+    #[test]
+    fn a_failure_shows_its_sources() {
+        #[derive(Debug, thiserror::Error)]
+        #[error("outer")]
+        struct Outer(#[source] std::io::Error);
+        let failure = ToolFailure::from(Outer(std::io::Error::other("inner")));
+        assert_eq!(failure.to_string(), "outer: inner");
+        assert_eq!(ToolError::from(ToolFailure::msg("plain")).message, "plain");
+    }
+}
