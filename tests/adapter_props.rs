@@ -185,7 +185,7 @@ fn apply(items: &mut Vec<Result<DeltaEvent, ModelError>>, at: Index, mutation: M
 }
 
 /// Interleaves the blocks' own event lists: each step continues one already-open block or opens the next one, so
-/// blocks still start in index order (as SPEC §2 requires) while their deltas and ends interleave freely.
+/// blocks still start in index order (as contract §2 requires) while their deltas and ends interleave freely.
 fn interleave(blocks: Vec<Vec<DeltaEvent>>, choices: &[usize]) -> Vec<DeltaEvent> {
     let mut cursors = vec![0usize; blocks.len()];
     let mut opened = 0usize;

@@ -153,7 +153,7 @@ const LOGS: &[(&str, Expect<'static>)] = &[
         "event-after-error.jsonl",
         RunError("event 2 (done) follows the terminal event 1 (error)"),
     ),
-    // Well-formed lines that break SPEC §2: replayed; the engine's typed error is the response's outcome.
+    // Well-formed lines that break contract §2: replayed; the engine's typed error is the response's outcome.
     ("empty.jsonl", ResponseError("stream ended without a terminal event")),
     (
         "only-blank-lines.jsonl",

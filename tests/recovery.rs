@@ -1,4 +1,4 @@
-//! Recovery (SPEC §7.4): unfinished calls get a result, the model context becomes valid, and an agent resumes.
+//! Recovery (contract §7.4): unfinished calls get a result, the model context becomes valid, and an agent resumes.
 
 use std::sync::Arc;
 

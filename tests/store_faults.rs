@@ -1,4 +1,4 @@
-//! Store faults (SPEC §3.3, §7): a fragment commit that fails admits nothing from that fragment, ends the response
+//! Store faults (contract §3.3, §7): a fragment commit that fails admits nothing from that fragment, ends the response
 //! with an error naming the store failure, and leaves the transcript holding everything committed before.
 //!
 //! Faults, each injected at a chosen fragment commit by a store wrapper ([`Faulty`]) around a real [`SqliteStore`]
@@ -249,7 +249,7 @@ async fn check_fault(run: &Run, path: &Path, store_failure: &str, failed_calls: 
     }
 
     // No execution event for a call of the failed fragment: a call that gets a result without running has its
-    // start immediately before its end (SPEC §5.7), never an update, and its result is an error.
+    // start immediately before its end (contract §5.7), never an update, and its result is an error.
     for (position, event) in run.events.iter().enumerate() {
         if let AgentEvent::ToolExecutionStart { call } = event {
             if failed_calls.contains(&call.id.as_str()) {

@@ -1,4 +1,4 @@
-//! Fuzzes the accumulator (SPEC §2): arbitrary bytes decode into a sequence of delta events (and model failures)
+//! Fuzzes the accumulator (contract §2): arbitrary bytes decode into a sequence of delta events (and model failures)
 //! applied one by one. The accumulator must never panic, and must keep its documented contract:
 //!
 //! - a rejected event changes nothing (same position, same snapshot, same open blocks);

@@ -1,4 +1,4 @@
-//! Criterion micro-benchmarks of the accumulator (SPEC §2): applying delta events one by one must cost
+//! Criterion micro-benchmarks of the accumulator (contract §2): applying delta events one by one must cost
 //! O(delta length), whatever the size of the message so far.
 
 use criterion::{criterion_group, criterion_main, BatchSize, BenchmarkId, Criterion, Throughput};

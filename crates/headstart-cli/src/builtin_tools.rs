@@ -5,7 +5,7 @@
 //!   while the model still streams) and idempotent (recovery may run them again).
 //! - `fetch_url` makes an HTTP(S) GET, which is safe by HTTP's definition: async and idempotent too.
 //!
-//! A tool that writes would be declared sync, so that it runs only once the response is complete (SPEC §4).
+//! A tool that writes would be declared sync, so that it runs only once the response is complete (contract §4).
 
 use std::path::{Component, Path, PathBuf};
 use std::sync::Arc;

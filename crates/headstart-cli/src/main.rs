@@ -47,7 +47,7 @@ enum Command {
     Inspect(inspect::Args),
     /// Draw a stored session (or a replay report) as an SVG timeline, with the time saved over batching.
     Timeline(timeline::Args),
-    /// Give every unfinished call (admitted, no result) the interrupted result (SPEC §7.4).
+    /// Give every unfinished call (admitted, no result) the interrupted result (contract §7.4).
     Recover(recover::Args),
     /// Put sessions in a fleet's queue (a SQLite file or a PostgreSQL URL); workers claim them.
     Submit(submit::Args),

@@ -1,5 +1,5 @@
 //! `headstart recover STORE [--json]`: give every unfinished call (admitted, no result) the interrupted result
-//! (SPEC §7.4), and print what was done. STORE is a SQLite file or a PostgreSQL URL.
+//! (contract §7.4), and print what was done. STORE is a SQLite file or a PostgreSQL URL.
 //!
 //! Sessions a worker of a fleet holds (`running`) are left alone: their writes are the worker's (contract §7.5.2),
 //! and the worker, or the one that takes them over, recovers them.

@@ -1,4 +1,4 @@
-//! Crash test (SPEC §1, §3.3, §7.4): kill `headstart replay` with SIGKILL at random moments and check what the
+//! Crash test (contract §1, §3.3, §7.4): kill `headstart replay` with SIGKILL at random moments and check what the
 //! killed process left behind.
 //!
 //! The scenario `tests/crash/many-calls.json` (in this package) runs 26 async and sync calls over five tool turns

@@ -1,7 +1,7 @@
-//! The accumulator: rebuilds the assistant message under construction from delta events (SPEC §2).
+//! The accumulator: rebuilds the assistant message under construction from delta events (contract §2).
 //!
 //! It applies one event at a time in O(delta length): deltas are appended in place and nothing is cloned or
-//! re-rendered per event. Every protocol violation of SPEC §2 is rejected with an [`AccumulatorError`] naming the
+//! re-rendered per event. Every protocol violation of contract §2 is rejected with an [`AccumulatorError`] naming the
 //! event's position and what was wrong; a rejected event changes nothing. Consumers that want the whole partial
 //! message ask for it explicitly ([`Accumulator::snapshot`]), paying O(message) only then.
 //!
@@ -234,7 +234,7 @@ enum Phase {
     Ended,
 }
 
-/// Rebuilds an assistant message from delta events, enforcing SPEC §2.
+/// Rebuilds an assistant message from delta events, enforcing contract §2.
 #[derive(Debug, Clone)]
 pub struct Accumulator {
     position: usize,
@@ -271,7 +271,7 @@ impl Accumulator {
         }
     }
 
-    /// Applies one event. On error nothing changes and the caller should end the response (SPEC §2: a protocol
+    /// Applies one event. On error nothing changes and the caller should end the response (contract §2: a protocol
     /// error ends the response as `error` with this message).
     pub fn apply(&mut self, event: DeltaEvent) -> Result<Applied, AccumulatorError> {
         self.apply_ref(&event)

@@ -1,4 +1,4 @@
-//! The canonical model context (SPEC §7.3).
+//! The canonical model context (contract §7.3).
 //!
 //! The durable log is in write order: fragments of a response and the results of its calls interleave in the
 //! order they became durable. Providers need each assistant message followed directly by its tool results, and

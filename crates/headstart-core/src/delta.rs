@@ -1,8 +1,8 @@
-//! Delta events: the normalized stream a model produces (SPEC §2).
+//! Delta events: the normalized stream a model produces (contract §2).
 //!
 //! Provider wire formats are converted into these by adapters; the engine only ever sees delta events. The serde
 //! representation is one JSON object per event with a `type` tag, exactly as in the delta-log format of
-//! `scenarios/FORMAT.md`; unknown fields are rejected so a typo never passes silently.
+//! `docs/scenario-format.md`; unknown fields are rejected so a typo never passes silently.
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -50,7 +50,7 @@ impl From<ErrorReason> for StopReason {
     }
 }
 
-/// One event of a model's response stream (SPEC §2).
+/// One event of a model's response stream (contract §2).
 ///
 /// `index` is the absolute position of the block in the response's full content.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -184,7 +184,7 @@ impl DeltaEvent {
         }
     }
 
-    /// A copy of this event addressed to `index` instead (SPEC §3.4 re-basing).
+    /// A copy of this event addressed to `index` instead (contract §3.4 re-basing).
     pub fn with_index(mut self, new_index: usize) -> Self {
         match &mut self {
             DeltaEvent::TextStart { index }

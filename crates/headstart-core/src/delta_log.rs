@@ -1,4 +1,4 @@
-//! Reading and writing delta logs (`*.jsonl`, `scenarios/FORMAT.md`).
+//! Reading and writing delta logs (`*.jsonl`, `docs/scenario-format.md`).
 //!
 //! One delta event per line, each with an optional `at_ms` (virtual milliseconds since the response's request;
 //! missing means "same as the previous line", 0 for the first; it must not decrease). Blank lines are ignored.

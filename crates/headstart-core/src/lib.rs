@@ -1,9 +1,9 @@
 //! # headstart-core
 //!
 //! The pure layer of headstart: the conversation model ([`model`]), the normalized delta events a model stream
-//! produces ([`delta`], SPEC §2), the [`accumulator`] that rebuilds an assistant message from them and rejects every
+//! produces ([`delta`], contract §2), the [`accumulator`] that rebuilds an assistant message from them and rejects every
 //! protocol violation with a typed error, delta-log reading and writing ([`delta_log`]), and the canonical model view
-//! of a stored transcript ([`context`], SPEC §7.3), and the model API a provider adapter implements
+//! of a stored transcript ([`context`], contract §7.3), and the model API a provider adapter implements
 //! ([`model_api`]: the [`Model`] trait, its [`ModelRequest`] and the [`DeltaStream`] it returns).
 //!
 //! Nothing here performs I/O except reading and writing delta logs through caller-supplied readers and writers, so

@@ -1,6 +1,6 @@
 //! The conversation model: messages, content blocks, stop reasons and usage.
 //!
-//! The serde representations are the report shapes of `scenarios/FORMAT.md` (snake_case names, a `type` tag on
+//! The serde representations are the report shapes of `docs/scenario-format.md` (snake_case names, a `type` tag on
 //! content blocks, `tool_call` for tool calls), so transcripts and reports are produced by serializing these types.
 
 use serde::de::Deserializer;
@@ -8,7 +8,7 @@ use serde::ser::Serializer;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
-/// Why a response ended (SPEC §2).
+/// Why a response ended (contract §2).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum StopReason {
@@ -36,7 +36,7 @@ impl StopReason {
         }
     }
 
-    /// `true` for `error` and `aborted`, the abnormal ends of SPEC §3.5.
+    /// `true` for `error` and `aborted`, the abnormal ends of contract §3.5.
     pub fn is_abnormal(self) -> bool {
         matches!(self, StopReason::Error | StopReason::Aborted)
     }
@@ -73,7 +73,7 @@ impl Usage {
             .saturating_add(self.cache_write)
     }
 
-    /// `true` when every counter is zero (the usage of a prefix fragment, SPEC §3.2).
+    /// `true` when every counter is zero (the usage of a prefix fragment, contract §3.2).
     pub fn is_zero(&self) -> bool {
         *self == Usage::default()
     }
@@ -122,7 +122,7 @@ impl<'de> Deserialize<'de> for Usage {
 /// The arguments of a sealed tool call.
 ///
 /// Serialized as the JSON object itself when valid, and as a JSON string holding the verbatim argument text when
-/// invalid (SPEC §2: an invalid call is kept in the transcript with its text stored verbatim; partial JSON is never
+/// invalid (contract §2: an invalid call is kept in the transcript with its text stored verbatim; partial JSON is never
 /// repaired). Deserializing recomputes the parser message, so it never needs storing.
 #[derive(Debug, Clone, PartialEq)]
 pub enum ToolArguments {
@@ -330,7 +330,7 @@ impl UserMessage {
     }
 }
 
-/// An assistant message: a whole response, or one fragment of it as stored in the transcript (SPEC §1, §3.2).
+/// An assistant message: a whole response, or one fragment of it as stored in the transcript (contract §1, §3.2).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct AssistantMessage {
@@ -372,7 +372,7 @@ pub struct ToolResultMessage {
     pub details: Value,
     /// Whether the call failed.
     pub is_error: bool,
-    /// Whether the result asks the agent loop to stop (SPEC §5.6).
+    /// Whether the result asks the agent loop to stop (contract §5.6).
     #[serde(default)]
     pub terminate: bool,
 }

@@ -11,7 +11,7 @@ use serde_json::Value;
 use crate::delta::{DeltaEvent, ModelError};
 use crate::model::Message;
 
-/// A model's response stream: delta events (SPEC §2), or a transport/provider failure.
+/// A model's response stream: delta events (contract §2), or a transport/provider failure.
 pub type DeltaStream = BoxStream<'static, Result<DeltaEvent, ModelError>>;
 
 /// A tool as the model sees it.
@@ -30,7 +30,7 @@ pub struct ToolDefinition {
 pub struct ModelRequest {
     /// 0-based index of the request within the agent run.
     pub request: u32,
-    /// The canonical model context (SPEC §7.3).
+    /// The canonical model context (contract §7.3).
     pub context: Vec<Message>,
     /// The tools the model may call.
     pub tools: Vec<ToolDefinition>,
@@ -40,7 +40,7 @@ pub struct ModelRequest {
 ///
 /// `stream` returns once the response has begun (or failed to); an `Err` means no response exists and ends the
 /// agent run with that error. Failures after that point belong inside the stream, where they end the response as
-/// `error` (SPEC §3.5).
+/// `error` (contract §3.5).
 #[async_trait]
 pub trait Model: Send + Sync {
     /// Starts one response.

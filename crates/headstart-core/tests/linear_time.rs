@@ -1,4 +1,4 @@
-//! SPEC §2: applying a delta costs O(delta length), not O(message length).
+//! contract §2: applying a delta costs O(delta length), not O(message length).
 //!
 //! Measured deterministically, without clocks: a counting global allocator records the allocations made on the
 //! measuring thread while the accumulator applies pre-built delta events (the events' own strings are allocated

@@ -1,6 +1,6 @@
 //! # headstart-postgres
 //!
-//! The transcript store on PostgreSQL ([`PgStore`]): the [`TranscriptStore`] of SPEC §7 and the [`SessionQueue`]
+//! The transcript store on PostgreSQL ([`PgStore`]): the [`TranscriptStore`] of contract §7 and the [`SessionQueue`]
 //! of §7.5, for fleets of worker processes on several machines sharing one database. It gives every guarantee of
 //! the SQLite store (it passes the same conformance suite, `headstart_store::conformance`), plus leases and
 //! fencing across machines.
@@ -61,7 +61,7 @@ pub struct PgOptions {
     /// at `on` or above. `Normal`: transcript writes that admit no call commit with `synchronous_commit = off`
     /// (they survive a crash of the worker, and of the database server once its WAL writer flushed them, within
     /// milliseconds); commits that admit calls and every queue operation (claims, renewals, finishes) keep `on`
-    /// or above (SPEC §7.5).
+    /// or above (contract §7.5).
     pub durability: Durability,
     /// The most connections the store opens (default 16). Operations beyond wait for a free one.
     pub max_connections: usize,
@@ -413,7 +413,7 @@ impl TranscriptStore for PgStore {
             admitted,
         })
         .to_string();
-        // SPEC §7.5: a commit that admits calls is never relaxed below `synchronous_commit = on`.
+        // contract §7.5: a commit that admits calls is never relaxed below `synchronous_commit = on`.
         let access = if admitted.is_empty() {
             Access::WriteRelaxable
         } else {

@@ -198,7 +198,7 @@ pub(crate) const UNFINISHED_RUNS: &str = "SELECT r.call_id, r.tool_name, r.reque
     ORDER BY r.admission";
 
 // ---------------------------------------------------------------------------------------------------------------
-// The work queue (SPEC §7.5)
+// The work queue (contract §7.5)
 // ---------------------------------------------------------------------------------------------------------------
 
 /// The database's clock in µs since the Unix epoch, as a subquery (`clock_timestamp()`, not the transaction's

@@ -1,4 +1,4 @@
-//! The shared half of every converter: builds a well-formed delta stream (SPEC §2).
+//! The shared half of every converter: builds a well-formed delta stream (contract §2).
 //!
 //! Converters decide *what* happened on the wire; the emitter keeps the bookkeeping that makes the output valid:
 //! `start` exactly once and first, content indices handed out gaplessly, open blocks tracked, text and thinking

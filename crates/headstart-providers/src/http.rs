@@ -79,7 +79,7 @@ pub struct HttpModelConfig {
     pub idle_timeout: Duration,
     /// Conversion options (e.g. `seal_on_next_index` for Chat Completions).
     pub convert: ConvertOptions,
-    /// Retries of a request that failed before its first delta (default: 2, with backoff; SPEC §3.6.6).
+    /// Retries of a request that failed before its first delta (default: 2, with backoff; contract §3.6.6).
     pub retry: RetryPolicy,
 }
 
@@ -211,7 +211,7 @@ impl HttpModel {
         build_body(self.config.format, &settings, context, tools)
     }
 
-    /// Sends one request and returns its delta stream. A request that fails before its first delta (SPEC §3.6.6)
+    /// Sends one request and returns its delta stream. A request that fails before its first delta (contract §3.6.6)
     /// is tried again as [`HttpModelConfig::retry`] allows; the engine only ever sees the attempt that streamed.
     pub async fn stream_context(
         &self,
@@ -315,7 +315,7 @@ impl HttpModel {
 /// Reads `stream` up to its first event after `start`. When that is an `error` naming a transient failure (an
 /// "overloaded" event, a connection dropped before any content), the attempt failed before its first delta and may
 /// be retried; the stream read so far is the fallback, so the last attempt still ends as a stored failed response
-/// (SPEC §2.12). Otherwise the stream is handed back whole.
+/// (contract §2.12). Otherwise the stream is handed back whole.
 async fn first_delta(mut stream: DeltaStream) -> Result<DeltaStream, Failure<DeltaStream>> {
     let mut read = Vec::new();
     let transient = loop {

@@ -1,7 +1,7 @@
 //! # headstart-providers
 //!
 //! Provider adapters for headstart (issue 7): each provider's streaming wire format in, headstart's normalized
-//! [`DeltaEvent`]s (SPEC §2) out.
+//! [`DeltaEvent`]s (contract §2) out.
 //!
 //! - One module per wire format, each a small pure state machine implementing [`StreamConverter`]:
 //!   [`openai_chat`] (Chat Completions and compatible servers such as DeepSeek), [`openai_responses`],
@@ -10,7 +10,7 @@
 //! - [`capture`]: recorded captures (raw SSE text or the YAML cassettes of `tests/fixtures/providers/`) converted to
 //!   delta logs.
 //! - [`stream`]: the asynchronous glue, a byte stream in and a [`DeltaStream`] out.
-//! - [`request`]: request bodies built from the canonical model context (SPEC §7.3) and tool definitions.
+//! - [`request`]: request bodies built from the canonical model context (contract §7.3) and tool definitions.
 //! - [`http`]: [`http::HttpModel`], the HTTP + SSE model client; it implements [`headstart_core::Model`], so the
 //!   engine's `Agent` can be pointed at a real endpoint (or any compatible server).
 //!
@@ -164,7 +164,7 @@ pub trait StreamConverter: Send {
     fn push(&mut self, event: &SseEvent) -> Result<Vec<DeltaEvent>, ProviderError>;
 
     /// The body ended. If the provider's terminal event never came, this yields an `error` event ("the connection
-    /// closed mid-stream", SPEC §5.5); otherwise whatever is still pending (possibly nothing).
+    /// closed mid-stream", contract §5.5); otherwise whatever is still pending (possibly nothing).
     fn finish(&mut self) -> Vec<DeltaEvent>;
 
     /// Ends the response as `error` with `message` (a transport failure or an `Err` from [`StreamConverter::push`]):

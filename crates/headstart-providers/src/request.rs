@@ -1,4 +1,4 @@
-//! Request bodies: the canonical model context (SPEC §7.3) and the tool definitions, in each wire format.
+//! Request bodies: the canonical model context (contract §7.3) and the tool definitions, in each wire format.
 //!
 //! The context is what `headstart_core::context::model_context` produces: user prompts, one merged assistant
 //! message per response (followed by its tool results in call order), tool results. Notes per format:

@@ -1,4 +1,4 @@
-//! Retrying a request that failed before its first delta (SPEC §3.6.6).
+//! Retrying a request that failed before its first delta (contract §3.6.6).
 //!
 //! A failed attempt produced nothing the engine saw, so trying again is invisible to the transcript. What is
 //! retried: connection failures and timeouts, HTTP 408, 409, 429 and 5xx, and a stream whose first event after
@@ -70,7 +70,7 @@ pub(crate) struct Failure<T> {
     /// How long the server asked to wait.
     pub hint: Option<Duration>,
     /// What to hand back instead of `error` if this was the last attempt (a stream that failed before its first
-    /// delta is still a response: the engine stores it as such, SPEC §2.12).
+    /// delta is still a response: the engine stores it as such, contract §2.12).
     pub fallback: Option<T>,
 }
 

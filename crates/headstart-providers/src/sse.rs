@@ -7,7 +7,7 @@
 //!
 //! Over a byte stream ([`sse_events`]), an event not yet terminated by a blank line when the body ends is
 //! discarded, as the spec demands: the converter then sees the body end without the provider's terminal event and
-//! reports the response as `error` (SPEC §5.5).
+//! reports the response as `error` (contract §5.5).
 //!
 //! The bytes go through a small sanitizer before `eventsource-stream` sees them, because that crate (0.2.3) panics
 //! on a leading byte-order mark (it slices one byte into the three-byte BOM), stalls on invalid UTF-8 until the

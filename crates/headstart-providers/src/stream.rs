@@ -23,7 +23,7 @@ struct State {
 /// Converts a response body (a stream of byte chunks, e.g. `reqwest`'s) in `format` to delta events.
 ///
 /// The stream always yields a well-formed response: `start` first and exactly one terminal event. A transport
-/// error, a body that ends before the provider's terminal event (SPEC §5.5) or unparseable provider data all end it
+/// error, a body that ends before the provider's terminal event (contract §5.5) or unparseable provider data all end it
 /// with an `error` event (not an `Err` item), so the partial response and any usage survive. The body is dropped as
 /// soon as the terminal event is produced; dropping the returned stream drops the body too.
 pub fn delta_stream<S, B, E>(format: WireFormat, options: &ConvertOptions, bytes: S) -> DeltaStream

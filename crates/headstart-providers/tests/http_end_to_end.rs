@@ -1,7 +1,7 @@
 //! End to end over real HTTP: a local server (hyper on 127.0.0.1, port 0) replays the four recorded Anthropic
 //! exchanges of `tests/fixtures/providers/` one SSE event at a time with small delays; `HttpModel` talks to it
 //! and an `Agent` runs async arithmetic tools. The first calls start while their HTTP response is still streaming.
-//! The fault tests script the same server to answer 429, 503 or 400 first (SPEC §3.6.6).
+//! The fault tests script the same server to answer 429, 503 or 400 first (contract §3.6.6).
 
 use std::collections::HashMap;
 use std::path::PathBuf;

@@ -1,4 +1,4 @@
-//! Checking a report against a scenario's `expect` block (`scenarios/FORMAT.md`, "expect").
+//! Checking a report against a scenario's `expect` block (`docs/scenario-format.md`, "expect").
 //!
 //! Works on the report as JSON, exactly as an outside tool would see it. Every key of the format's table is
 //! implemented; an unknown key is itself a failure, so a typo never passes silently.

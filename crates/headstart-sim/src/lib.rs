@@ -1,6 +1,6 @@
 //! # headstart-sim
 //!
-//! Scenario replay for headstart (SPEC §8, `scenarios/FORMAT.md`): a simulated streaming model that emits each
+//! Scenario replay for headstart (contract §8, `docs/scenario-format.md`): a simulated streaming model that emits each
 //! turn's delta events at their `at_ms`, simulated tools and hooks driven by the scenario, and the report builder.
 //! On tokio's paused clock a scenario's report is deterministic: the same scenario yields byte-identical reports.
 //! That clock needs tokio's `test-util`, which this crate enables only with its `virtual-clock` feature (see

@@ -1,4 +1,4 @@
-//! Running a scenario and building its report (`headstart replay`, SPEC §8).
+//! Running a scenario and building its report (`headstart replay`, contract §8).
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -55,10 +55,10 @@ pub struct ReplayOptions {
     pub trace_commits: bool,
     /// The SQLite durability of the replay's store (default `full`, as the store's).
     pub durability: Durability,
-    /// The consumer waits this many milliseconds (of the replay's clock) after taking each event (SPEC §6: the
+    /// The consumer waits this many milliseconds (of the replay's clock) after taking each event (contract §6: the
     /// report's `requests`, `transcript`, `tool_runs` and `end_ms` do not change).
     pub consumer_delay_ms: u64,
-    /// The consumer drops the event stream after taking this many events (SPEC §6.7); the report is then
+    /// The consumer drops the event stream after taking this many events (contract §6.7); the report is then
     /// written from the store once the engine has settled every admitted call.
     pub drop_after_events: Option<usize>,
 }
@@ -218,7 +218,7 @@ pub async fn replay(scenario: &Scenario, options: &ReplayOptions) -> ReplayOutco
     }
 }
 
-/// Cancels the run at `at`, after the tool returns, timeouts and updates due at that instant (FORMAT.md): one yield
+/// Cancels the run at `at`, after the tool returns, timeouts and updates due at that instant (docs/scenario-format.md): one yield
 /// lets the tasks woken at `at` run first. (When a model event is due then too, the simulated model fires the
 /// cancellation itself, before that event.)
 async fn cancel_at(cancel: CancellationToken, at: tokio::time::Instant) {

@@ -1,4 +1,4 @@
-//! The replay report (`scenarios/FORMAT.md`, "Report"): built by serializing these types, keys in the documented
+//! The replay report (`docs/scenario-format.md`, "Report"): built by serializing these types, keys in the documented
 //! order, and read back by deserializing them (`Report::from_json`), so the schema is declared once. Every type
 //! denies unknown keys: a report whose keys were renamed fails to load instead of reading as empty.
 

@@ -1,4 +1,4 @@
-//! Scenario files (`scenarios/FORMAT.md`): parsing, with every unknown key an error naming the key and its path
+//! Scenario files (`docs/scenario-format.md`): parsing, with every unknown key an error naming the key and its path
 //! (every spec type denies unknown fields; `serde_path_to_error` says where).
 //!
 //! # Limits on hostile input
@@ -14,7 +14,7 @@
 //!   stack overflow;
 //! - a turn whose events go on after its terminal event (`done`/`error`) is refused: the engine stops reading a
 //!   response at its terminal event, so those events could never be replayed;
-//! - a tool call id used by two turns is refused (FORMAT.md: ids are unique across all turns);
+//! - a tool call id used by two turns is refused (docs/scenario-format.md: ids are unique across all turns);
 //! - every time in a scenario (`at_ms`, `cancel_at_ms`, `delay_ms`, `updates[].at_ms`, `timeout_ms`) is at most
 //!   [`MAX_TIME_MS`] (365 days): far larger values would keep the virtual clock stepping through its timer wheel
 //!   for hours, and no real scenario needs them.
@@ -556,8 +556,8 @@ fn resolve_turn(
     Ok(events)
 }
 
-/// Refuses a tool call id used by two turns (FORMAT.md: ids are unique across all turns). A repeat within one turn
-/// is left to the engine, which rejects it as a protocol violation (SPEC §2).
+/// Refuses a tool call id used by two turns (docs/scenario-format.md: ids are unique across all turns). A repeat within one turn
+/// is left to the engine, which rejects it as a protocol violation (contract §2).
 fn unique_ids_across_turns(turns: &[Vec<TimedDelta>]) -> Result<(), ScenarioError> {
     let mut first_turn: BTreeMap<&str, usize> = BTreeMap::new();
     for (turn, events) in turns.iter().enumerate() {

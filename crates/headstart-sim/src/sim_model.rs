@@ -18,7 +18,7 @@ pub struct SimModel {
 
 /// An external cancellation due at an instant (a scenario's `cancel_at_ms`). The model fires it itself when one of
 /// its events falls due at or after that instant, so that at the same instant the cancellation comes before the
-/// model event (FORMAT.md); a separate task fires it when no model event is due then.
+/// model event (docs/scenario-format.md); a separate task fires it when no model event is due then.
 #[derive(Debug, Clone)]
 pub struct ExternalCancel {
     /// The token to cancel.
@@ -52,7 +52,7 @@ pub fn timed_stream(events: Vec<TimedDelta>) -> DeltaStream {
 ///
 /// Before each event the stream yields once, so that everything else due at the same instant (tool returns,
 /// timeouts and updates, which run on tasks of their own) is processed first; then a cancellation due by then is
-/// fired, and the stream yields again so the engine sees it before the event: the model goes last, as FORMAT.md
+/// fired, and the stream yields again so the engine sees it before the event: the model goes last, as docs/scenario-format.md
 /// orders things due at the same instant.
 fn cancelling_stream(events: Vec<TimedDelta>, cancel: Option<ExternalCancel>) -> DeltaStream {
     let start = Instant::now();

@@ -186,7 +186,7 @@ impl Timeline {
         }
     }
 
-    /// Builds the timeline of a replay report (`headstart replay` output, `scenarios/FORMAT.md`).
+    /// Builds the timeline of a replay report (`headstart replay` output, `docs/scenario-format.md`).
     pub fn from_report_json(text: &str) -> Result<Timeline, ReportError> {
         Report::from_json(text).map(|report| Timeline::from_report(&report))
     }

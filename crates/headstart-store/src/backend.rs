@@ -252,7 +252,7 @@ pub struct LeaseRow {
     pub epoch: i64,
 }
 
-/// Decides whether a write to `session` may go on (SPEC §7.5): `row` is the session's queue columns (`None`: no
+/// Decides whether a write to `session` may go on (contract §7.5): `row` is the session's queue columns (`None`: no
 /// such session), `fence` the writer's lease (`None`: a handle without one).
 ///
 /// - A fenced writer writes only its own session, and only while the session is `running` under its owner and

@@ -44,14 +44,14 @@ pub enum StoreError {
     /// A stored record could not be decoded.
     #[error("transcript store holds an unreadable record: {0}")]
     Decode(String),
-    /// The write was refused because the writer no longer holds the session's lease (SPEC §7.5): another worker
+    /// The write was refused because the writer no longer holds the session's lease (contract §7.5): another worker
     /// claimed it since (a higher epoch), the session ended, or a writer without a lease tried to write a session a
     /// worker holds. Nothing was written. A worker stops the session on this error; it must not retry.
     #[error("transcript store fenced the write: {0}")]
     Fenced(String),
     /// The database server cannot be reached, or dropped the connection (it stopped, restarted, or refuses new
     /// connections). Whether a write that failed this way was committed is unknown only when the connection broke
-    /// during its `COMMIT`; recovery (SPEC §7.4) settles it either way.
+    /// during its `COMMIT`; recovery (contract §7.4) settles it either way.
     #[error("transcript store is unavailable: {0}")]
     Unavailable(String),
     /// Any other backend failure.

@@ -1,4 +1,4 @@
-//! Fleets of workers on one store (SPEC §7.5): the work queue, leases, fencing, idempotency keys.
+//! Fleets of workers on one store (contract §7.5): the work queue, leases, fencing, idempotency keys.
 //!
 //! Single-process use needs none of this: [`TranscriptStore::create_session`] makes an
 //! [`Unqueued`](crate::SessionState::Unqueued) session that only its creator drives, and every write goes through
@@ -14,7 +14,7 @@
 //! 3. It [`renew`](SessionQueue::renew)s its leases well before they expire, checks
 //!    [`Lease::may_have_expired`] (its own monotonic clock) before starting a call's `execute`, and
 //!    [`finish`](SessionQueue::finish)es the session (completed, failed or released back to the queue).
-//! 4. A worker that claims a session another worker held ([`Claim::previous_owner`]) runs recovery (SPEC §7.4)
+//! 4. A worker that claims a session another worker held ([`Claim::previous_owner`]) runs recovery (contract §7.4)
 //!    before continuing it.
 //!
 //! Lease expiry is measured on **the database's clock** (PostgreSQL's `clock_timestamp()`, the machine's clock for
@@ -55,7 +55,7 @@ pub struct Lease {
 }
 
 impl Lease {
-    /// Whether the lease may have expired by the worker's monotonic clock (SPEC §7.5: a worker should not start a
+    /// Whether the lease may have expired by the worker's monotonic clock (contract §7.5: a worker should not start a
     /// call's `execute` then; it renews first).
     pub fn may_have_expired(&self) -> bool {
         Instant::now() >= self.held_until
@@ -73,7 +73,7 @@ pub struct Claim {
     /// The worker's lease on it.
     pub lease: Lease,
     /// The worker that held it before, when its lease expired (it died, stalled, or lost its connection): the new
-    /// owner runs recovery (SPEC §7.4) before continuing. `None` for a session that was pending (submitted or
+    /// owner runs recovery (contract §7.4) before continuing. `None` for a session that was pending (submitted or
     /// released); recovery then finds nothing to do, so running it always is safe too.
     pub previous_owner: Option<String>,
 }
@@ -90,7 +90,7 @@ pub enum SessionEnd {
     Released,
 }
 
-/// The work queue of a fleet of workers sharing one store (SPEC §7.5). See the [module documentation](self).
+/// The work queue of a fleet of workers sharing one store (contract §7.5). See the [module documentation](self).
 ///
 /// Every method is one transaction. The queue methods ignore a handle's own fence: they take the lease they act on
 /// as an argument.
@@ -130,7 +130,7 @@ const IDEMPOTENCY_NAMESPACE: uuid::Uuid = uuid::Uuid::from_u128(0x6865_6164_7374
 
 /// The idempotency key of call `call_id` in `session`: the same on every attempt and on every worker, different
 /// for every (session, call) pair. A tool that calls an outside service passes it along (an `Idempotency-Key`
-/// header, a request id) so that when recovery re-runs the call after a crash or a takeover (SPEC §7.4), the
+/// header, a request id) so that when recovery re-runs the call after a crash or a takeover (contract §7.4), the
 /// service can recognise the repetition.
 ///
 /// It is a name-based UUID (version 5, 36 characters), a format services that limit key length or alphabet

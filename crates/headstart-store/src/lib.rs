@@ -1,6 +1,6 @@
 //! # headstart-store
 //!
-//! The transcript store (SPEC §7): a small, backend-neutral [`TranscriptStore`] trait and its embedded default,
+//! The transcript store (contract §7): a small, backend-neutral [`TranscriptStore`] trait and its embedded default,
 //! [`SqliteStore`].
 //!
 //! The trait speaks only in transcript terms (sessions, messages with sequence numbers, tool runs); nothing about
@@ -11,10 +11,10 @@
 //! - every method that writes is one transaction, and returns only after the write is durable at the configured
 //!   level ([`Durability`]);
 //! - [`TranscriptStore::commit_fragment`] writes an assistant fragment and the `admitted` run records of its calls
-//!   together or not at all (SPEC §7.2): a call can only ever be admitted with a durable owner;
+//!   together or not at all (contract §7.2): a call can only ever be admitted with a durable owner;
 //! - messages are append-only with a per-session sequence number starting at 1 and without gaps.
 //!
-//! Fleets of workers sharing one store (SPEC §7.5) use the [`SessionQueue`] on top: submitted sessions, claims
+//! Fleets of workers sharing one store (contract §7.5) use the [`SessionQueue`] on top: submitted sessions, claims
 //! under leases, and writes fenced by the lease's epoch (see the [`lease`] module). Single-process use never
 //! touches it.
 //!
@@ -43,7 +43,7 @@ pub use types::{
 use async_trait::async_trait;
 use headstart_core::model::{AssistantMessage, Message, ToolResultMessage, UserMessage};
 
-/// Durable storage of transcripts (SPEC §7).
+/// Durable storage of transcripts (contract §7).
 ///
 /// Times are microseconds on the caller's clock (`at_us`): the engine passes wall-clock time since the Unix epoch
 /// in production and virtual time in replays, so the store never reads a clock itself.
@@ -75,7 +75,7 @@ pub trait TranscriptStore: Send + Sync {
     async fn mark_started(&self, session: &SessionId, call_id: &str, at_us: i64) -> Result<(), StoreError>;
 
     /// Appends a tool result and, when `run` is given, ends the call's run record with it, in one transaction.
-    /// Calls that were never admitted ("not executed", SPEC §3.5) have no run and pass `None`.
+    /// Calls that were never admitted ("not executed", contract §3.5) have no run and pass `None`.
     async fn append_tool_result(
         &self,
         session: &SessionId,
@@ -90,10 +90,10 @@ pub trait TranscriptStore: Send + Sync {
     /// The session's tool runs, in admission order.
     async fn tool_runs(&self, session: &SessionId) -> Result<Vec<ToolRun>, StoreError>;
 
-    /// Calls admitted but without a result (SPEC §7.4), in admission order.
+    /// Calls admitted but without a result (contract §7.4), in admission order.
     async fn unfinished_calls(&self, session: &SessionId) -> Result<Vec<UnfinishedCall>, StoreError>;
 
-    /// The canonical model context for the next request (SPEC §7.3).
+    /// The canonical model context for the next request (contract §7.3).
     async fn model_context(&self, session: &SessionId) -> Result<Vec<Message>, StoreError> {
         let log = self.load_log(session).await?;
         let messages: Vec<Message> = log.into_iter().map(|stored| stored.message).collect();

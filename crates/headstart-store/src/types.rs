@@ -22,7 +22,7 @@ impl From<&str> for SessionId {
     }
 }
 
-/// How durable a write is when the store returns (SPEC §7.1).
+/// How durable a write is when the store returns (contract §7.1).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Durability {
@@ -42,7 +42,7 @@ pub struct SessionInfo {
     pub created_at_us: i64,
     /// How many messages it holds.
     pub messages: u64,
-    /// Where it stands in the work queue of a fleet (SPEC §7.5); [`SessionState::Unqueued`] for sessions made
+    /// Where it stands in the work queue of a fleet (contract §7.5); [`SessionState::Unqueued`] for sessions made
     /// with [`TranscriptStore::create_session`](crate::TranscriptStore::create_session).
     pub state: SessionState,
     /// The worker that holds it (state `running`), finished it (`completed`, `failed`), or `None`.
@@ -55,7 +55,7 @@ pub struct SessionInfo {
     pub failure: Option<String>,
 }
 
-/// Where a session stands in the work queue of a fleet of workers (SPEC §7.5).
+/// Where a session stands in the work queue of a fleet of workers (contract §7.5).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum SessionState {
@@ -119,7 +119,7 @@ pub struct AdmittedCall {
     pub tool_name: String,
 }
 
-/// The state of a tool run (SPEC §7.2): `admitted → started → finished | cancelled | skipped`.
+/// The state of a tool run (contract §7.2): `admitted → started → finished | cancelled | skipped`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum RunState {
@@ -160,7 +160,7 @@ impl RunState {
     }
 }
 
-/// How a call ended, in the report's vocabulary (`scenarios/FORMAT.md`, `tool_runs[].outcome`).
+/// How a call ended, in the report's vocabulary (`docs/scenario-format.md`, `tool_runs[].outcome`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum RunOutcome {
@@ -182,7 +182,7 @@ pub enum RunOutcome {
     TimedOut,
     /// Never started: cancelled before start.
     Skipped,
-    /// The process stopped while the call was admitted or running; recovery gave it an error result (SPEC §7.4).
+    /// The process stopped while the call was admitted or running; recovery gave it an error result (contract §7.4).
     Interrupted,
 }
 
@@ -234,7 +234,7 @@ pub struct RunEnd {
     pub started_at_us: Option<i64>,
 }
 
-/// A tool run record (SPEC §7.2).
+/// A tool run record (contract §7.2).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ToolRun {
     /// The call id.
@@ -259,7 +259,7 @@ pub struct ToolRun {
     pub result_seq: Option<u64>,
 }
 
-/// A call admitted but without a result (SPEC §7.4).
+/// A call admitted but without a result (contract §7.4).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct UnfinishedCall {
     /// Its run record (state `admitted` or `started`).

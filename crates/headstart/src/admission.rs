@@ -1,4 +1,4 @@
-//! Admission as a type (SPEC §1, §3.3): the only way to hand calls to the runner is an [`Admission`], and the only
+//! Admission as a type (contract §1, §3.3): the only way to hand calls to the runner is an [`Admission`], and the only
 //! way to get one is a successful fragment commit. The central invariant — no call starts before the fragment that
 //! owns it is durable — is held by the compiler, here, instead of by the order of statements in the driver.
 

@@ -1,4 +1,4 @@
-//! The agent loop (SPEC §3.6): model requests until no continuation.
+//! The agent loop (contract §3.6): model requests until no continuation.
 
 use std::sync::Arc;
 
@@ -8,7 +8,7 @@ use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 use tracing::Instrument;
 
-use crate::engine::{Engine, Run};
+use crate::engine::{request_after, Engine, Run};
 use crate::event::{AgentEvent, AgentStop, Role};
 use crate::queue::{Emitter, EventStream};
 use crate::response::{drive_response, Turn};
@@ -41,12 +41,12 @@ impl Agent {
     }
 
     /// Appends `prompt` to `session` and runs the loop: each request's context is the canonical model view from
-    /// the store (SPEC §7.3); another request follows while the last response admitted calls and neither
-    /// terminated nor failed (SPEC §3.6), up to `max_turns`. Cancelling `cancel`, or dropping the returned
+    /// the store (contract §7.3); another request follows while the last response admitted calls and neither
+    /// terminated nor failed (contract §3.6), up to `max_turns`. Cancelling `cancel`, or dropping the returned
     /// stream, aborts the current response, cancels running calls, settles every admitted call and ends the run
-    /// (SPEC §5.5, §6.7). `AgentEnd` is always the last event.
+    /// (contract §5.5, §6.7). `AgentEnd` is always the last event.
     ///
-    /// The loop runs on a task of its own and never waits for the consumer (SPEC §6).
+    /// The loop runs on a task of its own and never waits for the consumer (contract §6).
     ///
     /// # Panics
     ///
@@ -86,7 +86,7 @@ impl Agent {
 }
 
 /// The loop itself, on the run's own task: it never waits for the consumer, so the next request follows as soon
-/// as the last response settled (SPEC §6). Returns why it stopped.
+/// as the last response settled (contract §6). Returns why it stopped.
 async fn run_loop(
     engine: &Engine,
     model: &dyn Model,
@@ -112,11 +112,7 @@ async fn run_loop(
     if prompt.is_none() && answered(&log) {
         return AgentStop::Completed;
     }
-    let first_request = log
-        .iter()
-        .filter_map(|stored| stored.request)
-        .max()
-        .map_or(0, |last| last.saturating_add(1));
+    let first_request = request_after(&log);
     drop(log);
     if let Some(prompt) = prompt {
         out.push(AgentEvent::MessageStart { role: Role::User });
@@ -180,7 +176,7 @@ async fn run_loop(
             return AgentStop::Cancelled;
         }
         if outcome.failed_after_progress() && continuations > 0 {
-            // SPEC §3.6.4: the committed calls ran and their results are stored; the next request's canonical
+            // contract §3.6.4: the committed calls ran and their results are stored; the next request's canonical
             // context carries them, so the model continues rather than redoing the work.
             continuations -= 1;
             tracing::info!(request, error = ?outcome.error, "the stream failed after committed prefixes; continuing");
@@ -199,7 +195,7 @@ async fn run_loop(
 }
 
 /// Whether the stored transcript ends with a final answer: a response that ended normally without calls, which
-/// asks for no continuation (SPEC §3.6).
+/// asks for no continuation (contract §3.6).
 fn answered(log: &[headstart_store::StoredMessage]) -> bool {
     match log.last().map(|stored| &stored.message) {
         Some(Message::Assistant(answer)) => {
@@ -211,7 +207,7 @@ fn answered(log: &[headstart_store::StoredMessage]) -> bool {
     }
 }
 
-/// How a store failure stops the loop: a fenced write (SPEC §7.5.2) is told apart, so a worker stops the session
+/// How a store failure stops the loop: a fenced write (contract §7.5.2) is told apart, so a worker stops the session
 /// instead of failing it.
 fn store_stop(error: &StoreError) -> AgentStop {
     match error {

@@ -2,7 +2,7 @@
 
 use serde::{Deserialize, Serialize};
 
-/// How calls execute relative to each other (SPEC §4.2–§4.4).
+/// How calls execute relative to each other (contract §4.2–§4.4).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum ExecutionMode {
@@ -18,16 +18,16 @@ pub enum ExecutionMode {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[non_exhaustive]
 pub struct EngineConfig {
-    /// Parallel (default) or sequential tool execution (SPEC §4).
+    /// Parallel (default) or sequential tool execution (contract §4).
     pub tool_execution: ExecutionMode,
-    /// At most this many tool bodies execute at once (SPEC §4.6); `None` is unbounded.
+    /// At most this many tool bodies execute at once (contract §4.6); `None` is unbounded.
     pub max_in_flight: Option<usize>,
-    /// The agent loop stops quietly after this many model requests (SPEC §5.7).
+    /// The agent loop stops quietly after this many model requests (contract §5.7).
     pub max_turns: u32,
-    /// Commit prefixes and start async calls mid-stream (SPEC §3). `false` turns headstart into an end-of-stream
+    /// Commit prefixes and start async calls mid-stream (contract §3). `false` turns headstart into an end-of-stream
     /// batching loop (every call waits for the end of the response), which is what benchmarks compare against.
     pub early_execution: bool,
-    /// Continuing after a failed stream (SPEC §3.6.4): when a response ends in `error` after at least one of its
+    /// Continuing after a failed stream (contract §3.6.4): when a response ends in `error` after at least one of its
     /// prefixes was committed, make another request from the canonical context (its calls' results kept) instead
     /// of stopping, at most this many times per run. `None` (the default) stops the run as §3.6.1 says.
     pub continue_after_failed_stream: Option<u32>,

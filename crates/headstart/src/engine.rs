@@ -92,11 +92,7 @@ impl Engine {
     /// fragment, and its number is given again: nothing durable refers to it.
     pub async fn next_request(&self, session: &SessionId) -> Result<u32, StoreError> {
         let log = self.shared.store.load_log(session).await?;
-        Ok(log
-            .iter()
-            .filter_map(|stored| stored.request)
-            .max()
-            .map_or(0, |last| last.saturating_add(1)))
+        Ok(request_after(&log))
     }
 
     /// [`Engine::wrap`] with the request number the engine keeps ([`Engine::next_request`]).
@@ -118,14 +114,14 @@ impl Engine {
     }
 
     /// Wraps one model response (request number `request` of `session`) and returns its agent events, from
-    /// `TurnStart` to `TurnEnd` (SPEC §3, §6).
+    /// `TurnStart` to `TurnEnd` (contract §3, §6).
     ///
     /// The engine reads `stream` on a task of its own, at the stream's pace, whatever the consumer does: each async
     /// tool call is committed with its transcript prefix the moment it is sealed, and only then starts; sync calls
     /// run as one batch after the stream ends. `TurnEnd` comes once every call has its durable result, and carries
     /// the [`TurnOutcome`](crate::TurnOutcome) the agent loop decides on. Cancelling `cancel`, or dropping the
     /// returned stream, ends the response as `aborted` ("cancelled by the caller"), cancels running calls and
-    /// settles every admitted call (SPEC §5.5, §6.7).
+    /// settles every admitted call (contract §5.5, §6.7).
     ///
     /// # Panics
     ///
@@ -218,7 +214,7 @@ impl EngineBuilder {
         self
     }
 
-    /// For a worker of a fleet (SPEC §7.5.4): asked immediately before each call's `execute`; while it says the
+    /// For a worker of a fleet (contract §7.5.4): asked immediately before each call's `execute`; while it says the
     /// lease may have expired, calls do not start and settle as `cancelled before start:
     /// <`[`LEASE_MAY_HAVE_EXPIRED`](crate::LEASE_MAY_HAVE_EXPIRED)`>` (default: none, every call may start).
     pub fn lease_guard(mut self, guard: Arc<dyn LeaseGuard>) -> Self {
@@ -240,4 +236,12 @@ impl EngineBuilder {
             }),
         }
     }
+}
+
+/// The request number after every response stored in `log`: the number the session's next request gets.
+pub(crate) fn request_after(log: &[headstart_store::StoredMessage]) -> u32 {
+    log.iter()
+        .filter_map(|stored| stored.request)
+        .max()
+        .map_or(0, |last| last.saturating_add(1))
 }

@@ -1,4 +1,4 @@
-//! Agent events: what the engine tells its consumer, as one ordered stream (SPEC §6).
+//! Agent events: what the engine tells its consumer, as one ordered stream (contract §6).
 //!
 //! Guarantees, for one stream:
 //! 1. a `MessageEnd` is emitted only after its message is durable;
@@ -9,7 +9,7 @@
 //! 5. tool events interleave with later model events; results become durable in completion order;
 //! 6. `TurnEnd` follows every result of the response; `AgentEnd` is last and appears once.
 //!
-//! Events are observation: the engine never waits for its consumer (SPEC §6); events queue in order, none lost.
+//! Events are observation: the engine never waits for its consumer (contract §6); events queue in order, none lost.
 //! `MessageEnd` follows the message's durable write; when that write failed, its `seq` is `None` and the message is
 //! shown but not durable.
 
@@ -64,13 +64,13 @@ pub struct TurnOutcome {
     pub error: Option<String>,
     /// Number of calls admitted (they executed or failed in preparation).
     pub admitted: usize,
-    /// Every non-empty batch terminated (SPEC §5.6).
+    /// Every non-empty batch terminated (contract §5.6).
     pub terminated: bool,
     /// A store write failed during the response; the loop must stop.
     pub store_failure: Option<String>,
-    /// Prefix fragments committed before the terminal one (SPEC §3.3): work that a failed stream leaves behind.
+    /// Prefix fragments committed before the terminal one (contract §3.3): work that a failed stream leaves behind.
     pub committed_prefixes: usize,
-    /// That failure was a fenced write (SPEC §7.5.2): the worker no longer holds the session's lease.
+    /// That failure was a fenced write (contract §7.5.2): the worker no longer holds the session's lease.
     pub fenced: bool,
 }
 
@@ -89,13 +89,13 @@ impl TurnOutcome {
         }
     }
 
-    /// SPEC §3.6: another request follows when a call was admitted, unless every batch terminated or the response
+    /// contract §3.6: another request follows when a call was admitted, unless every batch terminated or the response
     /// ended in `error`/`aborted`.
     pub fn wants_continuation(&self) -> bool {
         self.admitted > 0 && !self.terminated && !self.stop_reason.is_abnormal() && self.store_failure.is_none()
     }
 
-    /// SPEC §3.6.4: the response failed (`error`, not a cancellation nor a store failure) after at least one prefix
+    /// contract §3.6.4: the response failed (`error`, not a cancellation nor a store failure) after at least one prefix
     /// was committed, so a policy that continues after failed streams may make another request.
     pub fn failed_after_progress(&self) -> bool {
         self.stop_reason == StopReason::Error
@@ -121,7 +121,7 @@ pub enum AgentStop {
     MaxTurns,
     /// The run could not go on: a store failure, or a model request that could not be made.
     Error(String),
-    /// A write was fenced (SPEC §7.5.2): another worker holds the session now, or it was finished. This worker
+    /// A write was fenced (contract §7.5.2): another worker holds the session now, or it was finished. This worker
     /// must stop the session without retrying; nothing of the refused write was stored.
     Fenced(String),
 }
@@ -145,7 +145,7 @@ pub enum AgentEvent {
         /// Its role.
         role: Role,
     },
-    /// A delta of the current assistant fragment, re-based to the fragment (SPEC §3.4).
+    /// A delta of the current assistant fragment, re-based to the fragment (contract §3.4).
     MessageUpdate {
         /// Fragment-relative content index.
         index: usize,
@@ -178,7 +178,7 @@ pub enum AgentEvent {
         tool_call_id: String,
         /// Whether the result is an error.
         is_error: bool,
-        /// How it ended; `None` for calls never admitted ("not executed", SPEC §3.5).
+        /// How it ended; `None` for calls never admitted ("not executed", contract §3.5).
         outcome: Option<RunOutcome>,
     },
     /// A model request and all its calls are done.

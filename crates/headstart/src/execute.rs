@@ -1,4 +1,4 @@
-//! The execute and finalize phases of one call (SPEC §5.4, §4.6): the body with its timeout, panics caught,
+//! The execute and finalize phases of one call (contract §5.4, §4.6): the body with its timeout, panics caught,
 //! then the `after` hooks.
 
 use std::panic::AssertUnwindSafe;
@@ -45,7 +45,7 @@ impl Executed {
     pub fn run_state(&self) -> RunState {
         match self.outcome {
             RunOutcome::Cancelled | RunOutcome::TimedOut => RunState::Cancelled,
-            // A call the engine did not start (SPEC §7.5.4) never ran.
+            // A call the engine did not start (contract §7.5.4) never ran.
             RunOutcome::Skipped => RunState::Skipped,
             _ => RunState::Finished,
         }

@@ -1,4 +1,4 @@
-//! Hooks around the tool lifecycle (SPEC §5.2, §5.4): behaviour added around the engine, never inside it.
+//! Hooks around the tool lifecycle (contract §5.2, §5.4): behaviour added around the engine, never inside it.
 //!
 //! A [`ToolHook`] may veto a call before it runs (`before_tool_call`) and override a result field by field after
 //! it ran (`after_tool_call`). [`Hooks`] is an ordered list: `before` hooks run in order until one blocks;
@@ -86,7 +86,7 @@ impl ResultOverride {
 /// A hook around tool calls. Both methods default to doing nothing.
 #[async_trait]
 pub trait ToolHook: Send + Sync {
-    /// Runs during preparation, after validation, one call at a time in source order (SPEC §4.1), so it may have
+    /// Runs during preparation, after validation, one call at a time in source order (contract §4.1), so it may have
     /// side effects (approval prompts, auth refresh, rate limits).
     async fn before_tool_call(&self, _call: &ToolCall, _arguments: &Arguments) -> Result<Decision, HookError> {
         Ok(Decision::Continue)

@@ -1,4 +1,4 @@
-//! What the engine does for a worker of a fleet (SPEC §7.5): every call's [`ToolContext`] carries the call's
+//! What the engine does for a worker of a fleet (contract §7.5): every call's [`ToolContext`] carries the call's
 //! stable idempotency key, and, when the engine runs a leased session, no call's `execute` starts once the lease
 //! may have expired (§7.5.4).
 //!
@@ -34,7 +34,7 @@ where
     }
 }
 
-/// The reason given to a call the engine did not start because the lease may have expired (SPEC §7.5.4): its
+/// The reason given to a call the engine did not start because the lease may have expired (contract §7.5.4): its
 /// result reads `cancelled before start: <this>`, like every call that could not start (§5.5).
 pub const LEASE_MAY_HAVE_EXPIRED: &str = "the worker's lease on this session may have expired";
 

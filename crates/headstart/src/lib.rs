@@ -56,7 +56,7 @@
 //! while let Some(event) = events.next().await {
 //!     order.push(event.type_name());
 //! }
-//! // The prefix holding c1 was durable before c1 started (SPEC §3.3).
+//! // The prefix holding c1 was durable before c1 started (contract §3.3).
 //! let commit = order.iter().position(|e| *e == "message_end").unwrap();
 //! let start = order.iter().position(|e| *e == "tool_execution_start").unwrap();
 //! assert!(commit < start);

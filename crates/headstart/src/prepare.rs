@@ -1,4 +1,4 @@
-//! The prepare phase (SPEC §5.2) and its immediate outcomes (SPEC §5.3).
+//! The prepare phase (contract §5.2) and its immediate outcomes (contract §5.3).
 
 use std::panic::AssertUnwindSafe;
 use std::sync::Arc;

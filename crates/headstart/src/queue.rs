@@ -1,4 +1,4 @@
-//! The queue between the engine's task and its consumer (SPEC §6): the engine pushes events as it produces them and
+//! The queue between the engine's task and its consumer (contract §6): the engine pushes events as it produces them and
 //! never waits for the consumer; the consumer takes them in order at its own pace.
 //!
 //! One lock guards the queue. Both sides move events in batches (the engine flushes what one step produced, the
@@ -138,11 +138,11 @@ impl State {
     }
 }
 
-/// The events of one run or one wrapped response, as the engine emits them (SPEC §6).
+/// The events of one run or one wrapped response, as the engine emits them (contract §6).
 ///
 /// The engine runs on its own task and never waits for this stream: the model stream is read, prefixes are
 /// committed and calls start and finish whatever the consumer's pace; events queue here in order. Dropping the
-/// stream before its end is cancellation by the caller (SPEC §6.7): the engine cancels running calls, gives every
+/// stream before its end is cancellation by the caller (contract §6.7): the engine cancels running calls, gives every
 /// admitted call its one stored result, and then ends its tasks; [`EventStream::settled`] waits for that.
 #[must_use = "streams do nothing unless polled; dropping this one cancels the run"]
 pub struct EventStream {

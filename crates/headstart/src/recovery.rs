@@ -1,4 +1,4 @@
-//! Recovery after a crash (SPEC §7.4): every admitted call without a result gets one, so the transcript is valid
+//! Recovery after a crash (contract §7.4): every admitted call without a result gets one, so the transcript is valid
 //! to continue.
 //!
 //! A call admitted before a crash may have run partly or fully; nobody knows. The default policy says so to the
@@ -21,7 +21,7 @@ use crate::prepare::prepare;
 use crate::queue::EventStream;
 use crate::updates::UpdateSink;
 
-/// The result text of a call interrupted by a crash (SPEC §7.4).
+/// The result text of a call interrupted by a crash (contract §7.4).
 pub const INTERRUPTED: &str =
     "interrupted: the process stopped while this call was running; it may have partially executed";
 
@@ -164,7 +164,7 @@ impl Engine {
         let had_started = had_started(unfinished);
         let gate = CallGate::new(session.clone(), self.shared().lease_guard.clone());
         let prepared = match gate.refusal() {
-            // The lease may have expired (SPEC §7.5.4): the call is not run again; its result says why.
+            // The lease may have expired (contract §7.5.4): the call is not run again; its result says why.
             Some(refused) => Err((refused.outcome, refused.into_result(&call))),
             None => prepare(&call, self.toolbox(), &self.shared().hooks)
                 .await
@@ -208,7 +208,7 @@ impl Engine {
     }
 }
 
-/// Whether a stored conversation still waits for the model (SPEC §7.4): its canonical context ends with the user's
+/// Whether a stored conversation still waits for the model (contract §7.4): its canonical context ends with the user's
 /// prompt (the crash came before any response was stored), or with the results of a response that stopped to use
 /// tools (stop reason `tool_use`; a response cut by a crash has only its prefix fragments, which say so too).
 pub fn expects_answer(context: &[Message]) -> bool {
@@ -237,7 +237,7 @@ pub struct Resumed {
 }
 
 impl Agent {
-    /// Resumes `session` after a crash (SPEC §7.4): gives every unfinished call its result under `policy`, then,
+    /// Resumes `session` after a crash (contract §7.4): gives every unfinished call its result under `policy`, then,
     /// if the stored conversation still expects the model to answer ([`expects_answer`]), continues the agent loop
     /// from the stored transcript ([`Agent::resume`]).
     ///

@@ -1,16 +1,16 @@
-//! The stream adapter (SPEC §3): one model response in, one ordered stream of agent events out.
+//! The stream adapter (contract §3): one model response in, one ordered stream of agent events out.
 //!
 //! [`ResponseDriver`] holds the state of one response and has one small method per step — accumulate an event,
 //! decide whether a sealed call triggers a prefix commit, commit, admit, settle a call, end the response. Each
 //! step hands the events it produces to the run's [`Emitter`]; [`drive_response`] is the loop that feeds the
-//! driver. It runs on the engine's own task and never waits for the consumer (SPEC §6).
+//! driver. It runs on the engine's own task and never waits for the consumer (contract §6).
 //!
-//! Order of effects for a prefix (SPEC §3.3): commit (durable) → `message_end` → admit. A failed commit admits
+//! Order of effects for a prefix (contract §3.3): commit (durable) → `message_end` → admit. A failed commit admits
 //! nothing: the response ends as `error` naming the store failure. Admission is a type ([`Admission`]) that only
 //! a successful commit produces.
 //!
 //! Store writes are awaited one at a time, in the order the driver makes them, so the transcript's order is
-//! deterministic; a call's result is written after the calls it unblocks have started (SPEC §6.5, issue 11), so
+//! deterministic; a call's result is written after the calls it unblocks have started (contract §6.5, issue 11), so
 //! the only durable write between a seal and a start is the commit of the call's own fragment.
 
 use std::collections::{HashMap, HashSet, VecDeque};
@@ -39,9 +39,9 @@ use crate::runner::{RunnerEvent, ToolRunner};
 use crate::shared::Shared;
 use crate::telemetry::{CallTiming, ChatSpan};
 
-/// The message a stream gets when it stops without `done`/`error` (SPEC §2).
+/// The message a stream gets when it stops without `done`/`error` (contract §2).
 pub const MISSING_TERMINAL: &str = "stream ended without a terminal event";
-/// The reason given when the caller cancels (SPEC §5.5).
+/// The reason given when the caller cancels (contract §5.5).
 pub const CANCELLED_BY_CALLER: &str = "cancelled by the caller";
 
 /// What woke the driver.
@@ -54,11 +54,11 @@ enum Step {
 
 /// What an accepted delta leads to that needs the store.
 enum FollowUp {
-    /// The delta broke the protocol (SPEC §2): end the response as `error` with this message.
+    /// The delta broke the protocol (contract §2): end the response as `error` with this message.
     Fail(String),
     /// The response ended (`done`/`error`).
     End,
-    /// A sealed call triggers a prefix commit up to this index (SPEC §3.1).
+    /// A sealed call triggers a prefix commit up to this index (contract §3.1).
     Commit(usize),
 }
 
@@ -82,7 +82,7 @@ pub(crate) struct ResponseDriver<'a> {
     session: SessionId,
     request: u32,
     accumulator: Accumulator,
-    /// Leading content blocks already committed (SPEC §3).
+    /// Leading content blocks already committed (contract §3).
     committed: usize,
     /// The first call at or after `committed` that is not early-eligible: no prefix can pass it.
     first_ineligible: Option<usize>,
@@ -95,7 +95,7 @@ pub(crate) struct ResponseDriver<'a> {
     store_failure: Option<StoreError>,
     /// Prefix fragments committed so far.
     committed_prefixes: usize,
-    /// Results to write, in the order they settled (SPEC §6.5: durable in completion order).
+    /// Results to write, in the order they settled (contract §6.5: durable in completion order).
     writes: VecDeque<ResultWrite>,
     writing: Option<InFlight>,
     tasks: TaskTracker,
@@ -197,7 +197,7 @@ impl<'a> ResponseDriver<'a> {
             Ok(Applied::Ended) => Some(FollowUp::End),
             Ok(applied) => {
                 if let Some(index) = event.index() {
-                    // The accumulator copied what it keeps: the event itself moves on, re-based (SPEC §3.4).
+                    // The accumulator copied what it keeps: the event itself moves on, re-based (contract §3.4).
                     let index = index.saturating_sub(self.committed);
                     self.open_fragment();
                     self.out.push(AgentEvent::MessageUpdate {
@@ -259,7 +259,7 @@ impl<'a> ResponseDriver<'a> {
         }
     }
 
-    // ---- decide to commit (SPEC §3.1) -------------------------------------------------------------------------
+    // ---- decide to commit (contract §3.1) -------------------------------------------------------------------------
 
     fn triggers_commit(&self, index: usize) -> bool {
         // After a store failure the run is ending: nothing new starts early.
@@ -311,7 +311,7 @@ impl<'a> ResponseDriver<'a> {
         }
     }
 
-    /// Writes a fragment with the admission records of `calls` (those not admitted before, SPEC §4.7); on success
+    /// Writes a fragment with the admission records of `calls` (those not admitted before, contract §4.7); on success
     /// emits its `message_end` and returns the admission. On failure returns the store's message and the
     /// fragment, for a caller that still wants to show it.
     async fn commit_fragment(
@@ -368,7 +368,7 @@ impl<'a> ResponseDriver<'a> {
                 self.admit(admission);
                 self.advance().await;
             }
-            // SPEC §3.3: nothing of this prefix executes; its content goes into the terminal fragment.
+            // contract §3.3: nothing of this prefix executes; its content goes into the terminal fragment.
             Err((message, _)) => self.fail_and_end(ErrorReason::Error, message).await,
         }
     }
@@ -380,7 +380,7 @@ impl<'a> ResponseDriver<'a> {
         if admission.is_empty() {
             return;
         }
-        // A call admitted before the stream ended is early (SPEC §3.1).
+        // A call admitted before the stream ended is early (contract §3.1).
         let early = !self.stream_ended;
         let commit_us = self.last_commit_us;
         let sealed_at_us = &mut self.sealed_at_us;
@@ -450,7 +450,7 @@ impl<'a> ResponseDriver<'a> {
             RunnerEvent::Executed { slot, executed } => {
                 let entry = self.runner.slot(slot);
                 let call = Arc::clone(&entry.call);
-                // A call the lease guard refused never started (SPEC §7.5.4).
+                // A call the lease guard refused never started (contract §7.5.4).
                 let never_started = entry.started_at_us.is_none();
                 let run = RunEnd {
                     state: executed.run_state(),
@@ -459,14 +459,14 @@ impl<'a> ResponseDriver<'a> {
                 };
                 let result = executed.into_result(&call);
                 self.runner.slot_mut(slot).terminate = result.terminate;
-                // The calls this one held back start now, beside its result write (SPEC §6.5).
+                // The calls this one held back start now, beside its result write (contract §6.5).
                 self.advance().await;
                 self.record_result(&call, result, Some(run), never_started);
             }
         }
     }
 
-    /// The result of a call that preparation settled without executing it (SPEC §5.3).
+    /// The result of a call that preparation settled without executing it (contract §5.3).
     fn record_immediate(&mut self, slot: usize, immediate: crate::prepare::Immediate) {
         let call = Arc::clone(&self.runner.slot(slot).call);
         let result = ToolResultMessage::error(&call, immediate.text);
@@ -478,8 +478,8 @@ impl<'a> ResponseDriver<'a> {
         self.record_result(&call, result, Some(run), true);
     }
 
-    /// Queues a result for writing; its events follow the write (SPEC §6.1). A call that never executed gets its
-    /// `tool_execution_start` then, immediately before its end (SPEC §5.7).
+    /// Queues a result for writing; its events follow the write (contract §6.1). A call that never executed gets its
+    /// `tool_execution_start` then, immediately before its end (contract §5.7).
     fn record_result(
         &mut self,
         call: &Arc<ToolCall>,
@@ -580,7 +580,7 @@ impl<'a> ResponseDriver<'a> {
         });
     }
 
-    /// Settles every call that has not started with `"cancelled before start: <reason>"` (SPEC §5.5).
+    /// Settles every call that has not started with `"cancelled before start: <reason>"` (contract §5.5).
     fn abort_calls(&mut self, reason: &str) {
         for slot in self.runner.abort() {
             let call = Arc::clone(&self.runner.slot(slot).call);
@@ -594,7 +594,7 @@ impl<'a> ResponseDriver<'a> {
         }
     }
 
-    // ---- end the response (SPEC §3.5) -------------------------------------------------------------------------
+    // ---- end the response (contract §3.5) -------------------------------------------------------------------------
 
     async fn on_cancel(&mut self) {
         self.cancel_seen = true;
@@ -702,7 +702,7 @@ impl<'a> ResponseDriver<'a> {
     }
 }
 
-/// What the driver handles next, in the priority FORMAT.md fixes for things due at the same instant: tool returns,
+/// What the driver handles next, in the priority docs/scenario-format.md fixes for things due at the same instant: tool returns,
 /// timeouts and updates; then external cancellation; then model stream events.
 ///
 /// This is a biased `select!` over the three, written out to keep the per-delta path cheap: cancellation is first
@@ -746,7 +746,7 @@ pub(crate) struct Turn {
 }
 
 /// Drives one response: reads `stream` to its end, commits, admits and settles every call, and hands the agent
-/// events, from `TurnStart` to `TurnEnd`, to `out` (SPEC §3, §6). Returns how the response ended. `chat` is the
+/// events, from `TurnStart` to `TurnEnd`, to `out` (contract §3, §6). Returns how the response ended. `chat` is the
 /// request's span: it ends with the stream, while calls may still run; their spans are children of the current
 /// span (the run's).
 pub(crate) async fn drive_response<S>(

@@ -3,7 +3,7 @@
 //!
 //! Each call body runs on a task of its own, so tool bodies use every core of a multi-thread runtime, and a body
 //! that blocks its thread stalls neither the model stream nor other calls. Preparation (lookup, validation,
-//! `before` hooks) stays on the response's task: it runs one call at a time in source order anyway (SPEC §4.1).
+//! `before` hooks) stays on the response's task: it runs one call at a time in source order anyway (contract §4.1).
 //! Preparation and execution catch panics themselves, so a tool can never take the engine down.
 
 use std::future::Future;
@@ -122,7 +122,7 @@ impl ToolRunner {
     }
 
     /// Carries out the scheduler's decisions; returns the slots that started now (their bodies are running on
-    /// their own tasks). A call the lease guard refused is not among them: it settles unstarted (SPEC §7.5.4).
+    /// their own tasks). A call the lease guard refused is not among them: it settles unstarted (contract §7.5.4).
     pub fn advance(&mut self, now_us: i64) -> Vec<usize> {
         let mut started = Vec::new();
         while let Some(action) = self.scheduler.next_action() {
@@ -281,7 +281,7 @@ impl ToolRunner {
         self.slots.len()
     }
 
-    /// Every non-empty batch has only results with `terminate = true` (SPEC §5.6).
+    /// Every non-empty batch has only results with `terminate = true` (contract §5.6).
     pub fn all_batches_terminated(&self) -> bool {
         let mut batches = self.scheduler.batches().peekable();
         batches.peek().is_some() && batches.all(|batch| self.slots[batch].iter().all(|slot| slot.terminate))

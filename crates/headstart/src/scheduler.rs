@@ -1,4 +1,4 @@
-//! The scheduling decisions of SPEC §4, as a pure state machine.
+//! The scheduling decisions of contract §4, as a pure state machine.
 //!
 //! No tokio, no tools, no clock: the engine tells the [`Scheduler`] what happened (a batch was admitted, a call
 //! was prepared, a call finished) and asks it what to do next ([`Scheduler::next_action`]). That keeps every rule
@@ -35,7 +35,7 @@ pub enum Action {
 pub enum Prepared {
     /// Ready to start, with its conflict key.
     Runnable(Option<String>),
-    /// An immediate outcome (SPEC §5.3): the call is settled without executing.
+    /// An immediate outcome (contract §5.3): the call is settled without executing.
     Settled,
 }
 
@@ -104,7 +104,7 @@ impl Scheduler {
     }
 
     /// Admits a batch of `len` calls (after the calls already admitted); `fenced` when any of them is a per-tool
-    /// sequential call. Returns the batch's call numbers. An empty batch is ignored (SPEC §3.5).
+    /// sequential call. Returns the batch's call numbers. An empty batch is ignored (contract §3.5).
     pub fn admit(&mut self, len: usize, fenced: bool) -> Range<usize> {
         let start = self.calls.len();
         let calls = start..start + len;

@@ -20,6 +20,6 @@ pub(crate) struct Shared {
     pub config: EngineConfig,
     pub clock: Arc<dyn Clock>,
     pub turn_ids: TurnIdSource,
-    /// Asked before each call's `execute` when the engine runs a leased session (SPEC §7.5.4).
+    /// Asked before each call's `execute` when the engine runs a leased session (contract §7.5.4).
     pub lease_guard: Option<Arc<dyn LeaseGuard>>,
 }

@@ -20,7 +20,7 @@ pub struct ToolOutput {
     pub content: Vec<ContentBlock>,
     /// Structured data for the application (not sent to the model).
     pub details: Value,
-    /// Ask the agent loop to stop after this call's batch (SPEC §5.6).
+    /// Ask the agent loop to stop after this call's batch (contract §5.6).
     pub terminate: bool,
 }
 
@@ -46,7 +46,7 @@ impl ToolOutput {
     }
 }
 
-/// A tool body's failure; its message becomes the error result's text (SPEC §5.4).
+/// A tool body's failure; its message becomes the error result's text (contract §5.4).
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("{message}")]
 pub struct ToolError {
@@ -80,12 +80,12 @@ impl From<&str> for ToolError {
 pub struct ToolContext {
     /// The call's id.
     pub call_id: String,
-    /// The call's stable idempotency key (SPEC §7.5): the same on every attempt and every worker, different for
+    /// The call's stable idempotency key (contract §7.5): the same on every attempt and every worker, different for
     /// every (session, call) pair ([`headstart_store::idempotency_key`]). Pass it to the service the tool calls
     /// (an `Idempotency-Key` header, a request id), so that a call recovery re-runs is recognised there.
     pub idempotency_key: String,
     /// Cancelled when the response fails, the caller cancels, or the call's timeout passes. A body should return
-    /// promptly once it fires; whatever it returns is recorded (SPEC §5.5).
+    /// promptly once it fires; whatever it returns is recorded (contract §5.5).
     pub cancel: CancellationToken,
     /// Partial results.
     pub updates: UpdateSink,
@@ -108,8 +108,8 @@ impl ToolContext {
 /// A tool the model can call.
 ///
 /// Only `name` and `execute` are required. The engine guarantees that `execute` never begins before the
-/// assistant fragment containing the call is durably committed (SPEC §1), and that each call id executes at most
-/// once per response (SPEC §4.7).
+/// assistant fragment containing the call is durably committed (contract §1), and that each call id executes at most
+/// once per response (contract §4.7).
 #[async_trait]
 pub trait Tool: Send + Sync {
     /// The name the model calls it by.
@@ -120,39 +120,39 @@ pub trait Tool: Send + Sync {
         ""
     }
 
-    /// JSON Schema of the arguments; calls are validated against it before they run (SPEC §5.2).
+    /// JSON Schema of the arguments; calls are validated against it before they run (contract §5.2).
     fn parameters(&self) -> Value {
         serde_json::json!({"type": "object"})
     }
 
-    /// Early-executable: the call may start as soon as it is sealed, while the model keeps streaming (SPEC §3.1).
+    /// Early-executable: the call may start as soon as it is sealed, while the model keeps streaming (contract §3.1).
     /// Only flag tools whose result the model does not need before it finishes the response, and whose effects
     /// are safe to start before the model has finished talking.
     fn is_async(&self) -> bool {
         false
     }
 
-    /// `Some(Sequential)` fences this tool's batch (SPEC §4.4).
+    /// `Some(Sequential)` fences this tool's batch (contract §4.4).
     fn execution_mode(&self) -> Option<ExecutionMode> {
         None
     }
 
-    /// Calls with equal keys run in source order; different keys run in parallel (SPEC §4.5).
+    /// Calls with equal keys run in source order; different keys run in parallel (contract §4.5).
     fn conflict_key(&self, _arguments: &Arguments) -> Option<String> {
         None
     }
 
-    /// The body is cancelled and the call fails with `"timed out after <N>ms"` once this passes (SPEC §4.6).
+    /// The body is cancelled and the call fails with `"timed out after <N>ms"` once this passes (contract §4.6).
     fn timeout(&self) -> Option<Duration> {
         None
     }
 
-    /// A compatibility rewrite applied before validation (SPEC §5.2); an `Err` is an invalid-arguments outcome.
+    /// A compatibility rewrite applied before validation (contract §5.2); an `Err` is an invalid-arguments outcome.
     fn prepare_arguments(&self, arguments: Arguments) -> Result<Arguments, String> {
         Ok(arguments)
     }
 
-    /// Safe to run twice: recovery may re-execute an interrupted call instead of failing it (SPEC §7.4).
+    /// Safe to run twice: recovery may re-execute an interrupted call instead of failing it (contract §7.4).
     fn idempotent(&self) -> bool {
         false
     }

@@ -92,7 +92,7 @@ impl Toolbox {
         self.entries.get(name).map(|entry| &entry.tool)
     }
 
-    /// Whether a call is early-eligible (SPEC §1): its tool is async, or the stream flagged the call async.
+    /// Whether a call is early-eligible (contract §1): its tool is async, or the stream flagged the call async.
     pub fn is_early_eligible(&self, name: &str, flagged_async: bool) -> bool {
         flagged_async || self.get(name).is_some_and(|tool| tool.is_async())
     }
@@ -132,7 +132,7 @@ impl Toolbox {
             .collect()
     }
 
-    /// Whether a call's tool fences its batch (SPEC §4.4).
+    /// Whether a call's tool fences its batch (contract §4.4).
     pub(crate) fn fences(&self, call: &ToolCall) -> bool {
         self.get(&call.name)
             .is_some_and(|tool| tool.execution_mode() == Some(crate::config::ExecutionMode::Sequential))

@@ -135,7 +135,7 @@ pub struct ToolFn<A, F> {
 }
 
 /// A typed tool from an async closure: `A` is deserialized from the call's arguments, and its `schemars` schema is
-/// what the model sees and what calls are validated against (SPEC §5.2). The body returns anything that converts
+/// what the model sees and what calls are validated against (contract §5.2). The body returns anything that converts
 /// into a [`ToolOutput`] (`String`, `&str`, `serde_json::Value`, `ToolOutput`) or a [`ToolFailure`].
 ///
 /// By default the tool is sync, not idempotent, without timeout or conflict key; the builder methods set those.

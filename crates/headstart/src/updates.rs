@@ -1,4 +1,4 @@
-//! Partial results of running calls (SPEC §5.4), from the tool's task to the engine's.
+//! Partial results of running calls (contract §5.4), from the tool's task to the engine's.
 //!
 //! A board, not a channel: each call has at most one pending update, and a newer one replaces an update the engine
 //! has not taken yet (the last is always delivered). A tool that publishes faster than the engine takes, or that

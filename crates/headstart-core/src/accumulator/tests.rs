@@ -1,4 +1,4 @@
-//! Unit and property tests of the accumulator (SPEC §2).
+//! Unit and property tests of the accumulator (contract §2).
 //!
 //! The linear-time check lives in `tests/linear_time.rs`, where a counting global allocator can be installed.
 
@@ -240,7 +240,7 @@ fn sealed_arguments(deltas: &[&str], end: DeltaEvent) -> ToolArguments {
 }
 
 // ---------------------------------------------------------------------------------------------------------------
-// 1. Every SPEC §2 violation, with its exact variant, position and event name
+// 1. Every contract §2 violation, with its exact variant, position and event name
 // ---------------------------------------------------------------------------------------------------------------
 
 #[test]
@@ -1085,7 +1085,7 @@ fn fail_after_the_end_is_a_no_op() {
 
 #[test]
 fn fail_after_a_protocol_error_ends_with_its_message() {
-    // SPEC §2: a protocol error ends the response as `error` with the accumulator's message.
+    // contract §2: a protocol error ends the response as `error` with the accumulator's message.
     let mut acc = feed([start(), text_start(0)]);
     let err = acc.apply(text_start(5)).unwrap_err();
     acc.fail(ErrorReason::Error, err.to_string());
@@ -1112,7 +1112,7 @@ fn started_tracks_start() {
 // 5. Properties
 // ---------------------------------------------------------------------------------------------------------------
 
-/// A reference model of the SPEC §2 rules, independent of the accumulator's implementation.
+/// A reference model of the contract §2 rules, independent of the accumulator's implementation.
 #[derive(Default)]
 struct Rules {
     started: bool,
@@ -1412,7 +1412,7 @@ fn render(message: &GenMessage) -> (Vec<DeltaEvent>, Vec<ContentBlock>) {
                         (text, call_end(index), object(value))
                     }
                     GenArgs::Raw(raw) => {
-                        // Empty text is `{}` (SPEC §2); `ToolArguments::parse` also reads whitespace-only text so.
+                        // Empty text is `{}` (contract §2); `ToolArguments::parse` also reads whitespace-only text so.
                         let arguments = if raw.trim().is_empty() {
                             ToolArguments::Valid(Map::new())
                         } else {
@@ -1481,7 +1481,7 @@ fn render(message: &GenMessage) -> (Vec<DeltaEvent>, Vec<ContentBlock>) {
 proptest! {
     #![proptest_config(ProptestConfig::with_cases(256))]
 
-    /// Arbitrary events never panic; each is accepted or rejected exactly as the SPEC §2 rules say, and a rejected
+    /// Arbitrary events never panic; each is accepted or rejected exactly as the contract §2 rules say, and a rejected
     /// event changes nothing.
     #[test]
     fn arbitrary_events_are_accepted_or_rejected_without_side_effects(

@@ -142,7 +142,7 @@ fn is_fenced<T: std::fmt::Debug>(outcome: &Result<T, StoreError>) -> bool {
 
 // ---- the transcript ---------------------------------------------------------------------------------------------
 
-/// Writes, reads and views (SPEC §7.2, §7.3): seqs gapless in write order, runs in admission order, late
+/// Writes, reads and views (contract §7.2, §7.3): seqs gapless in write order, runs in admission order, late
 /// `mark_started` ignored, unfinished calls, the canonical context, the session listing.
 pub async fn round_trip_keeps_write_order_runs_and_unfinished_calls<F: Fixture>(fixture: &F) {
     let store = fixture.store();
@@ -317,7 +317,7 @@ pub async fn result_carries_a_start_time_that_mark_started_never_wrote<F: Fixtur
 }
 
 /// A call id admitted twice (in two commits or in one), or a call not in the fragment, is a conflict, and the
-/// fragment is not stored either (SPEC §7.2: together or not at all).
+/// fragment is not stored either (contract §7.2: together or not at all).
 pub async fn duplicate_admission_is_a_conflict_and_stores_nothing<F: Fixture>(fixture: &F) {
     let store = fixture.store();
     let session = store_with_session(&store).await;
@@ -655,7 +655,7 @@ pub async fn concurrent_writes_to_one_session_keep_seqs_gapless<F: Fixture>(fixt
     assert!(first.unfinished_calls(&session).await.expect("unfinished").is_empty());
 }
 
-/// A database error between writing the fragment and writing its runs rolls both back (SPEC §7.2: a fragment and
+/// A database error between writing the fragment and writing its runs rolls both back (contract §7.2: a fragment and
 /// the `admitted` rows of its calls are one transaction); the store works again once the fault clears.
 pub async fn a_fault_between_fragment_and_runs_stores_neither<F: Fixture>(fixture: &F) {
     let store = fixture.store();
@@ -708,7 +708,7 @@ pub async fn an_undecodable_body_names_its_session_and_seq<F: Fixture>(fixture: 
     assert!(matches!(&err, StoreError::Decode(m) if m.contains("seq 2")), "{err:?}");
 }
 
-/// Recovery's view (SPEC §7.4): what one handle committed before it went away, another connection lists as
+/// Recovery's view (contract §7.4): what one handle committed before it went away, another connection lists as
 /// unfinished, settles, and continues.
 pub async fn another_connection_lists_unfinished_calls_and_settles_them<F: Fixture>(fixture: &F) {
     let session = {
@@ -766,7 +766,7 @@ pub async fn another_connection_lists_unfinished_calls_and_settles_them<F: Fixtu
     assert_eq!(store.append_user(&session, &UserMessage::new("go on"), 30).await, Ok(5));
 }
 
-// ---- the work queue (SPEC §7.5) ---------------------------------------------------------------------------------
+// ---- the work queue (contract §7.5) ---------------------------------------------------------------------------------
 
 /// `submit` makes a pending session holding its prompt as seq 1, in one write.
 pub async fn submit_makes_a_pending_session_with_its_prompt<F: Fixture>(fixture: &F) {

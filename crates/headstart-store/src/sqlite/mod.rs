@@ -1,4 +1,4 @@
-//! The embedded default store: one SQLite file in WAL mode (SPEC §7.1).
+//! The embedded default store: one SQLite file in WAL mode (contract §7.1).
 //!
 //! The design (one connection, `spawn_blocking`, transactions, durability, schema, errors) is documented on
 //! [`SqliteStore`], where rustdoc shows it (this module is private). In short: every operation runs on
@@ -73,7 +73,7 @@ impl Default for SqliteOptions {
     }
 }
 
-/// The SQLite transcript store (SPEC §7): one database file in WAL mode, shared by cheap clones.
+/// The SQLite transcript store (contract §7): one database file in WAL mode, shared by cheap clones.
 ///
 /// `SqliteStore` is `Clone + Send + Sync`; clones share one connection.
 ///
@@ -118,7 +118,7 @@ impl Default for SqliteOptions {
 /// **Errors.** SQLite failures are classified in one function (`errors::sqlite_error`); nothing from the database
 /// or the file system is unwrapped, and a poisoned mutex or a panicked operation becomes [`StoreError::Backend`].
 ///
-/// **Fleets.** The store implements [`SessionQueue`] too (SPEC §7.5), for a fleet of worker processes on one
+/// **Fleets.** The store implements [`SessionQueue`] too (contract §7.5), for a fleet of worker processes on one
 /// machine sharing one file: a claim is a write transaction, which SQLite serializes with every other writer of the
 /// file, so no two claimers ever get the same session, and a fenced write checks its lease in its own write
 /// transaction. Lease times use the machine's clock (SQLite's `unixepoch`). For workers on several machines, use

@@ -98,7 +98,7 @@ pub(super) const MIGRATIONS: &[&str] = &[
         FOREIGN KEY (session_id, fragment_seq) REFERENCES messages (session_id, seq),
         FOREIGN KEY (session_id, result_seq) REFERENCES messages (session_id, seq)
     );",
-    // 2: the work queue of a fleet (SPEC §7.5): state, owner, epoch (the fencing token) and lease expiry (µs on
+    // 2: the work queue of a fleet (contract §7.5): state, owner, epoch (the fencing token) and lease expiry (µs on
     // the database's clock). Existing sessions become 'unqueued': driven by their creator, never claimed.
     "ALTER TABLE sessions ADD COLUMN state TEXT NOT NULL DEFAULT 'unqueued'
         CHECK (state IN ('unqueued', 'pending', 'running', 'completed', 'failed'));
@@ -131,7 +131,7 @@ pub(super) const LIST_SESSIONS: &str = "SELECT s.id, s.created_at_us,
     ORDER BY s.created_at_us, s.ordinal";
 
 // ---------------------------------------------------------------------------------------------------------------
-// The work queue (SPEC §7.5). A claim runs in a write (`BEGIN IMMEDIATE`) transaction, which SQLite serializes with
+// The work queue (contract §7.5). A claim runs in a write (`BEGIN IMMEDIATE`) transaction, which SQLite serializes with
 // every other writer of the file, in this process or another: no two claimers can pick the same session, so no
 // `SKIP LOCKED` is needed.
 // ---------------------------------------------------------------------------------------------------------------

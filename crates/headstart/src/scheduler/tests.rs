@@ -1,4 +1,4 @@
-//! Unit tests of the pure scheduler (SPEC §4): one hand-written test per rule, then an exhaustive model check over
+//! Unit tests of the pure scheduler (contract §4): one hand-written test per rule, then an exhaustive model check over
 //! every small configuration and every interleaving of the environment's choices.
 
 use std::collections::HashMap;
