@@ -14,9 +14,10 @@ use std::time::Duration;
 use async_trait::async_trait;
 use headstart::core::model::Message;
 use headstart::store::SessionEnd;
+use headstart::layer::{Around, ToolMiddleware};
 use headstart::{
-    Arguments, DeltaStream, Engine, EngineBuilder, ExecutionMode, Hooks, Model, ModelError, ModelRequest, SessionId,
-    Tool, ToolContext, ToolError, ToolOutput, Toolbox, TranscriptStore,
+    Arguments, DeltaStream, Engine, EngineBuilder, Hooks, Model, ModelError, ModelRequest, SessionId, Tool,
+    ToolContext, ToolError, ToolOutput, Toolbox, TranscriptStore,
 };
 use headstart_fleet::{SessionSetup, Worker, WorkerConfig, WorkerEvent, WorkerStats};
 use headstart_sim::sim_model::SimModel;
@@ -173,11 +174,13 @@ impl SessionSetup for ScenarioSetup {
         for spec in &self.scenario.tools {
             let tool = SimTool::new(spec.clone(), None);
             let registered = match &self.touch {
-                Some((dir, worker)) => toolbox.register(Touching {
-                    inner: tool,
-                    dir: dir.join(&session.0),
-                    line: format!("{worker}\n"),
-                }),
+                Some((dir, worker)) => toolbox.register(Around::new(
+                    Arc::new(tool),
+                    Touch {
+                        dir: dir.join(&session.0),
+                        line: format!("{worker}\n"),
+                    },
+                )),
                 None => toolbox.register(tool),
             };
             // Scenario loading already refused duplicate tool names, the only way registering fails.
@@ -214,14 +217,14 @@ impl Model for ScenarioModel {
     }
 }
 
-/// A tool whose body first appends a line to `dir/<call id>`, so every execution of a call is visible.
-struct Touching {
-    inner: SimTool,
+/// Appends a line to `dir/<call id>` before the tool's body runs, so every execution of a call is visible (a
+/// middleware of `headstart::layer`, so the tool keeps its name, schema and flags).
+struct Touch {
     dir: PathBuf,
     line: String,
 }
 
-impl Touching {
+impl Touch {
     fn touch(&self, call_id: &str) -> std::io::Result<()> {
         std::fs::create_dir_all(&self.dir)?;
         let mut file = std::fs::OpenOptions::new()
@@ -233,34 +236,15 @@ impl Touching {
 }
 
 #[async_trait]
-impl Tool for Touching {
-    fn name(&self) -> &str {
-        self.inner.name()
-    }
-    fn description(&self) -> &str {
-        self.inner.description()
-    }
-    fn parameters(&self) -> Value {
-        self.inner.parameters()
-    }
-    fn is_async(&self) -> bool {
-        self.inner.is_async()
-    }
-    fn execution_mode(&self) -> Option<ExecutionMode> {
-        self.inner.execution_mode()
-    }
-    fn conflict_key(&self, arguments: &Arguments) -> Option<String> {
-        self.inner.conflict_key(arguments)
-    }
-    fn timeout(&self) -> Option<Duration> {
-        self.inner.timeout()
-    }
-    fn idempotent(&self) -> bool {
-        self.inner.idempotent()
-    }
-    async fn execute(&self, arguments: Arguments, context: ToolContext) -> Result<ToolOutput, ToolError> {
+impl ToolMiddleware for Touch {
+    async fn execute(
+        &self,
+        next: &dyn Tool,
+        arguments: Arguments,
+        context: ToolContext,
+    ) -> Result<ToolOutput, ToolError> {
         self.touch(&context.call_id)
             .map_err(|error| ToolError::new(format!("touch failed: {error}")))?;
-        self.inner.execute(arguments, context).await
+        next.execute(arguments, context).await
     }
 }
