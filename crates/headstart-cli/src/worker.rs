@@ -13,8 +13,8 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use headstart::core::model::Message;
-use headstart::store::SessionEnd;
 use headstart::layer::{Around, ToolMiddleware};
+use headstart::store::SessionEnd;
 use headstart::{
     Arguments, DeltaStream, Engine, EngineBuilder, Hooks, Model, ModelError, ModelRequest, SessionId, Tool,
     ToolContext, ToolError, ToolOutput, Toolbox, TranscriptStore,

@@ -18,6 +18,7 @@ pub mod scenario;
 pub mod sim_model;
 pub mod sim_tools;
 pub mod timeline;
+pub mod timing;
 
 pub use replay::{replay, replay_blocking, replay_file, ClockMode, ReplayOptions, ReplayOutcome};
 pub use report::Report;

@@ -14,6 +14,7 @@ use crate::report::{EventReport, Ms, Report, RequestReport, ToolRunReport, Trans
 use crate::scenario::Scenario;
 use crate::sim_model::{ExternalCancel, SimModel};
 use crate::sim_tools::{SimHooks, SimTool};
+use crate::timing::Timing;
 
 /// Which clock a replay runs on.
 ///
@@ -139,9 +140,16 @@ pub async fn replay(scenario: &Scenario, options: &ReplayOptions) -> ReplayOutco
         Ok(store) => store,
         Err(error) => return ReplayOutcome::could_not_run(&scenario.name, error.to_string()),
     };
+    // Wall-clock replays measure the engine, not tokio's timer resolution (see `timing`).
+    let timing = if options.clock.is_virtual() {
+        Timing::Timer
+    } else {
+        Timing::Precise
+    };
     let mut toolbox = Toolbox::new();
     for spec in &scenario.tools {
-        if let Err(error) = toolbox.register(SimTool::new(spec.clone(), options.touch_dir.clone())) {
+        let tool = SimTool::new(spec.clone(), options.touch_dir.clone()).with_timing(timing);
+        if let Err(error) = toolbox.register(tool) {
             return ReplayOutcome::could_not_run(&scenario.name, error.to_string());
         }
     }
@@ -166,7 +174,7 @@ pub async fn replay(scenario: &Scenario, options: &ReplayOptions) -> ReplayOutco
     let whole = options.clock.is_virtual();
     let now = || Ms::from_us(clock.now_us(), whole);
     let cancel = CancellationToken::new();
-    let mut model = SimModel::new(scenario.turns.clone());
+    let mut model = SimModel::new(scenario.turns.clone()).with_timing(timing);
     if let Some(ms) = scenario.cancel_at_ms {
         let at = clock.base() + std::time::Duration::from_millis(ms);
         tokio::spawn(cancel_at(cancel.clone(), at));

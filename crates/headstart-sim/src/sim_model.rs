@@ -9,11 +9,14 @@ use headstart::{DeltaStream, Model, ModelError, ModelRequest};
 use tokio::time::{Duration, Instant};
 use tokio_util::sync::CancellationToken;
 
+use crate::timing::Timing;
+
 /// A model that replays one delta log per request.
 #[derive(Debug, Clone)]
 pub struct SimModel {
     turns: Arc<Vec<Vec<TimedDelta>>>,
     cancel: Option<ExternalCancel>,
+    timing: Timing,
 }
 
 /// An external cancellation due at an instant (a scenario's `cancel_at_ms`). The model fires it itself when one of
@@ -33,7 +36,14 @@ impl SimModel {
         SimModel {
             turns: Arc::new(turns),
             cancel: None,
+            timing: Timing::default(),
         }
+    }
+
+    /// The same model, waiting for its events' instants with `timing`.
+    pub fn with_timing(mut self, timing: Timing) -> Self {
+        self.timing = timing;
+        self
     }
 
     /// The same model, firing `cancel` before any of its events due at or after `cancel.at`.
@@ -45,7 +55,7 @@ impl SimModel {
 
 /// The stream of one turn: each event waits until `at_ms` after the request.
 pub fn timed_stream(events: Vec<TimedDelta>) -> DeltaStream {
-    cancelling_stream(events, None)
+    cancelling_stream(events, None, Timing::default())
 }
 
 /// [`timed_stream`], firing `cancel` before any event due at or after its instant.
@@ -54,14 +64,14 @@ pub fn timed_stream(events: Vec<TimedDelta>) -> DeltaStream {
 /// timeouts and updates, which run on tasks of their own) is processed first; then a cancellation due by then is
 /// fired, and the stream yields again so the engine sees it before the event: the model goes last, as docs/scenario-format.md
 /// orders things due at the same instant.
-fn cancelling_stream(events: Vec<TimedDelta>, cancel: Option<ExternalCancel>) -> DeltaStream {
+fn cancelling_stream(events: Vec<TimedDelta>, cancel: Option<ExternalCancel>, timing: Timing) -> DeltaStream {
     let start = Instant::now();
     futures::stream::iter(events)
         .then(move |timed| {
             let cancel = cancel.clone();
             async move {
                 let due = start + Duration::from_millis(timed.at_ms);
-                tokio::time::sleep_until(due).await;
+                timing.sleep_until(due).await;
                 tokio::task::yield_now().await;
                 if let Some(cancel) = cancel.filter(|cancel| cancel.at <= due && !cancel.token.is_cancelled()) {
                     cancel.token.cancel();
@@ -85,7 +95,7 @@ impl Model for SimModel {
                 request.request
             )));
         };
-        Ok(cancelling_stream(events.clone(), self.cancel.clone()))
+        Ok(cancelling_stream(events.clone(), self.cancel.clone(), self.timing))
     }
 
     fn provider(&self) -> Option<&str> {

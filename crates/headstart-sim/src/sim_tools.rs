@@ -13,18 +13,30 @@ use serde_json::Value;
 use tokio::time::Instant;
 
 use crate::scenario::{Behavior, HooksSpec, OnCancel, Outcome, ToolSpec};
+use crate::timing::Timing;
 
 /// A tool that behaves as its scenario says.
 #[derive(Debug, Clone)]
 pub struct SimTool {
     spec: ToolSpec,
     touch_dir: Option<PathBuf>,
+    timing: Timing,
 }
 
 impl SimTool {
     /// A simulated tool; `touch_dir` enables `touch` side effects.
     pub fn new(spec: ToolSpec, touch_dir: Option<PathBuf>) -> Self {
-        SimTool { spec, touch_dir }
+        SimTool {
+            spec,
+            touch_dir,
+            timing: Timing::default(),
+        }
+    }
+
+    /// The same tool, waiting for its instants with `timing`.
+    pub fn with_timing(mut self, timing: Timing) -> Self {
+        self.timing = timing;
+        self
     }
 
     fn behavior(&self, call_id: &str) -> Behavior {
@@ -35,14 +47,14 @@ impl SimTool {
 
 /// Sleeps until `deadline`, or returns `false` early when the call is cancelled and the tool honours it.
 /// The deadline is checked first, so a body due at the cancellation instant keeps its result.
-async fn wait_until(deadline: Instant, context: &ToolContext, on_cancel: OnCancel) -> bool {
+async fn wait_until(timing: Timing, deadline: Instant, context: &ToolContext, on_cancel: OnCancel) -> bool {
     if on_cancel == OnCancel::Ignore {
-        tokio::time::sleep_until(deadline).await;
+        timing.sleep_until(deadline).await;
         return true;
     }
     tokio::select! {
         biased;
-        () = tokio::time::sleep_until(deadline) => true,
+        () = timing.sleep_until(deadline) => true,
         () = context.cancel.cancelled() => false,
     }
 }
@@ -104,6 +116,7 @@ impl Tool for SimTool {
                 break;
             }
             if !wait_until(
+                self.timing,
                 start + Duration::from_millis(update.at_ms),
                 &context,
                 behavior.on_cancel,
@@ -121,7 +134,14 @@ impl Tool for SimTool {
             }
             return std::future::pending().await;
         };
-        if !wait_until(start + Duration::from_millis(end), &context, behavior.on_cancel).await {
+        if !wait_until(
+            self.timing,
+            start + Duration::from_millis(end),
+            &context,
+            behavior.on_cancel,
+        )
+        .await
+        {
             return Err(ToolError::new("cancelled"));
         }
         match behavior.outcome {
