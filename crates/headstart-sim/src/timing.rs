@@ -20,7 +20,7 @@ pub enum Timing {
 }
 
 /// The last stretch before a deadline spent yielding instead of sleeping.
-const SPIN: Duration = Duration::from_millis(1);
+const SPIN: Duration = Duration::from_millis(2);
 
 impl Timing {
     /// Waits until `deadline`.

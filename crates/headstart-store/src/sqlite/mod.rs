@@ -201,6 +201,7 @@ impl SqliteStore {
         conn.execute_batch(sql::ENABLE_FOREIGN_KEYS)
             .map_err(fail("enable foreign keys"))?;
         schema::migrate(&mut conn, &label)?;
+        prepare_hot_path(&conn, &label)?;
         if let Some(pages) = options.max_page_count {
             conn.query_row(&sql::set_max_page_count(pages), [], |_| Ok(()))
                 .map_err(fail("set the maximum page count"))?;
@@ -260,6 +261,7 @@ impl SqliteStore {
         conn.execute_batch(sql::ENABLE_FOREIGN_KEYS)
             .map_err(fail("enable foreign keys"))?;
         schema::migrate(&mut conn, MEMORY_LABEL)?;
+        prepare_hot_path(&conn, MEMORY_LABEL)?;
         Ok(Self::from_connection(conn, None, Durability::default(), false))
     }
 
@@ -627,4 +629,14 @@ impl SessionQueue for SqliteStore {
     fn fenced(&self, lease: &Lease) -> Arc<dyn TranscriptStore> {
         Arc::new(SqliteStore::fenced(self, lease))
     }
+}
+
+/// Sizes the statement cache and fills it with the write path's statements ([`sql::HOT_PATH`]).
+fn prepare_hot_path(conn: &Connection, label: &str) -> Result<(), StoreError> {
+    conn.set_prepared_statement_cache_capacity(sql::STATEMENT_CACHE_CAPACITY);
+    for statement in sql::HOT_PATH {
+        conn.prepare_cached(statement)
+            .map_err(|err| sqlite_error(err, "prepare the write path's statements", Some(label)))?;
+    }
+    Ok(())
 }

@@ -224,3 +224,27 @@ pub(super) const UNFINISHED_RUNS: &str = "SELECT r.call_id, r.tool_name, r.reque
     LEFT JOIN messages AS m ON m.session_id = r.session_id AND m.seq = r.fragment_seq
     WHERE r.session_id = ?1 AND r.state IN ('admitted', 'started') AND r.result_seq IS NULL
     ORDER BY r.admission";
+
+/// The statements of the engine's write path (a fragment commit, a start mark, a result) and of the group commit,
+/// prepared when the store opens so that the first commit of a process, on the path from a call's seal to its start,
+/// does not parse SQL. Together with the reads of the agent loop they fit [`STATEMENT_CACHE_CAPACITY`].
+pub(super) const HOT_PATH: &[&str] = &[
+    "BEGIN IMMEDIATE",
+    "SAVEPOINT job",
+    "RELEASE job",
+    "COMMIT",
+    SESSION_EXISTS,
+    SESSION_LEASE,
+    NEXT_SEQ,
+    INSERT_MESSAGE,
+    NEXT_ADMISSION,
+    INSERT_ADMITTED_RUN,
+    MARK_STARTED,
+    RUN_STATE,
+    END_RUN,
+    LOAD_LOG,
+];
+
+/// Prepared statements the connection keeps (rusqlite's default, 16, is fewer than the statements one agent run
+/// uses, so the least recently used were parsed again and again).
+pub(super) const STATEMENT_CACHE_CAPACITY: usize = 64;
