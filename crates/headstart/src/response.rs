@@ -44,10 +44,11 @@ pub const MISSING_TERMINAL: &str = "stream ended without a terminal event";
 /// The reason given when the caller cancels (contract §5.5).
 pub const CANCELLED_BY_CALLER: &str = "cancelled by the caller";
 
-/// What woke the driver.
+/// What woke the driver. The rare, large variants are boxed: a step is moved a few times per model delta, and a
+/// small one keeps the per-delta path cheap.
 enum Step {
-    Written(ResultWrite, Result<u64, StoreError>),
-    Tool(RunnerEvent),
+    Written(Box<(ResultWrite, Result<u64, StoreError>)>),
+    Tool(Box<RunnerEvent>),
     Cancelled,
     Model(Option<Result<DeltaEvent, ModelError>>),
 }
@@ -159,8 +160,11 @@ impl<'a> ResponseDriver<'a> {
 
     async fn handle(&mut self, step: Step) {
         match step {
-            Step::Written(write, written) => self.on_written(write, written),
-            Step::Tool(event) => self.on_runner_event(event).await,
+            Step::Written(written) => {
+                let (write, written) = *written;
+                self.on_written(write, written);
+            }
+            Step::Tool(event) => self.on_runner_event(*event).await,
             Step::Cancelled => self.on_cancel().await,
             Step::Model(None) => self.fail_and_end(ErrorReason::Error, MISSING_TERMINAL).await,
             Step::Model(Some(Err(error))) => {
@@ -523,7 +527,7 @@ impl<'a> ResponseDriver<'a> {
             return Poll::Pending;
         };
         let InFlight { write, .. } = self.writing.take().expect("a write is in flight");
-        Poll::Ready(Step::Written(write, written))
+        Poll::Ready(Step::Written(Box::new((write, written))))
     }
 
     /// Waits for the write in flight, if any: a fragment commit goes after it, so the engine never has two writes
@@ -722,7 +726,7 @@ where
         return Poll::Ready(written);
     }
     if let Poll::Ready(event) = driver.runner.poll_event(cx) {
-        return Poll::Ready(Step::Tool(event));
+        return Poll::Ready(Step::Tool(Box::new(event)));
     }
     if !driver.cancel_seen && cancel.is_cancelled() {
         return Poll::Ready(Step::Cancelled);
