@@ -291,3 +291,101 @@ impl Drop for Emitter {
         self.sink.close();
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use futures::StreamExt;
+
+    use super::*;
+    use crate::tool::ToolOutput;
+
+    fn update(call: &str, text: &str) -> Emitted {
+        Emitted {
+            at_us: 0,
+            event: AgentEvent::ToolExecutionUpdate {
+                tool_call_id: call.to_owned(),
+                update: ToolOutput::text(text),
+            },
+        }
+    }
+
+    fn end(call: &str) -> Emitted {
+        Emitted {
+            at_us: 0,
+            event: AgentEvent::ToolExecutionEnd {
+                tool_call_id: call.to_owned(),
+                is_error: false,
+                outcome: None,
+            },
+        }
+    }
+
+    fn push(sink: &EventSink, events: Vec<Emitted>) {
+        let mut batch: VecDeque<Option<Emitted>> = events.into_iter().map(Some).collect();
+        sink.push_batch(&mut batch);
+        assert!(batch.is_empty(), "a pushed batch is emptied");
+    }
+
+    /// What the consumer sees: update texts as `call:text`, other events by name.
+    fn taken(stream: EventStream) -> Vec<String> {
+        futures::executor::block_on(stream.collect::<Vec<_>>())
+            .into_iter()
+            .map(|event| match event {
+                AgentEvent::ToolExecutionUpdate { tool_call_id, update } => {
+                    let text = update
+                        .content
+                        .iter()
+                        .filter_map(|block| block.as_text())
+                        .collect::<String>();
+                    format!("{tool_call_id}:{text}")
+                }
+                other => other.type_name().to_owned(),
+            })
+            .collect()
+    }
+
+    fn channel() -> (EventSink, EventStream) {
+        EventStream::channel(CancellationToken::new(), TaskTracker::new())
+    }
+
+    #[test]
+    fn a_lagging_consumer_gets_the_last_update_of_each_call_and_every_other_event() {
+        let (sink, stream) = channel();
+        push(&sink, vec![update("a", "1"), update("b", "1"), update("a", "2")]);
+        push(&sink, vec![update("a", "3"), end("b"), update("b", "2")]);
+        sink.close();
+        assert_eq!(taken(stream), ["b:1", "a:3", "tool_execution_end", "b:2"]);
+    }
+
+    #[test]
+    fn an_update_followed_by_another_event_of_its_call_is_never_replaced() {
+        let (sink, stream) = channel();
+        push(&sink, vec![update("a", "1"), end("a"), update("a", "2")]);
+        sink.close();
+        assert_eq!(taken(stream), ["a:1", "tool_execution_end", "a:2"]);
+    }
+
+    #[test]
+    fn an_update_the_consumer_took_is_not_replaced() {
+        let (sink, mut stream) = channel();
+        push(&sink, vec![update("a", "1")]);
+        let first = futures::executor::block_on(stream.next());
+        assert!(matches!(first, Some(AgentEvent::ToolExecutionUpdate { .. })));
+        push(&sink, vec![update("a", "2")]);
+        sink.close();
+        assert_eq!(taken(stream), ["a:2"]);
+    }
+
+    #[test]
+    fn a_dropped_stream_cancels_the_run_and_takes_nothing_more() {
+        let cancel = CancellationToken::new();
+        let (sink, stream) = EventStream::channel(cancel.clone(), TaskTracker::new());
+        drop(stream);
+        assert!(
+            cancel.is_cancelled(),
+            "dropping the stream is cancellation by the caller"
+        );
+        push(&sink, vec![update("a", "1")]);
+        assert!(sink.shared.lock().events.is_empty(), "events for nobody are not queued");
+    }
+}

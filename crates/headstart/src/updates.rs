@@ -97,3 +97,40 @@ impl UpdateSink {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::task::{Context, Poll};
+
+    use super::*;
+
+    fn take(board: &UpdateBoard) -> Vec<(usize, String)> {
+        let mut cx = Context::from_waker(futures::task::noop_waker_ref());
+        match board.poll_take(&mut cx) {
+            Poll::Ready(updates) => updates
+                .into_iter()
+                .map(|(slot, update)| {
+                    let text = update.content.iter().filter_map(|block| block.as_text()).collect();
+                    (slot, text)
+                })
+                .collect(),
+            Poll::Pending => Vec::new(),
+        }
+    }
+
+    #[test]
+    fn each_call_keeps_its_latest_update_in_the_order_calls_first_published() {
+        let board = Arc::new(UpdateBoard::default());
+        let (first, second) = (
+            UpdateSink::new(1, Arc::clone(&board)),
+            UpdateSink::new(0, Arc::clone(&board)),
+        );
+        first.send(ToolOutput::text("1a"));
+        second.send(ToolOutput::text("0a"));
+        first.send(ToolOutput::text("1b"));
+        assert_eq!(take(&board), [(1, "1b".to_owned()), (0, "0a".to_owned())]);
+        assert!(take(&board).is_empty(), "taken updates are gone");
+        UpdateSink::disconnected().send(ToolOutput::text("nowhere"));
+        assert!(take(&board).is_empty(), "a disconnected sink publishes nothing");
+    }
+}
