@@ -101,3 +101,19 @@ pub async fn commit_one<S: TranscriptStore + ?Sized>(
         )
         .await
 }
+
+/// Commits a prefix fragment of request 0 holding calls `a` and `b` (tool `lookup`), admitting both; returns them.
+pub async fn commit_two<S: TranscriptStore + ?Sized>(store: &S, session: &SessionId) -> (ToolCall, ToolCall) {
+    let (a, b) = (call("a", "lookup"), call("b", "lookup"));
+    store
+        .commit_fragment(
+            session,
+            0,
+            &prefix("t", "x", &[a.clone(), b.clone()]),
+            &admit(&[&a, &b]),
+            10,
+        )
+        .await
+        .expect("commit");
+    (a, b)
+}

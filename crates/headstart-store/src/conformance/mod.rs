@@ -22,7 +22,7 @@ pub mod data;
 use std::collections::BTreeSet;
 use std::time::Duration;
 
-use self::data::{admit, call, commit_one, finished, fragment, prefix, result, store_with_session};
+use self::data::{admit, call, commit_one, commit_two, finished, fragment, prefix, result, store_with_session};
 use crate::types::{RunEnd, RunOutcome, RunState, SessionId, SessionInfo, SessionState};
 use crate::{Claim, Lease, SessionEnd, SessionQueue, StoreError, TranscriptStore};
 use async_trait::async_trait;
@@ -290,17 +290,7 @@ pub async fn round_trip_keeps_write_order_runs_and_unfinished_calls<F: Fixture>(
 pub async fn result_carries_a_start_time_that_mark_started_never_wrote<F: Fixture>(fixture: &F) {
     let store = fixture.store();
     let session = store_with_session(&store).await;
-    let (a, b) = (call("a", "lookup"), call("b", "lookup"));
-    store
-        .commit_fragment(
-            &session,
-            0,
-            &prefix("t", "x", &[a.clone(), b.clone()]),
-            &admit(&[&a, &b]),
-            10,
-        )
-        .await
-        .expect("commit");
+    let (a, b) = commit_two(&store, &session).await;
     store.mark_started(&session, "b", 20).await.expect("mark b");
     store
         .append_tool_result(&session, &result(&a, "A"), finished(Some(15)), 30)
@@ -714,17 +704,7 @@ pub async fn another_connection_lists_unfinished_calls_and_settles_them<F: Fixtu
     let session = {
         let crashed = fixture.connect().await;
         let session = store_with_session(&crashed).await;
-        let (a, b) = (call("a", "lookup"), call("b", "lookup"));
-        crashed
-            .commit_fragment(
-                &session,
-                0,
-                &prefix("t", "x", &[a.clone(), b.clone()]),
-                &admit(&[&a, &b]),
-                10,
-            )
-            .await
-            .expect("commit");
+        commit_two(&crashed, &session).await;
         crashed.mark_started(&session, "a", 11).await.expect("started");
         session
     };
