@@ -41,14 +41,15 @@ impl Model for Quiet {
     }
 }
 
-struct Setup;
+/// Every session gets a bare engine and the same model.
+struct Setup(Arc<dyn Model>);
 
 impl SessionSetup for Setup {
     fn engine(&self, _session: &SessionId, store: Arc<dyn TranscriptStore>) -> EngineBuilder {
         Engine::builder(store)
     }
     fn model(&self, _session: &SessionId) -> Arc<dyn Model> {
-        Arc::new(Quiet)
+        Arc::clone(&self.0)
     }
 }
 
@@ -67,7 +68,7 @@ async fn an_abandoned_session_is_taken_over_within_lease_plus_one_poll() {
     let mut config = WorkerConfig::new("rescuer");
     config.lease = LEASE;
     config.poll_interval = POLL;
-    let worker = Worker::new(store.clone(), Arc::new(Setup), config)
+    let worker = Worker::new(store.clone(), Arc::new(Setup(Arc::new(Quiet))), config)
         .expect("config")
         .observe(move |event| {
             let _ = sender.send((Instant::now(), event.clone()));
@@ -128,17 +129,6 @@ impl Model for Silent {
     }
 }
 
-struct SilentSetup;
-
-impl SessionSetup for SilentSetup {
-    fn engine(&self, _session: &SessionId, store: Arc<dyn TranscriptStore>) -> EngineBuilder {
-        Engine::builder(store)
-    }
-    fn model(&self, _session: &SessionId) -> Arc<dyn Model> {
-        Arc::new(Silent)
-    }
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_worker_takes_no_more_than_its_concurrency_and_releases_its_sessions_on_shutdown() {
     let store = Arc::new(SqliteStore::open_in_memory().expect("in-memory store"));
@@ -149,7 +139,7 @@ async fn a_worker_takes_no_more_than_its_concurrency_and_releases_its_sessions_o
     let mut config = WorkerConfig::new("w");
     config.concurrency = 3;
     config.poll_interval = Duration::from_millis(20);
-    let worker = Worker::new(store.clone(), Arc::new(SilentSetup), config)
+    let worker = Worker::new(store.clone(), Arc::new(Setup(Arc::new(Silent))), config)
         .expect("config")
         .observe(move |event| {
             let _ = sender.send(event.clone());
@@ -286,7 +276,7 @@ async fn a_renewal_that_misses_a_lease_stops_the_session_without_finishing_it() 
     let mut config = WorkerConfig::new("w");
     config.lease = Duration::from_millis(300);
     config.poll_interval = Duration::from_millis(20);
-    let worker = Worker::new(queue.clone(), Arc::new(SilentSetup), config)
+    let worker = Worker::new(queue.clone(), Arc::new(Setup(Arc::new(Silent))), config)
         .expect("config")
         .observe(move |event| {
             let _ = sender.send(event.clone());
