@@ -50,6 +50,27 @@ pub enum BlockKind {
     ToolCall,
 }
 
+impl BlockKind {
+    /// The `*_delta` event that appends `delta` to the block of this kind at `index`.
+    #[inline]
+    pub fn delta(self, index: usize, delta: String) -> DeltaEvent {
+        match self {
+            BlockKind::Text => DeltaEvent::TextDelta { index, delta },
+            BlockKind::Thinking => DeltaEvent::ThinkingDelta { index, delta },
+            BlockKind::ToolCall => DeltaEvent::ToolcallDelta { index, delta },
+        }
+    }
+
+    /// The wire name of [`BlockKind::delta`]'s event ([`DeltaEvent::type_name`]).
+    pub fn delta_type_name(self) -> &'static str {
+        match self {
+            BlockKind::Text => "text_delta",
+            BlockKind::Thinking => "thinking_delta",
+            BlockKind::ToolCall => "toolcall_delta",
+        }
+    }
+}
+
 impl fmt::Display for BlockKind {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(match self {
@@ -290,13 +311,35 @@ impl Accumulator {
         Ok(applied)
     }
 
-    fn apply_inner(&mut self, event: &DeltaEvent) -> Result<Applied, Violation> {
+    /// [`Accumulator::apply_ref`] for a `*_delta` event given by its parts ([`BlockKind::delta`] builds the event):
+    /// the hot path of a stream, where the caller keeps the text to pass on and moves no whole event.
+    #[inline]
+    pub fn apply_piece(&mut self, kind: BlockKind, index: usize, delta: &str) -> Result<Applied, AccumulatorError> {
+        let position = self.position;
+        let applied = self
+            .check_phase(false)
+            .and_then(|()| self.append(index, kind, delta))
+            .map_err(|violation| AccumulatorError {
+                position,
+                event: kind.delta_type_name(),
+                violation,
+            })?;
+        self.position += 1;
+        Ok(applied)
+    }
+
+    /// Whether an event may come now: `start` first and once, nothing after the end.
+    fn check_phase(&self, is_start: bool) -> Result<(), Violation> {
         match self.phase {
-            Phase::Ended => return Err(Violation::AfterEnd),
-            Phase::AwaitingStart if !matches!(event, DeltaEvent::Start { .. }) => return Err(Violation::BeforeStart),
-            Phase::Streaming if matches!(event, DeltaEvent::Start { .. }) => return Err(Violation::SecondStart),
-            _ => {}
+            Phase::Ended => Err(Violation::AfterEnd),
+            Phase::AwaitingStart if !is_start => Err(Violation::BeforeStart),
+            Phase::Streaming if is_start => Err(Violation::SecondStart),
+            _ => Ok(()),
         }
+    }
+
+    fn apply_inner(&mut self, event: &DeltaEvent) -> Result<Applied, Violation> {
+        self.check_phase(matches!(event, DeltaEvent::Start { .. }))?;
         match event {
             DeltaEvent::Start { model, response_id } => {
                 self.model.clone_from(model);

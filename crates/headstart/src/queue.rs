@@ -27,13 +27,26 @@ pub struct Emitted {
     pub event: AgentEvent,
 }
 
+/// What the queue holds. Each batch is led by the time the engine handed it over: one clock reading per batch, not
+/// a stamp on every event, so a text delta costs nothing but its event.
+enum Entry {
+    /// The engine's clock when it handed over the events that follow.
+    Stamp(i64),
+    Event(AgentEvent),
+    /// An update superseded by a newer one of the same call (coalescing).
+    Superseded,
+}
+
+/// Entries in order, as the engine hands them over and the consumer takes them.
+type Entries = VecDeque<Entry>;
+
 #[derive(Default)]
 struct State {
-    /// Undelivered events; `None` is an update replaced by a newer one of the same call.
-    events: VecDeque<Option<Emitted>>,
-    /// Sequence number of `events[0]`.
+    /// Undelivered entries.
+    entries: Entries,
+    /// Position of `entries[0]` in the run's entries.
     head: u64,
-    /// Per call id, the sequence number of its undelivered update, if any.
+    /// Per call id, the position of its undelivered update, if any.
     pending_update: HashMap<String, u64>,
     consumer: Option<Waker>,
     /// The engine pushes nothing more.
@@ -62,20 +75,23 @@ pub(crate) struct EventSink {
 }
 
 impl EventSink {
-    /// Appends a batch of events (leaving `batch` empty) and wakes the consumer. Never waits. When the consumer has
-    /// taken everything, the batch's storage is handed over whole instead of moved event by event.
-    pub fn push_batch(&self, batch: &mut VecDeque<Option<Emitted>>) {
+    /// Appends a batch (leaving `batch` empty) and wakes the consumer. Never waits. When the consumer has taken
+    /// everything, the batch's storage is handed over whole instead of moved entry by entry. `tool_events` says
+    /// whether the batch holds a tool call's event: only then can an update be coalesced.
+    fn push_batch(&self, batch: &mut Entries, tool_events: bool) {
         let waker = {
             let mut state = self.shared.lock();
             if state.abandoned {
                 batch.clear();
                 return;
             }
-            state.note_updates(batch);
-            if state.events.is_empty() {
-                std::mem::swap(&mut state.events, batch);
+            if tool_events {
+                state.note_updates(batch);
+            }
+            if state.entries.is_empty() {
+                std::mem::swap(&mut state.entries, batch);
             } else {
-                state.events.append(batch);
+                state.entries.append(batch);
             }
             state.consumer.take()
         };
@@ -100,21 +116,21 @@ impl EventSink {
 impl State {
     /// Coalesces updates: a call's update that the consumer has not taken yet (queued, or earlier in `batch`) is
     /// superseded by a newer one of the same call; any other event of the call closes that window.
-    fn note_updates(&mut self, batch: &mut VecDeque<Option<Emitted>>) {
-        let base = self.head + self.events.len() as u64;
+    fn note_updates(&mut self, batch: &mut Entries) {
+        let base = self.head + self.entries.len() as u64;
         for position in 0..batch.len() {
-            let seq = base + position as u64;
-            let older = match batch[position].as_ref().map(|emitted| &emitted.event) {
-                Some(AgentEvent::ToolExecutionUpdate { tool_call_id, .. }) => {
-                    self.pending_update.insert(tool_call_id.clone(), seq)
+            let at = base + position as u64;
+            let older = match &batch[position] {
+                Entry::Event(AgentEvent::ToolExecutionUpdate { tool_call_id, .. }) => {
+                    self.pending_update.insert(tool_call_id.clone(), at)
                 }
-                Some(other) => {
+                Entry::Event(other) => {
                     if let Some(id) = other.tool_call_id() {
                         self.pending_update.remove(id);
                     }
                     None
                 }
-                None => None,
+                Entry::Stamp(_) | Entry::Superseded => None,
             };
             let Some(older) = older else { continue };
             let slot = if older >= base {
@@ -122,19 +138,19 @@ impl State {
             } else {
                 usize::try_from(older - self.head)
                     .ok()
-                    .and_then(|i| self.events.get_mut(i))
+                    .and_then(|i| self.entries.get_mut(i))
             };
             if let Some(slot) = slot {
-                *slot = None;
+                *slot = Entry::Superseded;
             }
         }
     }
 
     /// Hands everything queued to the consumer, whose empty buffer (with its capacity) takes the queue's place.
-    fn take_all(&mut self, into: &mut VecDeque<Option<Emitted>>) {
-        self.head += self.events.len() as u64;
+    fn take_all(&mut self, into: &mut Entries) {
+        self.head += self.entries.len() as u64;
         self.pending_update.clear();
-        std::mem::swap(&mut self.events, into);
+        std::mem::swap(&mut self.entries, into);
     }
 }
 
@@ -147,8 +163,10 @@ impl State {
 #[must_use = "streams do nothing unless polled; dropping this one cancels the run"]
 pub struct EventStream {
     shared: Arc<Shared>,
-    /// Events already taken out of the shared queue.
-    local: VecDeque<Option<Emitted>>,
+    /// Entries already taken out of the shared queue.
+    local: Entries,
+    /// The stamp of the batch the next event belongs to.
+    at_us: i64,
     done: bool,
     tasks: TaskTracker,
     /// Cancels the run when the stream is dropped.
@@ -175,6 +193,7 @@ impl EventStream {
         let stream = EventStream {
             shared,
             local: VecDeque::new(),
+            at_us: 0,
             done: false,
             tasks,
             _cancel_on_drop: cancel.drop_guard(),
@@ -182,21 +201,26 @@ impl EventStream {
         (sink, stream)
     }
 
-    /// The next event with the time the engine emitted it (the report of a replay uses this time, not the time
-    /// the event was taken).
-    pub fn poll_next_emitted(&mut self, cx: &mut Context<'_>) -> Poll<Option<Emitted>> {
+    /// The next event; `self.at_us` is then the time the engine emitted it. Inlined (it is called once per event,
+    /// across the crate boundary): the event then goes straight to the consumer's variable instead of through
+    /// return slots.
+    #[inline]
+    fn poll_event(&mut self, cx: &mut Context<'_>) -> Poll<Option<AgentEvent>> {
         loop {
-            if let Some(entry) = self.local.pop_front() {
-                match entry {
-                    Some(emitted) => return Poll::Ready(Some(emitted)),
-                    None => continue, // an update superseded by a newer one
+            match self.local.pop_front() {
+                Some(Entry::Event(event)) => return Poll::Ready(Some(event)),
+                Some(Entry::Stamp(at_us)) => {
+                    self.at_us = at_us;
+                    continue;
                 }
+                Some(Entry::Superseded) => continue,
+                None => {}
             }
             if self.done {
                 return Poll::Ready(None);
             }
             let mut state = self.shared.lock();
-            if state.events.is_empty() {
+            if state.entries.is_empty() {
                 if state.closed {
                     self.done = true;
                     return Poll::Ready(None);
@@ -206,6 +230,17 @@ impl EventStream {
             }
             state.take_all(&mut self.local);
         }
+    }
+
+    /// The next event with the time the engine emitted it (the report of a replay uses this time, not the time
+    /// the event was taken).
+    pub fn poll_next_emitted(&mut self, cx: &mut Context<'_>) -> Poll<Option<Emitted>> {
+        self.poll_event(cx).map(|event| {
+            event.map(|event| Emitted {
+                at_us: self.at_us,
+                event,
+            })
+        })
     }
 
     /// [`EventStream::poll_next_emitted`] as a future.
@@ -227,7 +262,7 @@ impl Drop for EventStream {
         // Nothing more is taken: later events are dropped instead of queued for nobody.
         let mut state = self.shared.lock();
         state.abandoned = true;
-        state.events.clear();
+        state.entries.clear();
         state.pending_update.clear();
     }
 }
@@ -235,21 +270,22 @@ impl Drop for EventStream {
 impl Stream for EventStream {
     type Item = AgentEvent;
 
+    #[inline]
     fn poll_next(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<AgentEvent>> {
-        self.get_mut()
-            .poll_next_emitted(cx)
-            .map(|emitted| emitted.map(|emitted| emitted.event))
+        self.get_mut().poll_event(cx)
     }
 }
 
 /// The engine's side of a run's events: events of one step are collected here and handed to the queue together,
-/// each stamped with the engine's clock at that moment. Dropping it (the run ended, or its task unwound) closes
-/// the queue, so the consumer's stream always ends.
+/// stamped with the engine's clock at that moment. Dropping it (the run ended, or its task unwound) closes the
+/// queue, so the consumer's stream always ends.
 pub(crate) struct Emitter {
     sink: EventSink,
     clock: Arc<dyn crate::clock::Clock>,
-    /// Events not yet handed to the queue; their `at_us` is set when they are.
-    outbox: VecDeque<Option<Emitted>>,
+    /// Events not yet handed to the queue, after a placeholder stamp set when they are.
+    outbox: Entries,
+    /// The outbox holds a tool call's event (see [`EventSink::push_batch`]).
+    tool_events: bool,
 }
 
 /// Events collected before a flush is forced, so a consumer on another thread sees a long burst progressively.
@@ -261,27 +297,45 @@ impl Emitter {
             sink,
             clock,
             outbox: VecDeque::new(),
+            tool_events: false,
         }
     }
 
     /// Emits an event (queued with the next flush).
+    #[inline]
     pub fn push(&mut self, event: AgentEvent) {
-        self.outbox.push_back(Some(Emitted { at_us: 0, event }));
-        if self.outbox.len() >= FLUSH_AT {
+        self.push_with(|| event);
+    }
+
+    /// Emits the event `make` builds, written straight into its slot in the outbox: room is made first and the
+    /// event built in place. Built first and moved in, a `message_update` was copied through the stack, and that
+    /// copy (a store-forwarding stall) was the largest cost of a text delta.
+    #[inline(always)]
+    pub fn push_with(&mut self, make: impl FnOnce() -> AgentEvent) {
+        if self.outbox.is_empty() {
+            self.outbox.push_back(Entry::Stamp(0));
+        }
+        let tool_events = &mut self.tool_events;
+        self.outbox.extend(std::iter::once_with(|| {
+            let event = make();
+            if !matches!(event, AgentEvent::MessageUpdate { .. }) {
+                *tool_events |= event.tool_call_id().is_some();
+            }
+            Entry::Event(event)
+        }));
+        if self.outbox.len() > FLUSH_AT {
             self.flush();
         }
     }
 
     /// Hands the collected events to the consumer's queue.
     pub fn flush(&mut self) {
-        if self.outbox.is_empty() {
+        let Some(stamp) = self.outbox.front_mut() else {
             return;
-        }
-        let at_us = self.clock.now_us();
-        for emitted in self.outbox.iter_mut().flatten() {
-            emitted.at_us = at_us;
-        }
-        self.sink.push_batch(&mut self.outbox);
+        };
+        *stamp = Entry::Stamp(self.clock.now_us());
+        self.sink
+            .push_batch(&mut self.outbox, std::mem::take(&mut self.tool_events));
     }
 }
 
@@ -299,30 +353,24 @@ mod tests {
     use super::*;
     use crate::tool::ToolOutput;
 
-    fn update(call: &str, text: &str) -> Emitted {
-        Emitted {
-            at_us: 0,
-            event: AgentEvent::ToolExecutionUpdate {
-                tool_call_id: call.to_owned(),
-                update: ToolOutput::text(text),
-            },
+    fn update(call: &str, text: &str) -> AgentEvent {
+        AgentEvent::ToolExecutionUpdate {
+            tool_call_id: call.to_owned(),
+            update: ToolOutput::text(text),
         }
     }
 
-    fn end(call: &str) -> Emitted {
-        Emitted {
-            at_us: 0,
-            event: AgentEvent::ToolExecutionEnd {
-                tool_call_id: call.to_owned(),
-                is_error: false,
-                outcome: None,
-            },
+    fn end(call: &str) -> AgentEvent {
+        AgentEvent::ToolExecutionEnd {
+            tool_call_id: call.to_owned(),
+            is_error: false,
+            outcome: None,
         }
     }
 
-    fn push(sink: &EventSink, events: Vec<Emitted>) {
-        let mut batch: VecDeque<Option<Emitted>> = events.into_iter().map(Some).collect();
-        sink.push_batch(&mut batch);
+    fn push(sink: &EventSink, events: Vec<AgentEvent>) {
+        let mut batch: Entries = events.into_iter().map(Entry::Event).collect();
+        sink.push_batch(&mut batch, true);
         assert!(batch.is_empty(), "a pushed batch is emptied");
     }
 
@@ -386,6 +434,9 @@ mod tests {
             "dropping the stream is cancellation by the caller"
         );
         push(&sink, vec![update("a", "1")]);
-        assert!(sink.shared.lock().events.is_empty(), "events for nobody are not queued");
+        assert!(
+            sink.shared.lock().entries.is_empty(),
+            "events for nobody are not queued"
+        );
     }
 }

@@ -21,7 +21,7 @@ use std::task::{Context, Poll};
 
 use futures::future::BoxFuture;
 use futures::{FutureExt, Stream};
-use headstart_core::accumulator::Ending;
+use headstart_core::accumulator::{BlockKind, Ending};
 use headstart_core::{
     Accumulator, Applied, AssistantMessage, DeltaEvent, ErrorReason, Message, ModelError, StopReason, ToolCall,
     ToolResultMessage, Usage,
@@ -47,6 +47,10 @@ pub const CANCELLED_BY_CALLER: &str = "cancelled by the caller";
 /// What woke the driver. The rare, large variants are boxed: a step is moved a few times per model delta, and a
 /// small one keeps the per-delta path cheap.
 enum Step {
+    /// A burst of model deltas was handled in place and the stream may have more: let the others run first.
+    Burst,
+    /// A model delta was accumulated and needs the store next.
+    FollowUp(FollowUp),
     Written(Box<(ResultWrite, Result<u64, StoreError>)>),
     Tool(Box<RunnerEvent>),
     Cancelled,
@@ -160,6 +164,10 @@ impl<'a> ResponseDriver<'a> {
 
     async fn handle(&mut self, step: Step) {
         match step {
+            // A deferred yield: the task runs again once the runtime has polled what else is ready, the consumer
+            // included when it is the runtime's `block_on` future (an immediate wake-up would not give it a turn).
+            Step::Burst => tokio::task::yield_now().await,
+            Step::FollowUp(follow_up) => self.follow_up(follow_up).await,
             Step::Written(written) => {
                 let (write, written) = *written;
                 self.on_written(write, written);
@@ -175,23 +183,48 @@ impl<'a> ResponseDriver<'a> {
                 };
                 self.fail_and_end(reason, error.message).await;
             }
-            Step::Model(Some(Ok(event))) => self.on_delta(event).await,
+            Step::Model(Some(Ok(event))) => {
+                if let Some(follow_up) = self.accept_delta(event) {
+                    self.follow_up(follow_up).await;
+                }
+            }
         }
     }
 
     // ---- accumulate -------------------------------------------------------------------------------------------
 
-    async fn on_delta(&mut self, event: DeltaEvent) {
-        if let Some(follow_up) = self.accept_delta(event) {
-            self.follow_up(follow_up).await;
-        }
-    }
-
     /// Accumulates a delta and emits its update; returns what must follow that needs the store. Synchronous, so
     /// the common case (a delta inside an open block) costs no future at all.
     fn accept_delta(&mut self, event: DeltaEvent) -> Option<FollowUp> {
-        let clock = &self.shared.clock;
-        self.chat.chunk(|| clock.now_us());
+        match event {
+            DeltaEvent::TextDelta { index, delta } => self.accept_piece(BlockKind::Text, index, delta),
+            DeltaEvent::ThinkingDelta { index, delta } => self.accept_piece(BlockKind::Thinking, index, delta),
+            DeltaEvent::ToolcallDelta { index, delta } => self.accept_piece(BlockKind::ToolCall, index, delta),
+            other => self.accept_event(other),
+        }
+    }
+
+    /// A `*_delta` event, by its parts: only the text moves on, into the `message_update` built in place (moving
+    /// whole events from slot to slot cost more than the rest of the engine's per-delta work).
+    #[inline]
+    fn accept_piece(&mut self, kind: BlockKind, index: usize, delta: String) -> Option<FollowUp> {
+        self.note_chunk();
+        if let Err(violation) = self.accumulator.apply_piece(kind, index, &delta) {
+            return Some(FollowUp::Fail(violation.to_string()));
+        }
+        // Re-based to the open fragment (contract §3.4).
+        let index = index.saturating_sub(self.committed);
+        self.open_fragment();
+        self.out.push_with(|| AgentEvent::MessageUpdate {
+            index,
+            delta: kind.delta(index, delta),
+        });
+        None
+    }
+
+    /// Any other event: starts, ends, `start`, `done` and `error`.
+    fn accept_event(&mut self, event: DeltaEvent) -> Option<FollowUp> {
+        self.note_chunk();
         match self.accumulator.apply_ref(&event) {
             Err(violation) => Some(FollowUp::Fail(violation.to_string())),
             Ok(Applied::Started) => {
@@ -222,6 +255,13 @@ impl<'a> ResponseDriver<'a> {
                 }
             }
         }
+    }
+
+    /// The model sent a chunk (the `chat` span notes the first).
+    #[inline]
+    fn note_chunk(&mut self) {
+        let clock = &self.shared.clock;
+        self.chat.chunk(|| clock.now_us());
     }
 
     async fn follow_up(&mut self, follow_up: FollowUp) {
@@ -742,6 +782,58 @@ where
     Poll::Pending
 }
 
+/// Model deltas handled in place, at most, before the engine's task yields (see [`poll_burst`]).
+const BURST: usize = 64;
+
+/// The next step that needs more than accumulation, in [`poll_step`]'s priority.
+///
+/// The hot path of a text stream: a delta that is only accumulated and forwarded ([`ResponseDriver::accept_delta`]
+/// returns no follow-up) is handled here, and the deltas the model stream has ready right after it are taken in the
+/// same poll, up to [`BURST`], without looking at the other sources again. Nothing is lost by that: a tool return
+/// or a cancellation that lands during a burst waits at most one burst (microseconds), and in a deterministic
+/// replay nothing else can be due between two deltas the stream hands over without yielding, since the simulator
+/// yields before each model event. After a full burst the task yields ([`Step::Burst`]), so a consumer on the same
+/// thread takes the events while they are hot, not after thousands more.
+fn poll_burst<S>(
+    driver: &mut ResponseDriver,
+    cancel: &CancellationToken,
+    cancelled: Pin<&mut WaitForCancellationFutureOwned>,
+    mut stream: Pin<&mut S>,
+    cx: &mut Context<'_>,
+) -> Poll<Step>
+where
+    S: Stream<Item = Result<DeltaEvent, ModelError>> + ?Sized,
+{
+    let mut event = match poll_step(driver, cancel, cancelled, stream.as_mut(), cx) {
+        Poll::Ready(Step::Model(Some(Ok(event)))) => event,
+        Poll::Ready(step) => return Poll::Ready(step),
+        Poll::Pending => {
+            // Waiting for the world: what this burst produced goes to the consumer now.
+            driver.out.flush();
+            return Poll::Pending;
+        }
+    };
+    let mut taken = 1;
+    loop {
+        if let Some(follow_up) = driver.accept_delta(event) {
+            return Poll::Ready(Step::FollowUp(follow_up));
+        }
+        if taken == BURST {
+            driver.out.flush();
+            return Poll::Ready(Step::Burst);
+        }
+        event = match stream.as_mut().poll_next(cx) {
+            Poll::Ready(Some(Ok(next))) => next,
+            Poll::Ready(item) => return Poll::Ready(Step::Model(item)),
+            Poll::Pending => {
+                driver.out.flush();
+                return Poll::Pending;
+            }
+        };
+        taken += 1;
+    }
+}
+
 /// Which response of which session [`drive_response`] drives, and its `chat` span.
 pub(crate) struct Turn {
     pub session: SessionId,
@@ -769,24 +861,9 @@ where
     let mut stream = pin!(stream);
     let mut cancelled = pin!(cancel.clone().cancelled_owned());
     while !driver.finished() {
-        let step = std::future::poll_fn(|cx| {
-            let step = poll_step(&mut driver, cancel, cancelled.as_mut(), stream.as_mut(), cx);
-            if step.is_pending() {
-                // Waiting for the world: what this burst produced goes to the consumer now.
-                driver.out.flush();
-            }
-            step
-        })
-        .await;
-        match step {
-            // The hot path: a delta that needs no store write is handled without building the handler's future.
-            Step::Model(Some(Ok(event))) => {
-                if let Some(follow_up) = driver.accept_delta(event) {
-                    driver.follow_up(follow_up).await;
-                }
-            }
-            step => driver.handle(step).await,
-        }
+        let step =
+            std::future::poll_fn(|cx| poll_burst(&mut driver, cancel, cancelled.as_mut(), stream.as_mut(), cx)).await;
+        driver.handle(step).await;
         // A model stream that is always ready (a fast local source) would otherwise keep this task from yielding:
         // the cooperative budget hands the thread to the consumer now and then, so events are taken while hot.
         tokio::task::consume_budget().await;

@@ -1526,6 +1526,32 @@ proptest! {
         prop_assert!(acc.ending().is_some());
     }
 
+    /// `apply_piece` on a delta's parts is `apply` on the delta: same outcome, same error (its event name
+    /// included), same state after, for arbitrary streams.
+    #[test]
+    fn apply_piece_is_apply_on_the_delta(events in prop::collection::vec(arb_event(), 0..40)) {
+        let mut by_event = Accumulator::new();
+        let mut by_piece = Accumulator::new();
+        for event in std::iter::once(start()).chain(events) {
+            let piece = match &event {
+                DeltaEvent::TextDelta { index, delta } => Some((BlockKind::Text, *index, delta.clone())),
+                DeltaEvent::ThinkingDelta { index, delta } => Some((BlockKind::Thinking, *index, delta.clone())),
+                DeltaEvent::ToolcallDelta { index, delta } => Some((BlockKind::ToolCall, *index, delta.clone())),
+                _ => None,
+            };
+            let expected = by_event.apply(event.clone());
+            let got = match piece {
+                Some((kind, index, delta)) => {
+                    prop_assert_eq!(&kind.delta(index, delta.clone()), &event);
+                    by_piece.apply_piece(kind, index, &delta)
+                }
+                None => by_piece.apply(event),
+            };
+            prop_assert_eq!(got, expected);
+            prop_assert_eq!(State::of(&by_piece), State::of(&by_event));
+        }
+    }
+
     /// A well-formed stream, with blocks split into random deltas and possibly interleaved, accumulates to exactly
     /// the message it was rendered from.
     #[test]
