@@ -3,7 +3,11 @@
 //! A response of N deltas is fed as fast as possible, from the same source, through
 //! - **raw**: a bare loop that polls the stream and counts its events;
 //! - **engine**: the full adapter ([`Engine::wrap`]) with a no-op consumer (it drops every agent event) and a
-//!   real SQLite store in a temporary file.
+//!   real SQLite store in a temporary file;
+//! - **floor** (table only): what any adapter that keeps the response and hands its consumer one owned event per
+//!   delta pays, without an engine or a store: each delta is accumulated into a string and moved, as an
+//!   [`AgentEvent`], through a queue to a loop that drops it, in batches, on one task. The engine's distance from
+//!   this floor is its own cost; the floor's distance from the raw loop is the cost of the event contract.
 //!
 //! Two variants: `text` (one text block of N text deltas, `done(stop)`), and `args` (N tool-call argument deltas
 //! spread over calls of `deltas_per_call` deltas each to an async no-op tool, `done(tool_use)`: every call is
@@ -18,6 +22,7 @@
 //!
 //! Runtime: current-thread, both contenders on the same runtime.
 
+use std::collections::VecDeque;
 use std::fmt::Write as _;
 use std::hint::black_box;
 use std::path::PathBuf;
@@ -27,7 +32,7 @@ use std::time::Instant;
 use futures::{Stream, StreamExt};
 use headstart::core::{DoneReason, Usage};
 use headstart::store::{SqliteOptions, SqliteStore};
-use headstart::{CancellationToken, DeltaEvent, Engine, ModelError, Toolbox, TranscriptStore};
+use headstart::{AgentEvent, CancellationToken, DeltaEvent, Engine, ModelError, Toolbox, TranscriptStore};
 use serde::Serialize;
 
 use crate::overlap::WORDS;
@@ -113,6 +118,12 @@ pub struct DeltasReport {
     /// Full adapter at `n_small`.
     #[serde(skip)]
     pub engine_small_ns_per_delta: f64,
+    /// Floor (accumulate and move one owned event per delta, no engine, no store): ns per delta at `n`.
+    #[serde(skip)]
+    pub floor_ns_per_delta: f64,
+    /// Floor at `n_small`.
+    #[serde(skip)]
+    pub floor_small_ns_per_delta: f64,
     /// The variant.
     #[serde(skip)]
     pub variant: DeltaVariant,
@@ -137,19 +148,29 @@ impl DeltasReport {
         );
         let _ = writeln!(
             out,
-            "  {:<12} {:>16} {:>16} {:>10}",
-            "N", "raw ns/delta", "engine ns/delta", "ratio"
+            "  {:<12} {:>14} {:>16} {:>10} {:>15} {:>12}",
+            "N", "raw ns/delta", "engine ns/delta", "ratio", "floor ns/delta", "floor ratio"
         );
-        for (n, raw, engine) in [
+        for (n, raw, engine, floor) in [
             (
                 self.n_small,
                 self.raw_small_ns_per_delta,
                 self.engine_small_ns_per_delta,
+                self.floor_small_ns_per_delta,
             ),
-            (self.n, self.raw_ns_per_delta, self.engine_ns_per_delta),
+            (
+                self.n,
+                self.raw_ns_per_delta,
+                self.engine_ns_per_delta,
+                self.floor_ns_per_delta,
+            ),
         ] {
-            let ratio = if raw > 0.0 { engine / raw } else { 0.0 };
-            let _ = writeln!(out, "  {n:<12} {raw:>16.1} {engine:>16.1} {ratio:>10.2}");
+            let over_raw = |ns: f64| if raw > 0.0 { ns / raw } else { 0.0 };
+            let (ratio, floor_ratio) = (over_raw(engine), over_raw(floor));
+            let _ = writeln!(
+                out,
+                "  {n:<12} {raw:>14.1} {engine:>16.1} {ratio:>10.2} {floor:>15.1} {floor_ratio:>12.2}"
+            );
         }
         let _ = writeln!(
             out,
@@ -269,15 +290,56 @@ async fn engine_once(
     Ok(elapsed.as_secs_f64() * 1e9 / n.max(1) as f64)
 }
 
-/// Medians of (raw, engine) ns per delta over `runs` alternating runs.
-async fn measure(engine: &Engine, options: &DeltasOptions, n: usize, runs: usize) -> Result<(f64, f64), BenchError> {
+/// The floor: each delta accumulated and moved as an owned agent event through a queue, in batches, to a loop
+/// that drops it; no engine, no store (see the module docs).
+async fn floor_once(variant: DeltaVariant, n: usize, deltas_per_call: usize) -> f64 {
+    /// Events handed over at once, as the engine does after a burst.
+    const BATCH: usize = 64;
+    let started = Instant::now();
+    let mut stream = std::pin::pin!(source(variant, n, deltas_per_call));
+    let mut kept = String::new();
+    let mut outbox: VecDeque<AgentEvent> = VecDeque::new();
+    let mut taken: VecDeque<AgentEvent> = VecDeque::new();
+    let mut count = 0u64;
+    while let Some(item) = stream.next().await {
+        let Ok(event) = item else { continue };
+        if let DeltaEvent::TextDelta { delta, .. } | DeltaEvent::ToolcallDelta { delta, .. } = &event {
+            kept.push_str(delta);
+        }
+        outbox.push_back(AgentEvent::MessageUpdate {
+            index: event.index().unwrap_or(0),
+            delta: event,
+        });
+        if outbox.len() == BATCH {
+            std::mem::swap(&mut outbox, &mut taken);
+            while let Some(event) = taken.pop_front() {
+                if matches!(event, AgentEvent::TurnEnd { .. }) {
+                    count += 1;
+                }
+            }
+        }
+    }
+    black_box((kept.len(), outbox.len(), count));
+    started.elapsed().as_secs_f64() * 1e9 / n.max(1) as f64
+}
+
+/// Medians of (raw, floor, engine) ns per delta over `runs` alternating runs.
+async fn measure(
+    engine: &Engine,
+    options: &DeltasOptions,
+    n: usize,
+    runs: usize,
+) -> Result<(f64, f64, f64), BenchError> {
+    let (variant, per_call) = (options.variant, options.deltas_per_call);
     let mut raw = Vec::with_capacity(runs);
+    let mut floor = Vec::with_capacity(runs);
     let mut wrapped = Vec::with_capacity(runs);
     for _ in 0..runs {
-        raw.push(raw_once(options.variant, n, options.deltas_per_call).await);
-        wrapped.push(engine_once(engine, options.variant, n, options.deltas_per_call).await?);
+        raw.push(raw_once(variant, n, per_call).await);
+        floor.push(floor_once(variant, n, per_call).await);
+        wrapped.push(engine_once(engine, variant, n, per_call).await?);
     }
-    Ok((median(&raw), median(&wrapped)))
+    Ok((median(&raw), median(&floor), median(&wrapped)))
 }
 
 /// Runs the benchmark.
@@ -299,7 +361,7 @@ pub fn run(options: &DeltasOptions) -> Result<DeltasReport, BenchError> {
     let runs = options.runs.max(1);
     let n = options.n.max(1);
     let n_small = options.n_small.max(1);
-    let ((raw_small, engine_small), (raw, engine_ns)) = runtime.block_on(async {
+    let ((raw_small, floor_small, engine_small), (raw, floor, engine_ns)) = runtime.block_on(async {
         // Warm-up: the first response pays for page allocation, prepared caches and the allocator's growth.
         measure(&engine, options, n_small, 2).await?;
         let small = measure(&engine, options, n_small, runs * 10).await?;
@@ -319,6 +381,8 @@ pub fn run(options: &DeltasOptions) -> Result<DeltasReport, BenchError> {
         n_small,
         raw_small_ns_per_delta: round3(raw_small),
         engine_small_ns_per_delta: round3(engine_small),
+        floor_ns_per_delta: round3(floor),
+        floor_small_ns_per_delta: round3(floor_small),
         variant: options.variant,
         runs,
         durability: options.durability,

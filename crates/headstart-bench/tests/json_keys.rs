@@ -66,6 +66,9 @@ fn deltas_json_has_exactly_its_keys_for_both_variants() {
         assert_eq!(json["n"], 200);
         numbers_are_finite(&json);
         assert!(report.table().contains("growth"));
+        // The floor is in the table only, and was measured.
+        assert!(report.table().contains("floor ns/delta"));
+        assert!(report.floor_ns_per_delta > 0.0 && report.floor_small_ns_per_delta > 0.0);
     }
 }
 

@@ -201,35 +201,42 @@ impl EventStream {
         (sink, stream)
     }
 
-    /// The next event; `self.at_us` is then the time the engine emitted it. Inlined (it is called once per event,
-    /// across the crate boundary): the event then goes straight to the consumer's variable instead of through
-    /// return slots.
+    /// The next event; `self.at_us` is then the time the engine emitted it. The per-event part is inlined (it
+    /// runs once per event, across the crate boundary); taking a batch from the shared queue is not.
     #[inline]
     fn poll_event(&mut self, cx: &mut Context<'_>) -> Poll<Option<AgentEvent>> {
         loop {
             match self.local.pop_front() {
                 Some(Entry::Event(event)) => return Poll::Ready(Some(event)),
-                Some(Entry::Stamp(at_us)) => {
-                    self.at_us = at_us;
-                    continue;
-                }
-                Some(Entry::Superseded) => continue,
-                None => {}
+                Some(Entry::Stamp(at_us)) => self.at_us = at_us,
+                Some(Entry::Superseded) => {}
+                None => match self.take_batch(cx) {
+                    Poll::Ready(true) => {}
+                    Poll::Ready(false) => return Poll::Ready(None),
+                    Poll::Pending => return Poll::Pending,
+                },
             }
-            if self.done {
-                return Poll::Ready(None);
-            }
-            let mut state = self.shared.lock();
-            if state.entries.is_empty() {
-                if state.closed {
-                    self.done = true;
-                    return Poll::Ready(None);
-                }
-                state.consumer = Some(cx.waker().clone());
-                return Poll::Pending;
-            }
-            state.take_all(&mut self.local);
         }
+    }
+
+    /// Takes everything queued into the local buffer: `Ready(true)` when something was taken, `Ready(false)` when
+    /// the stream has ended, `Pending` (the consumer's waker registered) when the engine has nothing new yet.
+    #[inline(never)]
+    fn take_batch(&mut self, cx: &mut Context<'_>) -> Poll<bool> {
+        if self.done {
+            return Poll::Ready(false);
+        }
+        let mut state = self.shared.lock();
+        if state.entries.is_empty() {
+            if state.closed {
+                self.done = true;
+                return Poll::Ready(false);
+            }
+            state.consumer = Some(cx.waker().clone());
+            return Poll::Pending;
+        }
+        state.take_all(&mut self.local);
+        Poll::Ready(true)
     }
 
     /// The next event with the time the engine emitted it (the report of a replay uses this time, not the time
@@ -315,14 +322,14 @@ impl Emitter {
         if self.outbox.is_empty() {
             self.outbox.push_back(Entry::Stamp(0));
         }
-        let tool_events = &mut self.tool_events;
-        self.outbox.extend(std::iter::once_with(|| {
-            let event = make();
-            if !matches!(event, AgentEvent::MessageUpdate { .. }) {
-                *tool_events |= event.tool_call_id().is_some();
-            }
-            Entry::Event(event)
-        }));
+        if self.outbox.len() == self.outbox.capacity() {
+            self.outbox.reserve(FLUSH_AT + 2);
+        }
+        let event = make();
+        if !matches!(event, AgentEvent::MessageUpdate { .. }) {
+            self.tool_events |= event.tool_call_id().is_some();
+        }
+        self.outbox.push_back(Entry::Event(event));
         if self.outbox.len() > FLUSH_AT {
             self.flush();
         }

@@ -272,6 +272,7 @@ impl<'a> ResponseDriver<'a> {
         }
     }
 
+    #[inline]
     fn open_fragment(&mut self) {
         if !self.fragment_open {
             self.fragment_open = true;
