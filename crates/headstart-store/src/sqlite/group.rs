@@ -151,7 +151,11 @@ impl WriteQueue {
                 state.jobs.drain(..take).collect::<Vec<_>>()
             };
             match conn.lock() {
-                Ok(mut conn) => commit_group(&mut conn, jobs),
+                Ok(mut conn) => {
+                    commit_group(&mut conn, jobs);
+                    // The group's writers have their replies: a checkpoint now delays nobody but the next group.
+                    super::checkpoint::if_due(&conn);
+                }
                 Err(_) => {
                     for job in jobs {
                         job.finish(Err(StoreError::Backend(POISONED.to_owned())));

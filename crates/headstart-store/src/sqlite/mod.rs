@@ -7,8 +7,10 @@
 //! takes zero virtual time and virtual-time replays stay deterministic.
 //!
 //! Layout: `sql` holds every SQL statement and the migrations, `schema` applies them, `ops` implements the
-//! operations synchronously on a connection, `errors` classifies SQLite errors.
+//! operations synchronously on a connection, `errors` classifies SQLite errors, `checkpoint` checkpoints the WAL off
+//! the commit path.
 
+mod checkpoint;
 #[cfg(test)]
 mod conformance;
 mod errors;
@@ -112,6 +114,11 @@ impl Default for SqliteOptions {
 /// ([`Durability::Normal`]) leaves syncing to checkpoints, so a commit survives a crash of the process but not
 /// necessarily a power loss.
 ///
+/// **Checkpoints.** SQLite's automatic checkpoint runs inside the commit that grows the WAL past 1,000 pages, and
+/// that commit's caller waits for it (10 ms and more for 4 MB). The store checkpoints instead (`PASSIVE`, at the
+/// same threshold) after the commit, once its writers have their replies: between groups, in the group-commit
+/// leader.
+///
 /// **Schema.** All SQL is in `sql.rs`; the ordered migrations are `sql::MIGRATIONS` and the `schema_version` table
 /// records how many are applied. A database with a newer version is refused ([`StoreError::NewerSchema`]).
 ///
@@ -202,6 +209,7 @@ impl SqliteStore {
             .map_err(fail("enable foreign keys"))?;
         schema::migrate(&mut conn, &label)?;
         prepare_hot_path(&conn, &label)?;
+        checkpoint::take_over(&conn);
         if let Some(pages) = options.max_page_count {
             conn.query_row(&sql::set_max_page_count(pages), [], |_| Ok(()))
                 .map_err(fail("set the maximum page count"))?;
@@ -367,7 +375,10 @@ impl SqliteStore {
                         .to_owned(),
                 )
             })?;
-            op(&mut guard)
+            let result = op(&mut guard);
+            // A write made alone (group commit off) may have grown the WAL past the checkpoint threshold.
+            checkpoint::if_due(&guard);
+            result
         };
         if self.inner.inline {
             return locked();

@@ -16,6 +16,9 @@ pub(super) const SET_SYNCHRONOUS_FULL: &str = "PRAGMA synchronous = FULL";
 /// `Durability::Normal`: in WAL mode, a commit survives a crash of the process, not necessarily of the machine.
 pub(super) const SET_SYNCHRONOUS_NORMAL: &str = "PRAGMA synchronous = NORMAL";
 
+/// Copies what the WAL holds into the database file without waiting for readers or writers (`checkpoint.rs`).
+pub(super) const CHECKPOINT_PASSIVE: &str = "PRAGMA wal_checkpoint(PASSIVE)";
+
 /// Enforces the schema's foreign keys (off by default in SQLite, per connection).
 pub(super) const ENABLE_FOREIGN_KEYS: &str = "PRAGMA foreign_keys = ON";
 

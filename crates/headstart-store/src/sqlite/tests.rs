@@ -630,3 +630,40 @@ async fn without_group_commit_every_write_is_its_own_transaction() {
     assert_eq!(seq, Ok(3));
     assert!(store.unfinished_calls(&session).await.expect("unfinished").is_empty());
 }
+
+/// The store checkpoints the WAL itself (`checkpoint.rs`), outside the commits: the WAL must stay as bounded as
+/// SQLite's automatic checkpoint kept it, with group commit on (the leader checkpoints between groups) and off
+/// (the write that crossed the threshold does, after its commit).
+#[tokio::test]
+async fn the_wal_stays_bounded_with_the_store_checkpointing_it() {
+    for group_commit in [true, false] {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = db_path(&dir);
+        let store = SqliteStore::open(
+            &path,
+            SqliteOptions {
+                durability: Durability::Normal,
+                group_commit,
+                ..SqliteOptions::default()
+            },
+        )
+        .expect("open");
+        let session = store.create_session(0).await.expect("session");
+        // 24 messages of 512 KB: about 3,100 pages, three times the checkpoint threshold.
+        let text = "x".repeat(512 * 1024);
+        for at_us in 0..24 {
+            store
+                .append_user(&session, &UserMessage::new(text.clone()), at_us)
+                .await
+                .expect("append");
+        }
+        let wal = std::fs::metadata(path.with_extension("db-wal"))
+            .expect("the WAL file")
+            .len();
+        assert!(
+            wal < 8 * 1024 * 1024,
+            "group commit {group_commit}: the WAL grew to {wal} bytes; without checkpoints it holds 12 MB"
+        );
+        assert_eq!(store.load_log(&session).await.expect("log").len(), 24);
+    }
+}
