@@ -314,9 +314,10 @@ impl Emitter {
         self.push_with(|| event);
     }
 
-    /// Emits the event `make` builds, written straight into its slot in the outbox: room is made first and the
-    /// event built in place. Built first and moved in, a `message_update` was copied through the stack, and that
-    /// copy (a store-forwarding stall) was the largest cost of a text delta.
+    /// Emits the event `make` builds. Room in the outbox is made before the event is built, so no reallocation sits
+    /// between building it and writing it into its slot: built first and moved in, a `message_update` was copied
+    /// through the stack around that possible call, and the copy (a store-forwarding stall) was the largest cost of
+    /// a text delta.
     #[inline(always)]
     pub fn push_with(&mut self, make: impl FnOnce() -> AgentEvent) {
         if self.outbox.is_empty() {
