@@ -20,7 +20,8 @@ pub enum StoreUrl {
 /// How a command uses the store.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Access {
-    /// Reads only: a SQLite file is opened read-only and must exist.
+    /// Reads only: a SQLite file is opened read-only and must exist; a PostgreSQL database must hold the store
+    /// already (nothing is created or upgraded).
     Read,
     /// Writes to an existing store (a SQLite file must exist: a typo must not create an empty one).
     WriteExisting,
@@ -52,11 +53,14 @@ impl StoreUrl {
                 };
                 Ok(Arc::new(store.map_err(|error| error.to_string())?))
             }
-            StoreUrl::Postgres(url) => Ok(Arc::new(
-                PgStore::connect(url, PgOptions::default())
-                    .await
-                    .map_err(|error| error.to_string())?,
-            )),
+            StoreUrl::Postgres(url) => {
+                let store = if access == Access::Read {
+                    PgStore::connect_read_only(url, PgOptions::default()).await
+                } else {
+                    PgStore::connect(url, PgOptions::default()).await
+                };
+                Ok(Arc::new(store.map_err(|error| error.to_string())?))
+            }
         }
     }
 }

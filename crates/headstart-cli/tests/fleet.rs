@@ -191,6 +191,35 @@ fn submit_to_a_sqlite_file_and_inspect_the_queue() {
     assert!(!Path::new(&missing).exists());
 }
 
+/// `inspect` on a PostgreSQL database only reads: on a database that holds no store it fails, saying so, and
+/// leaves the database as it was (no schema created).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn inspecting_an_empty_postgresql_database_creates_nothing() {
+    let Some(database) = testing::database().await else {
+        return;
+    };
+    let temp = tempfile::tempdir().expect("temp dir");
+    let bin = private_binary(temp.path());
+    let inspect = Command::new(&bin)
+        .args(["inspect", database.url()])
+        .output()
+        .expect("run inspect");
+    let stderr = String::from_utf8_lossy(&inspect.stderr);
+    assert_eq!(inspect.status.code(), Some(1), "{stderr}");
+    assert!(stderr.contains("no headstart store"), "{stderr}");
+    let schemas: i64 = database
+        .client()
+        .await
+        .query_one(
+            "SELECT count(*) FROM information_schema.schemata WHERE schema_name = 'headstart'",
+            &[],
+        )
+        .await
+        .and_then(|row| row.try_get(0))
+        .expect("count schemas");
+    assert_eq!(schemas, 0, "inspect must not create the schema");
+}
+
 /// `(session, call id) → lines` of every touch file.
 fn touches(dir: &Path) -> BTreeMap<(String, String), usize> {
     let mut touched = BTreeMap::new();

@@ -129,6 +129,8 @@ struct Inner {
     /// The database, as errors name it: `postgresql://user@host:port/dbname`, never the password.
     label: String,
     durability: Durability,
+    /// Opened with [`PgStore::connect_read_only`]: writes are refused.
+    read_only: bool,
 }
 
 impl fmt::Debug for PgStore {
@@ -136,6 +138,7 @@ impl fmt::Debug for PgStore {
         f.debug_struct("PgStore")
             .field("database", &self.inner.label)
             .field("durability", &self.inner.durability)
+            .field("read_only", &self.inner.read_only)
             .field("fence", &self.fence)
             .finish_non_exhaustive()
     }
@@ -205,6 +208,20 @@ impl PgStore {
     /// when a newer headstart wrote the schema, and [`StoreError::Open`] otherwise (a malformed URL, refused
     /// credentials, a missing database, a foreign `headstart` schema).
     pub async fn connect(url: &str, options: PgOptions) -> Result<Self, StoreError> {
+        Self::open(url, options, false).await
+    }
+
+    /// Connects for reading only (inspection tools): never creates or upgrades the schema, which must be exactly
+    /// the one this build reads, and every write fails with [`StoreError::ReadOnly`] before reaching the server.
+    ///
+    /// Fails as [`PgStore::connect`] does, and with [`StoreError::Open`] when the database holds no store yet or
+    /// an older schema.
+    pub async fn connect_read_only(url: &str, options: PgOptions) -> Result<Self, StoreError> {
+        Self::open(url, options, true).await
+    }
+
+    /// [`PgStore::connect`] and [`PgStore::connect_read_only`].
+    async fn open(url: &str, options: PgOptions, read_only: bool) -> Result<Self, StoreError> {
         let mut config = tokio_postgres::Config::from_str(url).map_err(|err| StoreError::Open {
             // The URL may hold a password and cannot be parsed to hide it: name it by its kind only.
             path: "PostgreSQL URL".to_owned(),
@@ -236,13 +253,18 @@ impl PgStore {
             .get()
             .await
             .map_err(|err| pool_error(err, what, Stage::Opening(&label)))?;
-        schema::migrate(&mut client, &label).await?;
+        if read_only {
+            schema::check(&**client, &label).await?;
+        } else {
+            schema::migrate(&mut client, &label).await?;
+        }
         drop(client);
         Ok(PgStore {
             inner: Arc::new(Inner {
                 pool,
                 label,
                 durability: options.durability,
+                read_only,
             }),
             fence: None,
         })
@@ -295,6 +317,9 @@ impl PgStore {
         T: Send + 'static,
         F: for<'a> FnOnce(&'a Transaction<'a>, &'a str) -> OpFuture<'a, T> + Send + 'static,
     {
+        if self.inner.read_only && access != Access::Read {
+            return Err(backend::read_only(&self.inner.label, &what));
+        }
         let inner = Arc::clone(&self.inner);
         let task = tokio::spawn(async move {
             let what = what.as_str();

@@ -30,6 +30,27 @@ async fn stored_version<C: tokio_postgres::GenericClient>(client: &C, label: &st
     Ok(Some(version.unwrap_or(0)))
 }
 
+/// Checks, changing nothing, that the database holds exactly the schema this build reads (a read-only handle
+/// neither creates nor upgrades it). `label` names the database in errors.
+pub(crate) async fn check<C: tokio_postgres::GenericClient>(client: &C, label: &str) -> Result<(), StoreError> {
+    let found = stored_version(client, label).await?;
+    let message = match found {
+        Some(found) if found == LATEST_VERSION => return Ok(()),
+        Some(found) if found > LATEST_VERSION => return Err(newer(found)),
+        Some(found) => format!(
+            "the store's schema is version {found}, older than this build's {LATEST_VERSION}: connect for writing \
+             once (a worker does) to upgrade it"
+        ),
+        None => {
+            "there is no headstart store in this database yet (`headstart submit` or a worker creates it)".to_owned()
+        }
+    };
+    Err(StoreError::Open {
+        path: label.to_owned(),
+        message,
+    })
+}
+
 fn newer(found: i64) -> StoreError {
     StoreError::NewerSchema {
         found,

@@ -438,3 +438,66 @@ async fn eight_workers_claiming_at_once_never_share_a_session() {
     assert_eq!(seen, submitted);
     assert!(busy_workers >= 2, "the claimers did not overlap at all");
 }
+
+// ---- read-only handles ------------------------------------------------------------------------------------------
+
+/// `connect_read_only` (what `headstart inspect` and `timeline` use) never creates or upgrades the schema, reads
+/// what a writer stored, and refuses every write before it reaches the server.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_read_only_handle_creates_nothing_reads_and_refuses_every_write() {
+    let Some(database) = testing::database().await else {
+        return;
+    };
+    let refused = PgStore::connect_read_only(database.url(), PgOptions::default())
+        .await
+        .expect_err("an empty database holds no store to read");
+    assert!(
+        matches!(&refused, StoreError::Open { message, .. } if message.contains("no headstart store")),
+        "{refused:?}"
+    );
+    let client = database.client().await;
+    let schemas: i64 = client
+        .query_one(
+            "SELECT count(*) FROM information_schema.schemata WHERE schema_name = 'headstart'",
+            &[],
+        )
+        .await
+        .and_then(|row| row.try_get(0))
+        .expect("count schemas");
+    assert_eq!(schemas, 0, "a read-only connect must not create the schema");
+
+    let writer = PgStore::connect(database.url(), PgOptions::default())
+        .await
+        .expect("connect for writing");
+    let session = store_with_session(&writer).await;
+    commit_one(&writer, &session, "c1").await.expect("commit");
+    let reader = PgStore::connect_read_only(database.url(), PgOptions::default())
+        .await
+        .expect("connect read-only");
+    let log = reader.load_log(&session).await.expect("read the log");
+    assert_eq!(log.len(), 2);
+    assert_eq!(reader.sessions().await.expect("sessions").len(), 1);
+    let writes = [
+        reader.create_session(0).await.map(|_| ()),
+        reader
+            .append_user(&session, &UserMessage::new("more"), 1)
+            .await
+            .map(|_| ()),
+        reader.mark_started(&session, "c1", 2).await,
+        reader.submit(&UserMessage::new("queued"), 3).await.map(|_| ()),
+        reader.claim("reader", Duration::from_secs(30), 1).await.map(|_| ()),
+    ];
+    for write in writes {
+        let error = write.expect_err("a read-only handle writes nothing");
+        assert!(
+            matches!(&error, StoreError::ReadOnly(message) if message.contains("opened read-only")),
+            "{error:?}"
+        );
+    }
+    assert_eq!(reader.load_log(&session).await.expect("log").len(), 2);
+    assert_eq!(
+        writer.sessions().await.expect("sessions").len(),
+        1,
+        "nothing was written"
+    );
+}

@@ -208,6 +208,11 @@ pub fn already_admitted(what: &str, call_id: &str, state: &str) -> StoreError {
     ))
 }
 
+/// The error for a write through a handle opened for reading only; `label` names the store.
+pub fn read_only(label: &str, what: &str) -> StoreError {
+    StoreError::ReadOnly(format!("{label}: cannot {what}: the store was opened read-only"))
+}
+
 /// The states a run can end in.
 fn is_end_state(state: RunState) -> bool {
     matches!(state, RunState::Finished | RunState::Cancelled | RunState::Skipped)

@@ -32,7 +32,7 @@ use rusqlite::{Connection, OpenFlags};
 
 use self::errors::sqlite_error;
 use self::group::{Write, WriteQueue};
-use crate::backend::Op;
+use crate::backend::{self, Op};
 use crate::layer::Write as WriteOp;
 use crate::lease::{Claim, Lease, SessionEnd, SessionQueue};
 use crate::types::{AdmittedCall, Durability, RunEnd, SessionId, SessionInfo, StoredMessage, ToolRun, UnfinishedCall};
@@ -354,9 +354,7 @@ impl SqliteStore {
                 .path
                 .as_deref()
                 .map_or_else(|| MEMORY_LABEL.to_owned(), |path| path.display().to_string());
-            return Err(StoreError::ReadOnly(format!(
-                "{label}: cannot {what}: the store was opened read-only"
-            )));
+            return Err(backend::read_only(&label, what));
         }
         Ok(())
     }
