@@ -220,6 +220,55 @@ async fn inspecting_an_empty_postgresql_database_creates_nothing() {
     assert_eq!(schemas, 0, "inspect must not create the schema");
 }
 
+/// `bench sessions --store URL --json`: the SQLite baseline, then PostgreSQL with 1 and 2 worker processes, each
+/// run to completion of every session it submitted.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_fleet_benchmark_reports_each_worker_count() {
+    let Some(database) = testing::database().await else {
+        return;
+    };
+    let temp = tempfile::tempdir().expect("temp dir");
+    let bin = private_binary(temp.path());
+    let url = database.url().to_owned();
+    let report = tokio::task::spawn_blocking(move || {
+        run_json(
+            &bin,
+            &[
+                "bench",
+                "sessions",
+                "--store",
+                &url,
+                "--workers",
+                "2",
+                "--sessions",
+                "6",
+                "--json",
+            ],
+        )
+    })
+    .await
+    .expect("the benchmark ran");
+    assert_eq!(report["concurrency"], 64);
+    let runs = report["runs"].as_array().expect("runs");
+    let shape: Vec<(&str, u64)> = runs
+        .iter()
+        .map(|run| {
+            (
+                run["store"].as_str().unwrap_or("?"),
+                run["workers"].as_u64().unwrap_or(0),
+            )
+        })
+        .collect();
+    assert_eq!(shape, [("sqlite", 1), ("postgres", 1), ("postgres", 2)]);
+    for run in runs {
+        assert_eq!(run["sessions"], 6, "{run}");
+        for figure in ["seconds", "sessions_per_s", "commits_per_s"] {
+            let value = run[figure].as_f64().unwrap_or(0.0);
+            assert!(value.is_finite() && value > 0.0, "{figure} in {run}");
+        }
+    }
+}
+
 /// `(session, call id) → lines` of every touch file.
 fn touches(dir: &Path) -> BTreeMap<(String, String), usize> {
     let mut touched = BTreeMap::new();
