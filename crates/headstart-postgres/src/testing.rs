@@ -69,6 +69,23 @@ impl TestDatabase {
             .await
             .unwrap_or_else(|err| panic!("cannot connect to the test database {}: {}", self.name, describe(&err)))
     }
+
+    /// The value of `query`, a `SELECT count(*) …` (what a test checks a store did, or did not, create).
+    pub async fn count(&self, query: &str) -> i64 {
+        self.client()
+            .await
+            .query_one(query, &[])
+            .await
+            .and_then(|row| row.try_get(0))
+            .unwrap_or_else(|err| panic!("test database {}: {query}: {}", self.name, describe(&err)))
+    }
+
+    /// Whether the database has a `headstart` schema (a read-only handle must never create it).
+    pub async fn has_store_schema(&self) -> bool {
+        self.count("SELECT count(*) FROM information_schema.schemata WHERE schema_name = 'headstart'")
+            .await
+            > 0
+    }
 }
 
 impl Drop for TestDatabase {
