@@ -61,13 +61,10 @@ impl BlockKind {
         }
     }
 
-    /// The wire name of [`BlockKind::delta`]'s event ([`DeltaEvent::type_name`]).
+    /// The wire name of [`BlockKind::delta`]'s event, as [`DeltaEvent::type_name`] spells it.
     pub fn delta_type_name(self) -> &'static str {
-        match self {
-            BlockKind::Text => "text_delta",
-            BlockKind::Thinking => "thinking_delta",
-            BlockKind::ToolCall => "toolcall_delta",
-        }
+        // An empty `String` does not allocate: this only asks the event's own name.
+        self.delta(0, String::new()).type_name()
     }
 }
 

@@ -327,9 +327,7 @@ impl Emitter {
             self.outbox.reserve(FLUSH_AT + 2);
         }
         let event = make();
-        if !matches!(event, AgentEvent::MessageUpdate { .. }) {
-            self.tool_events |= event.tool_call_id().is_some();
-        }
+        self.tool_events |= event.tool_call_id().is_some();
         self.outbox.push_back(Entry::Event(event));
         if self.outbox.len() > FLUSH_AT {
             self.flush();
