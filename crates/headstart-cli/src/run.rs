@@ -23,6 +23,7 @@ use headstart_sim::timeline::Timeline;
 use crate::builtin_tools;
 use crate::timeline::svg;
 use crate::view::{print_savings, View};
+use crate::visible::{visible, Lines};
 
 /// Exit status of a usage problem (a missing key, a bad flag combination), as clap uses.
 const USAGE: u8 = 2;
@@ -189,12 +190,13 @@ enum Failure {
 impl Failure {
     fn report(&self, command: &str) -> u8 {
         match self {
+            // A message may quote a provider's or a server's words: made visible, never printed raw.
             Failure::Usage(message) => {
-                eprintln!("headstart {command}: {message}");
+                eprintln!("headstart {command}: {}", visible(message, Lines::Keep));
                 USAGE
             }
             Failure::Failed(message) => {
-                eprintln!("headstart {command}: {message}");
+                eprintln!("headstart {command}: {}", visible(message, Lines::Keep));
                 1
             }
         }

@@ -2,13 +2,15 @@
 //! streaming text, one line per tool call with its state and elapsed time) or plain lines, and the summary of the
 //! time early execution saved.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, VecDeque};
 use std::time::Duration;
 
 use headstart::core::DeltaEvent;
 use headstart::{AgentEvent, Message};
 use headstart_sim::timeline::Timeline;
 use indicatif::{MultiProgress, ProgressBar, ProgressStyle};
+
+use crate::visible::{one_line, visible, Lines};
 
 /// Prints what the stored timings say: the run's duration and what end-of-stream batching would have taken with
 /// the same measured durations, per request too. `stop` says how the run ended.
@@ -70,6 +72,7 @@ trait Render {
     fn finish(&mut self) {}
 }
 
+/// `name(argument)` for a call, with the name and the argument made visible (they come from the model).
 fn tool_label(call: &headstart::ToolCall) -> String {
     let argument = call
         .arguments
@@ -81,7 +84,7 @@ fn tool_label(call: &headstart::ToolCall) -> String {
         })
         .and_then(|value| value.as_str())
         .unwrap_or("");
-    format!("{}({argument})", call.name)
+    one_line(&format!("{}({argument})", call.name)).into_owned()
 }
 
 /// Plain lines, one per notable event.
@@ -104,7 +107,7 @@ impl Render for PlainView {
                 delta: DeltaEvent::TextEnd { .. },
                 ..
             } => {
-                println!("[{at:6.2}s] model: {}", self.line.trim());
+                println!("[{at:6.2}s] model: {}", visible(self.line.trim(), Lines::Keep));
                 self.line.clear();
             }
             AgentEvent::MessageEnd { message, seq } if matches!(**message, Message::Assistant(_)) => {
@@ -137,7 +140,9 @@ impl Render for PlainView {
 struct LiveView {
     bars: MultiProgress,
     model: ProgressBar,
-    text: String,
+    /// The last [`TEXT_WIDTH`] characters of the streamed text, as shown: only the tail is kept, so the cost of a
+    /// delta is its own length, not the length of the text so far.
+    tail: VecDeque<char>,
     tools: HashMap<String, (ProgressBar, String)>,
 }
 
@@ -153,8 +158,26 @@ impl LiveView {
         LiveView {
             bars,
             model,
-            text: String::new(),
+            tail: VecDeque::with_capacity(TEXT_WIDTH + 1),
             tools: HashMap::new(),
+        }
+    }
+}
+
+impl LiveView {
+    /// Appends streamed text to the shown tail: line breaks become spaces (the view is one line), every other
+    /// control character a visible escape.
+    fn push_text(&mut self, delta: &str) {
+        for c in delta.chars() {
+            if c == '\n' {
+                self.tail.push_back(' ');
+            } else {
+                let mut buffer = [0u8; 4];
+                self.tail.extend(one_line(c.encode_utf8(&mut buffer)).chars());
+            }
+            while self.tail.len() > TEXT_WIDTH {
+                self.tail.pop_front();
+            }
         }
     }
 }
@@ -174,29 +197,25 @@ impl Render for LiveView {
     fn event(&mut self, event: &AgentEvent, at_ms: f64) {
         match event {
             AgentEvent::TurnStart { request } => {
-                self.text.clear();
+                self.tail.clear();
                 self.model.set_prefix(format!("model (request {request})"));
             }
             AgentEvent::MessageUpdate {
                 delta: DeltaEvent::TextDelta { delta, .. },
                 ..
             } => {
-                self.text.push_str(delta);
-                let tail: String = {
-                    let chars: Vec<char> = self.text.chars().collect();
-                    chars[chars.len().saturating_sub(TEXT_WIDTH)..].iter().collect()
-                };
-                self.model.set_message(tail);
+                self.push_text(delta);
+                self.model.set_message(self.tail.iter().collect::<String>());
             }
             AgentEvent::MessageUpdate {
                 delta: DeltaEvent::TextEnd { .. },
                 ..
-            } => self.text.push(' '),
+            } => self.push_text(" "),
             AgentEvent::MessageUpdate {
                 delta: DeltaEvent::ToolcallStart { name, .. },
                 ..
             } => {
-                self.model.set_message(format!("… calling {name}"));
+                self.model.set_message(format!("… calling {}", one_line(name)));
             }
             AgentEvent::ToolExecutionStart { call } => {
                 let label = tool_label(call);

@@ -561,3 +561,125 @@ async fn a_multi_turn_run_with_every_built_in_tool() {
         Some("The notes say hello.")
     );
 }
+
+/// Bytes a terminal acts on: C0 controls but line breaks, DEL, and the UTF-8 encodings of the C1 controls
+/// (U+0080–U+009F, `C2 80`–`C2 9F`), among them the 8-bit CSI.
+fn raw_controls(output: &[u8]) -> Vec<String> {
+    let text = String::from_utf8_lossy(output);
+    text.char_indices()
+        .filter(|(_, c)| c.is_control() && *c != '\n')
+        .map(|(at, c)| format!("U+{:04X} at {at}: {:?}", c as u32, &text[at.saturating_sub(20)..at]))
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn escape_sequences_from_the_model_never_reach_the_terminal() {
+    // A line that would erase itself and print a forged call, an OSC 52 clipboard write, an 8-bit CSI, and the
+    // same in a tool name and in arguments.
+    let forged = "Sure.\x1b[2K\r\u{2714} read_file(README.md) done\x1b]52;c;ZXZpbA==\x07 \u{9b}31mred ";
+    let replies = vec![
+        Reply::Events(anthropic(
+            Some(forged),
+            &[
+                ("toolu_a", "read_file", json!({"path": "notes\x1b[8m.txt"})),
+                ("toolu_b", "fetch\x1b[2K_url", json!({"url": "x"})),
+            ],
+        )),
+        Reply::Events(anthropic(Some("Done.\x1b[?1049h"), &[])),
+    ];
+    let server = ReplayServer::start(replies, HashMap::new(), Duration::ZERO)
+        .await
+        .unwrap();
+    let dir = workdir();
+    std::fs::write(dir.path().join("notes\x1b[8m.txt"), "result \x1b]0;title\x07").unwrap();
+    let output = run_to_end(&mut command(dir.path(), &server, "anthropic", &["run", "Go"])).await;
+    assert!(output.status.success(), "{:?}", output.status);
+    assert_eq!(raw_controls(&output.stdout), Vec::<String>::new());
+    assert_eq!(raw_controls(&output.stderr), Vec::<String>::new());
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(stdout.contains("\\x1b[2K\\r"), "{stdout}");
+    assert!(stdout.contains("fetch\\x1b[2K_url"), "{stdout}");
+
+    // The stored text is kept as the model sent it; `inspect` shows it escaped.
+    let (_, log) = stored(&dir.path().join("headstart.db")).await;
+    assert_eq!(responses(&log).first().map(text_of).as_deref(), Some(forged));
+    let inspect = tokio::process::Command::new(env!("CARGO_BIN_EXE_headstart"))
+        .current_dir(dir.path())
+        .args(["inspect", "headstart.db"])
+        .kill_on_drop(true)
+        .output()
+        .await
+        .unwrap();
+    assert!(inspect.status.success(), "{inspect:?}");
+    assert_eq!(raw_controls(&inspect.stdout), Vec::<String>::new());
+    let shown = String::from_utf8_lossy(&inspect.stdout);
+    assert!(shown.contains("\\x1b]52;c;ZXZpbA==\\x07"), "{shown}");
+}
+
+/// The peak resident memory of the largest child this test process has waited for (an upper bound on each), in
+/// KiB.
+fn children_peak_rss_kib() -> i64 {
+    let mut usage = std::mem::MaybeUninit::<libc::rusage>::zeroed();
+    // SAFETY: getrusage writes a whole rusage into the pointer it is given.
+    let usage = unsafe {
+        assert_eq!(libc::getrusage(libc::RUSAGE_CHILDREN, usage.as_mut_ptr()), 0);
+        usage.assume_init()
+    };
+    usage.ru_maxrss
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn ten_thousand_calls_in_one_response_are_bounded() {
+    const CALLS: usize = 10_000;
+    let ids: Vec<String> = (0..CALLS).map(|n| format!("toolu_{n}")).collect();
+    let calls: Vec<(&str, &str, Value)> = ids.iter().map(|id| (id.as_str(), "list_dir", json!({}))).collect();
+    let replies = vec![Reply::Events(anthropic(None, &calls)), answer()];
+    let server = ReplayServer::start(replies, HashMap::new(), Duration::ZERO)
+        .await
+        .unwrap();
+    let dir = workdir();
+    let started = std::time::Instant::now();
+    let output = run_to_end(&mut command(
+        dir.path(),
+        &server,
+        "anthropic",
+        &["run", "--no-progress", "List"],
+    ))
+    .await;
+    let elapsed = started.elapsed();
+    let peak_mib = children_peak_rss_kib() / 1024;
+    eprintln!(
+        "{CALLS} calls: {:.1} s, peak RSS of the largest child {peak_mib} MiB",
+        elapsed.as_secs_f64()
+    );
+    assert!(output.status.success(), "{:?}", output.status);
+    // Generous bounds for a busy machine: 100,000 unbounded calls took 254 s and 690 MB.
+    assert!(elapsed < Duration::from_secs(100), "{elapsed:?}");
+    assert!(peak_mib < 400, "{peak_mib} MiB");
+
+    let store = SqliteStore::open_read_only(&dir.path().join("headstart.db")).unwrap();
+    let session = store.sessions().await.unwrap()[0].id.clone();
+    let runs = store.tool_runs(&session).await.unwrap();
+    assert_eq!(runs.len(), CALLS);
+    let started: Vec<_> = runs.iter().filter(|run| run.started_at_us.is_some()).collect();
+    assert_eq!(started.len(), 128, "the default per-response limit");
+    // At most 16 bodies at once (the default max_in_flight): the most intervals open at any start.
+    let most_at_once = started
+        .iter()
+        .map(|run| {
+            let at = run.started_at_us.unwrap();
+            started
+                .iter()
+                .filter(|other| other.started_at_us.unwrap() <= at && other.ended_at_us.is_none_or(|end| end > at))
+                .count()
+        })
+        .max()
+        .unwrap();
+    assert!(most_at_once <= 16, "{most_at_once} at once");
+    let log = store.load_log(&session).await.unwrap();
+    let refused = result_texts(&log)
+        .iter()
+        .filter(|text| *text == "too many tool calls in one response (the limit is 128)")
+        .count();
+    assert_eq!(refused, CALLS - 128);
+}

@@ -203,8 +203,10 @@ async fn answer(
         }
     };
     let delay = script.delay;
+    // Shared, not cloned per frame: a reply of many thousand events stays linear to serve.
+    let events: Arc<[String]> = events.into();
     let frames = futures::stream::unfold(0usize, move |next| {
-        let (events, recorded) = (events.clone(), Arc::clone(&recorded));
+        let (events, recorded) = (Arc::clone(&events), Arc::clone(&recorded));
         async move {
             if keep == Some(next) {
                 // The pause lets hyper flush the events before; then an error from the body stream makes it drop
@@ -218,7 +220,10 @@ async fn answer(
                 }
                 return None;
             }
-            tokio::time::sleep(delay).await;
+            // No timer for a zero delay: tokio rounds every sleep up to its next millisecond tick.
+            if !delay.is_zero() {
+                tokio::time::sleep(delay).await;
+            }
             Some((Ok(Frame::data(Bytes::from(events[next].clone()))), next + 1))
         }
     })

@@ -13,6 +13,16 @@ pub enum ExecutionMode {
     Sequential,
 }
 
+/// The default of [`EngineConfig::max_in_flight`].
+pub const DEFAULT_MAX_IN_FLIGHT: usize = 16;
+
+/// The default of [`EngineConfig::max_calls_per_response`].
+pub const DEFAULT_MAX_CALLS_PER_RESPONSE: usize = 128;
+
+fn default_max_calls_per_response() -> Option<usize> {
+    Some(DEFAULT_MAX_CALLS_PER_RESPONSE)
+}
+
 /// Engine-wide settings. Non-exhaustive: start from `EngineConfig::default()` and use the setters
 /// (`EngineConfig::default().max_turns(8).early_execution(false)`).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -20,8 +30,15 @@ pub enum ExecutionMode {
 pub struct EngineConfig {
     /// Parallel (default) or sequential tool execution (contract §4).
     pub tool_execution: ExecutionMode,
-    /// At most this many tool bodies execute at once (contract §4.6); `None` is unbounded.
+    /// At most this many tool bodies execute at once (contract §4.6), across the batches of a response; `None` is
+    /// unbounded. Default [`DEFAULT_MAX_IN_FLIGHT`] (16): a model that calls a tool thousands of times must not open
+    /// thousands of connections or files at once.
     pub max_in_flight: Option<usize>,
+    /// At most this many calls of one response are prepared and run (contract §4.6.4); the calls beyond get the
+    /// error result `too many tool calls in one response (the limit is <N>)` (outcome `blocked`) and never run.
+    /// Default [`DEFAULT_MAX_CALLS_PER_RESPONSE`] (128); `None` is unbounded.
+    #[serde(default = "default_max_calls_per_response")]
+    pub max_calls_per_response: Option<usize>,
     /// The agent loop stops quietly after this many model requests (contract §5.7).
     pub max_turns: u32,
     /// Commit prefixes and start async calls mid-stream (contract §3). `false` turns headstart into an end-of-stream
@@ -47,6 +64,12 @@ impl EngineConfig {
     /// Sets [`EngineConfig::max_in_flight`].
     pub fn max_in_flight(mut self, limit: Option<usize>) -> Self {
         self.max_in_flight = limit;
+        self
+    }
+
+    /// Sets [`EngineConfig::max_calls_per_response`].
+    pub fn max_calls_per_response(mut self, limit: Option<usize>) -> Self {
+        self.max_calls_per_response = limit;
         self
     }
 
@@ -79,7 +102,8 @@ impl Default for EngineConfig {
     fn default() -> Self {
         EngineConfig {
             tool_execution: ExecutionMode::Parallel,
-            max_in_flight: None,
+            max_in_flight: Some(DEFAULT_MAX_IN_FLIGHT),
+            max_calls_per_response: default_max_calls_per_response(),
             max_turns: 32,
             early_execution: true,
             continue_after_failed_stream: None,

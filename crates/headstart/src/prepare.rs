@@ -34,6 +34,15 @@ impl Immediate {
             outcome,
         }
     }
+
+    /// A call past [`EngineConfig::max_calls_per_response`](crate::EngineConfig::max_calls_per_response) (contract
+    /// §4.6.4): refused without looking the tool up.
+    pub(crate) fn too_many_calls(limit: usize) -> Self {
+        Immediate::new(
+            RunOutcome::Blocked,
+            format!("too many tool calls in one response (the limit is {limit})"),
+        )
+    }
 }
 
 /// Looks the tool up, rewrites and validates the arguments, and runs the `before` hooks, in that order. A panic

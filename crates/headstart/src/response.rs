@@ -91,6 +91,11 @@ pub(crate) struct ResponseDriver<'a> {
     committed: usize,
     /// The first call at or after `committed` that is not early-eligible: no prefix can pass it.
     first_ineligible: Option<usize>,
+    /// Calls opened so far in this response, and the index of the first past
+    /// [`EngineConfig::max_calls_per_response`](crate::EngineConfig::max_calls_per_response): that call and every later
+    /// one are refused at preparation (contract §4.6.4), so none is worth a durable commit of its own.
+    calls_opened: usize,
+    first_over_limit: Option<usize>,
     turn_id: Option<String>,
     fragment_open: bool,
     stream_ended: bool,
@@ -136,6 +141,8 @@ impl<'a> ResponseDriver<'a> {
             accumulator: Accumulator::new(),
             committed: 0,
             first_ineligible: None,
+            calls_opened: 0,
+            first_over_limit: None,
             turn_id: None,
             fragment_open: false,
             stream_ended: false,
@@ -281,6 +288,9 @@ impl<'a> ResponseDriver<'a> {
     }
 
     fn is_early_eligible(&self, index: usize) -> bool {
+        if self.first_over_limit.is_some_and(|first| index >= first) {
+            return false;
+        }
         let (Some(name), Some(flagged)) = (
             self.accumulator.call_name(index),
             self.accumulator.call_flagged_async(index),
@@ -298,8 +308,15 @@ impl<'a> ResponseDriver<'a> {
     }
 
     fn note_eligibility(&mut self, index: usize) {
-        let is_call = self.accumulator.call_name(index).is_some();
-        if is_call && self.first_ineligible.is_none() && !self.is_early_eligible(index) {
+        if self.accumulator.call_name(index).is_none() {
+            return;
+        }
+        self.calls_opened += 1;
+        let limit = self.shared.config.max_calls_per_response;
+        if self.first_over_limit.is_none() && limit.is_some_and(|limit| self.calls_opened > limit) {
+            self.first_over_limit = Some(index);
+        }
+        if self.first_ineligible.is_none() && !self.is_early_eligible(index) {
             self.first_ineligible = Some(index);
         }
     }

@@ -71,6 +71,8 @@ pub(crate) struct ToolRunner {
     /// The run's span: each call's `execute_tool` span is its child.
     parent: Span,
     capture_content: bool,
+    /// Calls of the response past this many settle as refused without preparing (contract §4.6.4).
+    max_calls: Option<usize>,
 }
 
 impl ToolRunner {
@@ -97,6 +99,7 @@ impl ToolRunner {
             gate,
             parent,
             capture_content: config.capture_content,
+            max_calls: config.max_calls_per_response,
         }
     }
 
@@ -139,6 +142,12 @@ impl ToolRunner {
     }
 
     fn begin_preparation(&mut self, slot: usize) {
+        // Slots are numbered in source order across the response's batches: slot N is the response's call N.
+        if let Some(limit) = self.max_calls.filter(|&limit| slot >= limit) {
+            let refused = Err(Immediate::too_many_calls(limit));
+            self.preparing = Some((slot, async move { refused }.boxed()));
+            return;
+        }
         let call = Arc::clone(&self.slots[slot].call);
         let toolbox = Arc::clone(&self.toolbox);
         let hooks = self.hooks.clone();

@@ -8,6 +8,7 @@ use headstart::store::{RunState, StoredMessage, ToolRun, UnfinishedCall};
 use headstart::Message;
 
 use crate::timeline::data::format_ms;
+use crate::visible::{visible, Lines};
 
 /// Width of the `#seq  +time` column; content lines are indented by it.
 const GUTTER: usize = 19;
@@ -21,8 +22,13 @@ const TEXT_LINES: usize = 20;
 const MAX_ARGUMENTS: usize = 120;
 
 /// Renders a session (its durable log in write order, its tool runs and its unfinished calls, as the store
-/// returns them) for people. Times are relative to the session's first message.
+/// returns them) for people. Times are relative to the session's first message. Everything stored came from the
+/// model, tools or a provider, so the whole text is made [`visible`]: no control character reaches the terminal.
 pub fn render(log: &[StoredMessage], runs: &[ToolRun], unfinished: &[UnfinishedCall]) -> String {
+    visible(&render_raw(log, runs, unfinished), Lines::Keep).into_owned()
+}
+
+fn render_raw(log: &[StoredMessage], runs: &[ToolRun], unfinished: &[UnfinishedCall]) -> String {
     let origin = log.first().map_or(0, |stored| stored.at_us);
     let view = View {
         origin,
