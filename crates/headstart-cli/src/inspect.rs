@@ -11,7 +11,7 @@ use crate::store_url::{runtime, Access, StoreUrl};
 /// Arguments of `headstart inspect`.
 #[derive(clap::Args)]
 pub struct Args {
-    /// The store: a SQLite file, or a PostgreSQL URL (postgres://… or postgresql://…).
+    /// The store: a SQLite file, or a PostgreSQL connection string (postgresql://… or host=… dbname=…).
     db: String,
     /// Only this session (default: every session).
     #[arg(long)]

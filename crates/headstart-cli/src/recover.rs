@@ -12,7 +12,7 @@ use crate::store_url::{runtime, Access, StoreUrl};
 /// Arguments of `headstart recover`.
 #[derive(clap::Args)]
 pub struct Args {
-    /// The store: a SQLite file, or a PostgreSQL URL (postgres://… or postgresql://…).
+    /// The store: a SQLite file, or a PostgreSQL connection string (postgresql://… or host=… dbname=…).
     db: String,
     /// Print JSON: an array with one object per recovered call.
     #[arg(long)]

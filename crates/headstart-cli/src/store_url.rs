@@ -1,5 +1,6 @@
-//! The `STORE` argument of the commands that read or write a transcript store: a PostgreSQL URL (`postgres://…` or
-//! `postgresql://…`) or the path of a SQLite file. One parser and one opener serve every command.
+//! The `STORE` argument of the commands that read or write a transcript store: a PostgreSQL connection string (a
+//! `postgres://…` or `postgresql://…` URL, the scheme in any case, or libpq's `host=… dbname=…` form) or the path
+//! of a SQLite file. One parser and one opener serve every command.
 
 use std::fmt;
 use std::path::PathBuf;
@@ -13,7 +14,7 @@ use headstart_postgres::{PgOptions, PgStore};
 pub enum StoreUrl {
     /// A SQLite file.
     Sqlite(PathBuf),
-    /// A PostgreSQL connection URL.
+    /// A PostgreSQL connection string (it may hold a password: shown only through [`headstart_postgres::redact`]).
     Postgres(String),
 }
 
@@ -30,9 +31,10 @@ pub enum Access {
 }
 
 impl StoreUrl {
-    /// Parses a command-line argument: a URL with a PostgreSQL scheme, else a path.
+    /// Parses a command-line argument: a PostgreSQL connection string
+    /// ([`headstart_postgres::is_connection_string`]), else a path.
     pub fn parse(text: &str) -> StoreUrl {
-        if text.starts_with("postgres://") || text.starts_with("postgresql://") {
+        if headstart_postgres::is_connection_string(text) {
             StoreUrl::Postgres(text.to_owned())
         } else {
             StoreUrl::Sqlite(PathBuf::from(text))
@@ -69,8 +71,7 @@ impl fmt::Display for StoreUrl {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             StoreUrl::Sqlite(path) => write!(f, "{}", path.display()),
-            // The URL may hold a password: show where, not how.
-            StoreUrl::Postgres(_) => f.write_str("the PostgreSQL database"),
+            StoreUrl::Postgres(conn) => f.write_str(&headstart_postgres::redact(conn)),
         }
     }
 }
@@ -102,9 +103,26 @@ mod tests {
             StoreUrl::parse("postgres.db"),
             StoreUrl::Sqlite(PathBuf::from("postgres.db"))
         );
+        for conn in [
+            "POSTGRESQL://u:s3cret@h/db",
+            "Postgres://h/db",
+            "host=db.internal dbname=agents user=w password=s3cret",
+            "dbname = agents",
+        ] {
+            assert_eq!(StoreUrl::parse(conn), StoreUrl::Postgres(conn.to_owned()), "{conn}");
+        }
+        assert_eq!(StoreUrl::parse("./a=b.db"), StoreUrl::Sqlite(PathBuf::from("./a=b.db")));
+    }
+
+    #[test]
+    fn a_shown_store_never_shows_its_password() {
         assert_eq!(
-            StoreUrl::parse("postgres://secret@h/db").to_string(),
-            "the PostgreSQL database"
+            StoreUrl::parse("postgres://agent:s3cret@h/db").to_string(),
+            "postgres://agent:***@h/db"
+        );
+        assert_eq!(
+            StoreUrl::parse("host=h user=agent password='s3 cret'").to_string(),
+            "host=h user=agent password=***"
         );
     }
 }

@@ -11,7 +11,8 @@ use crate::store_url::{runtime, Access, StoreUrl};
 /// Arguments of `headstart submit`.
 #[derive(clap::Args)]
 pub struct Args {
-    /// The store: a SQLite file (created if missing), or a PostgreSQL URL (postgres://… or postgresql://…).
+    /// The store: a SQLite file (created if missing), or a PostgreSQL connection string (postgresql://… or
+    /// host=… dbname=…).
     #[arg(long)]
     store: String,
     /// Take the prompt from this scenario when none is given.

@@ -30,8 +30,8 @@ use crate::store_url::{Access, StoreUrl};
 /// Arguments of `headstart worker`.
 #[derive(clap::Args)]
 pub struct Args {
-    /// The store: a PostgreSQL URL (postgres://… or postgresql://…), or a SQLite file shared by the workers of one
-    /// machine.
+    /// The store: a PostgreSQL connection string (postgresql://… or host=… dbname=…), or a SQLite file shared by
+    /// the workers of one machine.
     #[arg(long)]
     store: String,
     /// The worker's name in the queue (unique within the fleet).

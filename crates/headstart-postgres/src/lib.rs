@@ -25,17 +25,19 @@
 //! dev-dependencies only).
 #![warn(missing_docs)]
 
+mod conninfo;
 mod errors;
 mod ops;
+mod pgpass;
 mod schema;
 mod sql;
 #[cfg(all(unix, feature = "testing"))]
 pub mod testing;
+mod tls;
 
 use std::fmt;
 use std::future::Future;
 use std::pin::Pin;
-use std::str::FromStr;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -47,11 +49,11 @@ use headstart_store::{
     AdmittedCall, Claim, Durability, Lease, RunEnd, SessionEnd, SessionId, SessionInfo, SessionQueue, StoreError,
     StoredMessage, ToolRun, TranscriptStore, UnfinishedCall, Write,
 };
-use tokio_postgres::config::Host;
 use tokio_postgres::IsolationLevel;
 
 use crate::errors::{connection_lost, pg_error, pool_error, Stage};
 
+pub use conninfo::{is_connection_string, redact, PgEnvironment};
 pub use schema::LATEST_VERSION as SCHEMA_VERSION;
 
 /// Options for [`PgStore::connect`].
@@ -68,6 +70,9 @@ pub struct PgOptions {
     /// How long connecting may take before the operation fails with [`StoreError::Unavailable`] (default 10 s;
     /// a `connect_timeout` in the URL wins).
     pub connect_timeout: Duration,
+    /// The libpq environment variables to honour (`PGPASSWORD`, `PGPASSFILE`, `PGSSLMODE`, `PGSSLROOTCERT`) and
+    /// the home folder; `None` (the default) reads the process's when connecting.
+    pub environment: Option<PgEnvironment>,
 }
 
 impl Default for PgOptions {
@@ -76,6 +81,7 @@ impl Default for PgOptions {
             durability: Durability::default(),
             max_connections: 16,
             connect_timeout: Duration::from_secs(10),
+            environment: None,
         }
     }
 }
@@ -115,8 +121,13 @@ impl Default for PgOptions {
 /// [`StoreError::Unavailable`], deadlocks and lock timeouts [`StoreError::Locked`], a full disk
 /// [`StoreError::Full`]. Nothing from the server is unwrapped; the URL's password never appears in an error.
 ///
-/// **Connections.** Plain TCP or Unix sockets; TLS is not built in (`sslmode=require` fails to connect: use a
-/// local socket or a TLS-terminating proxy).
+/// **Connections.** TCP (with TLS by rustls unless `sslmode=disable`) or Unix sockets (never TLS, as libpq), from
+/// a `postgresql://` URL (the scheme in any case) or a `key=value` string, with libpq's meanings: `sslmode`
+/// `disable | prefer | require | verify-ca | verify-full` (default `prefer`: TLS whenever the server offers it),
+/// `sslrootcert` (a PEM file, or `system`), `passfile`, and when the string has no password, `PGPASSWORD`, then
+/// the password file (`PGPASSFILE`, else `~/.pgpass`; on Unix only when its mode is 0600). See `tls.rs` for what
+/// each mode checks. Not supported: `sslmode=allow`, client certificates (`sslcert`, `sslkey`), channel binding
+/// (SCRAM-SHA-256-PLUS), the other `PG*` variables, service files.
 #[derive(Clone)]
 pub struct PgStore {
     inner: Arc<Inner>,
@@ -126,7 +137,7 @@ pub struct PgStore {
 
 struct Inner {
     pool: Pool,
-    /// The database, as errors name it: `postgresql://user@host:port/dbname`, never the password.
+    /// The database, as errors name it: the connection string, [`redact`]ed.
     label: String,
     durability: Durability,
     /// Opened with [`PgStore::connect_read_only`]: writes are refused.
@@ -157,23 +168,6 @@ enum Access {
     /// A transcript write that admits no call: relaxed to `synchronous_commit = off` under
     /// [`Durability::Normal`].
     WriteRelaxable,
-}
-
-/// The label of a database in errors: its address without the password.
-fn label(config: &tokio_postgres::Config) -> String {
-    let host = match config.get_hosts().first() {
-        Some(Host::Tcp(host)) => host.clone(),
-        #[cfg(unix)]
-        Some(Host::Unix(dir)) => dir.display().to_string(),
-        None => "localhost".to_owned(),
-    };
-    let port = config
-        .get_ports()
-        .first()
-        .map_or(String::new(), |port| format!(":{port}"));
-    let user = config.get_user().map_or(String::new(), |user| format!("{user}@"));
-    let dbname = config.get_dbname().or(config.get_user()).unwrap_or_default();
-    format!("postgresql://{user}{host}{port}/{dbname}")
 }
 
 /// Connection setup, run by the pool on every new connection: `synchronous_commit` at `on` or above, UTF8.
@@ -222,18 +216,33 @@ impl PgStore {
 
     /// [`PgStore::connect`] and [`PgStore::connect_read_only`].
     async fn open(url: &str, options: PgOptions, read_only: bool) -> Result<Self, StoreError> {
-        let mut config = tokio_postgres::Config::from_str(url).map_err(|err| StoreError::Open {
-            // The URL may hold a password and cannot be parsed to hide it: name it by its kind only.
-            path: "PostgreSQL URL".to_owned(),
-            message: format!("the URL is not valid: {err}"),
-        })?;
+        let label = redact(url);
+        let refused = |message: String| StoreError::Open {
+            path: label.clone(),
+            message,
+        };
+        let environment = options.environment.unwrap_or_else(PgEnvironment::from_process);
+        let target =
+            conninfo::parse(url, &environment).map_err(|why| refused(format!("invalid connection string: {why}")))?;
+        let mut config = target.config;
+        // Why a password file was passed over, said when connecting fails (it may be why).
+        let mut passfile_note = None;
+        if let (None, Some(passfile)) = (config.get_password(), &target.passfile) {
+            match pgpass::read(passfile, &target.pass_key) {
+                Ok(Some(password)) => {
+                    config.password(password);
+                }
+                Ok(None) => {}
+                Err(note) => passfile_note = Some(note),
+            }
+        }
         if config.get_connect_timeout().is_none() {
             config.connect_timeout(options.connect_timeout);
         }
-        let label = label(&config);
+        let tls = tls::connector(&target.tls, environment.home.as_deref()).map_err(refused)?;
         let manager = Manager::from_config(
             config,
-            tokio_postgres::NoTls,
+            tls,
             ManagerConfig {
                 recycling_method: RecyclingMethod::Fast,
             },
@@ -249,10 +258,16 @@ impl PgStore {
                 message: format!("cannot build the connection pool: {err}"),
             })?;
         let what = "connect";
-        let mut client = pool
-            .get()
-            .await
-            .map_err(|err| pool_error(err, what, Stage::Opening(&label)))?;
+        let mut client =
+            pool.get().await.map_err(
+                |err| match (pool_error(err, what, Stage::Opening(&label)), &passfile_note) {
+                    (StoreError::Open { path, message }, Some(note)) => StoreError::Open {
+                        path,
+                        message: format!("{message} ({note})"),
+                    },
+                    (err, _) => err,
+                },
+            )?;
         if read_only {
             schema::check(&**client, &label).await?;
         } else {
@@ -283,7 +298,7 @@ impl PgStore {
         self.fence.as_deref()
     }
 
-    /// The database, as errors name it (`postgresql://user@host:port/dbname`, without the password).
+    /// The database, as errors name it: the connection string, [`redact`]ed.
     pub fn label(&self) -> &str {
         &self.inner.label
     }
@@ -572,16 +587,6 @@ impl SessionQueue for PgStore {
 mod tests {
     use super::*;
 
-    #[test]
-    fn labels_never_show_the_password() {
-        let config =
-            tokio_postgres::Config::from_str("postgresql://agent:s3cret@db.internal:6543/agents").expect("a valid URL");
-        assert_eq!(label(&config), "postgresql://agent@db.internal:6543/agents");
-        let config =
-            tokio_postgres::Config::from_str("host=/run/pg port=5433 user=w password=s3cret").expect("key=value");
-        assert_eq!(label(&config), "postgresql://w@/run/pg:5433/w");
-    }
-
     #[tokio::test]
     async fn a_malformed_url_is_an_open_error_that_does_not_echo_it() {
         let err = PgStore::connect("postgresql://agent:s3cret@host:notaport/db", PgOptions::default())
@@ -589,5 +594,21 @@ mod tests {
             .expect_err("a malformed URL");
         assert!(matches!(&err, StoreError::Open { .. }), "{err:?}");
         assert!(!err.to_string().contains("s3cret"), "{err}");
+        assert!(
+            err.to_string().contains("postgresql://agent:***@host:notaport/db"),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn options_never_show_the_password() {
+        let options = PgOptions {
+            environment: Some(PgEnvironment {
+                password: Some("s3cret".to_owned()),
+                ..PgEnvironment::default()
+            }),
+            ..PgOptions::default()
+        };
+        assert!(!format!("{options:?}").contains("s3cret"));
     }
 }

@@ -11,6 +11,9 @@
 //!    folder as soon as the test process ends, however it ends (a panic, an abort, SIGKILL): it waits for the
 //!    end of a pipe that only the test process holds open.
 //!
+//! [`tls::cluster`] starts another kind of throwaway cluster, for the TLS tests: TCP on 127.0.0.1, TLS only,
+//! passwords.
+//!
 //! When neither is available, [`database`] prints a loud message and returns `None`, and the calling test skips;
 //! with `HEADSTART_REQUIRE_POSTGRES=1` (CI sets it) it panics instead, so a skip cannot pass unnoticed.
 
@@ -28,6 +31,8 @@ use tokio_postgres::config::Host;
 use tokio_postgres::{Client, Config, NoTls};
 
 use crate::errors::describe;
+
+pub mod tls;
 
 /// Set to `1` to make a missing PostgreSQL fail the tests instead of skipping them.
 pub const REQUIRE_POSTGRES: &str = "HEADSTART_REQUIRE_POSTGRES";
@@ -120,10 +125,7 @@ pub async fn database() -> Option<TestDatabase> {
     let server = match server {
         Ok(server) => server,
         Err(why) => {
-            if required() {
-                panic!("{REQUIRE_POSTGRES}=1 but no PostgreSQL is available for the tests: {why}");
-            }
-            announce_skip(why);
+            unavailable(why);
             return None;
         }
     };
@@ -157,6 +159,15 @@ pub async fn database() -> Option<TestDatabase> {
         name,
         drop_with: server.external.then(|| server.admin_url.clone()),
     })
+}
+
+/// No PostgreSQL for the tests, because of `why`: a panic under `HEADSTART_REQUIRE_POSTGRES=1`, else a loud
+/// message (the caller then skips).
+fn unavailable(why: &str) {
+    if required() {
+        panic!("{REQUIRE_POSTGRES}=1 but no PostgreSQL is available for the tests: {why}");
+    }
+    announce_skip(why);
 }
 
 fn required() -> bool {
@@ -382,18 +393,53 @@ fn run_logged(mut command: Command, log: &Path, what: &str) -> Result<(), String
 }
 
 fn start_cluster() -> Result<Server, String> {
+    let cluster = launch("headstart-pg", PORT, None)?;
+    let address = Address {
+        host: Host::Unix(cluster.sockets.clone()),
+        port: PORT,
+        user: SUPERUSER.to_owned(),
+        password: None,
+    };
+    Ok(Server {
+        admin_url: address.url("postgres"),
+        describe: format!("throwaway cluster in {}", cluster.base.display()),
+        address,
+        external: false,
+        _guardian: Some(Mutex::new(cluster.guardian)),
+    })
+}
+
+/// A running throwaway cluster.
+struct Cluster {
+    /// Its private folder.
+    base: PathBuf,
+    /// The folder of its Unix socket (`.s.PGSQL.<port>`), where its superuser connects without a password.
+    sockets: PathBuf,
+    /// Stops it when this pipe closes, at the process's end.
+    guardian: ChildStdin,
+}
+
+/// Configures a cluster between `initdb` and its start: it gets the cluster's folder, the data folder and the
+/// owner to give new files to (`Some((uid, gid))` when the tests run as root), and returns extra server options.
+type Configure<'a> = &'a dyn Fn(&Path, &Path, Option<(u32, u32)>) -> Result<String, String>;
+
+/// Starts a throwaway cluster in a new folder named after `name`, on `port` (the socket's name; TCP only if
+/// `configure` adds `listen_addresses`).
+fn launch(name: &str, port: u16, configure: Option<Configure<'_>>) -> Result<Cluster, String> {
     let binaries = find_binaries()?;
     let nanos = SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .map_or(0, |since| since.subsec_nanos());
-    let base = std::env::temp_dir().join(format!("headstart-pg-{}-{nanos:x}", std::process::id()));
+    let base = std::env::temp_dir().join(format!("{name}-{}-{nanos:x}", std::process::id()));
     fs::create_dir(&base).map_err(|err| format!("cannot create {}: {err}", base.display()))?;
     let (data, sockets) = (base.join("data"), base.join("sockets"));
     fs::create_dir(&sockets).map_err(|err| format!("cannot create {}: {err}", sockets.display()))?;
 
     let root = fs::metadata(&base).map_err(|err| err.to_string())?.uid() == 0;
+    let mut owner = None;
     let run_as = if root {
         let (uid, gid) = (id_of("-u", SUPERUSER)?, id_of("-g", SUPERUSER)?);
+        owner = Some((uid, gid));
         for dir in [&base, &sockets] {
             std::os::unix::fs::chown(dir, Some(uid), Some(gid))
                 .map_err(|err| format!("cannot give {} to the {SUPERUSER} user: {err}", dir.display()))?;
@@ -434,8 +480,12 @@ fn start_cluster() -> Result<Server, String> {
     ]);
     run_logged(initdb, &base.join("initdb.log"), "initdb")?;
 
+    let extra = match configure {
+        Some(configure) => configure(&base, &data, owner)?,
+        None => "-c listen_addresses=''".to_owned(),
+    };
     let settings = format!(
-        "-c listen_addresses='' -k '{}' -p {PORT} -c fsync=off -c full_page_writes=off -c max_connections=400 \
+        "{extra} -k '{}' -p {port} -c fsync=off -c full_page_writes=off -c max_connections=400 \
          -c shared_buffers=32MB",
         sockets.display()
     );
@@ -450,19 +500,10 @@ fn start_cluster() -> Result<Server, String> {
         let server_log = fs::read_to_string(base.join("server.log")).unwrap_or_default();
         format!("{err}\nserver log:\n{server_log}")
     })?;
-
-    let address = Address {
-        host: Host::Unix(sockets.clone()),
-        port: PORT,
-        user: SUPERUSER.to_owned(),
-        password: None,
-    };
-    Ok(Server {
-        admin_url: address.url("postgres"),
-        describe: format!("throwaway cluster in {}", base.display()),
-        address,
-        external: false,
-        _guardian: Some(Mutex::new(guardian)),
+    Ok(Cluster {
+        base,
+        sockets,
+        guardian,
     })
 }
 

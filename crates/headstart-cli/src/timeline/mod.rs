@@ -17,7 +17,7 @@ use data::{format_ms, Timeline};
 #[derive(clap::Args)]
 #[command(group(clap::ArgGroup::new("source").required(true).args(["db", "report"])))]
 pub struct Args {
-    /// The store: a SQLite file, or a PostgreSQL URL (postgres://… or postgresql://…).
+    /// The store: a SQLite file, or a PostgreSQL connection string (postgresql://… or host=… dbname=…).
     db: Option<String>,
     /// The session to draw (default: the newest).
     #[arg(long, conflicts_with = "report")]

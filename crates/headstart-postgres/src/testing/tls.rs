@@ -1,0 +1,244 @@
+//! A throwaway cluster for the TLS tests. It listens on 127.0.0.1 (a free port) and accepts TCP connections only
+//! over TLS (`pg_hba.conf`: `hostssl … scram-sha-256`, `hostnossl … reject`), with a certificate for `localhost`
+//! only, signed by a certificate authority the harness makes (rcgen). Tests connect as [`USER`] with a password;
+//! the harness itself uses the superuser over the cluster's Unix socket. One cluster per test process, started on
+//! first use and stopped, its folder deleted, when the process ends however it ends (the guardian of the parent
+//! module).
+
+use std::fs;
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+use std::process::ChildStdin;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Mutex;
+
+use rcgen::{
+    BasicConstraints, CertificateParams, CertifiedIssuer, DnType, ExtendedKeyUsagePurpose, IsCa, KeyPair,
+    KeyUsagePurpose,
+};
+use tokio::sync::OnceCell;
+use tokio_postgres::config::Host;
+
+use super::{connect, describe, encode, launch, quote_ident, unavailable, Address, SUPERUSER};
+
+/// The role the tests connect as (with [`TlsCluster::password`]).
+pub const USER: &str = "headstart_tls";
+
+/// The only name the server's certificate is valid for.
+pub const CERTIFIED_HOST: &str = "localhost";
+
+/// The TLS-only test cluster.
+#[derive(Debug)]
+pub struct TlsCluster {
+    port: u16,
+    ca_file: PathBuf,
+    foreign_ca_file: PathBuf,
+    password: String,
+    /// The superuser's URL, over the Unix socket.
+    admin_url: String,
+    _guardian: Mutex<ChildStdin>,
+}
+
+/// The TLS-only cluster of this test process, started on first use; `None` (after saying why, or a panic under
+/// `HEADSTART_REQUIRE_POSTGRES=1`) when PostgreSQL cannot be had.
+pub async fn cluster() -> Option<&'static TlsCluster> {
+    static CLUSTER: OnceCell<Result<TlsCluster, String>> = OnceCell::const_new();
+    let started = CLUSTER
+        .get_or_init(|| async {
+            let started = tokio::task::spawn_blocking(start)
+                .await
+                .unwrap_or_else(|err| Err(format!("starting the TLS cluster panicked: {err}")))?;
+            started.create_role().await?;
+            Ok(started)
+        })
+        .await;
+    match started {
+        Ok(cluster) => Some(cluster),
+        Err(why) => {
+            unavailable(why);
+            None
+        }
+    }
+}
+
+impl TlsCluster {
+    /// The TCP port it listens on, at 127.0.0.1.
+    pub fn port(&self) -> u16 {
+        self.port
+    }
+
+    /// The PEM file of the certificate authority that signed the server's certificate.
+    pub fn ca_file(&self) -> &Path {
+        &self.ca_file
+    }
+
+    /// The PEM file of another certificate authority, one that signed nothing the server shows.
+    pub fn foreign_ca_file(&self) -> &Path {
+        &self.foreign_ca_file
+    }
+
+    /// [`USER`]'s password (it holds `:`, `\`, `'`, `@` and a space, to exercise every escape).
+    pub fn password(&self) -> &str {
+        &self.password
+    }
+
+    /// A fresh database owned by [`USER`]; its name.
+    pub async fn database(&self) -> String {
+        static NEXT: AtomicU64 = AtomicU64::new(0);
+        let name = format!(
+            "headstart_tls_{}_{}",
+            std::process::id(),
+            NEXT.fetch_add(1, Ordering::Relaxed)
+        );
+        let statement = format!(
+            "CREATE DATABASE {} OWNER {} TEMPLATE template0 ENCODING 'UTF8' LC_COLLATE 'C' LC_CTYPE 'C'",
+            quote_ident(&name),
+            quote_ident(USER)
+        );
+        self.admin(&statement).await.unwrap_or_else(|why| panic!("{why}"));
+        name
+    }
+
+    /// A `postgresql://` URL of `dbname` as [`USER`] at `host:port`, with the password when `with_password`, and
+    /// the query `params` (`sslmode=require&…`, or empty).
+    pub fn url(&self, host: &str, port: u16, dbname: &str, with_password: bool, params: &str) -> String {
+        let password = if with_password {
+            format!(":{}", encode(self.password.as_bytes()))
+        } else {
+            String::new()
+        };
+        let query = if params.is_empty() {
+            String::new()
+        } else {
+            format!("?{params}")
+        };
+        format!("postgresql://{USER}{password}@{host}:{port}/{dbname}{query}")
+    }
+
+    /// Runs `statement` as the superuser.
+    async fn admin(&self, statement: &str) -> Result<(), String> {
+        let client = connect(&self.admin_url)
+            .await
+            .map_err(|err| format!("cannot connect to the TLS test cluster: {}", describe(&err)))?;
+        client
+            .batch_execute(statement)
+            .await
+            .map_err(|err| format!("TLS test cluster: {statement}: {}", describe(&err)))
+    }
+
+    async fn create_role(&self) -> Result<(), String> {
+        let password = self.password.replace('\'', "''");
+        self.admin(&format!(
+            "CREATE ROLE {} LOGIN PASSWORD '{password}'",
+            quote_ident(USER)
+        ))
+        .await
+    }
+}
+
+/// Starts the cluster (blocking).
+fn start() -> Result<TlsCluster, String> {
+    // A free port: the kernel's pick, released just before the server takes it.
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|listener| listener.local_addr())
+        .map_err(|err| format!("cannot find a free port: {err}"))?
+        .port();
+    let files = Mutex::new(None);
+    let configure = |base: &Path, data: &Path, owner: Option<(u32, u32)>| {
+        let written = write_files(base, data, owner)?;
+        let options = format!(
+            "-c listen_addresses=127.0.0.1 -c ssl=on -c ssl_cert_file='{}' -c ssl_key_file='{}'",
+            written.cert.display(),
+            written.key.display()
+        );
+        *files.lock().map_err(|_| "poisoned".to_owned())? = Some(written);
+        Ok(options)
+    };
+    let cluster = launch("headstart-pg-tls", port, Some(&configure))?;
+    let files = files
+        .into_inner()
+        .ok()
+        .flatten()
+        .ok_or_else(|| "the TLS files were not written".to_owned())?;
+    let admin = Address {
+        host: Host::Unix(cluster.sockets.clone()),
+        port,
+        user: SUPERUSER.to_owned(),
+        password: None,
+    };
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |since| since.subsec_nanos());
+    Ok(TlsCluster {
+        port,
+        ca_file: files.ca,
+        foreign_ca_file: files.foreign_ca,
+        password: format!("pa:ss w@rd'\\{nanos:x}"),
+        admin_url: admin.url("postgres"),
+        _guardian: Mutex::new(cluster.guardian),
+    })
+}
+
+/// What [`write_files`] wrote.
+struct Files {
+    ca: PathBuf,
+    foreign_ca: PathBuf,
+    cert: PathBuf,
+    key: PathBuf,
+}
+
+/// Writes the certificates, the server's key and `pg_hba.conf`.
+fn write_files(base: &Path, data: &Path, owner: Option<(u32, u32)>) -> Result<Files, String> {
+    let failed = |err: rcgen::Error| format!("cannot make the test certificates: {err}");
+    let ca = authority("headstart test CA").map_err(failed)?;
+    let foreign = authority("headstart foreign CA").map_err(failed)?;
+    let key = KeyPair::generate().map_err(failed)?;
+    let mut params = CertificateParams::new(vec![CERTIFIED_HOST.to_owned()]).map_err(failed)?;
+    params.distinguished_name.push(DnType::CommonName, CERTIFIED_HOST);
+    params.extended_key_usages = vec![ExtendedKeyUsagePurpose::ServerAuth];
+    let cert = params.signed_by(&key, &ca).map_err(failed)?;
+
+    let dir = base.join("tls");
+    fs::create_dir(&dir).map_err(|err| format!("cannot create {}: {err}", dir.display()))?;
+    let files = Files {
+        ca: dir.join("ca.pem"),
+        foreign_ca: dir.join("foreign-ca.pem"),
+        cert: dir.join("server.crt"),
+        key: dir.join("server.key"),
+    };
+    let write = |path: &Path, contents: &str| {
+        fs::write(path, contents).map_err(|err| format!("cannot write {}: {err}", path.display()))
+    };
+    write(&files.ca, &ca.pem())?;
+    write(&files.foreign_ca, &foreign.pem())?;
+    write(&files.cert, &cert.pem())?;
+    write(&files.key, &key.serialize_pem())?;
+    // The server refuses a key others can read, and must own it.
+    fs::set_permissions(&files.key, fs::Permissions::from_mode(0o600))
+        .map_err(|err| format!("cannot chmod {}: {err}", files.key.display()))?;
+    if let Some((uid, gid)) = owner {
+        std::os::unix::fs::chown(&files.key, Some(uid), Some(gid))
+            .map_err(|err| format!("cannot give {} to {SUPERUSER}: {err}", files.key.display()))?;
+    }
+    // initdb's file, rewritten: TCP only over TLS, with a password; the superuser on the socket only.
+    write(
+        &data.join("pg_hba.conf"),
+        "local all all trust\n\
+         hostssl all all 127.0.0.1/32 scram-sha-256\n\
+         hostnossl all all 127.0.0.1/32 reject\n",
+    )?;
+    Ok(files)
+}
+
+/// A self-signed certificate authority.
+fn authority(name: &str) -> Result<CertifiedIssuer<'static, KeyPair>, rcgen::Error> {
+    let mut params = CertificateParams::new(Vec::<String>::new())?;
+    params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
+    params.distinguished_name.push(DnType::CommonName, name);
+    params.key_usages = vec![
+        KeyUsagePurpose::KeyCertSign,
+        KeyUsagePurpose::CrlSign,
+        KeyUsagePurpose::DigitalSignature,
+    ];
+    CertifiedIssuer::self_signed(params, KeyPair::generate()?)
+}
