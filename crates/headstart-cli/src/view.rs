@@ -6,7 +6,7 @@ use std::collections::HashMap;
 use std::time::Duration;
 
 use headstart::core::DeltaEvent;
-use headstart::{AgentEvent, Message};
+use headstart::{AgentEvent, Message, TurnOutcome};
 use headstart_sim::timeline::Timeline;
 use indicatif::{MultiProgress, ProgressBar, ProgressStyle};
 
@@ -70,6 +70,14 @@ trait Render {
     fn finish(&mut self) {}
 }
 
+/// `request N settled (stop reason)`, with the error when the response failed (a timeout, a refused stream).
+fn settled(request: u32, outcome: &TurnOutcome) -> String {
+    match &outcome.error {
+        Some(error) => format!("request {request} settled ({}: {error})", outcome.stop_reason),
+        None => format!("request {request} settled ({})", outcome.stop_reason),
+    }
+}
+
 fn tool_label(call: &headstart::ToolCall) -> String {
     let argument = call
         .arguments
@@ -126,7 +134,7 @@ impl Render for PlainView {
                 println!("[{at:6.2}s] {mark} {label} done in {:.2}s", (at_ms - started) / 1000.0);
             }
             AgentEvent::TurnEnd { request, outcome } => {
-                println!("[{at:6.2}s] request {request} settled ({})", outcome.stop_reason);
+                println!("[{at:6.2}s] {}", settled(*request, outcome));
             }
             _ => {}
         }
@@ -218,8 +226,7 @@ impl Render for LiveView {
                 }
             }
             AgentEvent::TurnEnd { request, outcome } => {
-                self.model
-                    .set_message(format!("request {request} settled ({})", outcome.stop_reason));
+                self.model.set_message(settled(*request, outcome));
             }
             _ => {}
         }
