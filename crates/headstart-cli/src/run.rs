@@ -5,7 +5,7 @@
 use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use futures::StreamExt;
 use headstart::store::{SqliteOptions, SqliteStore};
@@ -81,6 +81,14 @@ pub struct ModelArgs {
     /// backoff and Retry-After, e.g. `--retries 5`.
     #[arg(long, default_value_t = 2, value_name = "N")]
     retries: u32,
+    /// The longest one model response may take, from the request to its last event, whatever keeps arriving
+    /// (keep-alives, slow deltas), e.g. `--response-timeout 1800` for a slow reasoning model. Not retried.
+    #[arg(long, default_value_t = 600, value_name = "SECS", value_parser = clap::value_parser!(u64).range(1..))]
+    response_timeout: u64,
+    /// The longest wait for the next event of a streaming response; keep-alive comments do not count, e.g.
+    /// `--idle-timeout 300` for a gateway that sends only keep-alives while the model thinks.
+    #[arg(long, default_value_t = 120, value_name = "SECS", value_parser = clap::value_parser!(u64).range(1..))]
+    idle_timeout: u64,
     /// Further requests after a stream broke once calls had been committed (their results are kept), e.g.
     /// `--continue-after-failure 0` to stop at the first broken stream.
     #[arg(long, default_value_t = 2, value_name = "N")]
@@ -245,6 +253,8 @@ impl ModelArgs {
             max_retries: self.retries,
             ..RetryPolicy::default()
         };
+        config.response_timeout = Duration::from_secs(self.response_timeout);
+        config.idle_timeout = Duration::from_secs(self.idle_timeout);
         HttpModel::new(config).map_err(failed)
     }
 

@@ -6,7 +6,7 @@ use std::collections::{HashMap, VecDeque};
 use std::time::Duration;
 
 use headstart::core::DeltaEvent;
-use headstart::{AgentEvent, Message};
+use headstart::{AgentEvent, Message, TurnOutcome};
 use headstart_sim::timeline::Timeline;
 use indicatif::{MultiProgress, ProgressBar, ProgressStyle};
 
@@ -72,6 +72,19 @@ trait Render {
     fn finish(&mut self) {}
 }
 
+/// `request N settled (stop reason)`, with the error when the response failed (a timeout, a refused stream); the
+/// error may quote the provider, so it is made visible.
+fn settled(request: u32, outcome: &TurnOutcome) -> String {
+    match &outcome.error {
+        Some(error) => format!(
+            "request {request} settled ({}: {})",
+            outcome.stop_reason,
+            one_line(error)
+        ),
+        None => format!("request {request} settled ({})", outcome.stop_reason),
+    }
+}
+
 /// `name(argument)` for a call, with the name and the argument made visible (they come from the model).
 fn tool_label(call: &headstart::ToolCall) -> String {
     let argument = call
@@ -129,7 +142,7 @@ impl Render for PlainView {
                 println!("[{at:6.2}s] {mark} {label} done in {:.2}s", (at_ms - started) / 1000.0);
             }
             AgentEvent::TurnEnd { request, outcome } => {
-                println!("[{at:6.2}s] request {request} settled ({})", outcome.stop_reason);
+                println!("[{at:6.2}s] {}", settled(*request, outcome));
             }
             _ => {}
         }
@@ -237,8 +250,7 @@ impl Render for LiveView {
                 }
             }
             AgentEvent::TurnEnd { request, outcome } => {
-                self.model
-                    .set_message(format!("request {request} settled ({})", outcome.stop_reason));
+                self.model.set_message(settled(*request, outcome));
             }
             _ => {}
         }

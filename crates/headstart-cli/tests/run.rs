@@ -10,8 +10,11 @@
 //! - SIGKILL while a call runs, then `headstart resume`: the call has the interrupted result, the conversation
 //!   continues, and the stored transcript is valid (`headstart_sim::invariants`).
 //! - No key: one line naming the variable, exit 2.
+//! - `--response-timeout 2` against a stream of keep-alive comments: the run ends after 2 s, not retried, the
+//!   response stored as failed, its error shown.
 //!
-//! Only lower bounds of time are asserted (the retry waited for its `Retry-After`).
+//! Time bounds: lower ones (the retry waited for its `Retry-After`), and one generous upper one (the response timeout
+//! ended the run within 30 s).
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -682,4 +685,37 @@ async fn ten_thousand_calls_in_one_response_are_bounded() {
         .filter(|text| *text == "too many tool calls in one response (the limit is 128)")
         .count();
     assert_eq!(refused, CALLS - 128);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn response_timeout_ends_a_stream_of_keep_alives() {
+    let keep_alive = Reply::KeepAlive {
+        every: Duration::from_millis(100),
+    };
+    let server = ReplayServer::start(vec![keep_alive], HashMap::new(), DELAY)
+        .await
+        .unwrap();
+    let dir = workdir();
+    let args = ["run", "--response-timeout", "2", "Hi"];
+    let started = std::time::Instant::now();
+    let output = run_to_end(&mut command(dir.path(), &server, "anthropic", &args)).await;
+    let took = started.elapsed();
+    println!("headstart run --response-timeout 2 ended after {took:?}");
+    assert_eq!(output.status.code(), Some(1));
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        format!("{stdout}{stderr}").contains("the response did not finish within 2 s (--response-timeout)"),
+        "{stdout}\n{stderr}"
+    );
+    assert!(
+        took >= Duration::from_secs(2) && took < Duration::from_secs(30),
+        "{took:?}"
+    );
+    assert_eq!(server.model_requests().len(), 1, "not retried");
+    // The failed response is stored as such.
+    let (_, log) = stored(&dir.path().join("headstart.db")).await;
+    let failed = responses(&log);
+    assert_eq!(failed.len(), 1, "{log:?}");
+    assert!(failed[0].stop_reason.is_abnormal(), "{:?}", failed[0]);
 }

@@ -43,6 +43,34 @@ pub enum ProviderError {
     /// The client is misconfigured (missing API key, bad URL, unknown format name).
     #[error("configuration: {0}")]
     Config(String),
+    /// The response (headers and whole body) did not finish within `HttpModelConfig::response_timeout`, whatever
+    /// arrived meanwhile (events, keep-alive comments).
+    #[error("the response did not finish within {} s (--response-timeout)", .limit.as_secs_f64())]
+    ResponseTimeout {
+        /// The configured limit.
+        limit: std::time::Duration,
+    },
+    /// No SSE event arrived for `HttpModelConfig::idle_timeout` (comments and unfinished events do not count).
+    #[error("the stream timed out: no event for {} s (idle timeout)", .limit.as_secs_f64())]
+    IdleTimeout {
+        /// The configured limit.
+        limit: std::time::Duration,
+    },
+    /// One SSE line, or one event, is larger than [`crate::sse::MAX_EVENT_BYTES`].
+    #[error("an SSE line or event exceeds the {} MiB limit: the stream is refused", .limit / (1024 * 1024))]
+    EventTooLarge {
+        /// The limit in bytes.
+        limit: usize,
+    },
+    /// The provider answered with a redirect, which provider requests never follow (a redirect to another
+    /// origin would carry the API key and the request body there).
+    #[error("the provider answered {status} redirect to {location}; provider requests do not follow redirects")]
+    Redirect {
+        /// The status code (301, 302, 303, 307, 308).
+        status: u16,
+        /// The `Location` header, shortened (or `(no location)`).
+        location: String,
+    },
 }
 
 impl ProviderError {

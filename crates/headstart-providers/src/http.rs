@@ -9,6 +9,16 @@
 //! event) is retried with backoff ([`crate::retry`]). Errors before the stream starts that remain (other statuses,
 //! a non-SSE answer, retries exhausted) are returned as `Err(ModelError)` with the status and the provider's own error message; errors once streaming (a dropped
 //! connection, an idle timeout, a provider `error` event) end the delta stream with an `error` event.
+//!
+//! **Every response ends.** Four limits bound one attempt: [`HttpModelConfig::connect_timeout`],
+//! [`HttpModelConfig::headers_timeout`] (until the response headers), [`HttpModelConfig::idle_timeout`] (between
+//! two SSE events: keep-alive comments do not count, see [`crate::stream::timed_events`]) and
+//! [`HttpModelConfig::response_timeout`], a deadline on the whole response however much keeps arriving. A response
+//! past its deadline is not retried: the limit is the caller's, and trying again would multiply it.
+//!
+//! **No redirects.** Provider requests do not follow redirects: a provider API does not redirect a streaming POST,
+//! and following one to another origin would hand it the API key header and the conversation. A 3xx answer fails
+//! the request with [`ProviderError::Redirect`], naming the target.
 
 use std::fmt;
 use std::time::{Duration, SystemTime};
@@ -16,12 +26,14 @@ use std::time::{Duration, SystemTime};
 use futures::StreamExt;
 use headstart_core::{DeltaEvent, Message, ModelError};
 use serde_json::{Map, Value};
+use tokio::time::Instant;
 
 use crate::error::ProviderError;
 use crate::openai_chat::error_message;
 use crate::request::{build_body, RequestSettings, ToolDefinition};
 use crate::retry::{retry_hint, retryable_status, transient_stream_error, with_retries, Failure, RetryPolicy};
-use crate::stream::{delta_stream, DeltaStream};
+use crate::sse::sse_events;
+use crate::stream::{later, sse_delta_stream, timed_events, DeltaStream};
 use crate::{ConvertOptions, WireFormat};
 
 /// How much of an error body is read to find the provider's message.
@@ -29,6 +41,12 @@ const ERROR_BODY_LIMIT: usize = 64 * 1024;
 
 /// The Anthropic API version header sent with every request.
 pub const ANTHROPIC_VERSION: &str = "2023-06-01";
+
+/// [`HttpModelConfig::response_timeout`]'s default: 600 s.
+pub const DEFAULT_RESPONSE_TIMEOUT: Duration = Duration::from_secs(600);
+
+/// How much of a `Location` or `Retry-After` header an error message quotes.
+const QUOTED_HEADER_LIMIT: usize = 200;
 
 impl WireFormat {
     /// The provider's public base URL for this format.
@@ -73,9 +91,14 @@ pub struct HttpModelConfig {
     pub extra_headers: Vec<(String, String)>,
     /// Limit for establishing the connection. Default 10 s.
     pub connect_timeout: Duration,
-    /// Limit from sending the request to the response headers. Default 120 s.
+    /// Limit from sending the request to the response headers. Default 120 s. Retried when it passes.
+    pub headers_timeout: Duration,
+    /// Limit on the whole response, from sending the request to the end of its body, whatever arrives meanwhile.
+    /// Default 600 s (`headstart run --response-timeout`). Not retried when it passes: the stream ends with
+    /// [`ProviderError::ResponseTimeout`].
     pub response_timeout: Duration,
-    /// Longest silence allowed between two body chunks while streaming. Default 120 s.
+    /// Longest wait for the next SSE event while streaming (keep-alive comments and unfinished events do not
+    /// count). Default 120 s. Before the first delta, an attempt that times out is retried.
     pub idle_timeout: Duration,
     /// Conversion options (e.g. `seal_on_next_index` for Chat Completions).
     pub convert: ConvertOptions,
@@ -97,7 +120,8 @@ impl HttpModelConfig {
             extra_body: Map::new(),
             extra_headers: Vec::new(),
             connect_timeout: Duration::from_secs(10),
-            response_timeout: Duration::from_secs(120),
+            headers_timeout: Duration::from_secs(120),
+            response_timeout: DEFAULT_RESPONSE_TIMEOUT,
             idle_timeout: Duration::from_secs(120),
             convert: ConvertOptions::default(),
             retry: RetryPolicy::default(),
@@ -182,9 +206,10 @@ impl HttpModel {
             },
         };
         ensure_crypto_provider();
+        // No read timeout: the idle limit is measured between SSE events, not between reads (`timed_events`).
         let client = reqwest::Client::builder()
             .connect_timeout(config.connect_timeout)
-            .read_timeout(config.idle_timeout)
+            .redirect(reqwest::redirect::Policy::none())
             .user_agent(concat!("headstart/", env!("CARGO_PKG_VERSION")))
             .build()
             .map_err(|err| ProviderError::Config(format!("cannot build the HTTP client: {}", error_chain(&err))))?;
@@ -250,11 +275,20 @@ impl HttpModel {
         for (name, value) in &self.config.extra_headers {
             request = request.header(name, value);
         }
-        let response = match tokio::time::timeout(self.config.response_timeout, request.send()).await {
+        let started = Instant::now();
+        let deadline = later(started, self.config.response_timeout);
+        let headers_at = later(started, self.config.headers_timeout).min(deadline);
+        let response = match tokio::time::timeout_at(headers_at, request.send()).await {
+            Err(_) if headers_at == deadline => {
+                let error = ProviderError::ResponseTimeout {
+                    limit: self.config.response_timeout,
+                };
+                return Err(fail(error.into(), false, None));
+            }
             Err(_) => {
                 let message = format!(
                     "no response from {url} within {} s",
-                    self.config.response_timeout.as_secs_f64()
+                    self.config.headers_timeout.as_secs_f64()
                 );
                 return Err(fail(ModelError::new(message), true, None));
             }
@@ -273,15 +307,27 @@ impl HttpModel {
             .and_then(|value| value.to_str().ok())
             .unwrap_or("")
             .to_ascii_lowercase();
+        // Error bodies are read for at most one idle period (and never past the deadline).
+        let body_read_until = later(Instant::now(), self.config.idle_timeout).min(deadline);
+        if status.is_redirection() {
+            let location = response
+                .headers()
+                .get(reqwest::header::LOCATION)
+                .map_or_else(|| "(no location)".to_owned(), |value| quoted(value.as_bytes()));
+            let error = ProviderError::Redirect {
+                status: status.as_u16(),
+                location,
+            };
+            return Err(fail(error.into(), false, None));
+        }
         if !status.is_success() {
             let hint = retry_hint(response.headers(), SystemTime::now());
             let retry_after = response
                 .headers()
                 .get(reqwest::header::RETRY_AFTER)
-                .and_then(|value| value.to_str().ok())
-                .map(|value| format!(" (retry after {value})"))
+                .map(|value| format!(" (retry after {})", quoted(value.as_bytes())))
                 .unwrap_or_default();
-            let body = read_limited(response).await;
+            let body = read_limited(response, body_read_until).await;
             let message = format!("{}{retry_after}", provider_message(&body));
             let error = ProviderError::Http {
                 status: status.as_u16(),
@@ -293,7 +339,7 @@ impl HttpModel {
             return Err(fail(error.into(), retryable_status(status.as_u16()), hint));
         }
         if !content_type.is_empty() && !content_type.starts_with("text/event-stream") {
-            let body = read_limited(response).await;
+            let body = read_limited(response, body_read_until).await;
             let message = format!(
                 "{url} answered {content_type} instead of an SSE stream: {}",
                 provider_message(&body)
@@ -308,7 +354,13 @@ impl HttpModel {
                 Err(err) => Some((Err(error_chain(&err)), None)),
             }
         });
-        first_delta(delta_stream(self.config.format, &self.config.convert, bytes.boxed())).await
+        let events = timed_events(
+            sse_events(bytes),
+            self.config.idle_timeout,
+            self.config.response_timeout,
+            started,
+        );
+        first_delta(sse_delta_stream(self.config.format, &self.config.convert, events)).await
     }
 }
 
@@ -365,17 +417,28 @@ impl headstart_core::Model for HttpModel {
     }
 }
 
-/// Reads at most [`ERROR_BODY_LIMIT`] bytes of a body (lossy UTF-8).
-async fn read_limited(mut response: reqwest::Response) -> String {
+/// Reads at most [`ERROR_BODY_LIMIT`] bytes of a body until `until` (lossy UTF-8): what arrived by then.
+async fn read_limited(mut response: reqwest::Response, until: Instant) -> String {
     let mut body = Vec::new();
     while body.len() < ERROR_BODY_LIMIT {
-        match response.chunk().await {
-            Ok(Some(chunk)) => body.extend_from_slice(&chunk),
+        match tokio::time::timeout_at(until, response.chunk()).await {
+            Ok(Ok(Some(chunk))) => body.extend_from_slice(&chunk),
             _ => break,
         }
     }
     body.truncate(ERROR_BODY_LIMIT);
     String::from_utf8_lossy(&body).into_owned()
+}
+
+/// A header value from the server as an error message quotes it: lossy UTF-8, at most [`QUOTED_HEADER_LIMIT`]
+/// characters.
+fn quoted(value: &[u8]) -> String {
+    let text = String::from_utf8_lossy(value);
+    let mut quoted: String = text.chars().take(QUOTED_HEADER_LIMIT).collect();
+    if quoted.len() < text.len() {
+        quoted.push('…');
+    }
+    quoted
 }
 
 /// The provider's error message from an error body: `{"error": {"message": ...}}` (OpenAI, Anthropic, Gemini, also

@@ -45,6 +45,31 @@ pub enum Reply {
         /// The body.
         body: String,
     },
+    /// An SSE response that never ends: a `: keep-alive` comment every `every`, until the client goes away.
+    KeepAlive {
+        /// The interval between two comments.
+        every: Duration,
+    },
+    /// A redirect: `status` (301, 302, 303, 307, 308) with this `Location` and an empty body.
+    Redirect {
+        /// The status code.
+        status: u16,
+        /// The `Location` header.
+        location: String,
+    },
+    /// An SSE response of raw bytes sent without delays: `head`, then `chunk` `times` times, then `tail`. Large
+    /// bodies (a line without end, gigabytes of deltas) cost one `chunk` of memory, and the client stops the
+    /// sending by going away.
+    RawBody {
+        /// Sent first.
+        head: String,
+        /// Sent `times` times after `head`.
+        chunk: String,
+        /// How often `chunk` is sent.
+        times: usize,
+        /// Sent last.
+        tail: String,
+    },
 }
 
 /// A page served to GET requests.
@@ -201,6 +226,17 @@ async fn answer(
         Some(Reply::Status { status, headers, body }) => {
             return Ok(response(status, &headers, "application/json", whole(body)));
         }
+        Some(Reply::KeepAlive { every }) => return Ok(keep_alive(every)),
+        Some(Reply::Redirect { status, location }) => {
+            let headers = [("location".to_owned(), location)];
+            return Ok(response(status, &headers, "text/plain", whole(String::new())));
+        }
+        Some(Reply::RawBody {
+            head,
+            chunk,
+            times,
+            tail,
+        }) => return Ok(raw_body(head, chunk, times, tail)),
     };
     let delay = script.delay;
     // Shared, not cloned per frame: a reply of many thousand events stays linear to serve.
@@ -234,6 +270,27 @@ async fn answer(
         "text/event-stream; charset=utf-8",
         StreamBody::new(frames),
     ))
+}
+
+const SSE_CONTENT_TYPE: &str = "text/event-stream; charset=utf-8";
+
+/// [`Reply::KeepAlive`]'s endless stream of comments.
+fn keep_alive(every: Duration) -> Response<Body> {
+    let comments = futures::stream::unfold((), move |()| async move {
+        tokio::time::sleep(every).await;
+        Some((Ok(Frame::data(Bytes::from_static(b": keep-alive\n\n"))), ()))
+    });
+    response(200, &[], SSE_CONTENT_TYPE, StreamBody::new(comments.boxed()))
+}
+
+/// [`Reply::RawBody`]'s bytes.
+fn raw_body(head: String, chunk: String, times: usize, tail: String) -> Response<Body> {
+    let chunk = Bytes::from(chunk);
+    let bytes = futures::stream::once(async move { Bytes::from(head) })
+        .chain(futures::stream::repeat(chunk).take(times))
+        .chain(futures::stream::once(async move { Bytes::from(tail) }))
+        .map(|bytes| Ok(Frame::data(bytes)));
+    response(200, &[], SSE_CONTENT_TYPE, StreamBody::new(bytes.boxed()))
 }
 
 fn whole(text: String) -> Body {

@@ -5,6 +5,10 @@
 //! `start` is a transient provider error ("overloaded", a rate limit, a dropped connection). The wait is the
 //! server's hint when it gives one (`retry-after-ms`, `Retry-After` in seconds or as an HTTP date, the OpenAI and
 //! Anthropic rate-limit reset headers), else exponential backoff with jitter, as the official SDKs do.
+//!
+//! Header values are hostile input: a hint is parsed without panicking whatever it says (`1e20`, `NaN`, `-1`, a
+//! date in the year 9999, a 20-digit duration), negative and unreadable hints are ignored, and every hint is capped
+//! at [`HINT_CEILING`]. A hint longer than [`RetryPolicy::max_hint`] means "don't retry".
 
 use std::future::Future;
 use std::time::{Duration, SystemTime};
@@ -21,10 +25,16 @@ pub struct RetryPolicy {
     pub initial_backoff: Duration,
     /// The backoff never exceeds this (default 8 s).
     pub max_backoff: Duration,
-    /// A server hint longer than this is ignored in favour of the backoff (default 60 s): a hint of an hour means
-    /// "not now", and a run should rather fail than hang.
+    /// The longest server hint that is waited for (default 60 s). **A longer hint means "don't retry"**: the
+    /// request fails at once with the provider's message and the wait it asked for. A hint of an hour means "not
+    /// now"; waiting that long would hang the run, and retrying sooner would go against the server's word (and
+    /// spend the rate limit it protects).
     pub max_hint: Duration,
 }
+
+/// Every server hint is capped at one day: a larger one (`retry-after: 1e20`) is read as one day, so no caller
+/// ever computes with an absurd duration.
+pub const HINT_CEILING: Duration = Duration::from_secs(86_400);
 
 impl Default for RetryPolicy {
     fn default() -> Self {
@@ -46,17 +56,20 @@ impl RetryPolicy {
         }
     }
 
-    /// The wait before retry number `retry` (0 for the first): the server's `hint` when it is given and not longer
-    /// than [`max_hint`](Self::max_hint), else the backoff shortened by up to a quarter by `jitter` (in `[0, 1)`),
-    /// so that clients that failed together do not retry together.
-    pub fn delay(&self, retry: u32, hint: Option<Duration>, jitter: f64) -> Duration {
-        if let Some(hint) = hint.filter(|hint| *hint <= self.max_hint) {
-            return hint;
+    /// The wait before retry number `retry` (0 for the first): the server's `hint` when it is given, else the
+    /// backoff shortened by up to a quarter by `jitter` (in `[0, 1)`), so that clients that failed together do not
+    /// retry together. `None` when the hint is longer than [`max_hint`](Self::max_hint): don't retry.
+    pub fn delay(&self, retry: u32, hint: Option<Duration>, jitter: f64) -> Option<Duration> {
+        if let Some(hint) = hint {
+            return (hint <= self.max_hint).then_some(hint);
         }
-        let doubled = self.initial_backoff.saturating_mul(2u32.saturating_pow(retry.min(16)));
-        doubled
-            .min(self.max_backoff)
-            .mul_f64(1.0 - 0.25 * jitter.clamp(0.0, 1.0))
+        let backoff = self
+            .initial_backoff
+            .saturating_mul(2u32.saturating_pow(retry.min(16)))
+            .min(self.max_backoff);
+        let factor = 1.0 - 0.25 * if jitter.is_nan() { 0.0 } else { jitter.clamp(0.0, 1.0) };
+        // `mul_f64` panics when the product overflows (a `max_backoff` of `Duration::MAX` rounds up as f64).
+        Some(Duration::try_from_secs_f64(backoff.as_secs_f64() * factor).unwrap_or(backoff))
     }
 }
 
@@ -87,21 +100,47 @@ where
             Ok(value) => return Ok(value),
             Err(failure) => failure,
         };
-        if !failure.retryable || number >= policy.max_retries {
-            return match failure.fallback {
-                Some(fallback) => Ok(fallback),
-                None if number == 0 => Err(failure.error),
-                None => Err(ModelError::new(format!(
-                    "{} (gave up after {} attempts)",
-                    failure.error.message,
-                    number + 1
-                ))),
-            };
-        }
+        let wait = if failure.retryable && number < policy.max_retries {
+            policy.delay(number, failure.hint, fastrand::f64())
+        } else {
+            None
+        };
+        let Some(wait) = wait else {
+            return give_up(policy, failure, number);
+        };
         tracing::debug!(attempt = number, error = %failure.error.message, "retrying the model request");
-        tokio::time::sleep(policy.delay(number, failure.hint, fastrand::f64())).await;
+        tokio::time::sleep(wait).await;
         number += 1;
     }
+}
+
+/// The outcome of a last attempt (number `number`, from 0): its fallback, or its error saying why it was the last.
+fn give_up<T>(policy: &RetryPolicy, failure: Failure<T>, number: u32) -> Result<T, ModelError> {
+    if let Some(fallback) = failure.fallback {
+        return Ok(fallback);
+    }
+    let mut notes = Vec::new();
+    match failure.hint {
+        Some(hint) if failure.retryable && number < policy.max_retries && hint > policy.max_hint => {
+            notes.push(format!(
+                "not retried: the provider asked to wait {} s, longer than the {} s a retry waits at most",
+                hint.as_secs_f64(),
+                policy.max_hint.as_secs_f64()
+            ));
+        }
+        _ => {}
+    }
+    if number > 0 {
+        notes.push(format!("gave up after {} attempts", number + 1));
+    }
+    if notes.is_empty() {
+        return Err(failure.error);
+    }
+    Err(ModelError::new(format!(
+        "{} ({})",
+        failure.error.message,
+        notes.join("; ")
+    )))
 }
 
 /// Whether an HTTP status is worth retrying: 408 (timeout), 409 (lock conflict), 429 (rate limit), 5xx (including
@@ -132,18 +171,22 @@ pub(crate) fn transient_stream_error(message: &str) -> bool {
 /// How long the server asked to wait, from its headers: `retry-after-ms` (OpenAI), `Retry-After` (seconds or an
 /// HTTP date), else the latest of the rate-limit reset headers (OpenAI durations like `6m0s`, Anthropic RFC 3339
 /// times). `now` is the wall clock the dates are measured against.
+///
+/// Never panics; see the module docs for how odd values are read. The result is at most [`HINT_CEILING`].
 pub fn retry_hint(headers: &HeaderMap, now: SystemTime) -> Option<Duration> {
+    server_hint(headers, now).map(|hint| hint.min(HINT_CEILING))
+}
+
+fn server_hint(headers: &HeaderMap, now: SystemTime) -> Option<Duration> {
     let header = |name: &str| headers.get(name).and_then(|value| value.to_str().ok()).map(str::trim);
     if let Some(ms) = header("retry-after-ms").and_then(|value| value.parse::<f64>().ok()) {
-        if ms.is_finite() && ms >= 0.0 {
-            return Some(Duration::from_secs_f64(ms / 1000.0));
+        if let Some(hint) = seconds(ms / 1000.0) {
+            return Some(hint);
         }
     }
     if let Some(value) = header("retry-after") {
-        if let Ok(seconds) = value.parse::<f64>() {
-            if seconds.is_finite() && seconds >= 0.0 {
-                return Some(Duration::from_secs_f64(seconds));
-            }
+        if let Some(hint) = value.parse::<f64>().ok().and_then(seconds) {
+            return Some(hint);
         }
         if let Ok(at) = httpdate::parse_http_date(value) {
             return Some(at.duration_since(now).unwrap_or_default());
@@ -162,6 +205,15 @@ pub fn retry_hint(headers: &HeaderMap, now: SystemTime) -> Option<Duration> {
     .filter_map(|name| header(name).and_then(rfc3339))
     .map(|at| at.duration_since(now).unwrap_or_default());
     openai.chain(anthropic).max()
+}
+
+/// A number of seconds as a duration: `None` for NaN and negative values (an unreadable hint), [`HINT_CEILING`]
+/// for anything larger, infinity included.
+fn seconds(value: f64) -> Option<Duration> {
+    if value.is_nan() || value < 0.0 {
+        return None;
+    }
+    Some(Duration::try_from_secs_f64(value).map_or(HINT_CEILING, |hint| hint.min(HINT_CEILING)))
 }
 
 /// A duration as OpenAI's rate-limit headers write it: `20ms`, `1s`, `1.5s`, `6m0s`, `1h2m3s`.
@@ -188,7 +240,7 @@ fn go_duration(text: &str) -> Option<Duration> {
         total += seconds;
         rest = &rest[unit_len..];
     }
-    total.is_finite().then(|| Duration::from_secs_f64(total))
+    seconds(total)
 }
 
 /// An RFC 3339 UTC time as Anthropic's reset headers write it (`2026-12-01T02:00:30Z`, fractions ignored).
@@ -200,7 +252,14 @@ fn rfc3339(text: &str) -> Option<SystemTime> {
     let time = time.split('.').next()?;
     let mut time = time.splitn(3, ':').map(str::parse::<i64>);
     let (hour, minute, second) = (time.next()?.ok()?, time.next()?.ok()?, time.next()?.ok()?);
-    if !(1..=12).contains(&month) || !(1..=31).contains(&day) || hour > 23 || minute > 59 || second > 60 {
+    // RFC 3339 years have four digits; the bounds also keep the arithmetic below far from overflowing.
+    if !(0..=9999).contains(&year)
+        || !(1..=12).contains(&month)
+        || !(1..=31).contains(&day)
+        || !(0..=23).contains(&hour)
+        || !(0..=59).contains(&minute)
+        || !(0..=60).contains(&second)
+    {
         return None;
     }
     // Days from the civil date (Howard Hinnant's algorithm): no date library for one header.
@@ -220,6 +279,7 @@ fn rfc3339(text: &str) -> Option<SystemTime> {
 mod tests {
     use std::sync::atomic::{AtomicU32, Ordering};
 
+    use proptest::prelude::*;
     use reqwest::header::HeaderValue;
 
     use super::*;
@@ -290,19 +350,145 @@ mod tests {
     #[test]
     fn backoff_doubles_up_to_its_cap_and_jitter_only_shortens_it() {
         let policy = RetryPolicy::default();
-        assert_eq!(policy.delay(0, None, 0.0), Duration::from_millis(500));
-        assert_eq!(policy.delay(1, None, 0.0), Duration::from_secs(1));
-        assert_eq!(policy.delay(10, None, 0.0), Duration::from_secs(8));
-        assert_eq!(policy.delay(0, None, 1.0), Duration::from_millis(375));
+        assert_eq!(policy.delay(0, None, 0.0), Some(Duration::from_millis(500)));
+        assert_eq!(policy.delay(1, None, 0.0), Some(Duration::from_secs(1)));
+        assert_eq!(policy.delay(10, None, 0.0), Some(Duration::from_secs(8)));
+        assert_eq!(policy.delay(0, None, 1.0), Some(Duration::from_millis(375)));
         assert_eq!(
             policy.delay(0, Some(Duration::from_secs(3)), 0.5),
-            Duration::from_secs(3)
+            Some(Duration::from_secs(3))
         );
-        // A hint beyond `max_hint` falls back to the backoff.
         assert_eq!(
-            policy.delay(0, Some(Duration::from_secs(3600)), 0.0),
-            Duration::from_millis(500)
+            policy.delay(0, Some(Duration::from_secs(60)), 0.0),
+            Some(Duration::from_secs(60))
         );
+        // A hint beyond `max_hint` means "don't retry".
+        assert_eq!(policy.delay(0, Some(Duration::from_secs(61)), 0.0), None);
+        // Extreme policies neither panic nor overflow.
+        let extreme = RetryPolicy {
+            max_retries: u32::MAX,
+            initial_backoff: Duration::MAX,
+            max_backoff: Duration::MAX,
+            max_hint: Duration::MAX,
+        };
+        assert_eq!(extreme.delay(u32::MAX, None, 0.0), Some(Duration::MAX));
+        assert!(extreme.delay(3, None, f64::NAN).is_some());
+    }
+
+    #[test]
+    fn absurd_hints_are_capped_or_ignored_without_panicking() {
+        let now = SystemTime::UNIX_EPOCH + Duration::from_secs(1_764_554_400);
+        let hint = |pairs| retry_hint(&headers(pairs), now);
+        assert_eq!(hint(&[("retry-after", "1e20")]), Some(HINT_CEILING));
+        assert_eq!(hint(&[("retry-after", "inf")]), Some(HINT_CEILING));
+        assert_eq!(hint(&[("retry-after-ms", "1e300")]), Some(HINT_CEILING));
+        assert_eq!(
+            hint(&[("x-ratelimit-reset-tokens", "99999999999999999999s")]),
+            Some(HINT_CEILING)
+        );
+        assert_eq!(
+            hint(&[("x-ratelimit-reset-tokens", "99999999999999999999h")]),
+            Some(HINT_CEILING)
+        );
+        assert_eq!(
+            hint(&[("anthropic-ratelimit-tokens-reset", "9999-12-31T23:59:59Z")]),
+            Some(HINT_CEILING)
+        );
+        assert_eq!(
+            hint(&[("anthropic-ratelimit-tokens-reset", "99999999999999999-12-31T23:59:59Z")]),
+            None
+        );
+        assert_eq!(
+            hint(&[("retry-after", "Fri, 31 Dec 9999 23:59:59 GMT")]),
+            Some(HINT_CEILING)
+        );
+        // NaN and negative values are unreadable: the next header (or none) decides.
+        assert_eq!(hint(&[("retry-after", "NaN")]), None);
+        assert_eq!(
+            hint(&[("retry-after-ms", "-5"), ("retry-after", "2")]),
+            Some(Duration::from_secs(2))
+        );
+        assert_eq!(hint(&[("retry-after", "-1")]), None);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_hint_beyond_the_maximum_is_not_waited_for_and_not_retried() {
+        let attempts = AtomicU32::new(0);
+        let started = tokio::time::Instant::now();
+        let result = with_retries(&RetryPolicy::default(), |_| {
+            attempts.fetch_add(1, Ordering::SeqCst);
+            async { Err::<&str, _>(failure(true, Some(HINT_CEILING))) }
+        })
+        .await;
+        assert_eq!(attempts.load(Ordering::SeqCst), 1);
+        assert_eq!(started.elapsed(), Duration::ZERO);
+        let message = result.unwrap_err().message;
+        assert!(
+            message.contains("HTTP 503: overloaded")
+                && message.contains("not retried: the provider asked to wait 86400 s, longer than the 60 s"),
+            "{message}"
+        );
+    }
+
+    fn header_value() -> impl Strategy<Value = String> {
+        prop_oneof![
+            any::<String>(),
+            any::<f64>().prop_map(|x| x.to_string()),
+            any::<f64>().prop_map(|x| format!("{x:e}")),
+            any::<u128>().prop_map(|x| x.to_string()),
+            "[-+]?[0-9]{0,40}(\\.[0-9]{0,40})?(e[-+]?[0-9]{1,4})?",
+            "(-?[0-9.]{0,25}(ms|s|m|h|d|)){1,6}",
+            "[-+]?[0-9]{1,20}-[-+]?[0-9]{1,20}-[0-9]{1,20}T[-+]?[0-9]{1,20}:[0-9]{1,20}:[0-9]{1,20}(\\.[0-9]{0,12})?(Z|\\+00:00)",
+            "(Mon|Fri|Sun), [0-9]{1,3} (Jan|Dec|Foo) [0-9]{1,12} [0-9]{1,3}:[0-9]{1,3}:[0-9]{1,3} GMT",
+            Just("NaN".to_owned()),
+            Just("inf".to_owned()),
+            Just("-inf".to_owned()),
+            Just("1e20".to_owned()),
+            Just("1e300".to_owned()),
+        ]
+    }
+
+    const HINT_HEADERS: [&str; 8] = [
+        "retry-after-ms",
+        "retry-after",
+        "x-ratelimit-reset-requests",
+        "x-ratelimit-reset-tokens",
+        "anthropic-ratelimit-requests-reset",
+        "anthropic-ratelimit-tokens-reset",
+        "anthropic-ratelimit-input-tokens-reset",
+        "anthropic-ratelimit-output-tokens-reset",
+    ];
+
+    proptest! {
+        /// Whatever the headers say, reading the hint and deciding on the retry do not panic, the hint stays under
+        /// the ceiling, and a retry never waits longer than the policy allows.
+        #[test]
+        fn no_header_value_panics_the_hint_or_the_retry_decision(
+            values in proptest::collection::vec((0..HINT_HEADERS.len(), header_value()), 0..6),
+            now_secs in any::<u64>(),
+            retry in any::<u32>(),
+            jitter in any::<f64>(),
+            max_hint_secs in prop_oneof![Just(u64::MAX), 0..100_000u64],
+        ) {
+            let mut map = HeaderMap::new();
+            for (index, value) in &values {
+                if let Ok(value) = HeaderValue::from_bytes(value.as_bytes()) {
+                    map.append(HINT_HEADERS[*index], value);
+                }
+            }
+            let now = SystemTime::UNIX_EPOCH
+                .checked_add(Duration::from_secs(now_secs))
+                .unwrap_or(SystemTime::UNIX_EPOCH);
+            let hint = retry_hint(&map, now);
+            prop_assert!(hint.is_none_or(|hint| hint <= HINT_CEILING));
+            let policy = RetryPolicy { max_hint: Duration::from_secs(max_hint_secs), ..RetryPolicy::default() };
+            match policy.delay(retry, hint, jitter) {
+                Some(wait) => prop_assert!(wait <= policy.max_hint.max(policy.max_backoff)),
+                None => prop_assert!(hint.is_some_and(|hint| hint > policy.max_hint)),
+            }
+            let error = give_up(&policy, failure::<()>(true, hint), 0).unwrap_err();
+            prop_assert!(error.message.starts_with("HTTP 503: overloaded"));
+        }
     }
 
     #[test]

@@ -3,11 +3,14 @@
 use std::collections::VecDeque;
 use std::fmt::Display;
 use std::pin::Pin;
+use std::time::Duration;
 
 use futures::{Stream, StreamExt};
 use headstart_core::DeltaEvent;
 pub use headstart_core::DeltaStream;
+use tokio::time::Instant;
 
+use crate::error::ProviderError;
 use crate::sse::{sse_events, SseEvent};
 use crate::{ConvertOptions, StreamConverter, WireFormat};
 
@@ -70,6 +73,50 @@ where
     .boxed()
 }
 
+/// `instant + duration`, or about thirty years on when that is past what the clock can hold (a limit of
+/// `u64::MAX` seconds means "no limit", not a panic).
+pub(crate) fn later(instant: Instant, duration: Duration) -> Instant {
+    instant
+        .checked_add(duration)
+        .or_else(|| instant.checked_add(Duration::from_secs(30 * 365 * 86_400)))
+        .unwrap_or(instant)
+}
+
+/// Ends `events` with a typed error when it stalls: [`ProviderError::IdleTimeout`] when no event arrives within
+/// `idle` of asking for it, [`ProviderError::ResponseTimeout`] when `total` has passed since `started` (the moment
+/// the request was sent), whichever comes first. Runs on tokio's clock.
+///
+/// Only an event restarts the idle timer. `events` yields dispatched SSE events only, so keep-alive comments, blank
+/// lines and the bytes of an unfinished event do not: a keep-alive shows that the connection is open, not that the
+/// model is answering, and a server that sends nothing else (or drips one event byte by byte) must not hold a run
+/// forever. A provider that works silently for longer than `idle` behind comment keep-alives needs a longer idle
+/// limit; the total limit bounds every response whatever arrives.
+pub fn timed_events<S>(
+    events: S,
+    idle: Duration,
+    total: Duration,
+    started: Instant,
+) -> impl Stream<Item = Result<SseEvent, ProviderError>> + Send
+where
+    S: Stream<Item = Result<SseEvent, ProviderError>> + Send,
+{
+    let deadline = later(started, total);
+    futures::stream::unfold(Some(Box::pin(events)), move |events| async move {
+        let mut events = events?;
+        let idle_at = later(Instant::now(), idle);
+        let (at, timeout) = if idle_at < deadline {
+            (idle_at, ProviderError::IdleTimeout { limit: idle })
+        } else {
+            (deadline, ProviderError::ResponseTimeout { limit: total })
+        };
+        match tokio::time::timeout_at(at, events.next()).await {
+            Ok(Some(item)) => Some((item, Some(events))),
+            Ok(None) => None,
+            Err(_) => Some((Err(timeout), None)),
+        }
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -114,6 +161,70 @@ mod tests {
         let events = collect(delta_stream(WireFormat::Gemini, &ConvertOptions::default(), body)).await;
         assert_eq!(events[0].type_name(), "start");
         assert!(matches!(&events[1], DeltaEvent::Error { message, .. } if message.contains("not valid JSON")));
+    }
+
+    /// SSE bytes: `each` sent every `every`, forever.
+    fn every(every: Duration, each: &'static str) -> impl Stream<Item = Result<&'static [u8], String>> + Send {
+        futures::stream::unfold((), move |()| async move {
+            tokio::time::sleep(every).await;
+            Some((Ok(each.as_bytes()), ()))
+        })
+    }
+
+    async fn first_error(events: impl Stream<Item = Result<SseEvent, ProviderError>>) -> (usize, ProviderError) {
+        let items: Vec<_> = events.collect().await;
+        let (last, events) = items.split_last().unwrap();
+        (events.len(), last.clone().unwrap_err())
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn keep_alives_do_not_restart_the_idle_timer() {
+        let started = Instant::now();
+        let events = timed_events(
+            sse_events(every(Duration::from_secs(1), ": keep-alive\n\n")),
+            Duration::from_secs(3),
+            Duration::from_secs(600),
+            started,
+        );
+        let (count, error) = first_error(events).await;
+        assert_eq!((count, started.elapsed()), (0, Duration::from_secs(3)));
+        assert_eq!(
+            error.to_string(),
+            "the stream timed out: no event for 3 s (idle timeout)"
+        );
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_stream_of_events_ends_at_the_response_deadline() {
+        let started = Instant::now();
+        let events = timed_events(
+            sse_events(every(Duration::from_millis(1500), "event: ping\ndata: {}\n\n")),
+            Duration::from_secs(3),
+            Duration::from_secs(10),
+            started,
+        );
+        let (count, error) = first_error(events).await;
+        assert_eq!(started.elapsed(), Duration::from_secs(10));
+        assert_eq!(count, 6, "pings at 1.5 s to 9 s; the one at 10.5 s comes too late");
+        assert_eq!(
+            error,
+            ProviderError::ResponseTimeout {
+                limit: Duration::from_secs(10)
+            }
+        );
+        assert_eq!(
+            error.to_string(),
+            "the response did not finish within 10 s (--response-timeout)"
+        );
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn unbounded_limits_do_not_overflow_the_clock() {
+        let events = futures::stream::iter(vec![Ok(SseEvent::message("a"))]);
+        let items: Vec<_> = timed_events(events, Duration::MAX, Duration::MAX, Instant::now())
+            .collect()
+            .await;
+        assert_eq!(items, vec![Ok(SseEvent::message("a"))]);
     }
 
     #[tokio::test]
