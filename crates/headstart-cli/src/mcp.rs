@@ -1,4 +1,4 @@
-//! `headstart mcp tools [--trusted] [--name NAME] -- COMMAND ARGS…`: start a stdio MCP server and print its tools as
+//! `headstart mcp tools [--trusted] [--name NAME] [--env NAME] -- COMMAND ARGS…`: start a stdio MCP server and print its tools as
 //! headstart would register them — name, description, schema, and the flags applied, each with its reason.
 
 use headstart::Tool;

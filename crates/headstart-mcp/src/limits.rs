@@ -25,8 +25,9 @@ pub struct McpLimits {
     pub initialize_timeout: Duration,
     /// `tools/list`, every page together (default 30 s).
     pub list_timeout: Duration,
-    /// Each `tools/call` (default 120 s, as [`headstart::Tool::timeout`] has none of its own for an MCP tool). Past
-    /// it the call fails and the server is sent `notifications/cancelled`; the server's other calls go on.
+    /// Each `tools/call` (default 120 s). Past it the call fails with an error naming the server, and the server
+    /// is sent `notifications/cancelled`; its other calls go on. An [`crate::McpTool`]'s
+    /// [`headstart::Tool::timeout`] is this plus 5 s, a backstop for the engine.
     pub call_timeout: Duration,
     /// Pages of one `tools/list` (default 100): a server that keeps sending a `nextCursor` is refused past them.
     pub max_list_pages: usize,
@@ -84,9 +85,9 @@ pub(crate) fn duration_text(duration: Duration) -> String {
 pub(crate) fn bytes_text(bytes: usize) -> String {
     const KIB: usize = 1024;
     const MIB: usize = 1024 * KIB;
-    if bytes >= MIB && bytes % MIB == 0 {
+    if bytes >= MIB && bytes.is_multiple_of(MIB) {
         format!("{} MiB", bytes / MIB)
-    } else if bytes >= KIB && bytes % KIB == 0 {
+    } else if bytes >= KIB && bytes.is_multiple_of(KIB) {
         format!("{} KiB", bytes / KIB)
     } else {
         format!("{bytes} bytes")

@@ -605,3 +605,19 @@ impl McpServer {
         Ok(names)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn long_descriptions_are_cut_with_an_ellipsis() {
+        let schema = serde_json::Map::new();
+        let mut tool = rmcp::model::Tool::new("t", "é".repeat(100), schema.clone());
+        cut_description(&mut tool, 11);
+        assert_eq!(tool.description.as_deref(), Some("éééé…"));
+        let mut short = rmcp::model::Tool::new("t", "fine", schema);
+        cut_description(&mut short, 11);
+        assert_eq!(short.description.as_deref(), Some("fine"));
+    }
+}
