@@ -1,4 +1,4 @@
-//! `headstart mcp tools [--trusted] [--name NAME] -- COMMAND ARGS…`: start a stdio MCP server and print its tools as
+//! `headstart mcp tools [--trusted] [--name NAME] [--env NAME] -- COMMAND ARGS…`: start a stdio MCP server and print its tools as
 //! headstart would register them — name, description, schema, and the flags applied, each with its reason.
 
 use headstart::Tool;
@@ -28,6 +28,10 @@ struct ToolsArgs {
     /// The server's name: the prefix of its tools' names and its conflict key.
     #[arg(long, default_value = "mcp")]
     name: String,
+    /// A variable of headstart's environment to pass to the server, which starts with a clean environment (only
+    /// HOME, LOGNAME, PATH, SHELL, TERM, USER); repeatable, e.g. `--env GITHUB_TOKEN`.
+    #[arg(long, value_name = "NAME")]
+    env: Vec<String>,
     /// The server's command line, after `--`.
     #[arg(last = true, required = true, value_name = "COMMAND")]
     command: Vec<String>,
@@ -90,6 +94,10 @@ fn list(args: &ToolsArgs) -> Result<String, String> {
     runtime.block_on(async {
         let mut command = tokio::process::Command::new(program);
         command.args(rest);
+        for name in &args.env {
+            let value = std::env::var_os(name).ok_or_else(|| format!("--env {name}: {name} is not set"))?;
+            command.env(name, value);
+        }
         let server = McpServer::stdio(args.name.clone(), command)
             .await
             .map_err(|error| error.to_string())?;

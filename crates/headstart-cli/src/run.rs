@@ -14,7 +14,7 @@ use headstart::{
     Agent, AgentEvent, AgentStop, CancellationToken, Engine, EngineConfig, EventStream, RecoveryPolicy, SessionId,
     SystemClock, Tool, TranscriptStore, UserMessage,
 };
-use headstart_mcp::{McpServer, ToolPolicy};
+use headstart_mcp::{McpLimits, McpServer, ToolPolicy};
 use headstart_providers::http::{HttpModel, HttpModelConfig};
 use headstart_providers::retry::RetryPolicy;
 use headstart_providers::WireFormat;
@@ -112,6 +112,21 @@ pub struct ModelArgs {
     /// `--trusted-mcp everything`. Untrusted servers' tools are sync and non-idempotent.
     #[arg(long = "trusted-mcp", value_name = "NAME")]
     trusted_mcp: Vec<String>,
+    /// Seconds an MCP server has to answer `initialize`, and again to list all its tools (every page), before the
+    /// run stops with an error naming the server, e.g. `--mcp-timeout 10`.
+    #[arg(long, value_name = "SECS", default_value_t = McpLimits::default().initialize_timeout.as_secs(),
+        value_parser = clap::value_parser!(u64).range(1..))]
+    mcp_timeout: u64,
+    /// Seconds each MCP tool call may take; past it the call fails (the run goes on) and the server is sent
+    /// notifications/cancelled, e.g. `--mcp-call-timeout 600`.
+    #[arg(long, value_name = "SECS", default_value_t = McpLimits::default().call_timeout.as_secs(),
+        value_parser = clap::value_parser!(u64).range(1..))]
+    mcp_call_timeout: u64,
+    /// A variable of headstart's environment to pass to the MCP servers, which start with a clean environment
+    /// (only HOME, LOGNAME, PATH, SHELL, TERM, USER); repeatable. `SERVER:NAME` passes it to that server only,
+    /// e.g. `--mcp-env GITHUB_TOKEN` or `--mcp-env github:GITHUB_TOKEN`.
+    #[arg(long = "mcp-env", value_name = "[SERVER:]NAME")]
+    mcp_env: Vec<String>,
 }
 
 /// One `--mcp` value: the server's name and its command line.
@@ -145,6 +160,36 @@ impl McpSpec {
             program,
             args: words.collect(),
         })
+    }
+}
+
+/// One `--mcp-env` value: a variable passed to one server, or to all.
+#[derive(Debug, PartialEq, Eq)]
+struct McpEnv {
+    server: Option<String>,
+    name: String,
+}
+
+impl McpEnv {
+    /// Reads `[SERVER:]NAME`.
+    fn parse(text: &str) -> Result<McpEnv, Failure> {
+        let (server, name) = match text.split_once(':') {
+            Some((server, name)) => (Some(server.to_owned()), name),
+            None => (None, text),
+        };
+        if name.is_empty() || name.contains(['=', '\0']) || server.as_deref() == Some("") {
+            return Err(Failure::Usage(format!(
+                "--mcp-env {text:?}: expected NAME or SERVER:NAME, e.g. --mcp-env github:GITHUB_TOKEN"
+            )));
+        }
+        Ok(McpEnv {
+            server,
+            name: name.to_owned(),
+        })
+    }
+
+    fn is_for(&self, server: &str) -> bool {
+        self.server.as_deref().is_none_or(|only| only == server)
     }
 }
 
@@ -258,27 +303,53 @@ impl ModelArgs {
         HttpModel::new(config).map_err(failed)
     }
 
-    /// The tools of the `--mcp` servers, started now; `--trusted-mcp` names must be among them.
+    /// The limits `--mcp-timeout` and `--mcp-call-timeout` set; the rest are headstart-mcp's defaults.
+    fn mcp_limits(&self) -> McpLimits {
+        McpLimits {
+            initialize_timeout: Duration::from_secs(self.mcp_timeout),
+            list_timeout: Duration::from_secs(self.mcp_timeout),
+            call_timeout: Duration::from_secs(self.mcp_call_timeout),
+            ..McpLimits::default()
+        }
+    }
+
+    /// The tools of the `--mcp` servers, started now; `--trusted-mcp` and `--mcp-env` server names must be among
+    /// them, and every `--mcp-env` variable set.
     async fn mcp_tools(&self) -> Result<Vec<Arc<dyn Tool>>, Failure> {
         let specs = self
             .mcp
             .iter()
             .map(|text| McpSpec::parse(text))
             .collect::<Result<Vec<_>, _>>()?;
-        if let Some(unknown) = self
-            .trusted_mcp
-            .iter()
-            .find(|name| !specs.iter().any(|spec| &spec.name == *name))
-        {
+        let known = |name: &str| specs.iter().any(|spec| spec.name == name);
+        if let Some(unknown) = self.trusted_mcp.iter().find(|name| !known(name)) {
             return Err(Failure::Usage(format!(
                 "--trusted-mcp {unknown}: no --mcp server has that name"
             )));
         }
+        let mut passed = Vec::with_capacity(self.mcp_env.len());
+        for text in &self.mcp_env {
+            let pass = McpEnv::parse(text)?;
+            if let Some(server) = pass.server.as_deref().filter(|server| !known(server)) {
+                return Err(Failure::Usage(format!(
+                    "--mcp-env {text}: no --mcp server is named {server}"
+                )));
+            }
+            let value = std::env::var_os(&pass.name)
+                .ok_or_else(|| Failure::Usage(format!("--mcp-env {text}: {} is not set", pass.name)))?;
+            passed.push((pass, value));
+        }
+        let limits = self.mcp_limits();
         let mut tools: Vec<Arc<dyn Tool>> = Vec::new();
         for spec in specs {
             let mut command = tokio::process::Command::new(&spec.program);
             command.args(&spec.args);
-            let server = McpServer::stdio(spec.name.clone(), command).await.map_err(failed)?;
+            for (pass, value) in passed.iter().filter(|(pass, _)| pass.is_for(&spec.name)) {
+                command.env(&pass.name, value);
+            }
+            let server = McpServer::stdio_with_limits(spec.name.clone(), command, limits.clone())
+                .await
+                .map_err(failed)?;
             let policy = if self.trusted_mcp.contains(&spec.name) {
                 ToolPolicy::trusted()
             } else {
@@ -517,5 +588,18 @@ mod tests {
         assert_eq!(spec.name, "srv");
         assert!(matches!(McpSpec::parse("  "), Err(Failure::Usage(_))));
         assert!(matches!(McpSpec::parse("name="), Err(Failure::Usage(_))));
+    }
+
+    #[test]
+    fn mcp_env_names_a_variable_for_all_servers_or_one() {
+        let all = McpEnv::parse("GITHUB_TOKEN").expect("valid");
+        assert_eq!(all.server, None);
+        assert!(all.is_for("github") && all.is_for("files"));
+        let one = McpEnv::parse("github:GITHUB_TOKEN").expect("valid");
+        assert_eq!(one.name, "GITHUB_TOKEN");
+        assert!(one.is_for("github") && !one.is_for("files"));
+        for bad in ["", "github:", ":NAME", "NAME=value"] {
+            assert!(matches!(McpEnv::parse(bad), Err(Failure::Usage(_))), "{bad:?}");
+        }
     }
 }

@@ -719,3 +719,113 @@ async fn response_timeout_ends_a_stream_of_keep_alives() {
     assert_eq!(failed.len(), 1, "{log:?}");
     assert!(failed[0].stop_reason.is_abnormal(), "{:?}", failed[0]);
 }
+
+/// `--mcp` running the hostile MCP server of headstart-mcp's tests (`python3 hostile_mcp.py MODE`).
+fn hostile_mcp(mode: &str) -> String {
+    let script = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../headstart-mcp/tests/fixtures/hostile_mcp.py");
+    format!("evil=python3 {} {mode}", script.display())
+}
+
+fn result_of<'a>(log: &'a [StoredMessage], id: &str) -> &'a headstart::core::ToolResultMessage {
+    log.iter()
+        .find_map(|stored| match &stored.message {
+            Message::ToolResult(result) if result.tool_call_id == id => Some(result),
+            _ => None,
+        })
+        .unwrap_or_else(|| panic!("no result for {id}"))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_hostile_mcp_server_is_held_to_its_limits_and_sees_no_api_key() {
+    let replies = vec![
+        Reply::Events(anthropic(
+            None,
+            &[
+                ("toolu_hang", "evil__hang", json!({})),
+                ("toolu_env", "evil__env", json!({})),
+                ("toolu_flood", "evil__flood", json!({"bytes": 1024 * 1024})),
+            ],
+        )),
+        answer(),
+    ];
+    let server = ReplayServer::start(replies, HashMap::new(), DELAY).await.unwrap();
+    let dir = workdir();
+    let mcp = hostile_mcp("tools");
+    let args = [
+        "run",
+        "--mcp",
+        &mcp,
+        "--mcp-call-timeout",
+        "2",
+        "--mcp-env",
+        "evil:HS_MCP_PASSED",
+        "What is here?",
+    ];
+    let mut command = command(dir.path(), &server, "anthropic", &args);
+    command
+        .env("OPENAI_API_KEY", "sk-test-secret")
+        .env("ANTHROPIC_API_KEY", "sk-ant-test-secret")
+        .env("HS_MCP_PASSED", "passed-on");
+    let began = std::time::Instant::now();
+    let output = run_to_end(&mut command).await;
+    let took = began.elapsed();
+    eprintln!("the run took {took:?}");
+    assert!(output.status.success(), "{:?}", output.status);
+    assert!(took < Duration::from_secs(60), "{took:?}");
+    let (_, log) = stored(&dir.path().join("headstart.db")).await;
+
+    let hang = result_of(&log, "toolu_hang");
+    assert!(hang.is_error);
+    assert_eq!(
+        hang.text(),
+        "MCP server `evil`: no answer to tools/call `hang` within 2 s; it was sent notifications/cancelled"
+    );
+
+    let env: serde_json::Map<String, Value> =
+        serde_json::from_str(&result_of(&log, "toolu_env").text()).expect("the environment as JSON");
+    assert_eq!(
+        env.get("HS_MCP_PASSED"),
+        Some(&json!("passed-on")),
+        "--mcp-env passes it"
+    );
+    for secret in ["OPENAI_API_KEY", "ANTHROPIC_API_KEY", KEY] {
+        assert!(!env.contains_key(secret), "{secret} reached the server: {env:?}");
+    }
+    let text = serde_json::to_string(&env).unwrap();
+    assert!(!text.contains("secret") && !text.contains("test-key"), "{text}");
+
+    // 1 MiB of text: what is stored and what the model is sent stop at 256 KiB, with a note.
+    let flood = result_of(&log, "toolu_flood").text();
+    assert!(flood.len() <= 256 * 1024 + 100, "{} bytes stored", flood.len());
+    assert!(
+        flood.ends_with("the server sent 1048576 bytes]"),
+        "{}",
+        &flood[flood.len() - 80..]
+    );
+    let requests = server.model_requests();
+    let sent = tool_results(&requests[1]);
+    let (_, sent_flood) = sent.iter().find(|(id, _)| id == "toolu_flood").expect("sent");
+    assert!(sent_flood.len() <= 256 * 1024 + 200, "{} bytes sent", sent_flood.len());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_mcp_server_that_never_answers_initialize_stops_the_run_with_one_line() {
+    let server = ReplayServer::start(vec![answer()], HashMap::new(), DELAY)
+        .await
+        .unwrap();
+    let dir = workdir();
+    let mcp = hostile_mcp("silent");
+    let args = ["run", "--mcp", &mcp, "--mcp-timeout", "2", "Hi"];
+    let began = std::time::Instant::now();
+    let output = run_to_end(&mut command(dir.path(), &server, "anthropic", &args)).await;
+    let took = began.elapsed();
+    eprintln!("the run took {took:?}");
+    assert_eq!(output.status.code(), Some(1));
+    assert!(took < Duration::from_secs(30), "{took:?}");
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(
+        stderr.trim_end(),
+        "headstart run: MCP server `evil`: no answer to initialize within 2 s"
+    );
+    assert!(server.model_requests().is_empty(), "no request without the tools");
+}

@@ -5,6 +5,8 @@ use headstart::{ToolError, ToolOutput};
 use rmcp::model::{CallToolResult, ContentBlock as McpBlock, ProgressNotificationParam, ResourceContents};
 use serde_json::{json, Map, Value};
 
+use crate::limits::{cut_at_boundary, json_size};
+
 /// A tool result as the call's outcome.
 ///
 /// - `isError: true` → the call's error result, its text blocks as the message;
@@ -16,13 +18,14 @@ use serde_json::{json, Map, Value};
 pub fn into_output(result: CallToolResult) -> Result<ToolOutput, ToolError> {
     let mut content = Vec::with_capacity(result.content.len());
     let mut raw = Vec::new();
-    for block in &result.content {
+    // Blocks are moved, not copied: a result can be as big as a message may be.
+    for block in result.content {
         match block {
-            McpBlock::Text(text) => content.push(ContentBlock::text(text.text.clone())),
+            McpBlock::Text(text) => content.push(ContentBlock::text(text.text)),
             other => {
-                content.push(ContentBlock::text(describe(other)));
+                content.push(ContentBlock::text(describe(&other)));
                 // Serializing a type made of strings and JSON values cannot fail.
-                raw.push(serde_json::to_value(other).unwrap_or(Value::Null));
+                raw.push(serde_json::to_value(&other).unwrap_or(Value::Null));
             }
         }
     }
@@ -56,6 +59,74 @@ pub fn into_output(result: CallToolResult) -> Result<ToolOutput, ToolError> {
         },
         terminate: false,
     })
+}
+
+/// A call's outcome cut to `max` bytes ([`crate::McpLimits::max_result_bytes`]), so no more is stored or sent to
+/// the model: text blocks are kept in order until the budget is spent (the last one cut at a character boundary),
+/// then the details if they fit in what is left (serialized), else they are dropped; a closing text block says
+/// what was cut and how big the result was. An error's message is cut the same way.
+pub(crate) fn cap_outcome(outcome: Result<ToolOutput, ToolError>, max: usize) -> Result<ToolOutput, ToolError> {
+    match outcome {
+        Ok(output) => Ok(cap_output(output, max)),
+        Err(mut error) => {
+            let size = error.message.len();
+            if size > max {
+                cut_at_boundary(&mut error.message, max);
+                error.message.push_str(&cut_note(size));
+            }
+            Err(error)
+        }
+    }
+}
+
+fn cap_output(mut output: ToolOutput, max: usize) -> ToolOutput {
+    let size = output.content.iter().map(block_size).sum::<usize>() + details_size(&output.details);
+    if size <= max {
+        return output;
+    }
+    let mut left = max;
+    let mut kept = Vec::new();
+    for block in output.content {
+        let cost = block_size(&block);
+        if cost <= left {
+            left -= cost;
+            kept.push(block);
+            continue;
+        }
+        if let ContentBlock::Text { mut text } = block {
+            cut_at_boundary(&mut text, left);
+            kept.push(ContentBlock::text(text));
+        }
+        left = 0;
+        break;
+    }
+    if details_size(&output.details) > left {
+        output.details = Value::Null;
+    }
+    kept.push(ContentBlock::text(cut_note(size).trim_start().to_owned()));
+    output.content = kept;
+    output
+}
+
+/// A block's share of the limit: a text's bytes, anything else's JSON.
+fn block_size(block: &ContentBlock) -> usize {
+    match block {
+        ContentBlock::Text { text } => text.len(),
+        other => json_size(other),
+    }
+}
+
+/// Details' share of the limit: their JSON, nothing when there are none.
+fn details_size(details: &Value) -> usize {
+    if details.is_null() {
+        0
+    } else {
+        json_size(details)
+    }
+}
+
+fn cut_note(size: usize) -> String {
+    format!("\n[MCP result cut to the limit: the server sent {size} bytes]")
 }
 
 /// What the model reads in place of a block it cannot be given as text.
@@ -138,6 +209,53 @@ mod tests {
         assert!(!output.content.is_empty());
         let texts: Vec<&str> = output.content.iter().filter_map(ContentBlock::as_text).collect();
         assert!(texts.iter().any(|text| text.contains("\"sum\":3")), "{texts:?}");
+    }
+
+    #[test]
+    fn big_results_are_cut_to_the_limit_and_say_so() {
+        let big = CallToolResult::success(vec![
+            McpBlock::text("é".repeat(600)),
+            McpBlock::text("never seen"),
+            McpBlock::image("A".repeat(5000), "image/png"),
+        ]);
+        let output = cap_outcome(into_output(big), 1000).expect("a success");
+        let texts: Vec<&str> = output.content.iter().filter_map(ContentBlock::as_text).collect();
+        assert_eq!(texts.len(), 2, "{texts:?}");
+        assert_eq!(texts[0], "é".repeat(500));
+        assert!(
+            texts[1].starts_with("[MCP result cut to the limit: the server sent "),
+            "{}",
+            texts[1]
+        );
+        assert_eq!(output.details, Value::Null, "the image did not fit");
+
+        let small = cap_outcome(into_output(CallToolResult::success(vec![McpBlock::text("ok")])), 1000);
+        assert_eq!(small, Ok(ToolOutput::text("ok")));
+
+        let error = cap_outcome(Err(ToolError::new("x".repeat(2000))), 1000).expect_err("still an error");
+        assert!(error.message.starts_with(&"x".repeat(1000)));
+        assert!(
+            error.message.ends_with("the server sent 2000 bytes]"),
+            "{}",
+            error.message
+        );
+        assert!(error.message.len() < 1100);
+    }
+
+    #[test]
+    fn details_over_what_is_left_are_dropped_and_small_results_untouched() {
+        let result = CallToolResult::success(vec![
+            McpBlock::text("a".repeat(100)),
+            McpBlock::image("aGk=", "image/png"),
+        ]);
+        let output = cap_outcome(into_output(result), 90).expect("a success");
+        assert_eq!(output.details, Value::Null);
+        let result = CallToolResult::success(vec![
+            McpBlock::text("a".repeat(100)),
+            McpBlock::image("aGk=", "image/png"),
+        ]);
+        let uncut = into_output(result).expect("a success");
+        assert_eq!(cap_outcome(Ok(uncut.clone()), 100_000), Ok(uncut));
     }
 
     #[test]

@@ -1,6 +1,10 @@
 //! [`McpError`]: what can go wrong while connecting to an MCP server and registering its tools.
 
+use std::time::Duration;
+
 use headstart::ToolboxError;
+
+use crate::limits::{bytes_text, duration_text};
 
 /// A failure to connect to an MCP server, to list its tools, or to register them.
 ///
@@ -36,6 +40,54 @@ pub enum McpError {
         /// rmcp's account of it.
         #[source]
         source: Box<rmcp::service::ClientInitializeError>,
+    },
+    /// The server did not finish a request within its time ([`crate::McpLimits`]): `initialize`, or `tools/list`
+    /// over all its pages.
+    #[error("MCP server `{server}`: no answer to {operation} within {}", duration_text(*.limit))]
+    Timeout {
+        /// The server's name.
+        server: String,
+        /// The request, e.g. `initialize`.
+        operation: &'static str,
+        /// The time it had.
+        limit: Duration,
+    },
+    /// The server sent a JSON-RPC message longer than [`crate::McpLimits::max_message_bytes`]; the connection was
+    /// closed.
+    #[error("MCP server `{server}`: sent a message over {} (the limit); the connection was closed", bytes_text(*.limit))]
+    MessageTooLarge {
+        /// The server's name.
+        server: String,
+        /// The limit, in bytes.
+        limit: usize,
+    },
+    /// `tools/list` went on past [`crate::McpLimits::max_list_pages`] pages.
+    #[error("MCP server `{server}`: tools/list went on past {limit} pages (the limit)")]
+    TooManyPages {
+        /// The server's name.
+        server: String,
+        /// The limit.
+        limit: usize,
+    },
+    /// The server lists more than [`crate::McpLimits::max_tools`] tools.
+    #[error("MCP server `{server}`: lists more than {limit} tools (the limit)")]
+    TooManyTools {
+        /// The server's name.
+        server: String,
+        /// The limit.
+        limit: usize,
+    },
+    /// A tool's definition is bigger than [`crate::McpLimits::max_tool_bytes`].
+    #[error("MCP server `{server}`: tool {tool:?} has a definition of {bytes} bytes, over the {} limit", bytes_text(*.limit))]
+    ToolTooLarge {
+        /// The server's name.
+        server: String,
+        /// The tool's MCP name (its first 64 characters).
+        tool: String,
+        /// The size of its definition, serialized.
+        bytes: usize,
+        /// The limit, in bytes.
+        limit: usize,
     },
     /// A request after the handshake failed (the server answered with an error, or the connection closed).
     #[error("MCP server `{server}`: {operation} failed: {source}")]

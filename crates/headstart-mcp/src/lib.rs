@@ -12,6 +12,11 @@
 //!   `details`, non-text content described in text and kept in `details` (see [`into_output`]);
 //! - a server that dies or misbehaves mid-call fails that call with an error result; nothing panics.
 //!
+//! **Servers are held to limits** ([`McpLimits`], safe by default): time for `initialize`, `tools/list` and each
+//! `tools/call`; the number of pages and tools listed, the size of each tool and of each call's result (cut, with a
+//! note), the size of each message read from a stdio server. A stdio server starts with a clean environment
+//! ([`INHERITED_ENV`] plus what its command sets), so headstart's API keys stay out of its reach.
+//!
 //! **Annotations are untrusted by default.** A server's `readOnlyHint` and `idempotentHint` are its own claims, so
 //! unless the server is marked trusted ([`ToolPolicy::trusted`]) every tool is sync, non-idempotent, and its calls
 //! keep source order with the server's other calls. [`ToolFlags`] says what a trusted server's annotations give, and
@@ -20,18 +25,22 @@
 
 mod content;
 mod error;
+mod limits;
 mod names;
 mod policy;
 mod server;
+mod stdio;
 #[cfg(feature = "testing")]
 pub mod testing;
 mod tool;
 
 pub use content::into_output;
 pub use error::McpError;
+pub use limits::McpLimits;
 pub use names::{tool_name, MAX_TOOL_NAME_LEN};
 pub use policy::{server_conflict_key, Override, ToolFlags, ToolPolicy};
 pub use server::McpServer;
+pub use stdio::INHERITED_ENV;
 pub use tool::McpTool;
 
 /// The MCP SDK this crate is built on, for naming its types (transports, tool definitions).

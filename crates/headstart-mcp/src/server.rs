@@ -2,23 +2,32 @@
 //! the calls made over it.
 
 use std::collections::{HashMap, VecDeque};
-use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::sync::{Arc, Mutex, MutexGuard, OnceLock, PoisonError};
+use std::time::Duration;
 
 use headstart::{Arguments, ToolContext, ToolError, ToolOutput, Toolbox, UpdateSink};
 use rmcp::model::{
     CallToolRequest, CallToolRequestParams, ClientCapabilities, ClientConfig, ClientRequest, Implementation,
-    ProgressNotificationParam, ProgressToken, ServerResult,
+    PaginatedRequestParams, ProgressNotificationParam, ProgressToken, ServerResult,
 };
 use rmcp::service::{NotificationContext, PeerRequestOptions, RequestHandle, RunningService};
+use rmcp::transport::async_rw::AsyncRwTransport;
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
-use rmcp::transport::{IntoTransport, StreamableHttpClientTransport, TokioChildProcess};
-use rmcp::{ClientHandler, RoleClient, ServiceError, ServiceExt};
+use rmcp::transport::{IntoTransport, StreamableHttpClientTransport};
+use rmcp::{ClientCacheConfig, ClientHandler, RoleClient, ServiceError, ServiceExt};
+use tokio::time::Instant;
 
-use crate::content::{into_output, progress_update};
+use crate::content::{cap_outcome, into_output, progress_update};
 use crate::error::McpError;
+use crate::limits::{bytes_text, cut_at_boundary, duration_text, json_size, McpLimits};
 use crate::names::tool_name;
 use crate::policy::ToolPolicy;
+use crate::stdio;
 use crate::tool::McpTool;
+
+/// How much longer than [`McpLimits::call_timeout`] the engine waits for an MCP call ([`headstart::Tool::timeout`]):
+/// the call ends itself at its timeout, with an error naming the server; the engine's is a backstop.
+const ENGINE_BACKSTOP: Duration = Duration::from_secs(5);
 
 /// Progress notifications kept for tokens no call has registered yet (see [`ProgressRoutes`]).
 const EARLY_PROGRESS: usize = 64;
@@ -110,6 +119,11 @@ pub(crate) struct Connection {
     name: String,
     service: RunningService<RoleClient, Client>,
     routes: Arc<ProgressRoutes>,
+    limits: McpLimits,
+    /// Set (to the limit) when a stdio server sent a message over [`McpLimits::max_message_bytes`].
+    overflow: Arc<OnceLock<usize>>,
+    /// A stdio server's process, killed when the connection is dropped.
+    _child: Option<tokio::process::Child>,
 }
 
 impl Drop for Connection {
@@ -126,6 +140,15 @@ struct InFlight {
 }
 
 impl InFlight {
+    /// Sends `notifications/cancelled` without waiting for it: a server that stopped reading cannot hold the call.
+    fn abandon(&mut self, reason: &'static str) {
+        if let (Some(handle), Ok(runtime)) = (self.handle.take(), tokio::runtime::Handle::try_current()) {
+            runtime.spawn(async move {
+                let _ = handle.cancel(Some(reason.to_owned())).await;
+            });
+        }
+    }
+
     async fn response(&mut self) -> Result<ServerResult, ServiceError> {
         let Some(handle) = self.handle.as_mut() else {
             return Err(ServiceError::TransportClosed);
@@ -145,18 +168,38 @@ impl InFlight {
 
 impl Drop for InFlight {
     fn drop(&mut self) {
-        if let (Some(handle), Ok(runtime)) = (self.handle.take(), tokio::runtime::Handle::try_current()) {
-            runtime.spawn(async move {
-                let _ = handle.cancel(Some("abandoned by headstart".to_owned())).await;
-            });
-        }
+        self.abandon("abandoned by headstart");
     }
 }
 
+/// Why a call stopped waiting for its response.
+enum Stop {
+    Cancelled,
+    TimedOut,
+}
+
 impl Connection {
-    /// Runs MCP tool `tool`: its cancellation becomes `notifications/cancelled`, its progress the call's updates.
+    /// The time the engine gives a call ([`headstart::Tool::timeout`]).
+    pub(crate) fn engine_timeout(&self) -> Duration {
+        self.limits.call_timeout.saturating_add(ENGINE_BACKSTOP)
+    }
+
+    /// Runs MCP tool `tool` within [`McpLimits::call_timeout`], its outcome cut to [`McpLimits::max_result_bytes`]:
+    /// its cancellation (or timeout) becomes `notifications/cancelled`, its progress the call's updates.
     pub(crate) async fn call(
         &self,
+        tool: &str,
+        arguments: Arguments,
+        context: &ToolContext,
+    ) -> Result<ToolOutput, ToolError> {
+        let deadline = Instant::now() + self.limits.call_timeout;
+        let outcome = self.call_until(deadline, tool, arguments, context).await;
+        cap_outcome(outcome, self.limits.max_result_bytes)
+    }
+
+    async fn call_until(
+        &self,
+        deadline: Instant,
         tool: &str,
         arguments: Arguments,
         context: &ToolContext,
@@ -164,11 +207,13 @@ impl Connection {
         let request = ClientRequest::CallToolRequest(CallToolRequest::new(
             CallToolRequestParams::new(tool.to_owned()).with_arguments(arguments),
         ));
-        let handle = self
+        let send = self
             .service
             .peer()
-            .send_cancellable_request(request, PeerRequestOptions::no_options())
+            .send_cancellable_request(request, PeerRequestOptions::no_options());
+        let handle = tokio::time::timeout_at(deadline, send)
             .await
+            .map_err(|_| self.timed_out(tool))?
             .map_err(|error| self.call_error(tool, &error))?;
         let _route = self
             .routes
@@ -176,39 +221,93 @@ impl Connection {
         let mut in_flight = InFlight { handle: Some(handle) };
         let response = tokio::select! {
             biased;
-            response = in_flight.response() => Some(response),
-            () = context.cancel.cancelled() => None,
+            response = in_flight.response() => Ok(response),
+            () = context.cancel.cancelled() => Err(Stop::Cancelled),
+            () = tokio::time::sleep_until(deadline) => Err(Stop::TimedOut),
         };
         match response {
-            None => {
+            Err(Stop::Cancelled) => {
                 in_flight.cancel("cancelled by headstart").await;
                 Err(ToolError::new(format!(
                     "cancelled; MCP server `{}` was sent notifications/cancelled",
                     self.name
                 )))
             }
-            Some(Ok(ServerResult::CallToolResult(result))) => into_output(result),
-            Some(Ok(_)) => Err(ToolError::new(format!(
+            Err(Stop::TimedOut) => {
+                in_flight.abandon("timed out");
+                Err(self.timed_out(tool))
+            }
+            Ok(Ok(ServerResult::CallToolResult(result))) => into_output(result),
+            Ok(Ok(_)) => Err(ToolError::new(format!(
                 "MCP server `{}` answered the call to `{tool}` with something other than a tool result (input \
                  requests and tasks are not supported)",
                 self.name
             ))),
-            Some(Err(error)) => Err(self.call_error(tool, &error)),
+            Ok(Err(error)) => Err(self.call_error(tool, &error)),
         }
+    }
+
+    fn timed_out(&self, tool: &str) -> ToolError {
+        ToolError::new(format!(
+            "MCP server `{}`: no answer to tools/call `{tool}` within {}; it was sent notifications/cancelled",
+            self.name,
+            duration_text(self.limits.call_timeout)
+        ))
     }
 
     fn call_error(&self, tool: &str, error: &ServiceError) -> ToolError {
         let server = &self.name;
         ToolError::new(match error {
-            ServiceError::TransportClosed => {
-                format!("MCP server `{server}` closed the connection during the call to `{tool}`")
-            }
+            ServiceError::TransportClosed => match self.overflow.get() {
+                Some(&limit) => format!(
+                    "MCP server `{server}` sent a message over {} (the limit) during the call to `{tool}`; the \
+                     connection was closed",
+                    bytes_text(limit)
+                ),
+                None => format!("MCP server `{server}` closed the connection during the call to `{tool}`"),
+            },
             ServiceError::McpError(error) => {
                 format!("MCP server `{server}` refused the call to `{tool}`: {}", error.message)
             }
             other => format!("MCP server `{server}`: the call to `{tool}` failed: {other}"),
         })
     }
+
+    /// A failed request after the handshake; a closed connection is explained by an oversized message if there
+    /// was one.
+    fn request_error(&self, operation: &'static str, source: ServiceError) -> McpError {
+        match (self.overflow.get(), &source) {
+            (Some(&limit), ServiceError::TransportClosed) => McpError::MessageTooLarge {
+                server: self.name.clone(),
+                limit,
+            },
+            _ => McpError::Protocol {
+                server: self.name.clone(),
+                operation,
+                source: Box::new(source),
+            },
+        }
+    }
+}
+
+/// A tool's description cut to `max` bytes, ending with `…` when cut.
+fn cut_description(tool: &mut rmcp::model::Tool, max: usize) {
+    let Some(description) = tool.description.take() else {
+        return;
+    };
+    let mut text = description.into_owned();
+    if text.len() > max {
+        cut_at_boundary(&mut text, max.saturating_sub('…'.len_utf8()));
+        text.push('…');
+    }
+    tool.description = Some(text.into());
+}
+
+/// What a stdio server adds to a connection: its process, and the record of an oversized message.
+#[derive(Default)]
+struct Process {
+    child: Option<tokio::process::Child>,
+    overflow: Arc<OnceLock<usize>>,
 }
 
 /// A connection to one MCP server, named for the prefix of its tools' names.
@@ -241,42 +340,135 @@ impl std::fmt::Debug for McpServer {
 }
 
 impl McpServer {
-    /// Connects over any rmcp transport (a child process, streamable HTTP, an in-memory pipe, …).
+    /// Connects over any rmcp transport (a child process, streamable HTTP, an in-memory pipe, …) with the default
+    /// [`McpLimits`].
     pub async fn connect<T, E, A>(name: impl Into<String>, transport: T) -> Result<Self, McpError>
     where
         T: IntoTransport<RoleClient, E, A>,
         E: std::error::Error + Send + Sync + 'static,
     {
-        let name = name.into();
+        Self::connect_with_limits(name, transport, McpLimits::default()).await
+    }
+
+    /// Connects over any rmcp transport, the server held to `limits` (the size of a message is the transport's
+    /// to bound).
+    pub async fn connect_with_limits<T, E, A>(
+        name: impl Into<String>,
+        transport: T,
+        limits: McpLimits,
+    ) -> Result<Self, McpError>
+    where
+        T: IntoTransport<RoleClient, E, A>,
+        E: std::error::Error + Send + Sync + 'static,
+    {
+        Self::establish(name.into(), transport, limits, Process::default()).await
+    }
+
+    /// The handshake, within [`McpLimits::initialize_timeout`]; on failure the transport is dropped (and a stdio
+    /// server's process killed).
+    async fn establish<T, E, A>(
+        name: String,
+        transport: T,
+        limits: McpLimits,
+        process: Process,
+    ) -> Result<Self, McpError>
+    where
+        T: IntoTransport<RoleClient, E, A>,
+        E: std::error::Error + Send + Sync + 'static,
+    {
         let routes = Arc::new(ProgressRoutes::default());
         let client = Client {
             routes: Arc::clone(&routes),
         };
-        let service = client.serve(transport).await.map_err(|source| McpError::Handshake {
-            server: name.clone(),
-            source: Box::new(source),
-        })?;
+        let service = match tokio::time::timeout(limits.initialize_timeout, client.serve(transport)).await {
+            Err(_) => {
+                return Err(McpError::Timeout {
+                    server: name,
+                    operation: "initialize",
+                    limit: limits.initialize_timeout,
+                })
+            }
+            Ok(Err(source)) => {
+                return Err(match process.overflow.get() {
+                    Some(&limit) => McpError::MessageTooLarge { server: name, limit },
+                    None => McpError::Handshake {
+                        server: name,
+                        source: Box::new(source),
+                    },
+                })
+            }
+            Ok(Ok(service)) => service,
+        };
+        // rmcp keeps up to 512 responses for as long as the server's `ttlMs` says: a hostile server could have it
+        // hold hundreds of its biggest messages. headstart lists once, so nothing is cached.
+        service
+            .peer()
+            .set_response_cache_config(ClientCacheConfig::disabled())
+            .await;
         Ok(McpServer {
-            connection: Arc::new(Connection { name, service, routes }),
+            connection: Arc::new(Connection {
+                name,
+                service,
+                routes,
+                limits,
+                overflow: process.overflow,
+                _child: process.child,
+            }),
         })
     }
 
-    /// Starts `command` and speaks MCP over its stdin and stdout (its stderr is the caller's). The process is
-    /// stopped when the server handle and all its tools are dropped.
-    pub async fn stdio(name: impl Into<String>, mut command: tokio::process::Command) -> Result<Self, McpError> {
-        let name = name.into();
-        command.kill_on_drop(true);
-        let program = command.as_std().get_program().to_string_lossy().into_owned();
-        let transport = TokioChildProcess::new(command).map_err(|source| McpError::Spawn {
-            server: name.clone(),
-            command: program,
-            source,
-        })?;
-        Self::connect(name, transport).await
+    /// [`McpServer::stdio_with_limits`] with the default [`McpLimits`].
+    pub async fn stdio(name: impl Into<String>, command: tokio::process::Command) -> Result<Self, McpError> {
+        Self::stdio_with_limits(name, command, McpLimits::default()).await
     }
 
-    /// Connects to a streamable HTTP endpoint (`http://…/mcp`, or `https://` with rustls and the ring provider).
+    /// Starts `command` and speaks MCP over its stdin and stdout, the server held to `limits`.
+    ///
+    /// - **Environment**: the process starts with a clean environment, then gets the variables of
+    ///   [`crate::INHERITED_ENV`] (`HOME`, `LOGNAME`, `PATH`, `SHELL`, `TERM`, `USER` on Unix) from headstart's,
+    ///   and every variable set on `command` itself (`command.env("GITHUB_TOKEN", …)`). Nothing else of
+    ///   headstart's environment reaches it: not the provider's API key, not the database URL.
+    /// - **stdout**: a message over [`McpLimits::max_message_bytes`] closes the connection.
+    /// - **stderr**: up to [`McpLimits::max_stderr_bytes`] of it is copied to headstart's stderr, each line
+    ///   prefixed `[mcp NAME]`, control characters replaced; the rest is dropped.
+    /// - The process is killed when the handshake fails or times out, and when the server handle and all its tools
+    ///   are dropped.
+    pub async fn stdio_with_limits(
+        name: impl Into<String>,
+        command: tokio::process::Command,
+        limits: McpLimits,
+    ) -> Result<Self, McpError> {
+        let name = name.into();
+        let program = command.as_std().get_program().to_string_lossy().into_owned();
+        let overflow = Arc::new(OnceLock::new());
+        let spawned =
+            stdio::spawn(&name, command, &limits, Arc::clone(&overflow)).map_err(|source| McpError::Spawn {
+                server: name.clone(),
+                command: program,
+                source,
+            })?;
+        // rmcp counts the newline, which the bounded reader does not: one more byte lets the reader decide.
+        let transport = AsyncRwTransport::<RoleClient, _, _>::new(spawned.stdout, spawned.stdin)
+            .with_max_line_length(limits.max_message_bytes.saturating_add(1));
+        let process = Process {
+            child: Some(spawned.child),
+            overflow,
+        };
+        Self::establish(name, transport, limits, process).await
+    }
+
+    /// [`McpServer::http_with_limits`] with the default [`McpLimits`].
     pub async fn http(name: impl Into<String>, url: impl Into<String>) -> Result<Self, McpError> {
+        Self::http_with_limits(name, url, McpLimits::default()).await
+    }
+
+    /// Connects to a streamable HTTP endpoint (`http://…/mcp`, or `https://` with rustls and the ring provider),
+    /// the server held to `limits` (rmcp caps each server-sent event at 16 MiB).
+    pub async fn http_with_limits(
+        name: impl Into<String>,
+        url: impl Into<String>,
+        limits: McpLimits,
+    ) -> Result<Self, McpError> {
         let name = name.into();
         if rustls::crypto::CryptoProvider::get_default().is_none() {
             // Losing a race with another installer is fine: a provider is installed either way.
@@ -291,7 +483,8 @@ impl McpServer {
                 message: error.to_string(),
             })?;
         let config = StreamableHttpClientTransportConfig::with_uri(url.into());
-        Self::connect(name, StreamableHttpClientTransport::with_client(client, config)).await
+        let transport = StreamableHttpClientTransport::with_client(client, config);
+        Self::establish(name, transport, limits, Process::default()).await
     }
 
     /// The server's name, the prefix of its tools' names.
@@ -299,18 +492,68 @@ impl McpServer {
         &self.connection.name
     }
 
-    /// The server's tools as it describes them (`tools/list`, every page).
+    /// The limits the server is held to.
+    pub fn limits(&self) -> &McpLimits {
+        &self.connection.limits
+    }
+
+    /// The server's tools as it describes them (`tools/list`, every page), within the [`McpLimits`]: all pages
+    /// within `list_timeout`, at most `max_list_pages` pages and `max_tools` tools, each definition at most
+    /// `max_tool_bytes`, descriptions cut to `max_description_bytes`.
     pub async fn list(&self) -> Result<Vec<rmcp::model::Tool>, McpError> {
-        self.connection
-            .service
-            .peer()
-            .list_all_tools()
+        let limit = self.connection.limits.list_timeout;
+        tokio::time::timeout(limit, self.list_pages())
             .await
-            .map_err(|source| McpError::Protocol {
-                server: self.connection.name.clone(),
-                operation: "tools/list",
-                source: Box::new(source),
+            .unwrap_or_else(|_| {
+                Err(McpError::Timeout {
+                    server: self.connection.name.clone(),
+                    operation: "tools/list (all pages)",
+                    limit,
+                })
             })
+    }
+
+    async fn list_pages(&self) -> Result<Vec<rmcp::model::Tool>, McpError> {
+        let connection = &self.connection;
+        let limits = &connection.limits;
+        let mut tools = Vec::new();
+        let mut cursor = None;
+        for _ in 0..limits.max_list_pages {
+            let params = cursor.map(|cursor| PaginatedRequestParams::default().with_cursor(Some(cursor)));
+            let page = connection
+                .service
+                .peer()
+                .list_tools(params)
+                .await
+                .map_err(|source| connection.request_error("tools/list", source))?;
+            for mut tool in page.tools {
+                if tools.len() == limits.max_tools {
+                    return Err(McpError::TooManyTools {
+                        server: connection.name.clone(),
+                        limit: limits.max_tools,
+                    });
+                }
+                cut_description(&mut tool, limits.max_description_bytes);
+                let bytes = json_size(&tool);
+                if bytes > limits.max_tool_bytes {
+                    return Err(McpError::ToolTooLarge {
+                        server: connection.name.clone(),
+                        tool: tool.name.chars().take(64).collect(),
+                        bytes,
+                        limit: limits.max_tool_bytes,
+                    });
+                }
+                tools.push(tool);
+            }
+            match page.next_cursor {
+                Some(next) => cursor = Some(next),
+                None => return Ok(tools),
+            }
+        }
+        Err(McpError::TooManyPages {
+            server: connection.name.clone(),
+            limit: limits.max_list_pages,
+        })
     }
 
     /// The server's tools as headstart tools, flagged by `policy`, in the server's order.
@@ -360,5 +603,21 @@ impl McpServer {
         }
         *toolbox = staged;
         Ok(names)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn long_descriptions_are_cut_with_an_ellipsis() {
+        let schema = serde_json::Map::new();
+        let mut tool = rmcp::model::Tool::new("t", "é".repeat(100), schema.clone());
+        cut_description(&mut tool, 11);
+        assert_eq!(tool.description.as_deref(), Some("éééé…"));
+        let mut short = rmcp::model::Tool::new("t", "fine", schema);
+        cut_description(&mut short, 11);
+        assert_eq!(short.description.as_deref(), Some("fine"));
     }
 }

@@ -1,6 +1,7 @@
 //! [`McpTool`]: one tool of an MCP server as a headstart [`Tool`].
 
 use std::sync::Arc;
+use std::time::Duration;
 
 use async_trait::async_trait;
 use headstart::{Arguments, ExecutionMode, Tool, ToolContext, ToolError, ToolOutput};
@@ -93,6 +94,12 @@ impl Tool for McpTool {
 
     fn idempotent(&self) -> bool {
         self.flags.idempotent
+    }
+
+    /// A backstop a few seconds past [`crate::McpLimits::call_timeout`]: the call ends itself at that timeout with
+    /// an error naming the server, and tells the server to stop.
+    fn timeout(&self) -> Option<Duration> {
+        Some(self.connection.engine_timeout())
     }
 
     async fn execute(&self, arguments: Arguments, context: ToolContext) -> Result<ToolOutput, ToolError> {

@@ -16,7 +16,7 @@ use headstart_mcp::rmcp::model::{
 };
 use headstart_mcp::rmcp::service::{RequestContext, RunningService};
 use headstart_mcp::rmcp::{ErrorData, RoleServer, ServerHandler, ServiceExt};
-use headstart_mcp::{McpError, McpServer, Override, ToolPolicy};
+use headstart_mcp::{McpError, McpLimits, McpServer, Override, ToolPolicy};
 use serde_json::{json, Value};
 use support::{call, deltas, done, run, start};
 use tokio::sync::Notify;
@@ -143,6 +143,10 @@ struct Fixture {
 }
 
 async fn connect() -> Fixture {
+    connect_with(McpLimits::default()).await
+}
+
+async fn connect_with(limits: McpLimits) -> Fixture {
     let (client_io, mut client_end) = tokio::io::duplex(1 << 16);
     let (mut server_end, server_io) = tokio::io::duplex(1 << 16);
     let link = tokio::spawn(async move {
@@ -153,7 +157,7 @@ async fn connect() -> Fixture {
         seen: Arc::clone(&seen),
     };
     let server = tokio::spawn(async move { handler.serve(server_io).await });
-    let client = McpServer::connect("test", client_io)
+    let client = McpServer::connect_with_limits("test", client_io, limits)
         .await
         .expect("the handshake succeeds");
     let server = server.await.expect("the server task runs").expect("the server starts");
@@ -308,6 +312,42 @@ async fn cancelling_a_call_reaches_the_server() {
     );
     let run = run(toolbox, response, cancel, |_| {}).await;
     assert!(run.result("b").is_error, "a cancelled call fails");
+    tokio::time::timeout(Duration::from_secs(5), fixture.seen.cancelled.notified())
+        .await
+        .expect("the server saw notifications/cancelled for the call");
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_call_past_its_timeout_fails_and_the_server_is_told_to_stop() {
+    let limits = McpLimits {
+        call_timeout: Duration::from_secs(1),
+        ..McpLimits::default()
+    };
+    let fixture = connect_with(limits).await;
+    let toolbox = toolbox(&fixture.client, &ToolPolicy::untrusted()).await;
+    assert_eq!(
+        toolbox.get("test__block").and_then(|tool| tool.timeout()),
+        Some(Duration::from_secs(6)),
+        "the engine's backstop is 5 s past the call's own timeout"
+    );
+    let response = deltas(
+        [start()]
+            .into_iter()
+            .chain(call(0, "b", "test__block", json!({})))
+            .chain([done()]),
+    );
+    let began = tokio::time::Instant::now();
+    let run = run(toolbox, response, CancellationToken::new(), |_| {}).await;
+    let took = began.elapsed();
+    assert!(
+        (Duration::from_secs(1)..Duration::from_secs(2)).contains(&took),
+        "on the paused clock the call ends at its 1 s timeout, not at the block's 30 s: {took:?}"
+    );
+    assert!(run.result("b").is_error);
+    assert_eq!(
+        run.text("b"),
+        "MCP server `test`: no answer to tools/call `block` within 1 s; it was sent notifications/cancelled"
+    );
     tokio::time::timeout(Duration::from_secs(5), fixture.seen.cancelled.notified())
         .await
         .expect("the server saw notifications/cancelled for the call");
