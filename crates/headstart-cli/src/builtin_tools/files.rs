@@ -436,10 +436,14 @@ mod tests {
             // open might see.
             std::thread::spawn(move || {
                 let (real, sub) = (root.join("real"), root.join("sub"));
+                // Each state held a moment, so that reads meet both the directory and the link.
+                let hold = || std::thread::sleep(Duration::from_micros(50));
                 while !stop.load(Ordering::Relaxed) {
                     let _ = std::fs::rename(&real, &sub);
+                    hold();
                     let _ = std::fs::rename(&sub, &real);
                     let _ = std::os::unix::fs::symlink("/etc", &sub);
+                    hold();
                     let _ = std::fs::remove_file(&sub);
                     flips.fetch_add(1, Ordering::Relaxed);
                 }
