@@ -20,7 +20,7 @@ use headstart_providers::retry::RetryPolicy;
 use headstart_providers::WireFormat;
 use headstart_sim::timeline::Timeline;
 
-use crate::builtin_tools;
+use crate::builtin_tools::{self, fetch_policy::normalize_host, BuiltinConfig, FetchPolicy};
 use crate::timeline::svg;
 use crate::view::{print_savings, View};
 use crate::visible::{visible, Lines};
@@ -127,6 +127,22 @@ pub struct ModelArgs {
     /// e.g. `--mcp-env GITHUB_TOKEN` or `--mcp-env github:GITHUB_TOKEN`.
     #[arg(long = "mcp-env", value_name = "[SERVER:]NAME")]
     mcp_env: Vec<String>,
+    /// Offer the model `fetch_url` (HTTP GET; off by default): public addresses only, at most 5 redirects within
+    /// the same host, 256 KiB of body, 30 s in all, e.g. `--fetch`.
+    #[arg(long)]
+    fetch: bool,
+    /// Let `fetch_url` reach loopback, private, link-local and other non-public addresses too (needs --fetch),
+    /// e.g. `--fetch --fetch-allow-private` for a service on 127.0.0.1.
+    #[arg(long, requires = "fetch")]
+    fetch_allow_private: bool,
+    /// Let `fetch_url` reach only this host; repeatable (needs --fetch), e.g. `--fetch --fetch-allow docs.rs
+    /// --fetch-allow crates.io`.
+    #[arg(long = "fetch-allow", value_name = "HOST", requires = "fetch")]
+    fetch_allow: Vec<String>,
+    /// Let `read_file` read secrets, refused by default (.env, .env.*, *.pem, *.key, id_rsa*, .netrc, .pgpass,
+    /// .git-credentials, .npmrc, .pypirc, files under .ssh/.aws/.docker/.kube, ...), e.g. `--read-secrets`.
+    #[arg(long)]
+    read_secrets: bool,
 }
 
 /// One `--mcp` value: the server's name and its command line.
@@ -199,7 +215,8 @@ impl McpEnv {
   headstart run --provider anthropic --model claude-sonnet-4-5 \"What is in Cargo.toml?\"
   headstart run --provider openai --model gpt-4.1 --timeline run.svg \"Summarize README.md\"
   headstart run --provider openai-compatible --base-url http://127.0.0.1:8000/v1 --model qwen3 \"List src\"
-  headstart run --provider gemini --model gemini-2.5-flash --session 0192… \"And now the tests?\"")]
+  headstart run --provider gemini --model gemini-2.5-flash --session 0192… \"And now the tests?\"
+  headstart run --provider anthropic --model claude-sonnet-4-5 --fetch --fetch-allow docs.rs \"What is new in tokio?\"")]
 pub struct RunArgs {
     #[command(flatten)]
     model: ModelArgs,
@@ -362,15 +379,46 @@ impl ModelArgs {
         Ok(tools)
     }
 
-    /// The agent: the model, the built-in tools plus `extra` (where MCP servers' tools plug in), the engine
-    /// continuing after failed streams as `--continue-after-failure` allows.
-    fn agent(&self, store: Arc<dyn TranscriptStore>, extra: Vec<Arc<dyn Tool>>) -> Result<Agent, Failure> {
-        let model = self.model()?;
-        let workdir = match &self.workdir {
-            Some(dir) => dir.clone(),
-            None => std::env::current_dir().map_err(failed)?,
+    /// What the built-in tools may do: `--workdir`, `--read-secrets`, the `--fetch` flags; `transcript` is the
+    /// database file they must not read.
+    fn builtin_config(&self, transcript: &Path) -> Result<BuiltinConfig, Failure> {
+        let fetch = if self.fetch {
+            let allowed_hosts = self
+                .fetch_allow
+                .iter()
+                .map(|host| {
+                    normalize_host(host)
+                        .ok_or_else(|| Failure::Usage(format!("--fetch-allow {host:?}: not a host name or address")))
+                })
+                .collect::<Result<_, _>>()?;
+            Some(FetchPolicy {
+                allow_private: self.fetch_allow_private,
+                allowed_hosts,
+            })
+        } else {
+            None
         };
-        let toolbox = builtin_tools::toolbox(&workdir, extra).map_err(Failure::Failed)?;
+        Ok(BuiltinConfig {
+            workdir: match &self.workdir {
+                Some(dir) => dir.clone(),
+                None => std::env::current_dir().map_err(failed)?,
+            },
+            transcript: Some(transcript.to_path_buf()),
+            read_secrets: self.read_secrets,
+            fetch,
+        })
+    }
+
+    /// The agent: the model, the built-in tools plus `extra` (where MCP servers' tools plug in), the engine
+    /// continuing after failed streams as `--continue-after-failure` allows; `transcript` is the database file.
+    fn agent(
+        &self,
+        store: Arc<dyn TranscriptStore>,
+        extra: Vec<Arc<dyn Tool>>,
+        transcript: &Path,
+    ) -> Result<Agent, Failure> {
+        let model = self.model()?;
+        let toolbox = builtin_tools::toolbox(&self.builtin_config(transcript)?, extra).map_err(Failure::Failed)?;
         let config = EngineConfig::default()
             .max_turns(self.max_turns)
             .continue_after_failed_stream((self.continue_after_failure > 0).then_some(self.continue_after_failure));
@@ -501,7 +549,9 @@ async fn run_async(args: &RunArgs) -> Result<u8, Failure> {
         }
     };
     let after_seq = last_seq(store.as_ref(), &session).await?;
-    let agent = args.model.agent(Arc::clone(&store), args.model.mcp_tools().await?)?;
+    let agent = args
+        .model
+        .agent(Arc::clone(&store), args.model.mcp_tools().await?, &args.db)?;
     println!(
         "headstart run: session {session}, {} tools",
         agent.engine().toolbox().len()
@@ -542,7 +592,9 @@ async fn resume_async(args: &ResumeArgs) -> Result<u8, Failure> {
             args.session
         )));
     }
-    let agent = args.model.agent(Arc::clone(&store), args.model.mcp_tools().await?)?;
+    let agent = args
+        .model
+        .agent(Arc::clone(&store), args.model.mcp_tools().await?, &args.db)?;
     let policy = if args.rerun_idempotent {
         RecoveryPolicy::ReExecuteIdempotent
     } else {

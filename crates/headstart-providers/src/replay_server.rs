@@ -3,8 +3,9 @@
 //!
 //! The k-th POST gets the k-th scripted [`Reply`]: an SSE stream sent one event at a time with a delay before each,
 //! the same stream cut off by a connection reset, or an HTTP error. GETs are answered from a table of pages (each
-//! with its own delay), so a tool that fetches a URL has something slow to fetch. Every request is recorded with
-//! its headers, JSON body and arrival time.
+//! with its own delay), so a tool that fetches a URL has something slow to fetch; [`ReplayServer::route`] adds
+//! hostile answers to GETs (redirects, endless or trickling bodies). Every request is recorded with its headers,
+//! JSON body and arrival time.
 
 use std::collections::HashMap;
 use std::convert::Infallible;
@@ -81,6 +82,34 @@ pub struct Page {
     pub body: String,
 }
 
+/// A scripted answer to GETs of one path, beyond a plain [`Page`]; added with [`ReplayServer::route`].
+#[derive(Debug, Clone)]
+pub enum Route {
+    /// A redirect: this status (301, 302, 303, 307 or 308) with this `Location`.
+    Redirect {
+        /// The status.
+        status: u16,
+        /// The `Location` header, absolute or relative.
+        location: String,
+    },
+    /// A 200 whose body is `bytes` bytes of `fill`, sent as fast as the client reads, in chunks of 64 KiB.
+    Large {
+        /// The body's length.
+        bytes: u64,
+        /// The byte repeated.
+        fill: u8,
+    },
+    /// A 200 whose body is `chunk`, sent `chunks` times, `interval` apart.
+    Trickle {
+        /// What each send carries.
+        chunk: String,
+        /// The pause before each.
+        interval: Duration,
+        /// How many sends.
+        chunks: usize,
+    },
+}
+
 /// One request as the server saw it.
 #[derive(Debug, Clone)]
 pub struct SeenRequest {
@@ -106,6 +135,7 @@ struct Recorded {
 pub struct ReplayServer {
     address: SocketAddr,
     recorded: Arc<Recorded>,
+    routes: Arc<Mutex<HashMap<String, Route>>>,
 }
 
 struct Script {
@@ -113,6 +143,7 @@ struct Script {
     pages: HashMap<String, Page>,
     delay: Duration,
     posts: AtomicUsize,
+    routes: Arc<Mutex<HashMap<String, Route>>>,
 }
 
 fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
@@ -126,11 +157,13 @@ impl ReplayServer {
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
         let address = listener.local_addr()?;
         let recorded = Arc::new(Recorded::default());
+        let routes = Arc::new(Mutex::new(HashMap::new()));
         let script = Arc::new(Script {
             replies,
             pages,
             delay,
             posts: AtomicUsize::new(0),
+            routes: Arc::clone(&routes),
         });
         let server_recorded = Arc::clone(&recorded);
         tokio::spawn(async move {
@@ -147,7 +180,17 @@ impl ReplayServer {
                 });
             }
         });
-        Ok(ReplayServer { address, recorded })
+        Ok(ReplayServer {
+            address,
+            recorded,
+            routes,
+        })
+    }
+
+    /// Answers GETs of `path` (with its query) as `route` says from now on, before the pages; set once the server
+    /// listens, so that a route can name the server's own URL.
+    pub fn route(&self, path: impl Into<String>, route: Route) {
+        lock(&self.routes).insert(path.into(), route);
     }
 
     /// The address it listens on.
@@ -205,6 +248,10 @@ async fn answer(
         at: Instant::now(),
     });
     if method != "POST" {
+        let route = lock(&script.routes).get(&path).cloned();
+        if let Some(route) = route {
+            return Ok(routed(route));
+        }
         let (status, page) = match script.pages.get(&path) {
             Some(page) => (200, page.clone()),
             None => (
@@ -291,6 +338,47 @@ fn raw_body(head: String, chunk: String, times: usize, tail: String) -> Response
         .chain(futures::stream::once(async move { Bytes::from(tail) }))
         .map(|bytes| Ok(Frame::data(bytes)));
     response(200, &[], SSE_CONTENT_TYPE, StreamBody::new(bytes.boxed()))
+}
+
+/// The answer a [`Route`] scripts.
+fn routed(route: Route) -> Response<Body> {
+    match route {
+        Route::Redirect { status, location } => response(
+            status,
+            &[("location".to_owned(), location)],
+            "text/plain",
+            whole(String::new()),
+        ),
+        Route::Large { bytes, fill } => {
+            const CHUNK: u64 = 64 * 1024;
+            let chunk = Bytes::from(vec![fill; CHUNK as usize]);
+            let frames = futures::stream::unfold(bytes, move |left| {
+                let chunk = chunk.clone();
+                async move {
+                    let size = left.min(CHUNK);
+                    (size > 0).then(|| (Ok(Frame::data(chunk.slice(..size as usize))), left - size))
+                }
+            });
+            response(200, &[], "text/plain", StreamBody::new(frames.boxed()))
+        }
+        Route::Trickle {
+            chunk,
+            interval,
+            chunks,
+        } => {
+            let frames = futures::stream::unfold(chunks, move |left| {
+                let chunk = chunk.clone();
+                async move {
+                    if left == 0 {
+                        return None;
+                    }
+                    tokio::time::sleep(interval).await;
+                    Some((Ok(Frame::data(Bytes::from(chunk))), left - 1))
+                }
+            });
+            response(200, &[], "text/plain", StreamBody::new(frames.boxed()))
+        }
+    }
 }
 
 fn whole(text: String) -> Body {
