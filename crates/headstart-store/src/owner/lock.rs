@@ -82,7 +82,9 @@ impl SessionLocks {
     pub fn beside(db: &Path) -> Self {
         let mut dir = db.as_os_str().to_owned();
         dir.push(".owners");
-        SessionLocks { dir: PathBuf::from(dir) }
+        SessionLocks {
+            dir: PathBuf::from(dir),
+        }
     }
 
     /// The directory of the lock files.
@@ -231,7 +233,9 @@ fn read_record(file: &File) -> Option<ProcessRecord> {
     let mut reader = file;
     reader.seek(SeekFrom::Start(0)).ok()?;
     reader.take(MAX_RECORD_BYTES).read_to_end(&mut bytes).ok()?;
-    serde_json::from_slice::<ProcessRecord>(&bytes).ok().map(ProcessRecord::cleaned)
+    serde_json::from_slice::<ProcessRecord>(&bytes)
+        .ok()
+        .map(ProcessRecord::cleaned)
 }
 
 #[cfg(test)]
@@ -280,7 +284,10 @@ mod tests {
             panic!("{refusal:?}")
         };
         assert_eq!((record.pid, record.since_us), (std::process::id(), 1_000_000));
-        assert!(refusal.to_string().starts_with("session s1 is running in process "), "{refusal}");
+        assert!(
+            refusal.to_string().starts_with("session s1 is running in process "),
+            "{refusal}"
+        );
         drop(lock);
         assert!(!locks.path_of(&session).exists(), "the lock file is deleted on release");
         let again = locks.take(&session, false, 3_000_000).expect("free again");

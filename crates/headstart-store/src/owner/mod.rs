@@ -250,7 +250,12 @@ mod tests {
                  that worker writes it"
             );
             let expired = decide(&session, Some(&worker), force, 2_000_000).expect_err("an expired lease");
-            assert!(expired.to_string().contains("whose lease expired at 1970-01-01T00:00:02Z"), "{expired}");
+            assert!(
+                expired
+                    .to_string()
+                    .contains("whose lease expired at 1970-01-01T00:00:02Z"),
+                "{expired}"
+            );
         }
     }
 
