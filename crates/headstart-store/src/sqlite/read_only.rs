@@ -33,8 +33,11 @@ pub(super) enum Fallback {
 /// The decision after a read-only open failed with SQLite's extended result code `code`, given the size of the
 /// WAL file beside the database (`None`: there is none).
 pub(super) fn fallback(code: i32, wal_bytes: Option<u64>) -> Fallback {
-    // The directory cannot hold the WAL index (`-shm`), or an existing index cannot be initialized read-only.
-    let index_unavailable = code == ffi::SQLITE_READONLY_DIRECTORY || code == ffi::SQLITE_READONLY_CANTINIT;
+    // The directory cannot hold the WAL index (`-shm`), or an existing index cannot be initialized read-only; with
+    // a WAL beside the file, SQLite says only that it cannot open the database (its index cannot be made).
+    let index_unavailable = code == ffi::SQLITE_READONLY_DIRECTORY
+        || code == ffi::SQLITE_READONLY_CANTINIT
+        || (code == ffi::SQLITE_CANTOPEN && wal_bytes.is_some());
     match (index_unavailable, wal_bytes) {
         (false, _) => Fallback::None,
         (true, None | Some(0)) => Fallback::Immutable,
@@ -132,6 +135,9 @@ mod tests {
             assert_eq!(fallback(code, Some(0)), Fallback::Immutable);
             assert_eq!(fallback(code, Some(4152)), Fallback::WalPending);
         }
+        // A WAL beside the file: SQLite reports only that it cannot open it.
+        assert_eq!(fallback(ffi::SQLITE_CANTOPEN, Some(0)), Fallback::Immutable);
+        assert_eq!(fallback(ffi::SQLITE_CANTOPEN, Some(12_392)), Fallback::WalPending);
         for code in [
             ffi::SQLITE_READONLY,
             ffi::SQLITE_CANTOPEN,

@@ -1,0 +1,146 @@
+//! What the end-to-end tests of `headstart run`, `resume` and `recover` share: the command against a local
+//! replay server, synthesized Anthropic streams, and readers of what was stored or sent.
+// Each test file uses some of these.
+#![allow(dead_code)]
+
+use std::path::Path;
+use std::process::Output;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::Duration;
+
+use headstart::core::Message;
+use headstart::store::StoredMessage;
+use headstart_providers::replay_server::{ReplayServer, Reply, SeenRequest};
+use serde_json::{json, Value};
+
+/// The replay server's pause before each SSE event.
+pub const DELAY: Duration = Duration::from_millis(5);
+/// The variable the test key is passed in.
+pub const KEY: &str = "HEADSTART_RUN_TEST_KEY";
+/// The next response id.
+static NEXT_RESPONSE: AtomicUsize = AtomicUsize::new(0);
+
+/// `headstart run|resume …` against `server`, in `dir`, with the test key set.
+pub fn command(dir: &Path, server: &ReplayServer, provider: &str, args: &[&str]) -> tokio::process::Command {
+    let mut command = tokio::process::Command::new(env!("CARGO_BIN_EXE_headstart"));
+    command
+        .current_dir(dir)
+        .env(KEY, "test-key")
+        .args(args)
+        .args(["--provider", provider, "--model", "m", "--api-key-env", KEY])
+        .arg("--base-url")
+        .arg(server.url("/v1"))
+        .kill_on_drop(true);
+    command
+}
+
+/// Runs `command` to its end (at most two minutes) and prints its output.
+pub async fn run_to_end(command: &mut tokio::process::Command) -> Output {
+    let output = tokio::time::timeout(Duration::from_secs(120), command.output())
+        .await
+        .expect("the command finished")
+        .expect("the command ran");
+    eprintln!("stdout:\n{}", String::from_utf8_lossy(&output.stdout));
+    eprintln!("stderr:\n{}", String::from_utf8_lossy(&output.stderr));
+    output
+}
+
+/// The texts of the stored tool results, in log order.
+pub fn result_texts(log: &[StoredMessage]) -> Vec<String> {
+    log.iter()
+        .filter_map(|stored| match &stored.message {
+            Message::ToolResult(result) => Some(result.text()),
+            _ => None,
+        })
+        .collect()
+}
+
+/// One SSE event of the Anthropic Messages stream.
+pub fn event(name: &str, data: Value) -> String {
+    format!("event: {name}\ndata: {data}\n\n")
+}
+
+/// An Anthropic response: optional text, then `tool_use` blocks `(id, name, input)`.
+pub fn anthropic(text: Option<&str>, calls: &[(&str, &str, Value)]) -> Vec<String> {
+    // Each response has its own id, as a provider's: the id is the turn its fragments are grouped by.
+    let id = format!("msg_{}", NEXT_RESPONSE.fetch_add(1, Ordering::Relaxed));
+    let mut events = vec![event(
+        "message_start",
+        json!({"type": "message_start", "message": {"id": id, "type": "message", "role": "assistant",
+            "model": "m", "content": [], "stop_reason": null, "usage": {"input_tokens": 3, "output_tokens": 1}}}),
+    )];
+    let mut index = 0;
+    if let Some(text) = text {
+        events.push(event(
+            "content_block_start",
+            json!({"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}}),
+        ));
+        for word in text.split_inclusive(' ') {
+            events.push(event(
+                "content_block_delta",
+                json!({"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": word}}),
+            ));
+        }
+        events.push(event(
+            "content_block_stop",
+            json!({"type": "content_block_stop", "index": 0}),
+        ));
+        index = 1;
+    }
+    for (id, name, input) in calls {
+        events.push(event(
+            "content_block_start",
+            json!({"type": "content_block_start", "index": index,
+                "content_block": {"type": "tool_use", "id": id, "name": name, "input": {}}}),
+        ));
+        events.push(event(
+            "content_block_delta",
+            json!({"type": "content_block_delta", "index": index,
+                "delta": {"type": "input_json_delta", "partial_json": input.to_string()}}),
+        ));
+        events.push(event(
+            "content_block_stop",
+            json!({"type": "content_block_stop", "index": index}),
+        ));
+        index += 1;
+    }
+    let stop = if calls.is_empty() { "end_turn" } else { "tool_use" };
+    events.push(event(
+        "message_delta",
+        json!({"type": "message_delta", "delta": {"stop_reason": stop, "stop_sequence": null},
+            "usage": {"output_tokens": 9}}),
+    ));
+    events.push(event("message_stop", json!({"type": "message_stop"})));
+    events
+}
+
+/// The final answer: text, no calls.
+pub fn answer() -> Reply {
+    Reply::Events(anthropic(Some("The notes say hello."), &[]))
+}
+
+/// A working directory with `notes.txt`.
+pub fn workdir() -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("notes.txt"), "hello from the notes").unwrap();
+    dir
+}
+
+/// The tool results a model request carries: (call id, content).
+pub fn tool_results(request: &SeenRequest) -> Vec<(String, String)> {
+    request.body["messages"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .flat_map(|message| message["content"].as_array().cloned().unwrap_or_default())
+        .filter(|block| block["type"] == "tool_result")
+        .map(|block| {
+            let id = block["tool_use_id"].as_str().unwrap_or_default().to_owned();
+            let content = match &block["content"] {
+                Value::String(text) => text.clone(),
+                other => other.to_string(),
+            };
+            (id, content)
+        })
+        .collect()
+}
