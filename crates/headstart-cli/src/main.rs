@@ -9,6 +9,7 @@ mod demo;
 mod durability;
 mod inspect;
 mod mcp;
+mod owner;
 mod recover;
 mod replay;
 mod run;

@@ -1,12 +1,18 @@
-//! `headstart recover STORE [--json]`: give every unfinished call (admitted, no result) the interrupted result
-//! (contract §7.4), and print what was done. STORE is a SQLite file or a PostgreSQL URL.
+//! `headstart recover STORE [--json] [--force]`: give every unfinished call (admitted, no result) the interrupted
+//! result (contract §7.4), and print what was done. STORE is a SQLite file or a PostgreSQL URL.
 //!
-//! Sessions a worker of a fleet holds (`running`) are left alone: their writes are the worker's (contract §7.5.2),
-//! and the worker, or the one that takes them over, recovers them.
+//! Recovery is for calls whose process is gone. A session that a live process runs (`headstart run` or `resume`,
+//! holding the session's lock beside a SQLite file) or that a worker of a fleet holds (`running`, under a lease) is
+//! not recovered: when such a session has unfinished calls, `recover` names its owner and stops with exit status 1
+//! before writing anything, to any session. `--force` takes sessions over from processes that hold them (when
+//! they are known to be gone or hung); a worker's lease is never overridden, since the store fences every write
+//! made without it (contract §7.5.2): the next worker to claim the session recovers it.
 
-use headstart::store::SessionState;
+use headstart::store::owner::{decide, Holder, SessionLock};
+use headstart::store::{SessionId, SessionQueue};
 use headstart::{recover_session, Clock, RecoveredCall, SystemClock};
 
+use crate::owner::{self, NotTaken};
 use crate::store_url::{runtime, Access, StoreUrl};
 
 /// Arguments of `headstart recover`.
@@ -17,20 +23,80 @@ pub struct Args {
     /// Print JSON: an array with one object per recovered call.
     #[arg(long)]
     json: bool,
+    /// Recover sessions that a live process holds too, taking them over: for a process that is known to be gone
+    /// or hung (a worker's lease is never overridden).
+    #[arg(long)]
+    force: bool,
 }
 
-/// Runs recovery; exit status 1 when the database cannot be recovered.
+/// The sessions recovery may write, each with this process's hold on it (SQLite), and the refusals.
+#[derive(Default)]
+struct Plan {
+    sessions: Vec<(SessionId, Option<SessionLock>)>,
+    refused: Vec<String>,
+}
+
+/// Takes every session that has unfinished calls for this process, or notes who holds it. Writes nothing.
+async fn plan(url: &StoreUrl, store: &dyn SessionQueue, force: bool) -> Result<Plan, String> {
+    let now_us = SystemClock.now_us();
+    let mut plan = Plan::default();
+    for info in store.sessions().await.map_err(|error| error.to_string())? {
+        let session = info.id.clone();
+        // A worker's session: its lease decides, and no process lock is involved.
+        if let Some(worker) = Holder::of_session(&info) {
+            if let Err(refusal) = decide(&session, Some(&worker), force, now_us) {
+                if has_unfinished(store, &session).await? {
+                    plan.refused.push(owner::refusal_text(&refusal));
+                }
+            }
+            continue;
+        }
+        // Taken before its calls are read, so that none can be admitted between the look and the writes.
+        let lock = match url {
+            StoreUrl::Sqlite(path) => match owner::take(path, &session, force) {
+                Ok(lock) => Some(lock),
+                Err(NotTaken::Refused(refusal)) => {
+                    if has_unfinished(store, &session).await? {
+                        plan.refused.push(owner::refusal_text(&refusal));
+                    }
+                    continue;
+                }
+                Err(failed @ NotTaken::Failed(_)) => return Err(failed.text()),
+            },
+            // Processes on several machines share a PostgreSQL database: they coordinate through the queue.
+            StoreUrl::Postgres(_) => None,
+        };
+        if has_unfinished(store, &session).await? {
+            plan.sessions.push((session, lock));
+        }
+    }
+    Ok(plan)
+}
+
+async fn has_unfinished(store: &dyn SessionQueue, session: &SessionId) -> Result<bool, String> {
+    let calls = store
+        .unfinished_calls(session)
+        .await
+        .map_err(|error| error.to_string())?;
+    Ok(!calls.is_empty())
+}
+
+/// Runs recovery; exit status 1 when the store cannot be recovered or a live owner holds a session to recover.
 pub fn run(args: &Args) -> u8 {
     let url = StoreUrl::parse(&args.db);
     let recovered = runtime().and_then(|runtime| {
         runtime.block_on(async {
             let store = url.open(Access::WriteExisting).await?;
+            let plan = plan(&url, store.as_ref(), args.force).await?;
+            if !plan.refused.is_empty() {
+                let mut message = plan.refused.join("\nheadstart recover: ");
+                message.push_str("\nheadstart recover: nothing was recovered");
+                return Err(message);
+            }
             let mut recovered: Vec<RecoveredCall> = Vec::new();
-            for info in store.sessions().await.map_err(|error| error.to_string())? {
-                if info.state == SessionState::Running {
-                    continue;
-                }
-                let calls = recover_session(store.as_ref(), &info.id, SystemClock.now_us())
+            // Each session's lock is held until its calls have their results.
+            for (session, _lock) in plan.sessions {
+                let calls = recover_session(store.as_ref(), &session, SystemClock.now_us())
                     .await
                     .map_err(|error| error.to_string())?;
                 recovered.extend(calls);
@@ -56,7 +122,7 @@ pub fn run(args: &Args) -> u8 {
         return 0;
     }
     if recovered.is_empty() {
-        println!("nothing to recover: every admitted call in {url} has a result (sessions a worker holds aside)");
+        println!("nothing to recover: every admitted call in {url} has a result");
     }
     for call in &recovered {
         println!(

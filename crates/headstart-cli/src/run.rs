@@ -21,6 +21,7 @@ use headstart_providers::WireFormat;
 use headstart_sim::timeline::Timeline;
 
 use crate::builtin_tools::{self, fetch_policy::normalize_host, BuiltinConfig, FetchPolicy};
+use crate::owner;
 use crate::timeline::svg;
 use crate::view::{print_savings, View};
 use crate::visible::{visible, Lines};
@@ -226,6 +227,10 @@ pub struct RunArgs {
     /// Continue this stored session instead of starting one, e.g. `--session 0192f3a4-…`.
     #[arg(long, value_name = "ID")]
     session: Option<String>,
+    /// With --session: take the session over from the process that holds it, when that process is known to be
+    /// gone or hung (without it, a session another process runs is refused, naming that process), e.g. `--force`.
+    #[arg(long, requires = "session")]
+    force: bool,
     /// What to ask, e.g. `"Which crates does this workspace have?"`.
     prompt: String,
 }
@@ -240,6 +245,10 @@ pub struct ResumeArgs {
     /// The session to resume, e.g. `--session 0192f3a4-…`.
     #[arg(long, value_name = "ID")]
     session: String,
+    /// Take the session over from the process that holds it, when that process is known to be gone or hung
+    /// (without it, a session another process runs is refused, naming that process), e.g. `--force`.
+    #[arg(long)]
+    force: bool,
     /// Run calls of idempotent tools (all the built-ins) again instead of giving them the interrupted result,
     /// e.g. `--rerun-idempotent`.
     #[arg(long)]
@@ -531,21 +540,28 @@ pub fn run(args: &RunArgs) -> u8 {
 async fn run_async(args: &RunArgs) -> Result<u8, Failure> {
     let store: Arc<dyn TranscriptStore> =
         Arc::new(SqliteStore::open(&args.db, SqliteOptions::default()).map_err(failed)?);
-    let session = match &args.session {
-        None => store.create_session(SystemClock.now_us()).await.map_err(failed)?,
+    // The session is this process's while the run lasts (held until this function returns).
+    let (session, _owner) = match &args.session {
+        None => {
+            let session = store.create_session(SystemClock.now_us()).await.map_err(failed)?;
+            let owner = owner::take(&args.db, &session, false).map_err(|not| failed(not.text()))?;
+            (session, owner)
+        }
         Some(id) => {
             let session = SessionId(id.clone());
             let known = store.sessions().await.map_err(failed)?;
             if !known.iter().any(|info| info.id == session) {
                 return Err(Failure::Usage(format!("{} has no session {id}", args.db.display())));
             }
+            // Taken before its calls are read: unfinished calls of a live run are that run's, not a crash's.
+            let owner = owner::take(&args.db, &session, args.force).map_err(|not| failed(not.text()))?;
             if !store.unfinished_calls(&session).await.map_err(failed)?.is_empty() {
                 return Err(Failure::Usage(format!(
                     "session {id} has calls interrupted by a crash: run `headstart resume {} --session {id}` first",
                     args.db.display()
                 )));
             }
-            session
+            (session, owner)
         }
     };
     let after_seq = last_seq(store.as_ref(), &session).await?;
@@ -592,6 +608,8 @@ async fn resume_async(args: &ResumeArgs) -> Result<u8, Failure> {
             args.session
         )));
     }
+    // The session is this process's while it is recovered and continued (held until this function returns).
+    let _owner = owner::take(&args.db, &session, args.force).map_err(|not| failed(not.text()))?;
     let agent = args
         .model
         .agent(Arc::clone(&store), args.model.mcp_tools().await?, &args.db)?;

@@ -30,7 +30,7 @@ use headstart_sim::invariants::check_log;
 use serde_json::{json, Value};
 
 mod support;
-use support::{answer, anthropic, command, run_to_end, tool_results, DELAY, KEY};
+use support::{answer, anthropic, command, result_texts, run_to_end, tool_results, workdir, DELAY, KEY};
 
 fn fixture(name: &str) -> String {
     let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
@@ -94,15 +94,6 @@ fn text_of(response: &AssistantMessage) -> String {
         .iter()
         .filter_map(|block| match block {
             ContentBlock::Text { text, .. } => Some(text.as_str()),
-            _ => None,
-        })
-        .collect()
-}
-
-fn result_texts(log: &[StoredMessage]) -> Vec<String> {
-    log.iter()
-        .filter_map(|stored| match &stored.message {
-            Message::ToolResult(result) => Some(result.text()),
             _ => None,
         })
         .collect()
@@ -183,13 +174,6 @@ async fn each_recorded_conversation_is_stored_as_recorded() {
             "{name}: {results:?}"
         );
     }
-}
-
-/// A working directory with `notes.txt`.
-fn workdir() -> tempfile::TempDir {
-    let dir = tempfile::tempdir().unwrap();
-    std::fs::write(dir.path().join("notes.txt"), "hello from the notes").unwrap();
-    dir
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -14,6 +14,9 @@
 //!   together or not at all (contract §7.2): a call can only ever be admitted with a durable owner;
 //! - messages are append-only with a per-session sequence number starting at 1 and without gaps.
 //!
+//! Who runs a session, and whether another process may take it, is the [`owner`] module's: processes on one
+//! machine hold an OS lock beside a SQLite file, workers of a fleet a lease.
+//!
 //! Fleets of workers sharing one store (contract §7.5) use the [`SessionQueue`] on top: submitted sessions, claims
 //! under leases, and writes fenced by the lease's epoch (see the [`lease`] module). Single-process use never
 //! touches it.
@@ -28,6 +31,7 @@ pub mod conformance;
 mod error;
 pub mod layer;
 pub mod lease;
+pub mod owner;
 mod sqlite;
 mod types;
 

@@ -66,6 +66,11 @@ pub struct RecoveredCall {
 
 /// Gives every unfinished call of `session` a result: the [`INTERRUPTED`] error, with the run ended as
 /// `cancelled` (it had started) or `skipped` (it had not). Needs no tools, so a bare store can be recovered.
+///
+/// Only for calls whose process is gone: a live process's running calls would get the interrupted result and
+/// their real results would then be refused. Take the session first (`headstart_store::owner`: the
+/// `SessionLocks` beside a SQLite file, refused while another live process holds them; a fleet's sessions through
+/// a worker's claim), as `headstart recover` and `resume` do.
 pub async fn recover_session(
     store: &dyn TranscriptStore,
     session: &SessionId,

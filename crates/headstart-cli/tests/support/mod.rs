@@ -1,7 +1,6 @@
-//! What the `headstart run` end-to-end tests share: the command against a local stand-in provider, and
-//! synthesized Anthropic streams calling the built-in tools.
-
-// Each test file uses part of it.
+//! What the end-to-end tests of `headstart run`, `resume` and `recover` share: the command against a local
+//! replay server, synthesized Anthropic streams, and readers of what was stored or sent.
+// Each test file uses some of these.
 #![allow(dead_code)]
 
 use std::path::Path;
@@ -9,13 +8,16 @@ use std::process::Output;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
+use headstart::core::Message;
+use headstart::store::StoredMessage;
 use headstart_providers::replay_server::{ReplayServer, Reply, SeenRequest};
 use serde_json::{json, Value};
 
-/// The stand-in provider's pause before each SSE event.
+/// The replay server's pause before each SSE event.
 pub const DELAY: Duration = Duration::from_millis(5);
-/// The variable the tests put the (fake) API key in.
+/// The variable the test key is passed in.
 pub const KEY: &str = "HEADSTART_RUN_TEST_KEY";
+/// The next response id.
 static NEXT_RESPONSE: AtomicUsize = AtomicUsize::new(0);
 
 /// `headstart run|resume …` against `server`, in `dir`, with the test key set.
@@ -32,7 +34,7 @@ pub fn command(dir: &Path, server: &ReplayServer, provider: &str, args: &[&str])
     command
 }
 
-/// Runs `command` to its end (two minutes at most), printing its output.
+/// Runs `command` to its end (at most two minutes) and prints its output.
 pub async fn run_to_end(command: &mut tokio::process::Command) -> Output {
     let output = tokio::time::timeout(Duration::from_secs(120), command.output())
         .await
@@ -41,6 +43,16 @@ pub async fn run_to_end(command: &mut tokio::process::Command) -> Output {
     eprintln!("stdout:\n{}", String::from_utf8_lossy(&output.stdout));
     eprintln!("stderr:\n{}", String::from_utf8_lossy(&output.stderr));
     output
+}
+
+/// The texts of the stored tool results, in log order.
+pub fn result_texts(log: &[StoredMessage]) -> Vec<String> {
+    log.iter()
+        .filter_map(|stored| match &stored.message {
+            Message::ToolResult(result) => Some(result.text()),
+            _ => None,
+        })
+        .collect()
 }
 
 /// One SSE event of the Anthropic Messages stream.
@@ -102,12 +114,19 @@ pub fn anthropic(text: Option<&str>, calls: &[(&str, &str, Value)]) -> Vec<Strin
     events
 }
 
-/// A final answer without calls.
+/// The final answer: text, no calls.
 pub fn answer() -> Reply {
     Reply::Events(anthropic(Some("The notes say hello."), &[]))
 }
 
-/// The tool results a model request carries: `(tool_use_id, content)`.
+/// A working directory with `notes.txt`.
+pub fn workdir() -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("notes.txt"), "hello from the notes").unwrap();
+    dir
+}
+
+/// The tool results a model request carries: (call id, content).
 pub fn tool_results(request: &SeenRequest) -> Vec<(String, String)> {
     request.body["messages"]
         .as_array()

@@ -8,7 +8,7 @@
 //!
 //! Layout: `sql` holds every SQL statement and the migrations, `schema` applies them, `ops` implements the
 //! operations synchronously on a connection, `errors` classifies SQLite errors, `checkpoint` checkpoints the WAL off
-//! the commit path.
+//! the commit path, `read_only` opens a file without writing to it or beside it.
 
 mod checkpoint;
 #[cfg(test)]
@@ -16,6 +16,7 @@ mod conformance;
 mod errors;
 mod group;
 mod ops;
+mod read_only;
 mod schema;
 mod sql;
 #[cfg(test)]
@@ -165,6 +166,10 @@ impl SqliteStore {
     /// Opens the store at `path` for reading and writing, creating the file (owner-only permissions on unix) and
     /// the schema if they do not exist, and upgrading an older schema.
     ///
+    /// Another application's database (objects but no headstart schema, or another application's id or user
+    /// version in its header) is refused with [`StoreError::Open`] before anything is written to it: it is looked
+    /// at through a read-only connection first.
+    ///
     /// Fails with [`StoreError::Corrupt`] when the file is not a database, [`StoreError::NewerSchema`] when a newer
     /// headstart wrote it, [`StoreError::ReadOnly`] when it cannot be written (use
     /// [`open_read_only`](Self::open_read_only) to inspect it), [`StoreError::Locked`] when another connection
@@ -177,6 +182,12 @@ impl SqliteStore {
             move |err| sqlite_error(err, what, Some(label))
         };
         create_owner_only(path, &label)?;
+        // Another application's database is refused before anything is written to it (the WAL switch below
+        // rewrites the file's header): it is looked at through a read-only connection first.
+        if std::fs::metadata(path).is_ok_and(|meta| meta.len() > 0) {
+            let look = read_only::open(path, &label, options.busy_timeout)?;
+            schema::refuse_foreign(&look, &label)?;
+        }
         let flags = OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_CREATE | OpenFlags::SQLITE_OPEN_NO_MUTEX;
         let mut conn = Connection::open_with_flags(path, flags).map_err(fail("open the database"))?;
         conn.busy_timeout(options.busy_timeout)
@@ -221,14 +232,15 @@ impl SqliteStore {
     }
 
     /// Opens an existing store for reading only (for inspection tools): never creates the file, never migrates,
-    /// and every write fails with [`StoreError::ReadOnly`]. The schema must be exactly the one this build reads.
+    /// never writes the file (a `mode=ro` connection), and every write fails with [`StoreError::ReadOnly`]. The
+    /// schema must be exactly the one this build reads.
+    ///
+    /// In a directory the process cannot write, where SQLite cannot create the WAL's index (`-shm`), the file is
+    /// read `immutable=1` (no locks, no index) when no WAL beside it holds commits the file lacks, as after a clean
+    /// close; with such a WAL it fails with [`StoreError::ReadOnly`] rather than miss them.
     pub fn open_read_only(path: impl AsRef<Path>) -> Result<Self, StoreError> {
         let path = path.as_ref();
         let label = path.display().to_string();
-        let fail = |what: &'static str| {
-            let label = label.as_str();
-            move |err| sqlite_error(err, what, Some(label))
-        };
         match std::fs::metadata(path) {
             Ok(meta) if meta.is_file() => {}
             Ok(_) => {
@@ -244,14 +256,7 @@ impl SqliteStore {
                 })
             }
         }
-        let flags = OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX;
-        let conn = Connection::open_with_flags(path, flags).map_err(fail("open the database"))?;
-        conn.busy_timeout(SqliteOptions::default().busy_timeout)
-            .map_err(fail("set the busy timeout"))?;
-        conn.execute_batch(sql::ENABLE_QUERY_ONLY)
-            .map_err(fail("make the connection query-only"))?;
-        conn.query_row(sql::PROBE, [], |_| Ok(()))
-            .map_err(fail("read the database"))?;
+        let conn = read_only::open(path, &label, SqliteOptions::default().busy_timeout)?;
         schema::check_read_only(&conn, &label)?;
         Ok(Self::from_connection(
             conn,

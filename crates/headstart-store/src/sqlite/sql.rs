@@ -28,8 +28,15 @@ pub(super) const ENABLE_QUERY_ONLY: &str = "PRAGMA query_only = ON";
 /// Lets a connection write again (the `SqliteStore::set_query_only` test hook).
 pub(super) const DISABLE_QUERY_ONLY: &str = "PRAGMA query_only = OFF";
 
-/// Reads something from the file so that a file that is not a database fails early.
+/// Reads something from the file so that a file that is not a database fails early: the number of schema objects
+/// (tables, indexes, views, triggers).
 pub(super) const PROBE: &str = "SELECT COUNT(*) FROM sqlite_master";
+
+/// The header's user version (applications mark their files with it; headstart leaves it 0).
+pub(super) const USER_VERSION: &str = "PRAGMA user_version";
+
+/// The header's application id (applications mark their files with it; headstart leaves it 0).
+pub(super) const APPLICATION_ID: &str = "PRAGMA application_id";
 
 /// Caps the database at `pages` pages (a per-connection limit; returns the effective limit, which is never below
 /// the current size). The test hook behind `SqliteOptions::max_page_count`.

@@ -306,28 +306,69 @@ async fn a_newer_schema_is_refused() {
     assert_eq!(SqliteStore::open_read_only(&path).map(drop), Err(expected));
 }
 
+/// The file and whatever SQLite keeps beside it (`-wal`, `-shm`, `-journal`).
+fn files_of(path: &std::path::Path) -> Vec<(String, Vec<u8>)> {
+    let dir = path.parent().expect("a parent directory");
+    let mut files: Vec<(String, Vec<u8>)> = std::fs::read_dir(dir)
+        .expect("list")
+        .map(|entry| {
+            let entry = entry.expect("entry");
+            let bytes = std::fs::read(entry.path()).expect("read");
+            (entry.file_name().to_string_lossy().into_owned(), bytes)
+        })
+        .collect();
+    files.sort();
+    files
+}
+
 #[tokio::test]
-async fn a_foreign_database_is_not_taken_over() {
+async fn a_foreign_database_is_refused_before_anything_is_written() {
+    for (case, setup) in [
+        (
+            "tables",
+            "CREATE TABLE notes (body TEXT); INSERT INTO notes VALUES ('mine')",
+        ),
+        ("an application id", "PRAGMA application_id = 1297105476"),
+        ("a user version", "PRAGMA user_version = 7"),
+        (
+            "only an index's table in WAL mode",
+            "PRAGMA journal_mode = WAL; CREATE TABLE t (x); CREATE INDEX i ON t (x)",
+        ),
+    ] {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = db_path(&dir);
+        Connection::open(&path)
+            .and_then(|conn| conn.execute_batch(setup))
+            .expect("another application's database");
+        let wal_mode = setup.contains("WAL");
+        let before = files_of(&path);
+        let err = SqliteStore::open(&path, SqliteOptions::default()).expect_err(case);
+        assert!(
+            matches!(&err, StoreError::Open { message, .. } if message.contains("schema_version")),
+            "{case}: {err:?}"
+        );
+        let err = SqliteStore::open_read_only(&path).expect_err(case);
+        assert!(matches!(err, StoreError::Open { .. }), "{case}: {err:?}");
+        let after = files_of(&path);
+        if wal_mode {
+            // A reader of a WAL database creates the WAL's index and an empty WAL beside it (SQLite's own
+            // behaviour, as for any reader); the database file itself is untouched.
+            let main = |files: &[(String, Vec<u8>)]| files.iter().find(|(name, _)| name == "transcript.db").cloned();
+            assert_eq!(main(&before), main(&after), "{case}: the file changed");
+        } else {
+            // No WAL switch (which rewrites the header), no table, no -wal or -shm: byte for byte as it was.
+            assert_eq!(before, after, "{case}: the directory changed");
+        }
+    }
+}
+
+#[tokio::test]
+async fn an_empty_file_becomes_a_store() {
     let dir = tempfile::tempdir().expect("tempdir");
     let path = db_path(&dir);
-    {
-        let conn = Connection::open(&path).expect("raw open");
-        conn.execute_batch("CREATE TABLE notes (body TEXT)")
-            .expect("foreign table");
-    }
-    let err = SqliteStore::open(&path, SqliteOptions::default()).expect_err("foreign database opened");
-    assert!(
-        matches!(&err, StoreError::Open { message, .. } if message.contains("schema_version")),
-        "{err:?}"
-    );
-    let tables: i64 = Connection::open(&path)
-        .and_then(|conn| {
-            conn.query_row("SELECT COUNT(*) FROM sqlite_master WHERE type = 'table'", [], |r| {
-                r.get(0)
-            })
-        })
-        .expect("count tables");
-    assert_eq!(tables, 1, "headstart created its tables in a foreign database");
+    std::fs::write(&path, b"").expect("an empty file");
+    let store = SqliteStore::open(&path, SqliteOptions::default()).expect("an empty file is ours to fill");
+    store_with_session(&store).await;
 }
 
 #[tokio::test]
