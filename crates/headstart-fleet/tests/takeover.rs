@@ -63,7 +63,9 @@ async fn an_abandoned_session_is_taken_over_within_lease_plus_one_poll() {
                 taken_over_after = Some(at - claimed_at);
             }
             WorkerEvent::Finished { end, .. } => finished = Some(end),
-            WorkerEvent::QueueError { message } => panic!("queue error: {message}"),
+            WorkerEvent::QueueError { message } | WorkerEvent::StoreUnreachable { message, .. } => {
+                panic!("queue error: {message}")
+            }
             _ => {}
         }
     }
