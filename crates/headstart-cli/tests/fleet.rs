@@ -43,8 +43,9 @@ const DEFAULT_SESSIONS: usize = 300;
 const REQUIRED_KILLS: usize = 10;
 const LEASE_MS: u64 = 1_000;
 const POLL_MS: u64 = 100;
-/// The whole run must end well within the suite's budget.
-const DEADLINE: Duration = Duration::from_secs(50);
+/// A fleet that stops making progress fails the test rather than hang it. The run's time is printed at the end
+/// (34.6 s measured on two cores busy with two CPU hogs and other builds): the bound leaves room for a busier machine.
+const DEADLINE: Duration = Duration::from_secs(180);
 
 /// SplitMix64: a small seeded generator.
 struct Rng(u64);
