@@ -91,6 +91,19 @@ pub fn run(url: &str, max_workers: usize, sessions: usize) -> Result<FleetReport
     })
 }
 
+/// The benchmark's worker processes, killed and reaped when dropped: once the run is over, and as well when it
+/// ends early (a worker that does not start, a panic), so that none outlives the benchmark.
+struct Workers(Vec<Child>);
+
+impl Drop for Workers {
+    fn drop(&mut self) {
+        for child in &mut self.0 {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+}
+
 /// Submits `sessions` sessions, runs `workers` worker processes until all of them completed, and stops them.
 fn measure(
     store_name: &'static str,
@@ -112,7 +125,7 @@ fn measure(
     }
     let bin = std::env::current_exe().map_err(|error| format!("cannot find the headstart binary: {error}"))?;
     let started = Instant::now();
-    let mut children: Vec<Child> = Vec::new();
+    let mut children = Workers(Vec::new());
     for index in 0..workers {
         let child = Command::new(&bin)
             .args([
@@ -129,7 +142,7 @@ fn measure(
             .stderr(Stdio::null())
             .spawn()
             .map_err(|error| format!("cannot start a worker: {error}"))?;
-        children.push(child);
+        children.0.push(child);
     }
     let outcome = runtime.block_on(async {
         loop {
@@ -159,10 +172,7 @@ fn measure(
         }
     });
     // Every session is finished (or the run failed): nothing is lost by killing the workers.
-    for child in &mut children {
-        let _ = child.kill();
-        let _ = child.wait();
-    }
+    drop(children);
     let (elapsed, commits) = outcome?;
     let seconds = elapsed.as_secs_f64();
     Ok(FleetRun {

@@ -2,9 +2,11 @@
 //! [--touch-dir DIR]`: a worker of a fleet (contract §7.5, docs/fleet.md) running the simulated model and tools of
 //! a scenario on the wall clock, as `replay --clock wall` does.
 //!
-//! It logs one line per event to standard error (`claimed`, `recovered`, `finished`, `lost`, `fenced-write`,
-//! `queue-error`, each followed by the session id) and, when it stops (SIGINT or SIGTERM: its sessions are
-//! released), prints its totals as one JSON object on standard output.
+//! It logs one line per event to standard error (`claimed`, `recovered`, `finished`, `lost`, `fenced-write`, each
+//! followed by the session id; `queue-error` and `store-unreachable`, followed by what failed) and, when it stops
+//! (SIGINT or SIGTERM: its sessions are released), prints its totals as one JSON object on standard output. While
+//! its store cannot be reached it waits before trying again, 100 ms doubling up to 30 s, and logs one
+//! `store-unreachable … retrying in N s` line per wait.
 
 use std::io::Write as _;
 use std::path::PathBuf;
@@ -14,7 +16,6 @@ use std::time::Duration;
 use async_trait::async_trait;
 use headstart::core::model::Message;
 use headstart::layer::{Around, ToolMiddleware};
-use headstart::store::SessionEnd;
 use headstart::{
     Arguments, DeltaStream, Engine, EngineBuilder, Hooks, Model, ModelError, ModelRequest, SessionId, Tool,
     ToolContext, ToolError, ToolOutput, Toolbox, TranscriptStore,
@@ -124,27 +125,8 @@ async fn stop_on_signal(shutdown: headstart::CancellationToken) {
 }
 
 fn log_event(event: &WorkerEvent) {
-    let line = match event {
-        WorkerEvent::Claimed {
-            session,
-            epoch,
-            previous_owner,
-        } => match previous_owner {
-            Some(previous) => format!("claimed {session} epoch {epoch} from {previous}"),
-            None => format!("claimed {session} epoch {epoch}"),
-        },
-        WorkerEvent::Recovered { session, calls } => format!("recovered {session} {calls} call(s)"),
-        WorkerEvent::Finished { session, end } => match end {
-            SessionEnd::Completed => format!("finished {session} completed"),
-            SessionEnd::Failed(reason) => format!("finished {session} failed: {reason}"),
-            SessionEnd::Released => format!("finished {session} released"),
-        },
-        WorkerEvent::Lost { session, reason } => format!("lost {session}: {reason}"),
-        WorkerEvent::FencedWrite { session } => format!("fenced-write {session}"),
-        WorkerEvent::QueueError { message } => format!("queue-error {message}"),
-    };
     // One write per line, so lines of concurrent sessions never interleave.
-    let _ = std::io::stderr().write_all(format!("{line}\n").as_bytes());
+    let _ = std::io::stderr().write_all(format!("{event}\n").as_bytes());
 }
 
 fn stats_json(stats: &WorkerStats) -> Value {

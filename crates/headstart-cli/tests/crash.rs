@@ -31,6 +31,8 @@
 //! Environment: `HEADSTART_CRASH_SEED` (repeat a run; the seed is printed), `HEADSTART_CRASH_KILLS` (default 55).
 #![cfg(unix)]
 
+mod support;
+
 use std::collections::BTreeMap;
 use std::os::unix::process::ExitStatusExt;
 use std::path::{Path, PathBuf};
@@ -40,6 +42,7 @@ use std::time::{Duration, Instant};
 use headstart::{Message, SessionId, SqliteStore};
 use headstart_sim::invariants::{self, Violation};
 use rusqlite::{Connection, OptionalExtension};
+use support::ChildGuard;
 
 const SCENARIO: &str = "tests/crash/many-calls.json";
 const DEFAULT_KILLS: usize = 55;
@@ -129,21 +132,22 @@ impl RunDir {
         }
     }
 
-    fn spawn(&self, bin: &Path, scenario: &Path) -> std::process::Child {
+    fn spawn(&self, bin: &Path, scenario: &Path) -> ChildGuard {
         let trace = std::fs::File::create(&self.trace).expect("trace file");
-        Command::new(bin)
-            .arg("replay")
-            .args(["--clock", "wall", "--touch-dir"])
-            .arg(&self.touch)
-            .arg("--db")
-            .arg(&self.db)
-            .arg(scenario)
-            .env("HEADSTART_TRACE_COMMITS", "1")
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(trace)
-            .spawn()
-            .expect("spawn headstart replay")
+        ChildGuard::spawn(
+            Command::new(bin)
+                .arg("replay")
+                .args(["--clock", "wall", "--touch-dir"])
+                .arg(&self.touch)
+                .arg("--db")
+                .arg(&self.db)
+                .arg(scenario)
+                .env("HEADSTART_TRACE_COMMITS", "1")
+                .stdin(Stdio::null())
+                .stdout(Stdio::null())
+                .stderr(trace),
+        )
+        .expect("spawn headstart replay")
     }
 
     fn touched(&self) -> Vec<String> {
@@ -390,7 +394,7 @@ fn sigkill_at_random_moments_loses_nothing_and_runs_nothing_without_an_owner() {
     // An unkilled run: it must complete cleanly, and its duration spans the kill points.
     let run = RunDir::new();
     let begun = Instant::now();
-    let status = run.spawn(&bin, &scenario).wait().expect("wait for the full run");
+    let status = run.spawn(&bin, &scenario).wait();
     let full = begun.elapsed();
     assert!(status.success(), "the unkilled replay failed: {status}");
     let commits_in_full_run = read_trace(&run.trace).len();
@@ -419,9 +423,8 @@ fn sigkill_at_random_moments_loses_nothing_and_runs_nothing_without_an_owner() {
             let begun = Instant::now();
             let mut child = run.spawn(&bin, &scenario);
             std::thread::sleep(Duration::from_secs_f64(at).saturating_sub(begun.elapsed()));
-            // Child::kill sends SIGKILL; a run that exited just before is reaped, not killed.
-            child.kill().expect("SIGKILL");
-            let status = child.wait().expect("wait");
+            // SIGKILL; a run that exited just before is reaped, not killed.
+            let status = child.kill();
             let unfinished = check_after_kill(&run, &label, &mut checked);
             recover_and_check(&bin, &run, &label, unfinished, &mut checked);
             if status.signal() == Some(SIGKILL) {

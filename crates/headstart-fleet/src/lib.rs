@@ -9,7 +9,10 @@
 //!   lease, on the worker's own monotonic clock, before every call's `execute` (§7.5.4);
 //! - runs recovery (§7.4) before continuing a session, so a session taken over from a dead worker continues from a
 //!   valid transcript, then continues it with [`Agent::resume`](headstart::Agent::resume);
-//! - finishes each session: completed, failed, or released back to the queue when the worker shuts down.
+//! - finishes each session: completed, failed, or released back to the queue when the worker shuts down;
+//! - when its store fails a claim or a renewal (down, unreachable), tries it again after a wait that doubles with
+//!   each failure in a row, from 100 ms up to 30 s ([`Backoff`]), and says so once per wait
+//!   ([`WorkerEvent::StoreUnreachable`]).
 //!
 //! The application plugs in its model and tools through [`SessionSetup`]:
 //!
@@ -38,6 +41,7 @@
 //! ```
 #![warn(missing_docs)]
 
+mod backoff;
 mod session;
 
 use std::collections::HashMap;
@@ -45,10 +49,13 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
-use headstart::store::{Lease, SessionEnd, SessionQueue};
+use headstart::store::{Lease, SessionEnd, SessionQueue, StoreError};
 use headstart::{CancellationToken, EngineBuilder, Model, RecoveryPolicy, SessionId, TranscriptStore};
 use tokio::task::JoinSet;
 use tokio::time::Instant;
+
+pub use crate::backoff::Backoff;
+use crate::backoff::Failures;
 
 /// How an application runs its sessions: the engine (tools, hooks, configuration) and the model of each claimed
 /// session. The worker sets the builder's store (the lease's fenced handle, passed in) and its lease guard.
@@ -76,6 +83,9 @@ pub struct WorkerConfig {
     /// What recovery does with the unfinished calls of a session it takes over (default: re-execute calls of
     /// idempotent tools, fail the others as interrupted).
     pub recovery: RecoveryPolicy,
+    /// How long it waits before trying its store again after a failed claim or renewal (default: 100 ms, doubled
+    /// after each failure in a row, up to 30 s).
+    pub retry: Backoff,
 }
 
 impl WorkerConfig {
@@ -87,6 +97,7 @@ impl WorkerConfig {
             lease: Duration::from_secs(10),
             poll_interval: Duration::from_millis(250),
             recovery: RecoveryPolicy::ReExecuteIdempotent,
+            retry: Backoff::default(),
         }
     }
 }
@@ -143,11 +154,48 @@ pub enum WorkerEvent {
         /// The session.
         session: SessionId,
     },
-    /// A queue operation failed (the worker retries at its next poll or renewal).
+    /// A claim or a renewal failed: the store is down, unreachable, or refused it. The worker neither claims nor
+    /// renews before `retry_in` has passed, a wait that doubles with each failure in a row ([`WorkerConfig::retry`])
+    /// and starts over after a success: one event per wait, however long the store stays away.
+    StoreUnreachable {
+        /// What failed, and why.
+        message: String,
+        /// How long the worker waits before it tries the store again.
+        retry_in: Duration,
+    },
+    /// Finishing a session in the queue failed (its lease lapses and a worker claims it again).
     QueueError {
         /// What failed.
         message: String,
     },
+}
+
+impl std::fmt::Display for WorkerEvent {
+    /// One line, as `headstart worker` logs it: the event's name, then the session (or what failed).
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            WorkerEvent::Claimed {
+                session,
+                epoch,
+                previous_owner: Some(previous),
+            } => write!(f, "claimed {session} epoch {epoch} from {previous}"),
+            WorkerEvent::Claimed { session, epoch, .. } => write!(f, "claimed {session} epoch {epoch}"),
+            WorkerEvent::Recovered { session, calls } => write!(f, "recovered {session} {calls} call(s)"),
+            WorkerEvent::Finished { session, end } => match end {
+                SessionEnd::Completed => write!(f, "finished {session} completed"),
+                SessionEnd::Failed(reason) => write!(f, "finished {session} failed: {reason}"),
+                SessionEnd::Released => write!(f, "finished {session} released"),
+            },
+            WorkerEvent::Lost { session, reason } => write!(f, "lost {session}: {reason}"),
+            WorkerEvent::FencedWrite { session } => write!(f, "fenced-write {session}"),
+            WorkerEvent::StoreUnreachable { message, retry_in } => write!(
+                f,
+                "store-unreachable cannot reach the store: {message}; retrying in {:.1} s",
+                retry_in.as_secs_f64()
+            ),
+            WorkerEvent::QueueError { message } => write!(f, "queue-error {message}"),
+        }
+    }
 }
 
 /// What a worker did over its run ([`Worker::run`], [`Worker::stats`]).
@@ -300,6 +348,8 @@ impl Worker {
     /// Runs until `shutdown` is cancelled: claims, renews, runs sessions. On shutdown it stops claiming, cancels
     /// its sessions (their admitted calls settle as on any cancellation, contract §5.5), releases them to the
     /// queue, and returns once every session task ended.
+    ///
+    /// While its store fails, it neither claims nor renews before the wait of [`WorkerConfig::retry`] has passed.
     pub async fn run(&self, shutdown: CancellationToken) -> WorkerStats {
         let context = &self.context;
         let config = &context.config;
@@ -309,14 +359,28 @@ impl Worker {
         let mut task_sessions: HashMap<tokio::task::Id, SessionId> = HashMap::new();
         let mut next_renewal = Instant::now() + renew_every;
         let mut next_claim = Instant::now();
+        // The store is not tried again before then (a failed claim or renewal moves it on).
+        let mut retry_at = Instant::now();
+        let mut failures = Failures::default();
         while !shutdown.is_cancelled() {
             if held.len() < config.concurrency && Instant::now() >= next_claim {
-                self.claim(&mut held, &mut tasks, &mut task_sessions).await;
                 next_claim = Instant::now() + config.poll_interval;
+                let claimed = self.claim(&mut held, &mut tasks, &mut task_sessions).await;
+                if let Some(at) = self.settle("claim", claimed, &mut failures) {
+                    (retry_at, next_claim) = (at, at);
+                    next_renewal = next_renewal.max(at);
+                }
             }
             if Instant::now() >= next_renewal {
                 next_renewal = Instant::now() + renew_every;
-                self.renew(&held).await;
+                if let Some(renewed) = self.renew(&held).await {
+                    if let Some(at) = self.settle("renew", renewed, &mut failures) {
+                        // Sooner than the next third of the lease while the waits are short: the leases may still
+                        // be saved.
+                        (retry_at, next_renewal) = (at, at);
+                        next_claim = next_claim.max(at);
+                    }
+                }
             }
             let wake = if held.len() < config.concurrency {
                 next_claim.min(next_renewal)
@@ -333,8 +397,9 @@ impl Worker {
                     if let Some(session) = task_sessions.remove(&id) {
                         held.remove(&session);
                     }
-                    // Room again: look for work now rather than at the next poll.
-                    next_claim = Instant::now();
+                    // Room again: look for work now rather than at the next poll (unless the store is being
+                    // left alone).
+                    next_claim = Instant::now().max(retry_at);
                 }
                 () = tokio::time::sleep_until(wake) => {}
                 () = shutdown.cancelled() => {}
@@ -347,24 +412,37 @@ impl Worker {
         self.stats()
     }
 
+    /// After a claim or renewal: a success starts the retry schedule over; a failure is reported with its wait,
+    /// and gives the instant before which the store is not tried again.
+    fn settle(&self, operation: &str, outcome: Result<(), StoreError>, failures: &mut Failures) -> Option<Instant> {
+        let context = &self.context;
+        match outcome {
+            Ok(()) => {
+                failures.succeeded();
+                None
+            }
+            Err(error) => {
+                let retry_in = failures.failed(&context.config.retry, fastrand::f64());
+                context.report(WorkerEvent::StoreUnreachable {
+                    message: format!("{operation}: {error}"),
+                    retry_in,
+                });
+                Some(Instant::now() + retry_in)
+            }
+        }
+    }
+
+    /// Claims what there is room for and starts each claimed session's task.
     async fn claim(
         &self,
         held: &mut HashMap<SessionId, Arc<Held>>,
         tasks: &mut JoinSet<()>,
         task_sessions: &mut HashMap<tokio::task::Id, SessionId>,
-    ) {
+    ) -> Result<(), StoreError> {
         let context = &self.context;
         let config = &context.config;
         let room = config.concurrency - held.len();
-        let claims = match context.queue.claim(&config.id, config.lease, room).await {
-            Ok(claims) => claims,
-            Err(error) => {
-                context.report(WorkerEvent::QueueError {
-                    message: format!("claim: {error}"),
-                });
-                return;
-            }
-        };
+        let claims = context.queue.claim(&config.id, config.lease, room).await?;
         for claim in claims {
             let session = claim.lease.session.clone();
             context.counters.claimed.fetch_add(1, Ordering::Relaxed);
@@ -386,12 +464,12 @@ impl Worker {
             let task = tasks.spawn(session::drive(Arc::clone(context), entry));
             task_sessions.insert(task.id(), session);
         }
+        Ok(())
     }
 
-    async fn renew(&self, held: &HashMap<SessionId, Arc<Held>>) {
-        if held.is_empty() {
-            return;
-        }
+    /// Renews the leases of the sessions not being finished; `None` when there was none (the store was not
+    /// asked). On an error the leases keep their old deadlines: the guard stops calls once they may have lapsed.
+    async fn renew(&self, held: &HashMap<SessionId, Arc<Held>>) -> Option<Result<(), StoreError>> {
         let context = &self.context;
         let leases: Vec<Lease> = held
             .values()
@@ -399,17 +477,11 @@ impl Worker {
             .map(|entry| entry.lease())
             .collect();
         if leases.is_empty() {
-            return;
+            return None;
         }
         let renewed = match context.queue.renew(&leases, context.config.lease).await {
             Ok(renewed) => renewed,
-            Err(error) => {
-                // The leases keep their old deadlines: the guard stops calls once they may have lapsed.
-                context.report(WorkerEvent::QueueError {
-                    message: format!("renew: {error}"),
-                });
-                return;
-            }
+            Err(error) => return Some(Err(error)),
         };
         let mut kept: HashMap<&SessionId, &Lease> = HashMap::new();
         for lease in &renewed {
@@ -422,6 +494,7 @@ impl Worker {
                 None => session::lose(context, session, entry, "the lease could not be renewed"),
             }
         }
+        Some(Ok(()))
     }
 }
 

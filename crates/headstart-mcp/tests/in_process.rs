@@ -30,6 +30,8 @@ struct Seen {
     started: Notify,
     /// `block` saw its request cancelled.
     cancelled: Notify,
+    /// The test saw a progress update of the call (`progress` waits for it before going on).
+    updated: Notify,
 }
 
 impl Seen {
@@ -115,8 +117,10 @@ impl ServerHandler for TestServer {
                         .with_total(steps as f64)
                         .with_message(format!("step {step}"));
                     let _ = context.peer.notify_progress(progress).await;
-                    // Notifications are handled on tasks of their own on the client: give each time to land.
-                    tokio::time::sleep(Duration::from_millis(30)).await;
+                    // Notifications are handled on tasks of their own on the client: wait until this one reached
+                    // the engine's consumer, so that the result cannot overtake it (10 s bounds a lost one, which
+                    // the test then reports).
+                    let _ = tokio::time::timeout(Duration::from_secs(10), self.seen.updated.notified()).await;
                 }
                 CallToolResult::success(vec![ContentBlock::text("done")])
             }
@@ -281,10 +285,18 @@ async fn progress_notifications_become_updates() {
             .chain(call(0, "p", "test__progress", json!({"steps": 3})))
             .chain([done()]),
     );
-    let run = run(toolbox, response, CancellationToken::new(), |_| {}).await;
+    let seen = Arc::clone(&fixture.seen);
+    let run = run(toolbox, response, CancellationToken::new(), |event| {
+        if matches!(event, AgentEvent::ToolExecutionUpdate { .. }) {
+            seen.updated.notify_one();
+        }
+    })
+    .await;
     assert_eq!(run.text("p"), "done");
     let updates = run.updates("p");
-    assert!(!updates.is_empty(), "no update in {:?}", run.names());
+    let texts: Vec<Option<&str>> = updates.iter().map(|update| update.content[0].as_text()).collect();
+    let steps = ["progress 1/3: step 1", "progress 2/3: step 2", "progress 3/3: step 3"];
+    assert_eq!(texts, steps.map(Some), "every step, in order");
     let last = updates.last().expect("not empty");
     assert_eq!(last.content[0].as_text(), Some("progress 3/3: step 3"));
     assert_eq!(

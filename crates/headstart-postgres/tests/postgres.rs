@@ -316,8 +316,10 @@ async fn a_zombie_writing_through_a_takeover_is_fenced_from_the_claim_on() {
         .lease;
     let zombie = queue_a.fenced(&lease_a);
     let fenced = Arc::new(AtomicUsize::new(0));
+    let (wrote, first_write) = tokio::sync::oneshot::channel();
     let writer = {
         let (zombie, session, fenced) = (zombie.clone(), session.clone(), Arc::clone(&fenced));
+        let mut wrote = Some(wrote);
         tokio::spawn(async move {
             let mut stored = Vec::new();
             // Until 20 writes were fenced, not a fixed number of writes: on a fast server a fixed number could all
@@ -331,7 +333,12 @@ async fn a_zombie_writing_through_a_takeover_is_fenced_from_the_claim_on() {
                     .append_user(&session, &UserMessage::new(format!("zombie {n}")), n)
                     .await
                 {
-                    Ok(seq) => stored.push(seq),
+                    Ok(seq) => {
+                        stored.push(seq);
+                        if let Some(wrote) = wrote.take() {
+                            let _ = wrote.send(());
+                        }
+                    }
                     Err(StoreError::Fenced(_)) => {
                         fenced.fetch_add(1, Ordering::SeqCst);
                     }
@@ -344,8 +351,12 @@ async fn a_zombie_writing_through_a_takeover_is_fenced_from_the_claim_on() {
             stored
         })
     };
-    // Take over as soon as the lease has expired, while the zombie is writing.
-    tokio::time::sleep(Duration::from_millis(100)).await;
+    // Take over as soon as the lease has expired, once the zombie wrote (on a loaded machine its first write may
+    // come after the lease's end: waiting for it, not for a while, keeps "wrote before the takeover" true).
+    tokio::time::timeout(Duration::from_secs(20), first_write)
+        .await
+        .expect("the zombie wrote within 20 s")
+        .expect("the zombie's first write is reported");
     let claim_b = loop {
         if let Some(claim) = queue_b
             .claim("worker-b", Duration::from_secs(60), 1)

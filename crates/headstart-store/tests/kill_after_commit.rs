@@ -2,10 +2,12 @@
 //! that committed it is killed with SIGKILL.
 //!
 //! The child is this test binary itself: the parent tests re-run it with `--exact child_commits_then_waits`
-//! (an ignored test, so it never runs on its own) and the database path in `HEADSTART_STORE_CHILD`.
+//! (an ignored test, so it never runs on its own) and the database path in `HEADSTART_STORE_CHILD`. The child
+//! waits for its standard input to close, which the parent holds open until it kills it: a parent that fails (or is
+//! killed) first takes its end of the pipe with it, and the child exits instead of waiting forever.
 #![cfg(unix)]
 
-use std::io::{BufRead, BufReader, Write};
+use std::io::{BufRead, BufReader, Read, Write};
 use std::os::unix::process::ExitStatusExt;
 use std::path::Path;
 use std::process::{Command, Stdio};
@@ -44,7 +46,8 @@ fn the_fragment() -> AssistantMessage {
     }
 }
 
-/// The child: commits one fragment, reports it, and waits to be killed. Does nothing unless run by a parent.
+/// The child: commits one fragment, reports it, and waits to be killed (or for its parent to go). Does nothing
+/// unless run by a parent.
 #[tokio::test]
 #[ignore = "the child half of the kill-after-commit tests; they run it"]
 async fn child_commits_then_waits() {
@@ -78,9 +81,8 @@ async fn child_commits_then_waits() {
     writeln!(stdout, "\ncommitted {seq}").expect("child: report");
     stdout.flush().expect("child: flush");
     drop(stdout);
-    loop {
-        std::thread::sleep(Duration::from_secs(3600));
-    }
+    // Until the parent kills this process, or closes the pipe by ending first.
+    let _ = std::io::stdin().read_to_end(&mut Vec::new());
 }
 
 /// Runs the child on `path`, kills it with SIGKILL once it reports its commit, and returns the reported seq.
@@ -90,7 +92,7 @@ fn commit_in_child_and_kill(path: &Path, durability: &str) -> u64 {
         .args(["--exact", CHILD_TEST, "--ignored", "--nocapture", "--test-threads=1"])
         .env(CHILD_ENV, path)
         .env(DURABILITY_ENV, durability)
-        .stdin(Stdio::null())
+        .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::inherit())
         .spawn()

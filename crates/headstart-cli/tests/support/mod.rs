@@ -1,7 +1,10 @@
-//! What the end-to-end tests of `headstart run`, `resume` and `recover` share: the command against a local
-//! replay server, synthesized Anthropic streams, and readers of what was stored or sent.
+//! What the end-to-end tests of this package share: the command against a local replay server, synthesized
+//! Anthropic streams, readers of what was stored or sent, and a child process that cannot outlive its test.
 // Each test file uses some of these.
 #![allow(dead_code)]
+
+mod child;
+pub use child::ChildGuard;
 
 use std::path::Path;
 use std::process::Output;

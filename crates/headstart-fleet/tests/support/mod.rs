@@ -1,0 +1,217 @@
+//! What the worker tests share: models that answer at once or never, the setup that runs them, and a queue whose
+//! claims and renewals a test can make miss or fail.
+#![allow(dead_code)] // Each test file uses a part.
+
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use async_trait::async_trait;
+use futures::StreamExt;
+use headstart::core::model::{AssistantMessage, ToolResultMessage};
+use headstart::core::{DoneReason, Usage};
+use headstart::store::{
+    AdmittedCall, Claim, Lease, RunEnd, SessionEnd, SessionInfo, SessionQueue, SqliteStore, StoreError, StoredMessage,
+    ToolRun, UnfinishedCall,
+};
+use headstart::{
+    DeltaEvent, DeltaStream, Engine, EngineBuilder, Model, ModelError, ModelRequest, SessionId, TranscriptStore,
+    UserMessage,
+};
+use headstart_fleet::{SessionSetup, WorkerEvent};
+use tokio::sync::Notify;
+
+/// Answers every request with an empty, finished response.
+pub struct Quiet;
+
+#[async_trait]
+impl Model for Quiet {
+    async fn stream(&self, _request: ModelRequest) -> Result<DeltaStream, ModelError> {
+        let events = [
+            DeltaEvent::Start {
+                model: None,
+                response_id: None,
+            },
+            DeltaEvent::Done {
+                stop_reason: DoneReason::Stop,
+                usage: Usage::default(),
+            },
+        ];
+        Ok(futures::stream::iter(events.map(Ok)).boxed())
+    }
+}
+
+/// Never answers: the response stays open until the run is cancelled. `opened` is notified when a response is
+/// asked for, `ended` when one is dropped (the sign that its session's run stopped); each keeps a permit when
+/// nobody waits.
+#[derive(Default)]
+pub struct Silent {
+    pub opened: Arc<Notify>,
+    pub ended: Arc<Notify>,
+}
+
+/// Notifies when dropped.
+struct NotifyOnDrop(Arc<Notify>);
+
+impl Drop for NotifyOnDrop {
+    fn drop(&mut self) {
+        self.0.notify_one();
+    }
+}
+
+#[async_trait]
+impl Model for Silent {
+    async fn stream(&self, _request: ModelRequest) -> Result<DeltaStream, ModelError> {
+        self.opened.notify_one();
+        let guard = NotifyOnDrop(Arc::clone(&self.ended));
+        Ok(futures::stream::pending()
+            .map(move |event| {
+                let _keep = &guard;
+                event
+            })
+            .boxed())
+    }
+}
+
+/// Every session gets a bare engine and the same model.
+pub struct Setup(pub Arc<dyn Model>);
+
+impl SessionSetup for Setup {
+    fn engine(&self, _session: &SessionId, store: Arc<dyn TranscriptStore>) -> EngineBuilder {
+        Engine::builder(store)
+    }
+    fn model(&self, _session: &SessionId) -> Arc<dyn Model> {
+        Arc::clone(&self.0)
+    }
+}
+
+/// A queue whose claims and renewals a test switches: renewals that miss every lease (as when another worker
+/// claimed the sessions meanwhile), claims that find nothing, or claims and renewals that fail (as when the store
+/// cannot be reached). It records when each claim was asked, on tokio's clock.
+pub struct Switched {
+    pub inner: Arc<SqliteStore>,
+    /// Renewals return no lease.
+    pub lose_renewals: AtomicBool,
+    /// Claims find nothing.
+    pub claim_nothing: AtomicBool,
+    /// This many claims and renewals fail from now on, with [`UNREACHABLE`].
+    pub failing: AtomicUsize,
+    /// When each claim was asked.
+    pub claims_at: Mutex<Vec<tokio::time::Instant>>,
+}
+
+/// The error of a switched-off store.
+pub const UNREACHABLE: &str = "connection refused";
+
+impl Switched {
+    pub fn new(inner: Arc<SqliteStore>) -> Self {
+        Switched {
+            inner,
+            lose_renewals: AtomicBool::new(false),
+            claim_nothing: AtomicBool::new(false),
+            failing: AtomicUsize::new(0),
+            claims_at: Mutex::new(Vec::new()),
+        }
+    }
+
+    /// Whether this operation fails (one of the `failing` ones).
+    fn fails(&self) -> bool {
+        self.failing
+            .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |left| left.checked_sub(1))
+            .is_ok()
+    }
+
+    pub fn claims_at(&self) -> Vec<tokio::time::Instant> {
+        self.claims_at.lock().expect("not poisoned").clone()
+    }
+}
+
+#[async_trait]
+impl TranscriptStore for Switched {
+    async fn create_session(&self, at_us: i64) -> Result<SessionId, StoreError> {
+        self.inner.create_session(at_us).await
+    }
+    async fn sessions(&self) -> Result<Vec<SessionInfo>, StoreError> {
+        self.inner.sessions().await
+    }
+    async fn append_user(&self, session: &SessionId, message: &UserMessage, at_us: i64) -> Result<u64, StoreError> {
+        self.inner.append_user(session, message, at_us).await
+    }
+    async fn commit_fragment(
+        &self,
+        session: &SessionId,
+        request: u32,
+        fragment: &AssistantMessage,
+        admitted: &[AdmittedCall],
+        at_us: i64,
+    ) -> Result<u64, StoreError> {
+        self.inner
+            .commit_fragment(session, request, fragment, admitted, at_us)
+            .await
+    }
+    async fn mark_started(&self, session: &SessionId, call_id: &str, at_us: i64) -> Result<(), StoreError> {
+        self.inner.mark_started(session, call_id, at_us).await
+    }
+    async fn append_tool_result(
+        &self,
+        session: &SessionId,
+        result: &ToolResultMessage,
+        run: Option<RunEnd>,
+        at_us: i64,
+    ) -> Result<u64, StoreError> {
+        self.inner.append_tool_result(session, result, run, at_us).await
+    }
+    async fn load_log(&self, session: &SessionId) -> Result<Vec<StoredMessage>, StoreError> {
+        self.inner.load_log(session).await
+    }
+    async fn tool_runs(&self, session: &SessionId) -> Result<Vec<ToolRun>, StoreError> {
+        self.inner.tool_runs(session).await
+    }
+    async fn unfinished_calls(&self, session: &SessionId) -> Result<Vec<UnfinishedCall>, StoreError> {
+        self.inner.unfinished_calls(session).await
+    }
+}
+
+#[async_trait]
+impl SessionQueue for Switched {
+    async fn submit(&self, prompt: &UserMessage, at_us: i64) -> Result<SessionId, StoreError> {
+        self.inner.submit(prompt, at_us).await
+    }
+    async fn claim(&self, owner: &str, lease: Duration, limit: usize) -> Result<Vec<Claim>, StoreError> {
+        self.claims_at
+            .lock()
+            .expect("not poisoned")
+            .push(tokio::time::Instant::now());
+        if self.fails() {
+            return Err(StoreError::Backend(UNREACHABLE.to_owned()));
+        }
+        if self.claim_nothing.load(Ordering::SeqCst) {
+            return Ok(Vec::new());
+        }
+        self.inner.claim(owner, lease, limit).await
+    }
+    async fn renew(&self, leases: &[Lease], lease: Duration) -> Result<Vec<Lease>, StoreError> {
+        if self.fails() {
+            return Err(StoreError::Backend(UNREACHABLE.to_owned()));
+        }
+        if self.lose_renewals.load(Ordering::SeqCst) {
+            return Ok(Vec::new());
+        }
+        self.inner.renew(leases, lease).await
+    }
+    async fn finish(&self, lease: &Lease, end: SessionEnd) -> Result<(), StoreError> {
+        self.inner.finish(lease, end).await
+    }
+    fn fenced(&self, lease: &Lease) -> Arc<dyn TranscriptStore> {
+        SessionQueue::fenced(self.inner.as_ref(), lease)
+    }
+}
+
+/// The worker's next event, within 60 s (a bound for a failure, and on the paused clock longer than any wait of
+/// the retry schedule).
+pub async fn next(events: &mut tokio::sync::mpsc::UnboundedReceiver<WorkerEvent>) -> WorkerEvent {
+    match tokio::time::timeout(Duration::from_secs(60), events.recv()).await {
+        Ok(Some(event)) => event,
+        other => panic!("no worker event: {other:?}"),
+    }
+}
