@@ -4,6 +4,7 @@
 #![allow(dead_code)]
 
 mod child;
+#[allow(unused_imports)] // Used by the test files that start long-lived children (fleet, crash).
 pub use child::ChildGuard;
 
 use std::path::Path;
