@@ -555,7 +555,7 @@ async fn ten_thousand_calls_in_one_response_are_bounded() {
     assert!(elapsed < Duration::from_secs(100), "{elapsed:?}");
     assert!(peak_mib < 400, "{peak_mib} MiB");
 
-    let store = SqliteStore::open_read_only(&dir.path().join("headstart.db")).unwrap();
+    let store = SqliteStore::open_read_only(dir.path().join("headstart.db")).unwrap();
     let session = store.sessions().await.unwrap()[0].id.clone();
     let runs = store.tool_runs(&session).await.unwrap();
     assert_eq!(runs.len(), CALLS);

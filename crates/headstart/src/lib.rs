@@ -106,7 +106,7 @@ pub use schemars;
 
 pub use agent::Agent;
 pub use clock::{Clock, SystemClock, TokioClock};
-pub use config::{EngineConfig, ExecutionMode};
+pub use config::{EngineConfig, ExecutionMode, DEFAULT_MAX_CALLS_PER_RESPONSE, DEFAULT_MAX_IN_FLIGHT};
 pub use engine::{Engine, EngineBuilder, TurnIdSource};
 pub use event::{AgentEvent, AgentStop, Role, TurnOutcome};
 pub use hooks::{Decision, HookError, Hooks, ResultDraft, ResultOverride, ToolHook};
