@@ -9,9 +9,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use headstart::store::{SessionQueue, SqliteStore};
-use headstart::{CancellationToken, UserMessage};
+use headstart::UserMessage;
 use headstart_fleet::{Backoff, Worker, WorkerConfig, WorkerEvent};
-use support::{next, Setup, Silent, Switched, UNREACHABLE};
+use support::{Observed, Setup, Silent, Switched, UNREACHABLE};
 
 /// The wait a worker announced, after checking its message names the operation and the store's error.
 fn announced(event: &WorkerEvent, operation: &str) -> Duration {
@@ -46,29 +46,21 @@ async fn failed_claims_back_off_and_a_success_starts_over() {
         SqliteStore::open_in_memory().expect("in-memory store"),
     )));
     queue.failing.store(FAILURES, Ordering::SeqCst);
-    let (sender, mut events) = tokio::sync::mpsc::unbounded_channel();
     let config = WorkerConfig::new("w");
     let poll = config.poll_interval;
-    let worker = Worker::new(queue.clone(), Arc::new(Setup(Arc::new(Silent::default()))), config)
-        .expect("config")
-        .observe(move |event| {
-            let _ = sender.send(event.clone());
-        });
-    let shutdown = CancellationToken::new();
-    let running = {
-        let shutdown = shutdown.clone();
-        tokio::spawn(async move { worker.run(shutdown).await })
-    };
+    let mut worker = Observed::start(
+        Worker::new(queue.clone(), Arc::new(Setup(Arc::new(Silent::default()))), config).expect("config"),
+    );
 
     let mut waits = Vec::new();
     for failures in 1..=FAILURES {
-        let wait = announced(&next(&mut events).await, "claim");
+        let wait = announced(&worker.next().await, "claim");
         assert!(in_step(wait, failures as u32), "failure {failures}: {wait:?}");
         waits.push(wait);
     }
     // The store is back after the last wait: the worker polls at its interval again, and says nothing.
     tokio::time::sleep(waits[FAILURES - 1] + Duration::from_secs(5)).await;
-    assert!(events.try_recv().is_err(), "no event once the store answers");
+    assert!(worker.try_next().is_none(), "no event once the store answers");
     let attempts = queue.claims_at();
     let gaps: Vec<Duration> = attempts.windows(2).map(|pair| pair[1] - pair[0]).collect();
     assert_eq!(gaps[..FAILURES], waits[..], "each try came after the wait it announced");
@@ -82,11 +74,10 @@ async fn failed_claims_back_off_and_a_success_starts_over() {
 
     // A new failure waits the first step again.
     queue.failing.store(1, Ordering::SeqCst);
-    let wait = announced(&next(&mut events).await, "claim");
+    let wait = announced(&worker.next().await, "claim");
     assert!(in_step(wait, 1), "after a success: {wait:?}");
 
-    shutdown.cancel();
-    let stats = running.await.expect("worker task");
+    let stats = worker.stop().await;
     assert_eq!(stats.claimed, 0);
 }
 
@@ -97,27 +88,19 @@ async fn failed_renewals_back_off_too_and_keep_the_session() {
         SqliteStore::open_in_memory().expect("in-memory store"),
     )));
     queue.submit(&UserMessage::new("go"), 0).await.expect("submit");
-    let (sender, mut events) = tokio::sync::mpsc::unbounded_channel();
     let mut config = WorkerConfig::new("w");
     // Full with one session: the worker does not claim, so every store failure is a renewal's.
     config.concurrency = 1;
     let renew_every = config.lease / 3;
-    let worker = Worker::new(queue.clone(), Arc::new(Setup(Arc::new(Silent::default()))), config)
-        .expect("config")
-        .observe(move |event| {
-            let _ = sender.send(event.clone());
-        });
-    let shutdown = CancellationToken::new();
-    let running = {
-        let shutdown = shutdown.clone();
-        tokio::spawn(async move { worker.run(shutdown).await })
-    };
-    assert!(matches!(next(&mut events).await, WorkerEvent::Claimed { .. }));
+    let mut worker = Observed::start(
+        Worker::new(queue.clone(), Arc::new(Setup(Arc::new(Silent::default()))), config).expect("config"),
+    );
+    assert!(matches!(worker.next().await, WorkerEvent::Claimed { .. }));
     queue.failing.store(FAILURES, Ordering::SeqCst);
     let first = tokio::time::Instant::now();
     let mut waits = Vec::new();
     for failures in 1..=FAILURES {
-        let wait = announced(&next(&mut events).await, "renew");
+        let wait = announced(&worker.next().await, "renew");
         assert!(in_step(wait, failures as u32), "failure {failures}: {wait:?}");
         waits.push(wait);
     }
@@ -125,8 +108,7 @@ async fn failed_renewals_back_off_too_and_keep_the_session() {
     assert!(first.elapsed() >= renew_every + waits[..FAILURES - 1].iter().sum::<Duration>());
     // Renewed at last, well within the lease: the session was never lost.
     tokio::time::sleep(renew_every * 4).await;
-    assert!(events.try_recv().is_err(), "nothing more: renewals succeed");
-    shutdown.cancel();
-    let stats = running.await.expect("worker task");
+    assert!(worker.try_next().is_none(), "nothing more: renewals succeed");
+    let stats = worker.stop().await;
     assert_eq!((stats.claimed, stats.lost, stats.released), (1, 0, 1));
 }

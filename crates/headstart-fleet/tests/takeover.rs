@@ -13,9 +13,9 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use headstart::store::{SessionEnd, SessionQueue, SessionState, SqliteStore};
-use headstart::{CancellationToken, TranscriptStore, UserMessage};
+use headstart::{TranscriptStore, UserMessage};
 use headstart_fleet::{Worker, WorkerConfig, WorkerEvent};
-use support::{next, Quiet, Setup, Silent, Switched};
+use support::{Observed, Quiet, Setup, Silent, Switched};
 
 /// How late a takeover may come, past the lease and one poll, before the test fails: scheduling on a loaded
 /// machine, where the figure measured on an idle one is a few milliseconds (it is printed).
@@ -32,28 +32,16 @@ async fn an_abandoned_session_is_taken_over_within_lease_plus_one_poll() {
     let dead = store.claim("dead", LEASE, 1).await.expect("claim");
     assert_eq!(dead.len(), 1);
 
-    let (sender, mut events) = tokio::sync::mpsc::unbounded_channel();
     let mut config = WorkerConfig::new("rescuer");
     config.lease = LEASE;
     config.poll_interval = POLL;
-    let worker = Worker::new(store.clone(), Arc::new(Setup(Arc::new(Quiet))), config)
-        .expect("config")
-        .observe(move |event| {
-            let _ = sender.send((Instant::now(), event.clone()));
-        });
-    let shutdown = CancellationToken::new();
-    let running = {
-        let shutdown = shutdown.clone();
-        tokio::spawn(async move { worker.run(shutdown).await })
-    };
+    let mut worker =
+        Observed::start(Worker::new(store.clone(), Arc::new(Setup(Arc::new(Quiet))), config).expect("config"));
 
     let mut taken_over_after = None;
     let mut finished = None;
     while finished.is_none() {
-        let next = tokio::time::timeout(Duration::from_secs(10), events.recv()).await;
-        let Ok(Some((at, event))) = next else {
-            panic!("no worker event within 10 s");
-        };
+        let (at, event) = worker.next_stamped().await;
         match event {
             WorkerEvent::Claimed {
                 previous_owner, epoch, ..
@@ -69,8 +57,7 @@ async fn an_abandoned_session_is_taken_over_within_lease_plus_one_poll() {
             _ => {}
         }
     }
-    shutdown.cancel();
-    let stats = running.await.expect("worker task");
+    let stats = worker.stop().await;
     let after = taken_over_after.expect("the session was claimed");
     assert!(
         after >= LEASE,
@@ -96,23 +83,15 @@ async fn a_worker_takes_no_more_than_its_concurrency_and_releases_its_sessions_o
     for _ in 0..5 {
         store.submit(&UserMessage::new("go"), 0).await.expect("submit");
     }
-    let (sender, mut events) = tokio::sync::mpsc::unbounded_channel();
     let mut config = WorkerConfig::new("w");
     config.concurrency = 3;
     config.poll_interval = Duration::from_millis(20);
-    let worker = Worker::new(store.clone(), Arc::new(Setup(Arc::new(Silent::default()))), config)
-        .expect("config")
-        .observe(move |event| {
-            let _ = sender.send(event.clone());
-        });
-    let shutdown = CancellationToken::new();
-    let running = {
-        let shutdown = shutdown.clone();
-        tokio::spawn(async move { worker.run(shutdown).await })
-    };
+    let mut worker = Observed::start(
+        Worker::new(store.clone(), Arc::new(Setup(Arc::new(Silent::default()))), config).expect("config"),
+    );
     for _ in 0..3 {
-        let event = tokio::time::timeout(Duration::from_secs(10), events.recv()).await;
-        assert!(matches!(event, Ok(Some(WorkerEvent::Claimed { .. }))), "{event:?}");
+        let event = worker.next().await;
+        assert!(matches!(event, WorkerEvent::Claimed { .. }), "{event:?}");
     }
     // Several polls later, still three: the limit holds.
     tokio::time::sleep(Duration::from_millis(200)).await;
@@ -129,11 +108,7 @@ async fn a_worker_takes_no_more_than_its_concurrency_and_releases_its_sessions_o
             .count(),
         3
     );
-    shutdown.cancel();
-    let stats = tokio::time::timeout(Duration::from_secs(10), running)
-        .await
-        .expect("the worker stops")
-        .expect("worker task");
+    let stats = worker.stop().await;
     assert_eq!((stats.claimed, stats.released, stats.completed), (3, 3, 0));
     let after = states(store.sessions().await.expect("sessions"));
     assert_eq!(
@@ -155,28 +130,19 @@ async fn a_renewal_that_misses_a_lease_stops_the_session_without_finishing_it() 
     let queue = Arc::new(Switched::new(Arc::clone(&inner)));
     let model = Silent::default();
     let (opened, ended) = (Arc::clone(&model.opened), Arc::clone(&model.ended));
-    let (sender, mut events) = tokio::sync::mpsc::unbounded_channel();
     let mut config = WorkerConfig::new("w");
     config.lease = Duration::from_millis(300);
     config.poll_interval = Duration::from_millis(20);
-    let worker = Worker::new(queue.clone(), Arc::new(Setup(Arc::new(model))), config)
-        .expect("config")
-        .observe(move |event| {
-            let _ = sender.send(event.clone());
-        });
-    let shutdown = CancellationToken::new();
-    let running = {
-        let shutdown = shutdown.clone();
-        tokio::spawn(async move { worker.run(shutdown).await })
-    };
-    assert!(matches!(next(&mut events).await, WorkerEvent::Claimed { .. }));
+    let mut worker =
+        Observed::start(Worker::new(queue.clone(), Arc::new(Setup(Arc::new(model))), config).expect("config"));
+    assert!(matches!(worker.next().await, WorkerEvent::Claimed { .. }));
     // The session's run is under way (its response is open) before its lease is lost.
     tokio::time::timeout(Duration::from_secs(10), opened.notified())
         .await
         .expect("the session's response was asked for");
     queue.claim_nothing.store(true, Ordering::SeqCst);
     queue.lose_renewals.store(true, Ordering::SeqCst);
-    match next(&mut events).await {
+    match worker.next().await {
         WorkerEvent::Lost { session: lost, reason } => {
             assert_eq!(lost, session);
             assert!(reason.contains("renewed"), "{reason}");
@@ -187,16 +153,12 @@ async fn a_renewal_that_misses_a_lease_stops_the_session_without_finishing_it() 
     tokio::time::timeout(Duration::from_secs(10), ended.notified())
         .await
         .expect("the lost session's response was dropped");
-    shutdown.cancel();
-    let stats = tokio::time::timeout(Duration::from_secs(10), running)
-        .await
-        .expect("the worker stops")
-        .expect("worker task");
+    let stats = worker.stop().await;
     assert_eq!(
         (stats.claimed, stats.lost, stats.completed, stats.failed, stats.released),
         (1, 1, 0, 0, 0)
     );
-    while let Ok(event) = events.try_recv() {
+    while let Some(event) = worker.try_next() {
         assert!(
             !matches!(event, WorkerEvent::Finished { .. }),
             "finished a lost session: {event:?}"

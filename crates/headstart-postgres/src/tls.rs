@@ -76,11 +76,12 @@ pub(crate) fn connector(settings: &TlsSettings, home: Option<&Path>) -> Result<M
         Check::Full(roots) => WebPkiServerVerifier::builder_with_provider(Arc::new(roots), Arc::clone(&provider))
             .build()
             .map_err(|err| format!("cannot build the certificate verifier: {err}"))?,
-        Check::Chain(roots) => Arc::new(ChainOnly {
-            roots,
+        Check::Chain(roots) => Arc::new(WithoutHostName {
+            roots: Some(roots),
             provider: Arc::clone(&provider),
         }),
-        Check::Nothing => Arc::new(Unchecked {
+        Check::Nothing => Arc::new(WithoutHostName {
+            roots: None,
             provider: Arc::clone(&provider),
         }),
     };
@@ -144,56 +145,17 @@ fn add_pem(store: &mut RootCertStore, path: &Path) -> Result<(), String> {
     Ok(())
 }
 
-/// Checks that the server holds the key of the certificate it shows (the handshake's signatures), nothing more:
-/// `prefer` and `require` without root certificates, as libpq.
+/// The two checks rustls does not ship: the chain up to a root without the host name (`verify-ca`, and `require`
+/// with root certificates), or no certificate check at all (`prefer` and `require` without root certificates, as
+/// libpq). Either way the handshake's signatures are checked: the server holds the key of the certificate it shows.
 #[derive(Debug)]
-struct Unchecked {
+struct WithoutHostName {
+    /// `None`: the certificate itself is not checked.
+    roots: Option<RootCertStore>,
     provider: Arc<CryptoProvider>,
 }
 
-impl ServerCertVerifier for Unchecked {
-    fn verify_server_cert(
-        &self,
-        _end_entity: &CertificateDer<'_>,
-        _intermediates: &[CertificateDer<'_>],
-        _server_name: &ServerName<'_>,
-        _ocsp_response: &[u8],
-        _now: UnixTime,
-    ) -> Result<ServerCertVerified, rustls::Error> {
-        Ok(ServerCertVerified::assertion())
-    }
-
-    fn verify_tls12_signature(
-        &self,
-        message: &[u8],
-        cert: &CertificateDer<'_>,
-        dss: &DigitallySignedStruct,
-    ) -> Result<HandshakeSignatureValid, rustls::Error> {
-        verify_tls12_signature(message, cert, dss, &self.provider.signature_verification_algorithms)
-    }
-
-    fn verify_tls13_signature(
-        &self,
-        message: &[u8],
-        cert: &CertificateDer<'_>,
-        dss: &DigitallySignedStruct,
-    ) -> Result<HandshakeSignatureValid, rustls::Error> {
-        verify_tls13_signature(message, cert, dss, &self.provider.signature_verification_algorithms)
-    }
-
-    fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
-        self.provider.signature_verification_algorithms.supported_schemes()
-    }
-}
-
-/// `verify-ca`: the chain up to a root, not the host name.
-#[derive(Debug)]
-struct ChainOnly {
-    roots: RootCertStore,
-    provider: Arc<CryptoProvider>,
-}
-
-impl ServerCertVerifier for ChainOnly {
+impl ServerCertVerifier for WithoutHostName {
     fn verify_server_cert(
         &self,
         end_entity: &CertificateDer<'_>,
@@ -202,14 +164,16 @@ impl ServerCertVerifier for ChainOnly {
         _ocsp_response: &[u8],
         now: UnixTime,
     ) -> Result<ServerCertVerified, rustls::Error> {
-        let cert = ParsedCertificate::try_from(end_entity)?;
-        rustls::client::verify_server_cert_signed_by_trust_anchor(
-            &cert,
-            &self.roots,
-            intermediates,
-            now,
-            self.provider.signature_verification_algorithms.all,
-        )?;
+        if let Some(roots) = &self.roots {
+            let cert = ParsedCertificate::try_from(end_entity)?;
+            rustls::client::verify_server_cert_signed_by_trust_anchor(
+                &cert,
+                roots,
+                intermediates,
+                now,
+                self.provider.signature_verification_algorithms.all,
+            )?;
+        }
         Ok(ServerCertVerified::assertion())
     }
 

@@ -18,7 +18,7 @@ use headstart::{
     DeltaEvent, DeltaStream, Engine, EngineBuilder, Model, ModelError, ModelRequest, SessionId, TranscriptStore,
     UserMessage,
 };
-use headstart_fleet::{SessionSetup, WorkerEvent};
+use headstart_fleet::{SessionSetup, Worker, WorkerEvent, WorkerStats};
 use tokio::sync::Notify;
 
 /// Answers every request with an empty, finished response.
@@ -207,11 +207,51 @@ impl SessionQueue for Switched {
     }
 }
 
-/// The worker's next event, within 60 s (a bound for a failure, and on the paused clock longer than any wait of
-/// the retry schedule).
-pub async fn next(events: &mut tokio::sync::mpsc::UnboundedReceiver<WorkerEvent>) -> WorkerEvent {
-    match tokio::time::timeout(Duration::from_secs(60), events.recv()).await {
-        Ok(Some(event)) => event,
-        other => panic!("no worker event: {other:?}"),
+/// A worker running on a task of its own, every event it reports stamped with the wall-clock instant it came.
+pub struct Observed {
+    events: tokio::sync::mpsc::UnboundedReceiver<(std::time::Instant, WorkerEvent)>,
+    shutdown: headstart::CancellationToken,
+    task: tokio::task::JoinHandle<WorkerStats>,
+}
+
+impl Observed {
+    /// Starts `worker`, observing it.
+    pub fn start(worker: Worker) -> Observed {
+        let (sender, events) = tokio::sync::mpsc::unbounded_channel();
+        let worker = worker.observe(move |event| {
+            let _ = sender.send((std::time::Instant::now(), event.clone()));
+        });
+        let shutdown = headstart::CancellationToken::new();
+        let stop = shutdown.clone();
+        let task = tokio::spawn(async move { worker.run(stop).await });
+        Observed { events, shutdown, task }
+    }
+
+    /// The worker's next event, within 60 s (a bound for a failure, and on the paused clock longer than any wait of
+    /// the retry schedule).
+    pub async fn next(&mut self) -> WorkerEvent {
+        self.next_stamped().await.1
+    }
+
+    /// [`next`](Self::next) with the instant it came.
+    pub async fn next_stamped(&mut self) -> (std::time::Instant, WorkerEvent) {
+        match tokio::time::timeout(Duration::from_secs(60), self.events.recv()).await {
+            Ok(Some(stamped)) => stamped,
+            other => panic!("no worker event: {other:?}"),
+        }
+    }
+
+    /// An event already reported, if any.
+    pub fn try_next(&mut self) -> Option<WorkerEvent> {
+        self.events.try_recv().ok().map(|(_, event)| event)
+    }
+
+    /// Shuts the worker down; its figures once it stopped (within 10 s). The events it reported stay readable.
+    pub async fn stop(&mut self) -> WorkerStats {
+        self.shutdown.cancel();
+        tokio::time::timeout(Duration::from_secs(10), &mut self.task)
+            .await
+            .expect("the worker stops")
+            .expect("worker task")
     }
 }
