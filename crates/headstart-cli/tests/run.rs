@@ -759,7 +759,7 @@ async fn a_call_id_repeated_in_every_response_keeps_each_result_with_its_call() 
         result_texts(&log),
         ["hello from the notes", "more notes", "the last notes"]
     );
-    let store = SqliteStore::open_read_only(&dir.path().join("headstart.db")).unwrap();
+    let store = SqliteStore::open_read_only(dir.path().join("headstart.db")).unwrap();
     let runs: Vec<(u32, String)> = store
         .tool_runs(&session)
         .await

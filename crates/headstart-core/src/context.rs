@@ -235,7 +235,7 @@ mod tests {
         );
 
         // The stored request decides, not the position: a stale result of request 0 written after response 1.
-        let stale = vec![
+        let stale = [
             (Some(0), fragment("r0", &["call_0"], StopReason::ToolUse, 1)),
             (Some(1), fragment("r1", &["call_0"], StopReason::ToolUse, 2)),
             (Some(1), result_with("call_0", "of r1")),
