@@ -9,7 +9,7 @@ use std::time::Duration;
 use async_trait::async_trait;
 use futures::StreamExt;
 use headstart::core::{DoneReason, Usage};
-use headstart::store::{idempotency_key, RunOutcome, RunState, SessionQueue, SqliteStore};
+use headstart::store::{idempotency_key, CallKey, RunOutcome, RunState, SessionQueue, SqliteStore};
 use headstart::{
     Agent, AgentEvent, AgentStop, Arguments, CancellationToken, DeltaEvent, DeltaStream, Engine, Message, Model,
     ModelError, ModelRequest, Tool, ToolContext, ToolError, ToolOutput, Toolbox, TranscriptStore, UserMessage,
@@ -112,8 +112,8 @@ async fn every_call_context_carries_its_stable_idempotency_key() {
     assert_eq!(
         keys,
         vec![
-            ("c1".to_owned(), idempotency_key(&session, "c1")),
-            ("c2".to_owned(), idempotency_key(&session, "c2")),
+            ("c1".to_owned(), idempotency_key(&session, &CallKey::new(0, "c1"))),
+            ("c2".to_owned(), idempotency_key(&session, &CallKey::new(0, "c2"))),
         ]
     );
     assert_ne!(keys[0].1, keys[1].1);

@@ -6,7 +6,7 @@ use async_trait::async_trait;
 use futures::StreamExt;
 use headstart::core::delta_log::TimedDelta;
 use headstart::core::{AssistantMessage, ContentBlock, DoneReason, StopReason, ToolArguments, Usage};
-use headstart::store::{AdmittedCall, RunOutcome, RunState, SqliteOptions, SqliteStore};
+use headstart::store::{AdmittedCall, CallKey, RunOutcome, RunState, SqliteOptions, SqliteStore};
 use headstart::{
     expects_answer, recover_session, Agent, AgentEvent, AgentStop, Arguments, CancellationToken, DeltaEvent, Engine,
     Message, RecoveryAction, RecoveryPolicy, SessionId, Tool, ToolCall, ToolContext, ToolError, ToolOutput, Toolbox,
@@ -70,7 +70,7 @@ async fn crashed_session(store: &SqliteStore) -> SessionId {
         .commit_fragment(&session, 0, &fragment, &admitted, 2)
         .await
         .unwrap();
-    store.mark_started(&session, "a", 3).await.unwrap();
+    store.mark_started(&session, &CallKey::new(0, "a"), 3).await.unwrap();
     session
 }
 

@@ -5,7 +5,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
 use headstart::core::model::{AssistantMessage, ContentBlock, ToolArguments, ToolCall, Usage};
-use headstart::store::{AdmittedCall, SqliteOptions, SqliteStore, TranscriptStore};
+use headstart::store::{AdmittedCall, CallKey, SqliteOptions, SqliteStore, TranscriptStore};
 use headstart::{StopReason, UserMessage};
 use serde_json::{json, Value};
 
@@ -277,7 +277,10 @@ fn unfinished_calls_are_flagged_and_drawn() {
             .commit_fragment(&session, 0, &fragment, &admitted, 10_000)
             .await
             .unwrap();
-        store.mark_started(&session, "run_1", 12_000).await.unwrap();
+        store
+            .mark_started(&session, &CallKey::new(0, "run_1"), 12_000)
+            .await
+            .unwrap();
     });
 
     let inspect = stdout(&headstart(&["inspect", db.to_str().unwrap()], dir.path()));

@@ -24,13 +24,15 @@ use headstart::core::accumulator::Accumulator;
 use headstart::core::{AssistantMessage, ContentBlock, Message};
 use headstart::store::StoredMessage;
 use headstart::{SessionId, SqliteStore, TranscriptStore, INTERRUPTED};
-use headstart_providers::replay_server::{cassette_events, Page, ReplayServer, Reply};
+use headstart_providers::replay_server::{cassette_events, Page, ReplayServer, Reply, SeenRequest};
 use headstart_providers::{convert_capture, ConvertOptions, WireFormat};
 use headstart_sim::invariants::check_log;
 use serde_json::{json, Value};
 
 mod support;
-use support::{answer, anthropic, command, result_texts, run_to_end, tool_results, workdir, DELAY, KEY};
+use support::{
+    answer, anthropic, command, result_texts, run_to_end, tool_results, tool_results_in, workdir, DELAY, KEY,
+};
 
 fn fixture(name: &str) -> String {
     let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
@@ -723,4 +725,155 @@ async fn an_mcp_server_that_never_answers_initialize_stops_the_run_with_one_line
         "headstart run: MCP server `evil`: no answer to initialize within 2 s"
     );
     assert!(server.model_requests().is_empty(), "no request without the tools");
+}
+
+/// Each tool call of a request's conversation, in order, with the result that follows it there:
+/// `(call id, the call's input, the result's content)`. A result answers the call of the assistant message right
+/// before it, as the provider reads it.
+fn calls_with_results(request: &SeenRequest) -> Vec<(String, Value, String)> {
+    let messages = request.body["messages"].as_array().cloned().unwrap_or_default();
+    let mut paired = Vec::new();
+    for pair in messages.windows(2) {
+        let (assistant, next) = (&pair[0], &pair[1]);
+        if assistant["role"] != "assistant" {
+            continue;
+        }
+        let results = tool_results_in(next);
+        let calls = assistant["content"].as_array().cloned().unwrap_or_default();
+        for call in calls.iter().filter(|block| block["type"] == "tool_use") {
+            let id = call["id"].as_str().unwrap_or_default().to_owned();
+            let result = results
+                .iter()
+                .find(|(result_id, _)| *result_id == id)
+                .map(|(_, content)| content.clone())
+                .unwrap_or_else(|| panic!("no result after call {id}: {next}"));
+            paired.push((id, call["input"].clone(), result));
+        }
+    }
+    paired
+}
+
+/// Issue 19: a backend that numbers its calls `call_0` in every response (as some do) runs to the end; every
+/// request carries each `call_0` exactly as the model sent it, followed by its own result.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_call_id_repeated_in_every_response_keeps_each_result_with_its_call() {
+    let replies = vec![
+        Reply::Events(anthropic(
+            Some("Reading. "),
+            &[("call_0", "read_file", json!({"path": "notes.txt"}))],
+        )),
+        Reply::Events(anthropic(None, &[("call_0", "read_file", json!({"path": "more.txt"}))])),
+        Reply::Events(anthropic(None, &[("call_0", "read_file", json!({"path": "last.txt"}))])),
+        answer(),
+    ];
+    let server = ReplayServer::start(replies, HashMap::new(), DELAY).await.unwrap();
+    let dir = workdir();
+    std::fs::write(dir.path().join("more.txt"), "more notes").unwrap();
+    std::fs::write(dir.path().join("last.txt"), "the last notes").unwrap();
+    let output = run_to_end(&mut command(dir.path(), &server, "anthropic", &["run", "Read them."])).await;
+    assert!(output.status.success(), "{:?}", output.status);
+    let requests = server.model_requests();
+    assert_eq!(requests.len(), 4);
+    let expected = [
+        ("notes.txt", "hello from the notes"),
+        ("more.txt", "more notes"),
+        ("last.txt", "the last notes"),
+    ];
+    for (at, request) in requests.iter().enumerate() {
+        let got = calls_with_results(request);
+        let want: Vec<(String, Value, String)> = expected[..at]
+            .iter()
+            .map(|(path, text)| ("call_0".to_owned(), json!({"path": path}), (*text).to_owned()))
+            .collect();
+        assert_eq!(got, want, "request {at}");
+    }
+    // The stored session keeps every invariant, with its calls named by request and id.
+    let (session, log) = stored(&dir.path().join("headstart.db")).await;
+    assert_eq!(
+        result_texts(&log),
+        ["hello from the notes", "more notes", "the last notes"]
+    );
+    let store = SqliteStore::open_read_only(dir.path().join("headstart.db")).unwrap();
+    let runs: Vec<(u32, String)> = store
+        .tool_runs(&session)
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|run| (run.request, run.call_id))
+        .collect();
+    assert_eq!(runs, [(0, "call_0".into()), (1, "call_0".into()), (2, "call_0".into())]);
+}
+
+/// Issue 19: killed while response 2's `call_0` runs, response 1 having had a `call_0` too: the resumed
+/// conversation gives the interrupted result to response 2's call and keeps response 1's result with its own.
+#[cfg(unix)]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_resume_gives_the_interrupted_result_to_the_repeated_id_of_its_own_response() {
+    let slow = "/slow";
+    let pages = HashMap::from([(
+        slow.to_owned(),
+        Page {
+            delay: Duration::from_secs(600),
+            body: "never".into(),
+        },
+    )]);
+    let page_server = ReplayServer::start(Vec::new(), pages, DELAY).await.unwrap();
+    let url = page_server.url(slow);
+    let replies = vec![
+        Reply::Events(anthropic(
+            Some("Reading. "),
+            &[("call_0", "read_file", json!({"path": "notes.txt"}))],
+        )),
+        Reply::Events(anthropic(None, &[("call_0", "fetch_url", json!({"url": url}))])),
+        answer(),
+    ];
+    let server = ReplayServer::start(replies, HashMap::new(), DELAY).await.unwrap();
+    let dir = workdir();
+    let db = dir.path().join("headstart.db");
+    let mut child = command(dir.path(), &server, "anthropic", &["run", "--no-progress", "Go."])
+        .stdout(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(60);
+    while page_server.requests().is_empty() {
+        assert!(tokio::time::Instant::now() < deadline, "the fetch never started");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    child.start_kill().unwrap();
+    child.wait().await.unwrap();
+
+    let session = {
+        let store = SqliteStore::open_read_only(&db).unwrap();
+        let session = store.sessions().await.unwrap()[0].id.clone();
+        let unfinished = store.unfinished_calls(&session).await.unwrap();
+        let keys: Vec<(u32, &str)> = unfinished
+            .iter()
+            .map(|call| (call.run.request, call.run.call_id.as_str()))
+            .collect();
+        assert_eq!(keys, [(1, "call_0")], "response 2's call_0 was running");
+        session
+    };
+    let output = run_to_end(&mut command(
+        dir.path(),
+        &server,
+        "anthropic",
+        &["resume", "headstart.db", "--session", &session.0],
+    ))
+    .await;
+    assert!(output.status.success(), "{:?}", output.status);
+    let requests = server.model_requests();
+    assert_eq!(requests.len(), 3, "two requests of the killed run, one resumed");
+    assert_eq!(
+        calls_with_results(&requests[2]),
+        [
+            (
+                "call_0".to_owned(),
+                json!({"path": "notes.txt"}),
+                "hello from the notes".to_owned()
+            ),
+            ("call_0".to_owned(), json!({"url": url}), INTERRUPTED.to_owned()),
+        ]
+    );
+    let (_, _, log) = stored_log(&db).await;
+    assert_eq!(result_texts(&log), ["hello from the notes", INTERRUPTED]);
 }

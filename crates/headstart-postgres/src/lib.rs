@@ -46,8 +46,8 @@ use deadpool_postgres::{Hook, HookError, Manager, ManagerConfig, Pool, Recycling
 use headstart_core::model::{AssistantMessage, Message, ToolResultMessage, UserMessage};
 use headstart_store::backend::{self, Op};
 use headstart_store::{
-    AdmittedCall, Claim, Durability, Lease, RunEnd, SessionEnd, SessionId, SessionInfo, SessionQueue, StoreError,
-    StoredMessage, ToolRun, TranscriptStore, UnfinishedCall, Write,
+    AdmittedCall, CallKey, Claim, Durability, Lease, RunEnd, SessionEnd, SessionId, SessionInfo, SessionQueue,
+    StoreError, StoredMessage, ToolRun, TranscriptStore, UnfinishedCall, Write,
 };
 use tokio_postgres::IsolationLevel;
 
@@ -480,12 +480,12 @@ impl TranscriptStore for PgStore {
         .await
     }
 
-    async fn mark_started(&self, session: &SessionId, call_id: &str, at_us: i64) -> Result<(), StoreError> {
-        let what = Op::Write(Write::MarkStarted { session, call_id }).to_string();
+    async fn mark_started(&self, session: &SessionId, call: &CallKey, at_us: i64) -> Result<(), StoreError> {
+        let what = Op::Write(Write::MarkStarted { session, call }).to_string();
         let (fence, session) = (self.fence.clone(), session.0.clone());
-        let call_id = call_id.to_owned();
+        let call = call.clone();
         self.run(what, Access::WriteRelaxable, move |tx, what| {
-            Box::pin(async move { ops::mark_started(tx, what, fence.as_deref(), &session, &call_id, at_us).await })
+            Box::pin(async move { ops::mark_started(tx, what, fence.as_deref(), &session, &call, at_us).await })
         })
         .await
     }
@@ -493,17 +493,23 @@ impl TranscriptStore for PgStore {
     async fn append_tool_result(
         &self,
         session: &SessionId,
+        request: u32,
         result: &ToolResultMessage,
         run: Option<RunEnd>,
         at_us: i64,
     ) -> Result<u64, StoreError> {
-        let what = Op::Write(Write::AppendToolResult { session, result }).to_string();
+        let what = Op::Write(Write::AppendToolResult {
+            session,
+            request,
+            result,
+        })
+        .to_string();
         let (fence, session) = (self.fence.clone(), session.0.clone());
         let result = Message::ToolResult(result.clone());
         self.run(what, Access::WriteRelaxable, move |tx, what| {
-            Box::pin(
-                async move { ops::append_tool_result(tx, what, fence.as_deref(), &session, &result, run, at_us).await },
-            )
+            Box::pin(async move {
+                ops::append_tool_result(tx, what, fence.as_deref(), &session, request, &result, run, at_us).await
+            })
         })
         .await
     }

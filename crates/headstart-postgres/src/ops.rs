@@ -9,8 +9,8 @@ use deadpool_postgres::Transaction;
 use headstart_core::model::Message;
 use headstart_store::backend::{self, ClaimedRow, LeaseRow, MessageRow, RunRow, SessionRow};
 use headstart_store::{
-    AdmittedCall, Claim, Lease, RunEnd, SessionEnd, SessionInfo, SessionState, StoreError, StoredMessage, ToolRun,
-    UnfinishedCall,
+    AdmittedCall, CallKey, Claim, Lease, RunEnd, SessionEnd, SessionInfo, SessionState, StoreError, StoredMessage,
+    ToolRun, UnfinishedCall,
 };
 use tokio_postgres::types::{FromSql, ToSql};
 use tokio_postgres::Row;
@@ -185,18 +185,19 @@ pub(crate) async fn commit_fragment(
     lock_session(tx, session, fence, what).await?;
     backend::check_admissions(what, assistant, admitted)?;
     let call_ids: Vec<&str> = admitted.iter().map(|call| call.call_id.as_str()).collect();
+    let request_i64 = i64::from(request);
     if !admitted.is_empty() {
-        let existing = query(tx, sql::ADMITTED_AMONG, &[&session, &call_ids], what).await?;
+        let existing = query(tx, sql::ADMITTED_AMONG, &[&session, &request_i64, &call_ids], what).await?;
         if let Some(row) = existing.first() {
             let call_id: String = get(row, 0, what)?;
             let state: String = get(row, 1, what)?;
-            return Err(backend::already_admitted(what, &call_id, &state));
+            return Err(backend::already_admitted(what, &CallKey::new(request, call_id), &state));
         }
     }
     let seq = insert_message(tx, session, fragment, Some(request), at_us, what).await?;
     if !admitted.is_empty() {
         let tool_names: Vec<&str> = admitted.iter().map(|call| call.tool_name.as_str()).collect();
-        let request = i64::from(request);
+        let request = request_i64;
         execute(
             tx,
             sql::INSERT_ADMITTED_RUNS,
@@ -213,12 +214,19 @@ pub(crate) async fn mark_started(
     what: &str,
     fence: Option<&Lease>,
     session: &str,
-    call_id: &str,
+    call: &CallKey,
     at_us: i64,
 ) -> Result<(), StoreError> {
     lock_session(tx, session, fence, what).await?;
     // Matches nothing when the run already moved on (or does not exist): a late write never moves a run back.
-    execute(tx, sql::MARK_STARTED, &[&session, &call_id, &at_us], what).await?;
+    let request = i64::from(call.request);
+    execute(
+        tx,
+        sql::MARK_STARTED,
+        &[&session, &request, &call.call_id, &at_us],
+        what,
+    )
+    .await?;
     Ok(())
 }
 
@@ -228,6 +236,7 @@ pub(crate) async fn append_tool_result(
     what: &str,
     fence: Option<&Lease>,
     session: &str,
+    request: u32,
     result: &Message,
     run: Option<RunEnd>,
     at_us: i64,
@@ -235,23 +244,26 @@ pub(crate) async fn append_tool_result(
     let Message::ToolResult(tool_result) = result else {
         return Err(StoreError::Backend(format!("{what}: the message is not a tool result")));
     };
-    let call_id = tool_result.tool_call_id.as_str();
+    let call = CallKey::new(request, &*tool_result.tool_call_id);
+    let call_id = call.call_id.as_str();
+    let request_i64 = i64::from(request);
     lock_session(tx, session, fence, what).await?;
-    let existing = query_opt(tx, sql::RUN_STATE, &[&session, &call_id], what).await?;
+    let existing = query_opt(tx, sql::RUN_STATE, &[&session, &request_i64, &call_id], what).await?;
     let existing: Option<(String, Option<i64>)> = existing
         .map(|row| Ok::<_, StoreError>((get(&row, 0, what)?, get(&row, 1, what)?)))
         .transpose()?;
     let existing = existing
         .as_ref()
         .map(|(state, result_seq)| (state.as_str(), *result_seq));
-    backend::check_result(what, call_id, run.as_ref(), existing)?;
-    let seq = insert_message(tx, session, result, None, at_us, what).await?;
+    backend::check_result(what, &call, run.as_ref(), existing)?;
+    let seq = insert_message(tx, session, result, Some(request), at_us, what).await?;
     if let Some(end) = run {
         let changed = execute(
             tx,
             sql::END_RUN,
             &[
                 &session,
+                &request_i64,
                 &call_id,
                 &end.state.as_str(),
                 &end.outcome.as_str(),
@@ -264,7 +276,7 @@ pub(crate) async fn append_tool_result(
         .await?;
         if changed != 1 {
             return Err(StoreError::Conflict(format!(
-                "{what}: the run of call {call_id} could not be ended"
+                "{what}: the run of call {call} could not be ended"
             )));
         }
     }

@@ -102,6 +102,28 @@ pub(crate) const MIGRATIONS: &[&str] = &[
         FOREIGN KEY (session_id, fragment_seq) REFERENCES headstart.messages (session_id, seq),
         FOREIGN KEY (session_id, result_seq) REFERENCES headstart.messages (session_id, seq)
     );",
+    // 2: a call id is unique per response, not per session (contract §7.2.2): a run is keyed by (session, request,
+    // call id), and a tool result stores the request whose call it answers (results of admitted calls get their
+    // run's request; a result of a never-admitted call keeps NULL: ids were unique per session before this step,
+    // so the context pairs it by id alone). The SQLite store's version 3.
+    // Version 1's check on `request` involves two columns, so PostgreSQL named it after the table alone
+    // (`messages_check`, or with a number); it is found by what it checks.
+    "DO $$
+    DECLARE
+        old_check TEXT;
+    BEGIN
+        SELECT conname INTO STRICT old_check FROM pg_catalog.pg_constraint
+            WHERE conrelid = 'headstart.messages'::regclass AND contype = 'c'
+                AND pg_catalog.pg_get_constraintdef(oid) LIKE '%request >= 0%';
+        EXECUTE format('ALTER TABLE headstart.messages DROP CONSTRAINT %I', old_check);
+    END $$;
+    ALTER TABLE headstart.messages ADD CONSTRAINT messages_request_check
+        CHECK (request IS NULL OR (role IN ('assistant', 'tool_result') AND request >= 0));
+    UPDATE headstart.messages AS m SET request = r.request
+        FROM headstart.tool_runs AS r
+        WHERE m.role = 'tool_result' AND r.session_id = m.session_id AND r.result_seq = m.seq;
+    ALTER TABLE headstart.tool_runs DROP CONSTRAINT tool_runs_pkey,
+        ADD CONSTRAINT tool_runs_pkey PRIMARY KEY (session_id, request, call_id);",
 ];
 
 // ---------------------------------------------------------------------------------------------------------------
@@ -153,13 +175,14 @@ pub(crate) const LOAD_LOG: &str = "SELECT seq, role, request, at_us, body FROM h
 // Tool runs
 // ---------------------------------------------------------------------------------------------------------------
 
-/// `$1` session id, `$2` call id. Columns: state, result_seq.
-pub(crate) const RUN_STATE: &str =
-    "SELECT state, result_seq FROM headstart.tool_runs WHERE session_id = $1 AND call_id = $2";
+/// `$1` session id, `$2` request, `$3` call id. Columns: state, result_seq.
+pub(crate) const RUN_STATE: &str = "SELECT state, result_seq FROM headstart.tool_runs
+    WHERE session_id = $1::text AND request = $2::bigint AND call_id = $3::text";
 
-/// `$1` session id, `$2` call ids. Columns: call_id, state: the calls of `$2` already admitted.
-pub(crate) const ADMITTED_AMONG: &str =
-    "SELECT call_id, state FROM headstart.tool_runs WHERE session_id = $1::text AND call_id = ANY($2::text[])";
+/// `$1` session id, `$2` request, `$3` call ids. Columns: call_id, state: the calls of `$3` already admitted in
+/// request `$2`.
+pub(crate) const ADMITTED_AMONG: &str = "SELECT call_id, state FROM headstart.tool_runs
+    WHERE session_id = $1::text AND request = $2::bigint AND call_id = ANY($3::text[])";
 
 /// `$1` session id, `$2` call ids, `$3` tool names (same length, admission order), `$4` request, `$5` fragment
 /// seq, `$6` admitted_at_us. Numbers the runs after the session's last admission.
@@ -169,16 +192,17 @@ pub(crate) const INSERT_ADMITTED_RUNS: &str = "INSERT INTO headstart.tool_runs
     FROM unnest($2::text[], $3::text[]) WITH ORDINALITY AS c (call_id, tool_name, ord)
     CROSS JOIN (SELECT COALESCE(MAX(admission), 0) AS last FROM headstart.tool_runs WHERE session_id = $1::text) AS n";
 
-/// `$1` session id, `$2` call id, `$3` started_at_us. Only moves `admitted → started`.
-pub(crate) const MARK_STARTED: &str = "UPDATE headstart.tool_runs SET state = 'started', started_at_us = $3
-    WHERE session_id = $1 AND call_id = $2 AND state = 'admitted'";
+/// `$1` session id, `$2` request, `$3` call id, `$4` started_at_us. Only moves `admitted → started`.
+pub(crate) const MARK_STARTED: &str = "UPDATE headstart.tool_runs SET state = 'started', started_at_us = $4
+    WHERE session_id = $1::text AND request = $2::bigint AND call_id = $3::text AND state = 'admitted'";
 
-/// `$1` session id, `$2` call id, `$3` state, `$4` outcome, `$5` ended_at_us, `$6` result seq,
-/// `$7` started_at_us (kept if one is already stored). Only ends a run that has not ended.
+/// `$1` session id, `$2` request, `$3` call id, `$4` state, `$5` outcome, `$6` ended_at_us, `$7` result seq,
+/// `$8` started_at_us (kept if one is already stored). Only ends a run that has not ended.
 pub(crate) const END_RUN: &str = "UPDATE headstart.tool_runs
-    SET state = $3, outcome = $4, ended_at_us = $5, result_seq = $6,
-        started_at_us = COALESCE(started_at_us, $7)
-    WHERE session_id = $1 AND call_id = $2 AND state IN ('admitted', 'started') AND result_seq IS NULL";
+    SET state = $4, outcome = $5, ended_at_us = $6, result_seq = $7,
+        started_at_us = COALESCE(started_at_us, $8)
+    WHERE session_id = $1::text AND request = $2::bigint AND call_id = $3::text
+        AND state IN ('admitted', 'started') AND result_seq IS NULL";
 
 /// `$1` = session id. The run columns (`backend::RunRow`: call_id, tool_name, request, fragment_seq, state,
 /// outcome, admitted_at_us, started_at_us, ended_at_us, result_seq), in admission order.

@@ -15,7 +15,7 @@ use headstart_postgres::testing::{self, TestDatabase};
 use headstart_postgres::{PgOptions, PgStore, SCHEMA_VERSION};
 use headstart_store::conformance::data::{commit_one, store_with_session};
 use headstart_store::conformance::Fixture;
-use headstart_store::{Durability, SessionEnd, SessionId, SessionQueue, StoreError, TranscriptStore};
+use headstart_store::{CallKey, Durability, SessionEnd, SessionId, SessionQueue, StoreError, TranscriptStore};
 
 struct PgFixture {
     database: TestDatabase,
@@ -483,7 +483,7 @@ async fn a_read_only_handle_creates_nothing_reads_and_refuses_every_write() {
             .append_user(&session, &UserMessage::new("more"), 1)
             .await
             .map(|_| ()),
-        reader.mark_started(&session, "c1", 2).await,
+        reader.mark_started(&session, &CallKey::new(0, "c1"), 2).await,
         reader.submit(&UserMessage::new("queued"), 3).await.map(|_| ()),
         reader.claim("reader", Duration::from_secs(30), 1).await.map(|_| ()),
     ];

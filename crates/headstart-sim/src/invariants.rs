@@ -20,6 +20,11 @@
 //!
 //! A store holds no events, so [`check_session`] and [`check_log`] check everything but the event order. Times are
 //! compared in milliseconds as each source gives them (a report's are rounded the same way for every entry).
+//!
+//! A call is its request and its id (contract §7.2.2: ids are unique per response, not per session): a result
+//! answers the call of its request (a store says which; in a report, where results do not carry it, the most recent
+//! fragment before the result holding its id), and a run record the call of its request. The event order is
+//! checked by call id, within one response ([`check_turn`]) or a replay, whose ids are unique across turns.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
@@ -274,6 +279,7 @@ pub fn check_report(report: &Report) -> Vec<Violation> {
         .tool_runs
         .iter()
         .map(|run| Run {
+            request: run.request,
             call_id: &run.id,
             started_ms: run.started_ms.map(|ms| ms.0),
             owner_seq: None,
@@ -337,6 +343,8 @@ enum LoggedKind<'a> {
         calls: Vec<&'a str>,
     },
     Result {
+        /// The request whose call it answers, when the source says (a store does, a report does not).
+        request: Option<u32>,
         call_id: &'a str,
     },
 }
@@ -379,7 +387,10 @@ impl<'a> Logged<'a> {
             } => Logged {
                 seq: *seq,
                 at_ms: at_ms.0,
-                kind: LoggedKind::Result { call_id: tool_call_id },
+                kind: LoggedKind::Result {
+                    request: None,
+                    call_id: tool_call_id,
+                },
             },
         }
     }
@@ -394,6 +405,7 @@ impl<'a> Logged<'a> {
                 calls: fragment.tool_calls().map(|call| call.id.as_str()).collect(),
             },
             Message::ToolResult(result) => LoggedKind::Result {
+                request: stored.request,
                 call_id: &result.tool_call_id,
             },
         };
@@ -407,6 +419,7 @@ impl<'a> Logged<'a> {
 
 /// One run record, reduced to what the invariants read; `None` where the source does not say.
 struct Run<'a> {
+    request: u32,
     call_id: &'a str,
     started_ms: Option<f64>,
     owner_seq: Option<u64>,
@@ -418,6 +431,7 @@ struct Run<'a> {
 impl<'a> Run<'a> {
     fn from_record(run: &'a ToolRun) -> Self {
         Run {
+            request: run.request,
             call_id: &run.call_id,
             started_ms: run.started_at_us.map(us_to_ms),
             owner_seq: Some(run.fragment_seq),
@@ -470,25 +484,50 @@ fn us_to_ms(us: i64) -> f64 {
     us / 1000.0
 }
 
+/// A call: the request of the response holding it (`None` when the source does not say) and its id.
+type CallKey<'a> = (Option<u32>, &'a str);
+
 /// The calls stored in `log`, each with the sequence number and time of the first fragment holding it.
-fn holders<'a>(log: &[Logged<'a>]) -> BTreeMap<&'a str, (u64, f64)> {
+fn holders<'a>(log: &[Logged<'a>]) -> BTreeMap<CallKey<'a>, (u64, f64)> {
     let mut holders = BTreeMap::new();
     for logged in log {
-        if let LoggedKind::Fragment { calls, .. } = &logged.kind {
+        if let LoggedKind::Fragment { request, calls, .. } = &logged.kind {
             for call in calls {
-                holders.entry(*call).or_insert((logged.seq, logged.at_ms));
+                holders.entry((*request, *call)).or_insert((logged.seq, logged.at_ms));
             }
         }
     }
     holders
 }
 
+/// The call each message of `log` answers (`None` for messages that are not results): the result's request and
+/// id, or, when the result does not carry its request, the most recent fragment before it that holds its id.
+fn answered<'a>(log: &[Logged<'a>]) -> Vec<Option<CallKey<'a>>> {
+    let mut latest: BTreeMap<&str, Option<u32>> = BTreeMap::new();
+    log.iter()
+        .map(|logged| match &logged.kind {
+            LoggedKind::Fragment { request, calls, .. } => {
+                for call in calls {
+                    latest.insert(call, *request);
+                }
+                None
+            }
+            LoggedKind::Result {
+                request: Some(request),
+                call_id,
+            } => Some((Some(*request), *call_id)),
+            LoggedKind::Result { request: None, call_id } => Some((latest.get(call_id).copied().flatten(), *call_id)),
+            LoggedKind::User => None,
+        })
+        .collect()
+}
+
 /// The sequence numbers of each call's results in `log`.
-fn results<'a>(log: &[Logged<'a>]) -> BTreeMap<&'a str, Vec<u64>> {
-    let mut results: BTreeMap<&str, Vec<u64>> = BTreeMap::new();
-    for logged in log {
-        if let LoggedKind::Result { call_id } = logged.kind {
-            results.entry(call_id).or_default().push(logged.seq);
+fn results<'a>(log: &[Logged<'a>]) -> BTreeMap<CallKey<'a>, Vec<u64>> {
+    let mut results: BTreeMap<CallKey<'a>, Vec<u64>> = BTreeMap::new();
+    for (logged, call) in log.iter().zip(answered(log)) {
+        if let Some(call) = call {
+            results.entry(call).or_default().push(logged.seq);
         }
     }
     results
@@ -508,9 +547,9 @@ fn check_transcript(log: &[Logged<'_>], runs: &[Run<'_>]) -> Vec<Violation> {
 
     let holders = holders(log);
     let results = results(log);
-    let mut stored_so_far: BTreeSet<&str> = BTreeSet::new();
+    let mut stored_so_far: BTreeSet<CallKey<'_>> = BTreeSet::new();
     let mut fragments: BTreeMap<Option<u32>, Vec<(&Logged<'_>, &str, u64)>> = BTreeMap::new();
-    for logged in log {
+    for (logged, answers) in log.iter().zip(answered(log)) {
         match &logged.kind {
             LoggedKind::Fragment {
                 request,
@@ -519,7 +558,7 @@ fn check_transcript(log: &[Logged<'_>], runs: &[Run<'_>]) -> Vec<Violation> {
                 calls,
             } => {
                 for call in calls {
-                    if !stored_so_far.insert(call) {
+                    if !stored_so_far.insert((*request, *call)) {
                         violations.push(Violation::CallStoredTwice {
                             call_id: (*call).to_owned(),
                         });
@@ -530,8 +569,8 @@ fn check_transcript(log: &[Logged<'_>], runs: &[Run<'_>]) -> Vec<Violation> {
                     .or_default()
                     .push((logged, turn_id, *usage_total));
             }
-            LoggedKind::Result { call_id } => {
-                if !stored_so_far.contains(call_id) {
+            LoggedKind::Result { call_id, .. } => {
+                if !answers.is_some_and(|call| stored_so_far.contains(&call)) {
                     violations.push(Violation::ResultWithoutCall {
                         call_id: (*call_id).to_owned(),
                     });
@@ -540,8 +579,8 @@ fn check_transcript(log: &[Logged<'_>], runs: &[Run<'_>]) -> Vec<Violation> {
             LoggedKind::User => {}
         }
     }
-    for call_id in holders.keys() {
-        let count = results.get(call_id).map_or(0, Vec::len);
+    for call @ (_, call_id) in holders.keys() {
+        let count = results.get(call).map_or(0, Vec::len);
         if count != 1 {
             violations.push(Violation::ResultCount {
                 call_id: (*call_id).to_owned(),
@@ -550,13 +589,14 @@ fn check_transcript(log: &[Logged<'_>], runs: &[Run<'_>]) -> Vec<Violation> {
         }
     }
 
-    let mut admitted: BTreeSet<&str> = BTreeSet::new();
+    let mut admitted: BTreeSet<CallKey<'_>> = BTreeSet::new();
     for run in runs {
         let call_id = || run.call_id.to_owned();
-        if !admitted.insert(run.call_id) {
+        let call = (Some(run.request), run.call_id);
+        if !admitted.insert(call) {
             violations.push(Violation::AdmittedTwice { call_id: call_id() });
         }
-        match (holders.get(run.call_id), run.started_ms) {
+        match (holders.get(&call), run.started_ms) {
             (None, Some(_)) => violations.push(Violation::StartedWithoutOwner { call_id: call_id() }),
             (None, None) => violations.push(Violation::AdmittedWithoutOwner { call_id: call_id() }),
             (Some(&(holder, owner_ms)), started) => {
@@ -579,7 +619,7 @@ fn check_transcript(log: &[Logged<'_>], runs: &[Run<'_>]) -> Vec<Violation> {
         if !run.settled {
             violations.push(Violation::Unsettled { call_id: call_id() });
         }
-        if let (Some(recorded), Some([stored])) = (run.result_seq, results.get(run.call_id).map(Vec::as_slice)) {
+        if let (Some(recorded), Some([stored])) = (run.result_seq, results.get(&call).map(Vec::as_slice)) {
             if recorded != Some(*stored) {
                 violations.push(Violation::RunResultMismatch {
                     call_id: call_id(),
@@ -654,7 +694,7 @@ fn check_events(events: &[Observed<'_>], scope: Scope, log: &[Logged<'_>], runs:
         .collect();
     let mut positions: BTreeMap<&str, (Vec<usize>, Vec<usize>)> = results(log)
         .into_keys()
-        .map(|id| (id, (Vec::new(), Vec::new())))
+        .map(|(_, id)| (id, (Vec::new(), Vec::new())))
         .collect();
     // Only events that carry their message say when a fragment ended (a report's do not).
     let knows_fragments = events.iter().any(|event| event.holds.is_some());

@@ -13,7 +13,7 @@ use headstart_core::model::{AssistantMessage, Message, ToolCall};
 use crate::layer::Write;
 use crate::lease::{Lease, SessionEnd};
 use crate::types::{
-    AdmittedCall, RunEnd, RunOutcome, RunState, SessionId, SessionInfo, SessionState, StoredMessage, ToolRun,
+    AdmittedCall, CallKey, RunEnd, RunOutcome, RunState, SessionId, SessionInfo, SessionState, StoredMessage, ToolRun,
 };
 use crate::StoreError;
 
@@ -179,7 +179,9 @@ pub fn owning_call(
 }
 
 /// The checks of a fragment commit that need no database: every admitted call is a call of the fragment, and none
-/// is admitted twice. The backend then checks that none is already admitted ([`already_admitted`]).
+/// is admitted twice. The backend then checks that none is already admitted in the same request
+/// ([`already_admitted`]): a call is identified by its request and id ([`CallKey`]), so the same id admitted by
+/// another response of the session is another call.
 pub fn check_admissions(what: &str, fragment: &AssistantMessage, admitted: &[AdmittedCall]) -> Result<(), StoreError> {
     for (position, call) in admitted.iter().enumerate() {
         if !fragment.tool_calls().any(|c| c.id == call.call_id) {
@@ -201,10 +203,11 @@ pub fn check_admissions(what: &str, fragment: &AssistantMessage, admitted: &[Adm
     Ok(())
 }
 
-/// The error for admitting call `call_id` again: the session already has its run, in state `state`.
-pub fn already_admitted(what: &str, call_id: &str, state: &str) -> StoreError {
+/// The error for admitting call `call` again: its response already has a run for it, in state `state`.
+pub fn already_admitted(what: &str, call: &CallKey, state: &str) -> StoreError {
     StoreError::Conflict(format!(
-        "{what}: call {call_id} is already admitted in this session (its run is {state})"
+        "{what}: call {} is already admitted in this response (request {}; its run is {state})",
+        call.call_id, call.request
     ))
 }
 
@@ -222,25 +225,23 @@ fn is_end_state(state: RunState) -> bool {
 /// admitted), `existing` the run's stored state name and result seq (`None` when the call has no run).
 pub fn check_result(
     what: &str,
-    call_id: &str,
+    call: &CallKey,
     run: Option<&RunEnd>,
     existing: Option<(&str, Option<i64>)>,
 ) -> Result<(), StoreError> {
     let has_ended =
         |state: &str, result_seq: Option<i64>| result_seq.is_some() || !matches!(state, "admitted" | "started");
     match (run, existing) {
-        (Some(_), None) => Err(StoreError::Conflict(format!(
-            "{what}: call {call_id} has no admitted run"
-        ))),
+        (Some(_), None) => Err(StoreError::Conflict(format!("{what}: call {call} has no admitted run"))),
         (Some(end), Some(_)) if !is_end_state(end.state) => Err(StoreError::Conflict(format!(
             "{what}: a run cannot end in state {}",
             end.state.as_str()
         ))),
         (_, Some((state, result_seq))) if has_ended(state, result_seq) => Err(StoreError::Conflict(format!(
-            "{what}: the run of call {call_id} already ended ({state})"
+            "{what}: the run of call {call} already ended ({state})"
         ))),
         (None, Some(_)) => Err(StoreError::Conflict(format!(
-            "{what}: call {call_id} has an open run, which its result must end"
+            "{what}: call {call} has an open run, which its result must end"
         ))),
         _ => Ok(()),
     }
@@ -439,13 +440,17 @@ impl fmt::Display for Op<'_> {
             Op::Write(Write::CommitFragment { session, request, .. }) => {
                 write!(f, "commit a fragment of request {request} to session {session}")
             }
-            Op::Write(Write::MarkStarted { session, call_id }) => {
-                write!(f, "mark call {call_id} of session {session} started")
+            Op::Write(Write::MarkStarted { session, call }) => {
+                write!(f, "mark call {call} of session {session} started")
             }
-            Op::Write(Write::AppendToolResult { session, result }) => {
+            Op::Write(Write::AppendToolResult {
+                session,
+                request,
+                result,
+            }) => {
                 write!(
                     f,
-                    "append the result of call {} to session {session}",
+                    "append the result of call {} (request {request}) to session {session}",
                     result.tool_call_id
                 )
             }

@@ -10,7 +10,7 @@ use std::sync::Arc;
 use async_trait::async_trait;
 use headstart_core::model::{AssistantMessage, Message, ToolResultMessage, UserMessage};
 
-use crate::types::{AdmittedCall, RunEnd, SessionId, SessionInfo, StoredMessage, ToolRun, UnfinishedCall};
+use crate::types::{AdmittedCall, CallKey, RunEnd, SessionId, SessionInfo, StoredMessage, ToolRun, UnfinishedCall};
 use crate::{StoreError, TranscriptStore};
 
 /// A write about to be performed.
@@ -39,12 +39,14 @@ pub enum Write<'a> {
         /// The session.
         session: &'a SessionId,
         /// The call.
-        call_id: &'a str,
+        call: &'a CallKey,
     },
     /// [`TranscriptStore::append_tool_result`].
     AppendToolResult {
         /// The session.
         session: &'a SessionId,
+        /// The model request whose response holds the call.
+        request: u32,
         /// The result.
         result: &'a ToolResultMessage,
     },
@@ -144,9 +146,9 @@ impl<L: WriteLayer> TranscriptStore for Layered<L> {
         self.layer.around(write, next).await
     }
 
-    async fn mark_started(&self, session: &SessionId, call_id: &str, at_us: i64) -> Result<(), StoreError> {
-        let write = Write::MarkStarted { session, call_id };
-        let next = self.inner.mark_started(session, call_id, at_us);
+    async fn mark_started(&self, session: &SessionId, call: &CallKey, at_us: i64) -> Result<(), StoreError> {
+        let write = Write::MarkStarted { session, call };
+        let next = self.inner.mark_started(session, call, at_us);
         self.layer
             .around(write, Box::pin(async move { next.await.map(|()| 0) }))
             .await
@@ -156,14 +158,18 @@ impl<L: WriteLayer> TranscriptStore for Layered<L> {
     async fn append_tool_result(
         &self,
         session: &SessionId,
+        request: u32,
         result: &ToolResultMessage,
         run: Option<RunEnd>,
         at_us: i64,
     ) -> Result<u64, StoreError> {
-        let write = Write::AppendToolResult { session, result };
-        self.layer
-            .around(write, self.inner.append_tool_result(session, result, run, at_us))
-            .await
+        let write = Write::AppendToolResult {
+            session,
+            request,
+            result,
+        };
+        let next = self.inner.append_tool_result(session, request, result, run, at_us);
+        self.layer.around(write, next).await
     }
 
     async fn load_log(&self, session: &SessionId) -> Result<Vec<StoredMessage>, StoreError> {

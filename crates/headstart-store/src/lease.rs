@@ -31,7 +31,7 @@ use std::time::{Duration, Instant};
 use async_trait::async_trait;
 use headstart_core::model::UserMessage;
 
-use crate::types::SessionId;
+use crate::types::{CallKey, SessionId};
 use crate::{StoreError, TranscriptStore};
 
 /// A worker's hold on one session: the fencing token of its writes.
@@ -61,9 +61,9 @@ impl Lease {
         Instant::now() >= self.held_until
     }
 
-    /// The stable idempotency key of call `call_id` of the leased session (see [`idempotency_key`]).
-    pub fn idempotency_key(&self, call_id: &str) -> String {
-        idempotency_key(&self.session, call_id)
+    /// The stable idempotency key of call `call` of the leased session (see [`idempotency_key`]).
+    pub fn idempotency_key(&self, call: &CallKey) -> String {
+        idempotency_key(&self.session, call)
     }
 }
 
@@ -128,19 +128,22 @@ pub trait SessionQueue: TranscriptStore {
 /// change every key, and services would run a re-executed call twice.
 const IDEMPOTENCY_NAMESPACE: uuid::Uuid = uuid::Uuid::from_u128(0x6865_6164_7374_6172_7400_6964_656d_706f);
 
-/// The idempotency key of call `call_id` in `session`: the same on every attempt and on every worker, different
-/// for every (session, call) pair. A tool that calls an outside service passes it along (an `Idempotency-Key`
-/// header, a request id) so that when recovery re-runs the call after a crash or a takeover (contract §7.4), the
-/// service can recognise the repetition.
+/// The idempotency key of call `call` in `session`: the same on every attempt and on every worker, different
+/// for every (session, request, call id): a call id is unique only within its response (contract §7.2.2), so a
+/// provider that numbers its calls `call_0`, `call_1`, … in every response still gets a key per call. A tool that
+/// calls an outside service passes it along (an `Idempotency-Key` header, a request id) so that when recovery
+/// re-runs the call after a crash or a takeover (contract §7.4), the service can recognise the repetition.
 ///
 /// It is a name-based UUID (version 5, 36 characters), a format services that limit key length or alphabet
-/// accept, derived from the session id's length, the session id and the call id, so no two pairs share the input.
-pub fn idempotency_key(session: &SessionId, call_id: &str) -> String {
+/// accept, derived from the session id's length, the session id, the request (4 bytes) and the call id, so no two
+/// calls share the input.
+pub fn idempotency_key(session: &SessionId, call: &CallKey) -> String {
     let session = session.0.as_bytes();
-    let mut name = Vec::with_capacity(8 + session.len() + call_id.len());
+    let mut name = Vec::with_capacity(12 + session.len() + call.call_id.len());
     name.extend_from_slice(&(session.len() as u64).to_be_bytes());
     name.extend_from_slice(session);
-    name.extend_from_slice(call_id.as_bytes());
+    name.extend_from_slice(&call.request.to_be_bytes());
+    name.extend_from_slice(call.call_id.as_bytes());
     uuid::Uuid::new_v5(&IDEMPOTENCY_NAMESPACE, &name).to_string()
 }
 
@@ -148,19 +151,33 @@ pub fn idempotency_key(session: &SessionId, call_id: &str) -> String {
 mod tests {
     use super::*;
 
+    /// The key of call `call_1` of request 0 of the session below. Keys include the request since call ids became
+    /// unique per response (they were derived from the session and the call id alone before).
+    const PINNED_KEY: &str = "c5f6bef3-15ac-50de-bb21-556d2c761c12";
+
     #[test]
     fn idempotency_keys_are_stable_and_distinct() {
         let session = SessionId::from("0190f4e1-0000-7000-8000-000000000001");
-        let key = idempotency_key(&session, "call_1");
+        let call = |request, id: &str| CallKey::new(request, id);
+        let key = idempotency_key(&session, &call(0, "call_1"));
         // Pinned: the key of a call must never change between versions (services keep keys for days).
-        assert_eq!(key, "406c2bcd-e6b2-5d2f-8324-da23e814c4f9");
-        assert_eq!(idempotency_key(&session, "call_1"), key, "same on every attempt");
-        assert_ne!(idempotency_key(&session, "call_2"), key);
-        assert_ne!(idempotency_key(&SessionId::from("other"), "call_1"), key);
+        assert_eq!(key, PINNED_KEY);
+        assert_eq!(
+            idempotency_key(&session, &call(0, "call_1")),
+            key,
+            "same on every attempt"
+        );
+        assert_ne!(idempotency_key(&session, &call(0, "call_2")), key);
+        assert_ne!(
+            idempotency_key(&session, &call(1, "call_1")),
+            key,
+            "the same id in another response is another call"
+        );
+        assert_ne!(idempotency_key(&SessionId::from("other"), &call(0, "call_1")), key);
         // The session id's length is part of the input: moving characters between the two parts changes the key.
         assert_ne!(
-            idempotency_key(&SessionId::from("ab"), "c"),
-            idempotency_key(&SessionId::from("a"), "bc")
+            idempotency_key(&SessionId::from("ab"), &call(0, "c")),
+            idempotency_key(&SessionId::from("a"), &call(0, "bc"))
         );
         let lease = Lease {
             session: session.clone(),
@@ -170,7 +187,7 @@ mod tests {
             held_until: Instant::now(),
         };
         assert_eq!(
-            lease.idempotency_key("call_1"),
+            lease.idempotency_key(&call(0, "call_1")),
             key,
             "the same from a lease, whichever epoch"
         );

@@ -40,8 +40,8 @@ pub use layer::{Layered, Write, WriteFuture, WriteLayer, Written};
 pub use lease::{idempotency_key, Claim, Lease, SessionEnd, SessionQueue};
 pub use sqlite::{SqliteOptions, SqliteStore};
 pub use types::{
-    AdmittedCall, Durability, RunEnd, RunOutcome, RunState, SessionId, SessionInfo, SessionState, StoredMessage,
-    ToolRun, UnfinishedCall,
+    AdmittedCall, CallKey, Durability, RunEnd, RunOutcome, RunState, SessionId, SessionInfo, SessionState,
+    StoredMessage, ToolRun, UnfinishedCall,
 };
 
 use async_trait::async_trait;
@@ -76,13 +76,15 @@ pub trait TranscriptStore: Send + Sync {
 
     /// Records that an admitted call's `execute` began (`admitted → started`). A no-op for a run that already
     /// ended, so a late write can never move a run backwards.
-    async fn mark_started(&self, session: &SessionId, call_id: &str, at_us: i64) -> Result<(), StoreError>;
+    async fn mark_started(&self, session: &SessionId, call: &CallKey, at_us: i64) -> Result<(), StoreError>;
 
-    /// Appends a tool result and, when `run` is given, ends the call's run record with it, in one transaction.
-    /// Calls that were never admitted ("not executed", contract §3.5) have no run and pass `None`.
+    /// Appends a tool result for the call `result.tool_call_id` of request `request` (the call's [`CallKey`]) and,
+    /// when `run` is given, ends the call's run record with it, in one transaction. Calls that were never admitted
+    /// ("not executed", contract §3.5) have no run and pass `None`.
     async fn append_tool_result(
         &self,
         session: &SessionId,
+        request: u32,
         result: &ToolResultMessage,
         run: Option<RunEnd>,
         at_us: i64,
@@ -97,10 +99,12 @@ pub trait TranscriptStore: Send + Sync {
     /// Calls admitted but without a result (contract §7.4), in admission order.
     async fn unfinished_calls(&self, session: &SessionId) -> Result<Vec<UnfinishedCall>, StoreError>;
 
-    /// The canonical model context for the next request (contract §7.3).
+    /// The canonical model context for the next request (contract §7.3): each result follows the call of its own
+    /// request, so a call id repeated by later responses is paired with the right result.
     async fn model_context(&self, session: &SessionId) -> Result<Vec<Message>, StoreError> {
         let log = self.load_log(session).await?;
-        let messages: Vec<Message> = log.into_iter().map(|stored| stored.message).collect();
-        Ok(headstart_core::context::model_context(&messages))
+        Ok(headstart_core::context::model_context_by_request(
+            log.iter().map(|stored| (stored.request, &stored.message)),
+        ))
     }
 }

@@ -102,12 +102,41 @@ impl SessionState {
 pub struct StoredMessage {
     /// Per-session sequence number, from 1, gapless.
     pub seq: u64,
-    /// For assistant fragments: the 0-based model request that produced it.
+    /// The 0-based model request it belongs to: for an assistant fragment the request that produced it, for a tool
+    /// result the request whose response holds its call. `None` for user prompts, and for a result stored before
+    /// schema version 3 (SQLite; 2 on PostgreSQL) whose call was never admitted (ids were unique per session then).
     pub request: Option<u32>,
     /// When it became durable (caller's clock, µs).
     pub at_us: i64,
     /// The message.
     pub message: Message,
+}
+
+/// Identifies a call within a session (contract §7.2.2): a call id is unique within its response, not within the
+/// session (some providers number their calls `call_0`, `call_1`, … in every response), so the store names a call
+/// by the model request whose response holds it together with its id.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+pub struct CallKey {
+    /// The 0-based model request whose response holds the call.
+    pub request: u32,
+    /// The call id, exactly as the model sent it.
+    pub call_id: String,
+}
+
+impl CallKey {
+    /// The key of call `call_id` of request `request`.
+    pub fn new(request: u32, call_id: impl Into<String>) -> Self {
+        CallKey {
+            request,
+            call_id: call_id.into(),
+        }
+    }
+}
+
+impl fmt::Display for CallKey {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{} (request {})", self.call_id, self.request)
+    }
 }
 
 /// A call admitted with a fragment commit.
@@ -257,6 +286,13 @@ pub struct ToolRun {
     pub ended_at_us: Option<i64>,
     /// Sequence number of the result message, if written.
     pub result_seq: Option<u64>,
+}
+
+impl ToolRun {
+    /// The call's identity in its session: its request and id.
+    pub fn key(&self) -> CallKey {
+        CallKey::new(self.request, self.call_id.clone())
+    }
 }
 
 /// A call admitted but without a result (contract §7.4).

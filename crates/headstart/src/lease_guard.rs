@@ -6,7 +6,7 @@
 
 use std::sync::Arc;
 
-use headstart_store::{idempotency_key, RunOutcome, SessionId};
+use headstart_store::{idempotency_key, CallKey, RunOutcome, SessionId};
 use tokio_util::sync::CancellationToken;
 
 use crate::execute::Executed;
@@ -43,19 +43,25 @@ pub const LEASE_MAY_HAVE_EXPIRED: &str = "the worker's lease on this session may
 #[derive(Clone)]
 pub(crate) struct CallGate {
     session: SessionId,
+    /// The model request whose calls pass this gate: with the call id, a call's identity (contract §7.2.2).
+    request: u32,
     guard: Option<Arc<dyn LeaseGuard>>,
 }
 
 impl CallGate {
-    pub fn new(session: SessionId, guard: Option<Arc<dyn LeaseGuard>>) -> Self {
-        CallGate { session, guard }
+    pub fn new(session: SessionId, request: u32, guard: Option<Arc<dyn LeaseGuard>>) -> Self {
+        CallGate {
+            session,
+            request,
+            guard,
+        }
     }
 
-    /// The context of call `call_id`.
+    /// The context of call `call_id` of this gate's request.
     pub fn context(&self, call_id: &str, cancel: CancellationToken, updates: UpdateSink) -> ToolContext {
         ToolContext {
             call_id: call_id.to_owned(),
-            idempotency_key: idempotency_key(&self.session, call_id),
+            idempotency_key: idempotency_key(&self.session, &CallKey::new(self.request, call_id)),
             cancel,
             updates,
         }

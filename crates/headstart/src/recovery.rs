@@ -50,6 +50,8 @@ pub enum RecoveryAction {
 pub struct RecoveredCall {
     /// The session.
     pub session: SessionId,
+    /// The 0-based model request whose response holds the call (with the id, the call's identity: contract §7.2.2).
+    pub request: u32,
     /// The call id.
     pub call_id: String,
     /// The tool name.
@@ -115,7 +117,9 @@ async fn fail_call(
         started_at_us: unfinished.run.started_at_us,
     };
     let result = ToolResultMessage::error(&unfinished.call, INTERRUPTED);
-    let result_seq = store.append_tool_result(session, &result, Some(run), at_us).await?;
+    let result_seq = store
+        .append_tool_result(session, unfinished.run.request, &result, Some(run), at_us)
+        .await?;
     Ok(recovered_call(
         session,
         unfinished,
@@ -134,6 +138,7 @@ fn recovered_call(
 ) -> RecoveredCall {
     RecoveredCall {
         session: session.clone(),
+        request: unfinished.run.request,
         call_id: unfinished.call.id.clone(),
         tool_name: unfinished.call.name.clone(),
         fragment_seq: unfinished.run.fragment_seq,
@@ -167,7 +172,11 @@ impl Engine {
     async fn reexecute(&self, session: &SessionId, unfinished: &UnfinishedCall) -> Result<RecoveredCall, StoreError> {
         let call = Arc::new(unfinished.call.clone());
         let had_started = had_started(unfinished);
-        let gate = CallGate::new(session.clone(), self.shared().lease_guard.clone());
+        let gate = CallGate::new(
+            session.clone(),
+            unfinished.run.request,
+            self.shared().lease_guard.clone(),
+        );
         let prepared = match gate.refusal() {
             // The lease may have expired (contract §7.5.4): the call is not run again; its result says why.
             Some(refused) => Err((refused.outcome, refused.into_result(&call))),
@@ -187,7 +196,9 @@ impl Engine {
             Ok(ready) => {
                 let started_at_us = self.clock().now_us();
                 // Like a live start: the mark says the call began again, should this run crash too.
-                self.store().mark_started(session, &call.id, started_at_us).await?;
+                self.store()
+                    .mark_started(session, &unfinished.run.key(), started_at_us)
+                    .await?;
                 // Recovery has no event stream: updates go nowhere.
                 let context = gate.context(&call.id, CancellationToken::new(), UpdateSink::disconnected());
                 let executed = execute(ready, Arc::clone(&call), self.shared().hooks.clone(), context).await;
@@ -201,7 +212,13 @@ impl Engine {
         };
         let result_seq = self
             .store()
-            .append_tool_result(session, &result, Some(run), self.clock().now_us())
+            .append_tool_result(
+                session,
+                unfinished.run.request,
+                &result,
+                Some(run),
+                self.clock().now_us(),
+            )
             .await?;
         Ok(recovered_call(
             session,

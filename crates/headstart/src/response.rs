@@ -26,7 +26,7 @@ use headstart_core::{
     Accumulator, Applied, AssistantMessage, DeltaEvent, ErrorReason, Message, ModelError, StopReason, ToolCall,
     ToolResultMessage, Usage,
 };
-use headstart_store::{RunEnd, RunOutcome, RunState, SessionId, StoreError};
+use headstart_store::{CallKey, RunEnd, RunOutcome, RunState, SessionId, StoreError};
 use tokio_util::sync::{CancellationToken, WaitForCancellationFutureOwned};
 use tokio_util::task::TaskTracker;
 use tracing::Instrument;
@@ -131,7 +131,7 @@ impl<'a> ResponseDriver<'a> {
             Arc::clone(&shared.toolbox),
             shared.hooks.clone(),
             tasks.clone(),
-            CallGate::new(session.clone(), shared.lease_guard.clone()),
+            CallGate::new(session.clone(), request, shared.lease_guard.clone()),
             tracing::Span::current(),
         );
         ResponseDriver {
@@ -486,10 +486,10 @@ impl<'a> ResponseDriver<'a> {
     fn record_started(&self, call_id: &str, now: i64) {
         let store = Arc::clone(&self.shared.store);
         let session = self.session.clone();
-        let call_id = call_id.to_owned();
+        let call = CallKey::new(self.request, call_id);
         self.tasks.spawn(async move {
-            if let Err(error) = store.mark_started(&session, &call_id, now).await {
-                tracing::warn!(%call_id, %error, "could not record the start of a call");
+            if let Err(error) = store.mark_started(&session, &call, now).await {
+                tracing::warn!(call_id = %call.call_id, request = call.request, %error, "could not record the start of a call");
             }
         });
     }
@@ -571,7 +571,8 @@ impl<'a> ResponseDriver<'a> {
         let result = write.result.clone();
         let run = write.run;
         let at_us = self.now_us();
-        let future = async move { store.append_tool_result(&session, &result, run, at_us).await }.boxed();
+        let request = self.request;
+        let future = async move { store.append_tool_result(&session, request, &result, run, at_us).await }.boxed();
         self.writing = Some(InFlight { write, future });
     }
 

@@ -81,7 +81,7 @@ pub struct ToolContext {
     /// The call's id.
     pub call_id: String,
     /// The call's stable idempotency key (contract §7.5): the same on every attempt and every worker, different for
-    /// every (session, call) pair ([`headstart_store::idempotency_key`]). Pass it to the service the tool calls
+    /// every (session, request, call id) ([`headstart_store::idempotency_key`]). Pass it to the service the tool calls
     /// (an `Idempotency-Key` header, a request id), so that a call recovery re-runs is recognised there.
     pub idempotency_key: String,
     /// Cancelled when the response fails, the caller cancels, or the call's timeout passes. A body should return

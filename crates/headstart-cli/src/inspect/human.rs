@@ -30,34 +30,48 @@ pub fn render(log: &[StoredMessage], runs: &[ToolRun], unfinished: &[UnfinishedC
 
 fn render_raw(log: &[StoredMessage], runs: &[ToolRun], unfinished: &[UnfinishedCall]) -> String {
     let origin = log.first().map_or(0, |stored| stored.at_us);
-    let view = View {
-        origin,
-        runs: runs.iter().map(|run| (run.call_id.as_str(), run)).collect(),
-        unfinished: unfinished
-            .iter()
-            .map(|call| (call.run.call_id.as_str(), call))
-            .collect(),
-        results: log
-            .iter()
-            .filter_map(|stored| match &stored.message {
-                Message::ToolResult(result) => Some((result.tool_call_id.as_str(), (stored, result))),
-                _ => None,
-            })
-            .collect(),
-    };
 
-    // Fragments per request, to write each request's header before its first fragment.
+    // Fragments per request, to write each request's header before its first fragment; the calls in the log, and
+    // the call each result answers (a call is its request and id: ids repeat across responses, contract §7.2.2).
     let mut fragments: HashMap<u32, Vec<(&StoredMessage, &AssistantMessage)>> = HashMap::new();
-    let mut calls_in_log: HashSet<&str> = HashSet::new();
+    let mut calls_in_log: HashSet<CallKey<'_>> = HashSet::new();
+    let mut latest_request: HashMap<&str, Option<u32>> = HashMap::new();
+    let mut results = HashMap::new();
+    let mut answers: HashMap<u64, CallKey<'_>> = HashMap::new();
     for stored in log {
-        if let Message::Assistant(assistant) = &stored.message {
-            fragments
-                .entry(stored.request.unwrap_or(u32::MAX))
-                .or_default()
-                .push((stored, assistant));
-            calls_in_log.extend(assistant.tool_calls().map(|call| call.id.as_str()));
+        match &stored.message {
+            Message::Assistant(assistant) => {
+                fragments
+                    .entry(stored.request.unwrap_or(u32::MAX))
+                    .or_default()
+                    .push((stored, assistant));
+                for call in assistant.tool_calls() {
+                    calls_in_log.insert((stored.request, call.id.as_str()));
+                    latest_request.insert(call.id.as_str(), stored.request);
+                }
+            }
+            Message::ToolResult(result) => {
+                // A result stored before results carried their request answers the latest call with its id.
+                let id = result.tool_call_id.as_str();
+                let request = stored.request.or_else(|| latest_request.get(id).copied().flatten());
+                results.entry((request, id)).or_insert((stored, result));
+                answers.insert(stored.seq, (request, id));
+            }
+            Message::User(_) => {}
         }
     }
+    let view = View {
+        origin,
+        runs: runs
+            .iter()
+            .map(|run| ((Some(run.request), run.call_id.as_str()), run))
+            .collect(),
+        unfinished: unfinished
+            .iter()
+            .map(|call| ((Some(call.run.request), call.run.call_id.as_str()), call))
+            .collect(),
+        results,
+    };
 
     let mut out = String::new();
     let requests = fragments.len();
@@ -111,13 +125,13 @@ fn render_raw(log: &[StoredMessage], runs: &[ToolRun], unfinished: &[UnfinishedC
                             let line = one_line(thinking, MAX_LINE);
                             out.push_str(&format!("{:GUTTER$}thinking: {line}\n", ""));
                         }
-                        ContentBlock::ToolCall(call) => view.call(&mut out, call),
+                        ContentBlock::ToolCall(call) => view.call(&mut out, stored.request, call),
                     }
                 }
             }
             Message::ToolResult(result) => {
                 // Results are shown under their calls; only a result whose call is not in the log stands alone.
-                if !calls_in_log.contains(result.tool_call_id.as_str()) {
+                if !answers.get(&stored.seq).is_some_and(|call| calls_in_log.contains(call)) {
                     out.push_str(&view.head(
                         stored,
                         &format!(
@@ -134,11 +148,11 @@ fn render_raw(log: &[StoredMessage], runs: &[ToolRun], unfinished: &[UnfinishedC
     // Unfinished calls whose fragment is missing from the log would otherwise go unseen.
     let missing: Vec<&UnfinishedCall> = unfinished
         .iter()
-        .filter(|call| !calls_in_log.contains(call.run.call_id.as_str()))
+        .filter(|call| !calls_in_log.contains(&(Some(call.run.request), call.run.call_id.as_str())))
         .collect();
     for call in missing {
         out.push('\n');
-        view.call(&mut out, &call.call);
+        view.call(&mut out, Some(call.run.request), &call.call);
     }
 
     if !unfinished.is_empty() {
@@ -163,12 +177,15 @@ fn render_raw(log: &[StoredMessage], runs: &[ToolRun], unfinished: &[UnfinishedC
     out
 }
 
+/// A call: the request of the response holding it (`None` where the log does not say) and its id.
+type CallKey<'a> = (Option<u32>, &'a str);
+
 /// Lookups shared by the rendering steps.
 struct View<'a> {
     origin: i64,
-    runs: HashMap<&'a str, &'a ToolRun>,
-    unfinished: HashMap<&'a str, &'a UnfinishedCall>,
-    results: HashMap<&'a str, (&'a StoredMessage, &'a ToolResultMessage)>,
+    runs: HashMap<CallKey<'a>, &'a ToolRun>,
+    unfinished: HashMap<CallKey<'a>, &'a UnfinishedCall>,
+    results: HashMap<CallKey<'a>, (&'a StoredMessage, &'a ToolResultMessage)>,
 }
 
 impl View<'_> {
@@ -185,17 +202,18 @@ impl View<'_> {
         format!("  {seq:<5}{:>10}  {what}\n", self.at(stored.at_us))
     }
 
-    /// A tool call with its run and its result under it.
-    fn call(&self, out: &mut String, call: &ToolCall) {
+    /// A tool call of request `request` with its run and its result under it.
+    fn call(&self, out: &mut String, request: Option<u32>, call: &ToolCall) {
         let arguments = match &call.arguments {
             ToolArguments::Valid(map) => one_line(&serde_json::to_string(map).unwrap_or_default(), MAX_ARGUMENTS),
             ToolArguments::Invalid { raw, .. } => format!("(invalid arguments) {}", one_line(raw, MAX_ARGUMENTS)),
         };
         out.push_str(&format!("{:GUTTER$}call {} {} {arguments}\n", "", call.id, call.name));
         let indent = GUTTER + 2;
-        let run = self.runs.get(call.id.as_str()).copied();
-        let result = self.results.get(call.id.as_str()).copied();
-        let unfinished = self.unfinished.get(call.id.as_str()).map(|call| &call.run).or_else(|| {
+        let key = (request, call.id.as_str());
+        let run = self.runs.get(&key).copied();
+        let result = self.results.get(&key).copied();
+        let unfinished = self.unfinished.get(&key).map(|call| &call.run).or_else(|| {
             // A run without a result is unfinished even if the caller did not list it.
             run.filter(|run| result.is_none() && matches!(run.state, RunState::Admitted | RunState::Started))
         });

@@ -136,7 +136,16 @@ pub fn tool_results(request: &SeenRequest) -> Vec<(String, String)> {
         .as_array()
         .into_iter()
         .flatten()
-        .flat_map(|message| message["content"].as_array().cloned().unwrap_or_default())
+        .flat_map(tool_results_in)
+        .collect()
+}
+
+/// The `tool_result` blocks of one Anthropic message: `(tool_use_id, content)`.
+pub fn tool_results_in(message: &Value) -> Vec<(String, String)> {
+    message["content"]
+        .as_array()
+        .into_iter()
+        .flatten()
         .filter(|block| block["type"] == "tool_result")
         .map(|block| {
             let id = block["tool_use_id"].as_str().unwrap_or_default().to_owned();

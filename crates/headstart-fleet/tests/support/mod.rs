@@ -11,8 +11,8 @@ use futures::StreamExt;
 use headstart::core::model::{AssistantMessage, ToolResultMessage};
 use headstart::core::{DoneReason, Usage};
 use headstart::store::{
-    AdmittedCall, Claim, Lease, RunEnd, SessionEnd, SessionInfo, SessionQueue, SqliteStore, StoreError, StoredMessage,
-    ToolRun, UnfinishedCall,
+    AdmittedCall, CallKey, Claim, Lease, RunEnd, SessionEnd, SessionInfo, SessionQueue, SqliteStore, StoreError,
+    StoredMessage, ToolRun, UnfinishedCall,
 };
 use headstart::{
     DeltaEvent, DeltaStream, Engine, EngineBuilder, Model, ModelError, ModelRequest, SessionId, TranscriptStore,
@@ -149,17 +149,20 @@ impl TranscriptStore for Switched {
             .commit_fragment(session, request, fragment, admitted, at_us)
             .await
     }
-    async fn mark_started(&self, session: &SessionId, call_id: &str, at_us: i64) -> Result<(), StoreError> {
-        self.inner.mark_started(session, call_id, at_us).await
+    async fn mark_started(&self, session: &SessionId, call: &CallKey, at_us: i64) -> Result<(), StoreError> {
+        self.inner.mark_started(session, call, at_us).await
     }
     async fn append_tool_result(
         &self,
         session: &SessionId,
+        request: u32,
         result: &ToolResultMessage,
         run: Option<RunEnd>,
         at_us: i64,
     ) -> Result<u64, StoreError> {
-        self.inner.append_tool_result(session, result, run, at_us).await
+        self.inner
+            .append_tool_result(session, request, result, run, at_us)
+            .await
     }
     async fn load_log(&self, session: &SessionId) -> Result<Vec<StoredMessage>, StoreError> {
         self.inner.load_log(session).await

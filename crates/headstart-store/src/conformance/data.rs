@@ -5,7 +5,7 @@ use headstart_core::model::{
 };
 use serde_json::Value;
 
-use crate::types::{AdmittedCall, RunEnd, RunOutcome, RunState, SessionId};
+use crate::types::{AdmittedCall, CallKey, RunEnd, RunOutcome, RunState, SessionId};
 use crate::{StoreError, TranscriptStore};
 
 /// A call `id` to tool `name`, with arguments `{"q": id}`.
@@ -51,6 +51,11 @@ pub fn admit(calls: &[&ToolCall]) -> Vec<AdmittedCall> {
             tool_name: call.name.clone(),
         })
         .collect()
+}
+
+/// The key of call `id` of request 0, where [`commit_one`] and [`commit_two`] put their calls.
+pub fn key(id: &str) -> CallKey {
+    CallKey::new(0, id)
 }
 
 /// A successful result of `call` with `text`.

@@ -22,8 +22,8 @@ pub mod data;
 use std::collections::BTreeSet;
 use std::time::Duration;
 
-use self::data::{admit, call, commit_one, commit_two, finished, fragment, prefix, result, store_with_session};
-use crate::types::{RunEnd, RunOutcome, RunState, SessionId, SessionInfo, SessionState};
+use self::data::{admit, call, commit_one, commit_two, finished, fragment, key, prefix, result, store_with_session};
+use crate::types::{CallKey, RunEnd, RunOutcome, RunState, SessionId, SessionInfo, SessionState};
 use crate::{Claim, Lease, SessionEnd, SessionQueue, StoreError, TranscriptStore};
 use async_trait::async_trait;
 use headstart_core::model::{
@@ -61,6 +61,7 @@ macro_rules! conformance_tests {
             round_trip_keeps_write_order_runs_and_unfinished_calls,
             result_carries_a_start_time_that_mark_started_never_wrote,
             duplicate_admission_is_a_conflict_and_stores_nothing,
+            a_call_id_repeated_by_another_response_is_another_call,
             results_for_missing_or_ended_runs_are_conflicts_and_store_nothing,
             unknown_session_is_no_session,
             sessions_are_uuidv7_listed_oldest_first_with_message_counts,
@@ -164,11 +165,11 @@ pub async fn round_trip_keeps_write_order_runs_and_unfinished_calls<F: Fixture>(
         store.commit_fragment(&session, 0, &first, &admit(&[&b, &a]), 200).await,
         Ok(2)
     );
-    store.mark_started(&session, "b", 210).await.expect("mark b");
-    store.mark_started(&session, "a", 220).await.expect("mark a");
+    store.mark_started(&session, &key("b"), 210).await.expect("mark b");
+    store.mark_started(&session, &key("a"), 220).await.expect("mark a");
     assert_eq!(
         store
-            .append_tool_result(&session, &result(&a, "A"), finished(None), 300)
+            .append_tool_result(&session, 0, &result(&a, "A"), finished(None), 300)
             .await,
         Ok(3)
     );
@@ -190,10 +191,10 @@ pub async fn round_trip_keeps_write_order_runs_and_unfinished_calls<F: Fixture>(
     );
     // d was not admitted ("not executed"): a result without a run.
     let d_result = ToolResultMessage::error(&d, "not executed");
-    assert_eq!(store.append_tool_result(&session, &d_result, None, 410).await, Ok(5));
+    assert_eq!(store.append_tool_result(&session, 0, &d_result, None, 410).await, Ok(5));
     // A late mark_started never moves a run backwards, and does not overwrite the start time.
-    store.mark_started(&session, "a", 999).await.expect("late mark");
-    store.mark_started(&session, "b", 998).await.expect("second mark");
+    store.mark_started(&session, &key("a"), 999).await.expect("late mark");
+    store.mark_started(&session, &key("b"), 998).await.expect("second mark");
 
     let log = store.load_log(&session).await.expect("load log");
     let seqs: Vec<u64> = log.iter().map(|m| m.seq).collect();
@@ -209,7 +210,8 @@ pub async fn round_trip_keeps_write_order_runs_and_unfinished_calls<F: Fixture>(
     );
     assert_eq!(
         log.iter().map(|m| m.request).collect::<Vec<_>>(),
-        vec![None, Some(0), None, Some(0), None]
+        vec![None, Some(0), Some(0), Some(0), Some(0)],
+        "fragments and results carry their request"
     );
     assert_eq!(log[1].message, Message::Assistant(first.clone()));
     assert_eq!(log[3].message, Message::Assistant(last.clone()));
@@ -291,13 +293,13 @@ pub async fn result_carries_a_start_time_that_mark_started_never_wrote<F: Fixtur
     let store = fixture.store();
     let session = store_with_session(&store).await;
     let (a, b) = commit_two(&store, &session).await;
-    store.mark_started(&session, "b", 20).await.expect("mark b");
+    store.mark_started(&session, &key("b"), 20).await.expect("mark b");
     store
-        .append_tool_result(&session, &result(&a, "A"), finished(Some(15)), 30)
+        .append_tool_result(&session, 0, &result(&a, "A"), finished(Some(15)), 30)
         .await
         .expect("a");
     store
-        .append_tool_result(&session, &result(&b, "B"), finished(Some(25)), 40)
+        .append_tool_result(&session, 0, &result(&b, "B"), finished(Some(25)), 40)
         .await
         .expect("b");
     let runs = store.tool_runs(&session).await.expect("runs");
@@ -355,6 +357,104 @@ pub async fn duplicate_admission_is_a_conflict_and_stores_nothing<F: Fixture>(fi
     assert_eq!(store.append_user(&session, &UserMessage::new("next"), 30).await, Ok(3));
 }
 
+/// A call id is unique per response, not per session (contract §7.2.2): the same id admitted by two responses is two
+/// calls, each with its run, its start mark, its result and its place in the context; within one response a second
+/// admission of the id is still refused.
+pub async fn a_call_id_repeated_by_another_response_is_another_call<F: Fixture>(fixture: &F) {
+    let store = fixture.store();
+    let session = store_with_session(&store).await;
+    let call_0 = call("call_0", "lookup");
+    let calls = std::slice::from_ref(&call_0);
+    for (request, turn, at_us) in [(0, "r0", 10), (1, "r1", 20)] {
+        assert_eq!(
+            store
+                .commit_fragment(&session, request, &prefix(turn, "x", calls), &admit(&[&call_0]), at_us)
+                .await,
+            Ok(u64::from(request) + 2),
+            "request {request} admits call_0"
+        );
+    }
+    // Within one response, a second admission of the id (in a later fragment) is refused and stores nothing.
+    let err = store
+        .commit_fragment(&session, 1, &prefix("r1", "again", calls), &admit(&[&call_0]), 25)
+        .await
+        .expect_err("call_0 twice in request 1");
+    assert!(
+        matches!(&err, StoreError::Conflict(m) if m.contains("call_0") && m.contains("already admitted")),
+        "{err:?}"
+    );
+    assert_eq!(store.load_log(&session).await.expect("log").len(), 3, "nothing stored");
+
+    let unfinished = store.unfinished_calls(&session).await.expect("unfinished");
+    let keys: Vec<CallKey> = unfinished.iter().map(|u| u.run.key()).collect();
+    assert_eq!(keys, [CallKey::new(0, "call_0"), CallKey::new(1, "call_0")]);
+    assert_eq!((unfinished[0].run.fragment_seq, unfinished[1].run.fragment_seq), (2, 3));
+
+    // The start mark and the results name their request: written in the reverse order, each lands on its run.
+    store
+        .mark_started(&session, &CallKey::new(1, "call_0"), 30)
+        .await
+        .expect("mark");
+    assert_eq!(
+        store
+            .append_tool_result(&session, 1, &result(&call_0, "second"), finished(None), 40)
+            .await,
+        Ok(4)
+    );
+    assert_eq!(
+        store
+            .append_tool_result(&session, 0, &result(&call_0, "first"), finished(None), 50)
+            .await,
+        Ok(5)
+    );
+    let err = store
+        .append_tool_result(&session, 1, &result(&call_0, "twice"), finished(None), 60)
+        .await
+        .expect_err("request 1's call_0 already has its result");
+    assert!(
+        matches!(&err, StoreError::Conflict(m) if m.contains("already ended")),
+        "{err:?}"
+    );
+    let err = store
+        .append_tool_result(&session, 2, &result(&call_0, "?"), finished(None), 60)
+        .await
+        .expect_err("request 2 admitted no call_0");
+    assert!(
+        matches!(&err, StoreError::Conflict(m) if m.contains("no admitted run")),
+        "{err:?}"
+    );
+
+    let runs = store.tool_runs(&session).await.expect("runs");
+    let summary: Vec<(u32, &str, Option<i64>, Option<u64>)> = runs
+        .iter()
+        .map(|r| (r.request, r.call_id.as_str(), r.started_at_us, r.result_seq))
+        .collect();
+    assert_eq!(
+        summary,
+        [(0, "call_0", None, Some(5)), (1, "call_0", Some(30), Some(4))]
+    );
+    assert!(store.unfinished_calls(&session).await.expect("unfinished").is_empty());
+    let log = store.load_log(&session).await.expect("log");
+    assert_eq!(
+        log.iter().map(|m| m.request).collect::<Vec<_>>(),
+        [None, Some(0), Some(1), Some(1), Some(0)]
+    );
+
+    // Each response is followed by its own result, whatever the write order.
+    let context = store.model_context(&session).await.expect("context");
+    let shape: Vec<String> = context
+        .iter()
+        .map(|message| match message {
+            Message::ToolResult(r) => format!("{}={}", r.tool_call_id, r.text()),
+            other => other.role().to_owned(),
+        })
+        .collect();
+    assert_eq!(
+        shape,
+        ["user", "assistant", "call_0=first", "assistant", "call_0=second"]
+    );
+}
+
 /// Results that do not fit their run (no run, no run end, an end state that is not one, a run already ended) are
 /// conflicts and store nothing.
 pub async fn results_for_missing_or_ended_runs_are_conflicts_and_store_nothing<F: Fixture>(fixture: &F) {
@@ -365,7 +465,7 @@ pub async fn results_for_missing_or_ended_runs_are_conflicts_and_store_nothing<F
     let ghost = call("ghost", "lookup");
 
     let err = store
-        .append_tool_result(&session, &result(&ghost, "?"), finished(None), 20)
+        .append_tool_result(&session, 0, &result(&ghost, "?"), finished(None), 20)
         .await
         .expect_err("no run");
     assert!(
@@ -373,7 +473,7 @@ pub async fn results_for_missing_or_ended_runs_are_conflicts_and_store_nothing<F
         "{err:?}"
     );
     let err = store
-        .append_tool_result(&session, &result(&c1, "?"), None, 20)
+        .append_tool_result(&session, 0, &result(&c1, "?"), None, 20)
         .await
         .expect_err("an admitted call's result must end its run");
     assert!(matches!(err, StoreError::Conflict(_)), "{err:?}");
@@ -383,19 +483,19 @@ pub async fn results_for_missing_or_ended_runs_are_conflicts_and_store_nothing<F
         started_at_us: None,
     });
     let err = store
-        .append_tool_result(&session, &result(&c1, "?"), not_an_end, 20)
+        .append_tool_result(&session, 0, &result(&c1, "?"), not_an_end, 20)
         .await
         .expect_err("started is not an end state");
     assert!(matches!(err, StoreError::Conflict(_)), "{err:?}");
 
     assert_eq!(
         store
-            .append_tool_result(&session, &result(&c1, "ok"), finished(None), 30)
+            .append_tool_result(&session, 0, &result(&c1, "ok"), finished(None), 30)
             .await,
         Ok(3)
     );
     let err = store
-        .append_tool_result(&session, &result(&c1, "again"), finished(None), 40)
+        .append_tool_result(&session, 0, &result(&c1, "again"), finished(None), 40)
         .await
         .expect_err("already ended");
     assert!(
@@ -425,10 +525,10 @@ pub async fn unknown_session_is_no_session<F: Fixture>(fixture: &F) {
             .await
             .map(drop)
     ));
-    assert!(is_no_session(store.mark_started(&ghost, "c", 1).await));
+    assert!(is_no_session(store.mark_started(&ghost, &key("c"), 1).await));
     assert!(is_no_session(
         store
-            .append_tool_result(&ghost, &result(&c, "r"), None, 1)
+            .append_tool_result(&ghost, 0, &result(&c, "r"), None, 1)
             .await
             .map(drop)
     ));
@@ -530,7 +630,7 @@ pub async fn message_bodies_round_trip_byte_for_byte<F: Fixture>(fixture: &F) {
         terminate: false,
     };
     store
-        .append_tool_result(&session, &tool_result, finished(Some(11)), 12)
+        .append_tool_result(&session, 7, &tool_result, finished(Some(11)), 12)
         .await
         .expect("result");
     let prompt = UserMessage::new(awkward);
@@ -578,9 +678,9 @@ pub async fn concurrent_sessions_lose_nothing<F: Fixture>(fixture: &F) {
                 let session = store_with_session(&store).await;
                 let c = call(&format!("c{n}"), "lookup");
                 let seq = commit_one(&store, &session, &c.id).await.expect("commit");
-                store.mark_started(&session, &c.id, 11).await.expect("started");
+                store.mark_started(&session, &key(&c.id), 11).await.expect("started");
                 let end = store
-                    .append_tool_result(&session, &result(&c, "r"), finished(Some(11)), 12)
+                    .append_tool_result(&session, 0, &result(&c, "r"), finished(Some(11)), 12)
                     .await
                     .expect("result");
                 (session, seq, end)
@@ -618,9 +718,9 @@ pub async fn concurrent_writes_to_one_session_keep_seqs_gapless<F: Fixture>(fixt
             let store = if n % 2 == 0 { first.clone() } else { second.clone() };
             let (session, c) = (session.clone(), c.clone());
             tokio::spawn(async move {
-                store.mark_started(&session, &c.id, 20).await.expect("started");
+                store.mark_started(&session, &key(&c.id), 20).await.expect("started");
                 let seq = store
-                    .append_tool_result(&session, &result(&c, "r"), finished(Some(20)), 30)
+                    .append_tool_result(&session, 0, &result(&c, "r"), finished(Some(20)), 30)
                     .await
                     .expect("result");
                 let prompt = store
@@ -705,7 +805,7 @@ pub async fn another_connection_lists_unfinished_calls_and_settles_them<F: Fixtu
         let crashed = fixture.connect().await;
         let session = store_with_session(&crashed).await;
         commit_two(&crashed, &session).await;
-        crashed.mark_started(&session, "a", 11).await.expect("started");
+        crashed.mark_started(&session, &key("a"), 11).await.expect("started");
         session
     };
     let store = fixture.connect().await;
@@ -724,7 +824,7 @@ pub async fn another_connection_lists_unfinished_calls_and_settles_them<F: Fixtu
         };
         let interrupted = ToolResultMessage::error(&unfinished.call, "interrupted");
         store
-            .append_tool_result(&session, &interrupted, Some(end), 20)
+            .append_tool_result(&session, 0, &interrupted, Some(end), 20)
             .await
             .expect("settle");
     }
@@ -831,7 +931,7 @@ pub async fn a_later_claim_fences_every_write_of_the_earlier_owner<F: Fixture>(f
     // Worker a commits a call and starts it: its writes go through while it holds the lease.
     let c1 = call("c1", "lookup");
     assert_eq!(commit_one(worker_a.as_ref(), &session, "c1").await, Ok(2));
-    worker_a.mark_started(&session, "c1", 11).await.expect("started");
+    worker_a.mark_started(&session, &key("c1"), 11).await.expect("started");
 
     // Worker a stalls past its lease; worker b takes the session over.
     tokio::time::sleep(PAST_SHORT).await;
@@ -847,15 +947,15 @@ pub async fn a_later_claim_fences_every_write_of_the_earlier_owner<F: Fixture>(f
     let outcomes = [
         is_fenced(&worker_a.append_user(&session, &UserMessage::new("zombie"), 20).await),
         is_fenced(&commit_one(worker_a.as_ref(), &session, "c2").await),
-        is_fenced(&worker_a.mark_started(&session, "c2", 21).await),
+        is_fenced(&worker_a.mark_started(&session, &key("c2"), 21).await),
         is_fenced(
             &worker_a
-                .append_tool_result(&session, &result(&c1, "late"), finished(Some(11)), 22)
+                .append_tool_result(&session, 0, &result(&c1, "late"), finished(Some(11)), 22)
                 .await,
         ),
         is_fenced(
             &worker_a
-                .append_tool_result(&session, &ToolResultMessage::error(&c2, "not executed"), None, 23)
+                .append_tool_result(&session, 0, &ToolResultMessage::error(&c2, "not executed"), None, 23)
                 .await,
         ),
         is_fenced(&queue_a.finish(&lease_a, SessionEnd::Completed).await),
@@ -896,7 +996,13 @@ pub async fn a_later_claim_fences_every_write_of_the_earlier_owner<F: Fixture>(f
     };
     assert_eq!(
         worker_b
-            .append_tool_result(&session, &ToolResultMessage::error(&c1, "interrupted"), Some(end), 30)
+            .append_tool_result(
+                &session,
+                0,
+                &ToolResultMessage::error(&c1, "interrupted"),
+                Some(end),
+                30
+            )
             .await,
         Ok(3)
     );

@@ -10,6 +10,8 @@
 //! operations synchronously on a connection, `errors` classifies SQLite errors, `checkpoint` checkpoints the WAL off
 //! the commit path, `read_only` opens a file without writing to it or beside it.
 
+#[cfg(test)]
+mod call_key_migration;
 mod checkpoint;
 #[cfg(test)]
 mod conformance;
@@ -36,7 +38,9 @@ use self::group::{Write, WriteQueue};
 use crate::backend::{self, Op};
 use crate::layer::Write as WriteOp;
 use crate::lease::{Claim, Lease, SessionEnd, SessionQueue};
-use crate::types::{AdmittedCall, Durability, RunEnd, SessionId, SessionInfo, StoredMessage, ToolRun, UnfinishedCall};
+use crate::types::{
+    AdmittedCall, CallKey, Durability, RunEnd, SessionId, SessionInfo, StoredMessage, ToolRun, UnfinishedCall,
+};
 use crate::{StoreError, TranscriptStore};
 
 /// The label of an in-memory database in error messages.
@@ -555,13 +559,13 @@ impl TranscriptStore for SqliteStore {
         .await
     }
 
-    async fn mark_started(&self, session: &SessionId, call_id: &str, at_us: i64) -> Result<(), StoreError> {
-        let what = Op::Write(WriteOp::MarkStarted { session, call_id }).to_string();
+    async fn mark_started(&self, session: &SessionId, call: &CallKey, at_us: i64) -> Result<(), StoreError> {
+        let what = Op::Write(WriteOp::MarkStarted { session, call }).to_string();
         self.writable(&what)?;
         let (fence, session) = (self.fence.clone(), session.0.clone());
-        let call_id = call_id.to_owned();
+        let call = call.clone();
         self.write(what, move |conn, what| {
-            ops::mark_started(conn, what, fence.as_deref(), &session, &call_id, at_us)
+            ops::mark_started(conn, what, fence.as_deref(), &session, &call, at_us)
         })
         .await
     }
@@ -569,16 +573,22 @@ impl TranscriptStore for SqliteStore {
     async fn append_tool_result(
         &self,
         session: &SessionId,
+        request: u32,
         result: &ToolResultMessage,
         run: Option<RunEnd>,
         at_us: i64,
     ) -> Result<u64, StoreError> {
-        let what = Op::Write(WriteOp::AppendToolResult { session, result }).to_string();
+        let what = Op::Write(WriteOp::AppendToolResult {
+            session,
+            request,
+            result,
+        })
+        .to_string();
         self.writable(&what)?;
         let (fence, session) = (self.fence.clone(), session.0.clone());
         let result = Message::ToolResult(result.clone());
         self.write(what, move |conn, what| {
-            ops::append_tool_result(conn, what, fence.as_deref(), &session, &result, run, at_us)
+            ops::append_tool_result(conn, what, fence.as_deref(), &session, request, &result, run, at_us)
         })
         .await
     }

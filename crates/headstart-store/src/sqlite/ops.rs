@@ -13,7 +13,7 @@ use super::sql;
 use crate::backend::{self, ClaimedRow, LeaseRow, MessageRow, Op, RunRow, SessionRow};
 use crate::lease::{Claim, Lease, SessionEnd};
 use crate::types::{
-    AdmittedCall, RunEnd, SessionId, SessionInfo, SessionState, StoredMessage, ToolRun, UnfinishedCall,
+    AdmittedCall, CallKey, RunEnd, SessionId, SessionInfo, SessionState, StoredMessage, ToolRun, UnfinishedCall,
 };
 use crate::StoreError;
 
@@ -178,12 +178,20 @@ pub(super) fn commit_fragment(
     // the caller a precise message).
     backend::check_admissions(what, assistant, admitted)?;
     for call in admitted {
-        let existing: Option<String> =
-            query_row_cached(conn, sql::RUN_STATE, params![session, call.call_id], |row| row.get(0))
-                .optional()
-                .map_err(ctx(what))?;
+        let existing: Option<String> = query_row_cached(
+            conn,
+            sql::RUN_STATE,
+            params![session, i64::from(request), call.call_id],
+            |row| row.get(0),
+        )
+        .optional()
+        .map_err(ctx(what))?;
         if let Some(state) = existing {
-            return Err(backend::already_admitted(what, &call.call_id, &state));
+            return Err(backend::already_admitted(
+                what,
+                &CallKey::new(request, &*call.call_id),
+                &state,
+            ));
         }
     }
     let seq = insert_message(conn, session, fragment, Some(request), at_us, what)?;
@@ -213,20 +221,27 @@ pub(super) fn mark_started(
     what: &str,
     fence: Option<&Lease>,
     session: &str,
-    call_id: &str,
+    call: &CallKey,
     at_us: i64,
 ) -> Result<(), StoreError> {
     check_write(conn, session, fence, what)?;
     // Matches nothing when the run already moved on (or does not exist): a late write never moves a run back.
-    execute_cached(conn, sql::MARK_STARTED, params![session, call_id, at_us]).map_err(ctx(what))?;
+    execute_cached(
+        conn,
+        sql::MARK_STARTED,
+        params![session, i64::from(call.request), call.call_id, at_us],
+    )
+    .map_err(ctx(what))?;
     Ok(())
 }
 
+#[allow(clippy::too_many_arguments)] // one per column written, each named at the call site
 pub(super) fn append_tool_result(
     conn: &Connection,
     what: &str,
     fence: Option<&Lease>,
     session: &str,
+    request: u32,
     result: &Message,
     run: Option<RunEnd>,
     at_us: i64,
@@ -234,10 +249,11 @@ pub(super) fn append_tool_result(
     let Message::ToolResult(tool_result) = result else {
         return Err(StoreError::Backend(format!("{what}: the message is not a tool result")));
     };
-    let call_id = tool_result.tool_call_id.as_str();
+    let call = CallKey::new(request, &*tool_result.tool_call_id);
+    let request = i64::from(request);
     check_write(conn, session, fence, what)?;
     let existing: Option<(String, Option<i64>)> =
-        query_row_cached(conn, sql::RUN_STATE, params![session, call_id], |row| {
+        query_row_cached(conn, sql::RUN_STATE, params![session, request, call.call_id], |row| {
             Ok((row.get(0)?, row.get(1)?))
         })
         .optional()
@@ -245,15 +261,16 @@ pub(super) fn append_tool_result(
     let existing = existing
         .as_ref()
         .map(|(state, result_seq)| (state.as_str(), *result_seq));
-    backend::check_result(what, call_id, run.as_ref(), existing)?;
-    let seq = insert_message(conn, session, result, None, at_us, what)?;
+    backend::check_result(what, &call, run.as_ref(), existing)?;
+    let seq = insert_message(conn, session, result, Some(call.request), at_us, what)?;
     if let Some(end) = run {
         let changed = execute_cached(
             conn,
             sql::END_RUN,
             params![
                 session,
-                call_id,
+                request,
+                call.call_id,
                 end.state.as_str(),
                 end.outcome.as_str(),
                 at_us,
@@ -264,7 +281,7 @@ pub(super) fn append_tool_result(
         .map_err(ctx(what))?;
         if changed != 1 {
             return Err(StoreError::Conflict(format!(
-                "{what}: the run of call {call_id} could not be ended"
+                "{what}: the run of call {call} could not be ended"
             )));
         }
     }

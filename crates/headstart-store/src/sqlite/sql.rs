@@ -117,6 +117,57 @@ pub(super) const MIGRATIONS: &[&str] = &[
     ALTER TABLE sessions ADD COLUMN lease_expires_at_us INTEGER;
     ALTER TABLE sessions ADD COLUMN failure TEXT;
     CREATE INDEX sessions_claimable ON sessions (ordinal) WHERE state IN ('pending', 'running');",
+    // 3: a call id is unique per response, not per session (contract §7.2.2): a run is keyed by (session, request,
+    // call id), and a tool result stores the request whose call it answers. SQLite alters neither a primary key nor
+    // a CHECK, so both tables are rebuilt: new tables are filled, the old ones dropped (runs first: nothing refers
+    // to them), and the new ones renamed, which also renames the runs' references to `messages_v3`. Results of
+    // admitted calls get their run's request; a result of a never-admitted call keeps NULL (ids were unique per
+    // session before this step, so the context pairs it by id alone).
+    "CREATE TABLE messages_v3 (
+        session_id TEXT NOT NULL REFERENCES sessions (id),
+        seq        INTEGER NOT NULL CHECK (seq >= 1),   -- per session, from 1, gapless
+        role       TEXT NOT NULL CHECK (role IN ('user', 'assistant', 'tool_result')),
+        request    INTEGER CHECK (request IS NULL OR (role IN ('assistant', 'tool_result') AND request >= 0)),
+        turn_id    TEXT CHECK (turn_id IS NULL OR role = 'assistant'),
+        at_us      INTEGER NOT NULL,
+        body       TEXT NOT NULL,                       -- serde_json of headstart_core::model::Message
+        PRIMARY KEY (session_id, seq)
+    );
+    INSERT INTO messages_v3 (session_id, seq, role, request, turn_id, at_us, body)
+        SELECT m.session_id, m.seq, m.role,
+            CASE WHEN m.role = 'tool_result'
+                THEN (SELECT r.request FROM tool_runs AS r WHERE r.session_id = m.session_id AND r.result_seq = m.seq)
+                ELSE m.request END,
+            m.turn_id, m.at_us, m.body
+        FROM messages AS m;
+    CREATE TABLE tool_runs_v3 (
+        session_id     TEXT NOT NULL REFERENCES sessions (id),
+        call_id        TEXT NOT NULL,
+        admission      INTEGER NOT NULL CHECK (admission >= 1),   -- per session admission order, from 1
+        tool_name      TEXT NOT NULL,
+        request        INTEGER NOT NULL CHECK (request >= 0),
+        fragment_seq   INTEGER NOT NULL,
+        state          TEXT NOT NULL
+                       CHECK (state IN ('admitted', 'started', 'finished', 'cancelled', 'skipped')),
+        outcome        TEXT,
+        admitted_at_us INTEGER NOT NULL,
+        started_at_us  INTEGER,
+        ended_at_us    INTEGER,
+        result_seq     INTEGER,
+        PRIMARY KEY (session_id, request, call_id),
+        UNIQUE (session_id, admission),
+        FOREIGN KEY (session_id, fragment_seq) REFERENCES messages_v3 (session_id, seq),
+        FOREIGN KEY (session_id, result_seq) REFERENCES messages_v3 (session_id, seq)
+    );
+    INSERT INTO tool_runs_v3 (session_id, call_id, admission, tool_name, request, fragment_seq, state, outcome,
+            admitted_at_us, started_at_us, ended_at_us, result_seq)
+        SELECT session_id, call_id, admission, tool_name, request, fragment_seq, state, outcome,
+            admitted_at_us, started_at_us, ended_at_us, result_seq
+        FROM tool_runs;
+    DROP TABLE tool_runs;
+    DROP TABLE messages;
+    ALTER TABLE messages_v3 RENAME TO messages;
+    ALTER TABLE tool_runs_v3 RENAME TO tool_runs;",
 ];
 
 // ---------------------------------------------------------------------------------------------------------------
@@ -195,8 +246,9 @@ pub(super) const LOAD_LOG: &str = "SELECT seq, role, request, at_us, body FROM m
 // Tool runs
 // ---------------------------------------------------------------------------------------------------------------
 
-/// `?1` session id, `?2` call id. Columns: state, result_seq.
-pub(super) const RUN_STATE: &str = "SELECT state, result_seq FROM tool_runs WHERE session_id = ?1 AND call_id = ?2";
+/// `?1` session id, `?2` request, `?3` call id. Columns: state, result_seq.
+pub(super) const RUN_STATE: &str =
+    "SELECT state, result_seq FROM tool_runs WHERE session_id = ?1 AND request = ?2 AND call_id = ?3";
 
 /// `?1` = session id → the next admission number (only meaningful inside a write transaction).
 pub(super) const NEXT_ADMISSION: &str = "SELECT COALESCE(MAX(admission), 0) + 1 FROM tool_runs WHERE session_id = ?1";
@@ -207,16 +259,17 @@ pub(super) const INSERT_ADMITTED_RUN: &str = "INSERT INTO tool_runs
         (session_id, call_id, admission, tool_name, request, fragment_seq, state, admitted_at_us)
     VALUES (?1, ?2, ?3, ?4, ?5, ?6, 'admitted', ?7)";
 
-/// `?1` session id, `?2` call id, `?3` started_at_us. Only moves `admitted → started`.
-pub(super) const MARK_STARTED: &str = "UPDATE tool_runs SET state = 'started', started_at_us = ?3
-    WHERE session_id = ?1 AND call_id = ?2 AND state = 'admitted'";
+/// `?1` session id, `?2` request, `?3` call id, `?4` started_at_us. Only moves `admitted → started`.
+pub(super) const MARK_STARTED: &str = "UPDATE tool_runs SET state = 'started', started_at_us = ?4
+    WHERE session_id = ?1 AND request = ?2 AND call_id = ?3 AND state = 'admitted'";
 
-/// `?1` session id, `?2` call id, `?3` state, `?4` outcome, `?5` ended_at_us, `?6` result seq,
-/// `?7` started_at_us (kept if one is already stored). Only ends a run that has not ended.
+/// `?1` session id, `?2` request, `?3` call id, `?4` state, `?5` outcome, `?6` ended_at_us, `?7` result seq,
+/// `?8` started_at_us (kept if one is already stored). Only ends a run that has not ended.
 pub(super) const END_RUN: &str = "UPDATE tool_runs
-    SET state = ?3, outcome = ?4, ended_at_us = ?5, result_seq = ?6,
-        started_at_us = COALESCE(started_at_us, ?7)
-    WHERE session_id = ?1 AND call_id = ?2 AND state IN ('admitted', 'started') AND result_seq IS NULL";
+    SET state = ?4, outcome = ?5, ended_at_us = ?6, result_seq = ?7,
+        started_at_us = COALESCE(started_at_us, ?8)
+    WHERE session_id = ?1 AND request = ?2 AND call_id = ?3 AND state IN ('admitted', 'started')
+        AND result_seq IS NULL";
 
 /// `?1` = session id. The run columns read by `RawRun` (call_id, tool_name, request, fragment_seq, state,
 /// outcome, admitted_at_us, started_at_us, ended_at_us, result_seq), in admission order.

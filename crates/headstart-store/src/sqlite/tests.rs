@@ -11,7 +11,7 @@ use rusqlite::ffi;
 use super::errors::sqlite_error;
 use super::schema::LATEST_VERSION;
 use super::*;
-use crate::conformance::data::{admit, call, commit_one, finished, prefix, result, store_with_session};
+use crate::conformance::data::{admit, call, commit_one, finished, key, prefix, result, store_with_session};
 use crate::types::RunState;
 
 fn db_path(dir: &tempfile::TempDir) -> std::path::PathBuf {
@@ -159,12 +159,12 @@ async fn a_read_only_store_reads_and_refuses_every_write() {
         Err(StoreError::ReadOnly(_))
     ));
     assert!(matches!(
-        store.mark_started(&session, "c1", 1).await,
+        store.mark_started(&session, &key("c1"), 1).await,
         Err(StoreError::ReadOnly(_))
     ));
     assert!(matches!(
         store
-            .append_tool_result(&session, &result(&c1, "r"), finished(None), 1)
+            .append_tool_result(&session, 0, &result(&c1, "r"), finished(None), 1)
             .await,
         Err(StoreError::ReadOnly(_))
     ));
@@ -589,7 +589,7 @@ async fn group_commit_keeps_each_write_atomic_ordered_and_visible_to_the_next() 
             let (store, session, c1) = (store.clone(), session.clone(), c1.clone());
             Box::pin(async move {
                 store
-                    .append_tool_result(&session, &result(&c1, "r1"), finished(None), 13)
+                    .append_tool_result(&session, 0, &result(&c1, "r1"), finished(None), 13)
                     .await
             })
         },
@@ -666,7 +666,7 @@ async fn without_group_commit_every_write_is_its_own_transaction() {
     ));
     let c1 = call("c1", "lookup");
     let seq = store
-        .append_tool_result(&session, &result(&c1, "r"), finished(Some(11)), 12)
+        .append_tool_result(&session, 0, &result(&c1, "r"), finished(Some(11)), 12)
         .await;
     assert_eq!(seq, Ok(3));
     assert!(store.unfinished_calls(&session).await.expect("unfinished").is_empty());
