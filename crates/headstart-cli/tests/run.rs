@@ -830,7 +830,8 @@ async fn a_resume_gives_the_interrupted_result_to_the_repeated_id_of_its_own_res
     let server = ReplayServer::start(replies, HashMap::new(), DELAY).await.unwrap();
     let dir = workdir();
     let db = dir.path().join("headstart.db");
-    let mut child = command(dir.path(), &server, "anthropic", &["run", "--no-progress", "Go."])
+    let args = ["run", "--no-progress", "--fetch", "--fetch-allow-private", "Go."];
+    let mut child = command(dir.path(), &server, "anthropic", &args)
         .stdout(std::process::Stdio::null())
         .spawn()
         .unwrap();
