@@ -124,10 +124,18 @@ impl Fleet {
 fn private_binary(dir: &Path) -> PathBuf {
     let bin = dir.join("headstart");
     std::fs::copy(env!("CARGO_BIN_EXE_headstart"), &bin).expect("copy the headstart binary");
-    let help = Command::new(&bin)
-        .args(["worker", "--help"])
-        .output()
-        .expect("run headstart worker --help");
+    // A child another test thread forks while the copy is being written inherits the written file's descriptor
+    // until it execs, and Linux refuses to run a file open for writing (ETXTBSY): that window closes at once.
+    let mut tries = 0;
+    let help = loop {
+        match Command::new(&bin).args(["worker", "--help"]).output() {
+            Err(error) if error.kind() == std::io::ErrorKind::ExecutableFileBusy && tries < 100 => {
+                tries += 1;
+                std::thread::sleep(std::time::Duration::from_millis(50));
+            }
+            other => break other.expect("run headstart worker --help"),
+        }
+    };
     assert!(
         help.status.success(),
         "{} has no worker command: it is not this build (a target folder shared with another checkout?)",
