@@ -267,10 +267,13 @@ impl View<'_> {
     }
 }
 
-/// Whether a request's last fragment is its terminal one: it carries a stop reason other than `tool_use` or a
-/// usage (prefix fragments carry neither), or a later request exists (so this response's stream ended).
+/// Whether a request's last fragment is its terminal one. A prefix fragment (contract §3.2) ends with the call that
+/// triggered it, stops for `tool_use` and carries no usage; so a last fragment that is empty, ends with anything but
+/// a call, stops otherwise or carries a usage is terminal, and so is any fragment followed by a later request.
+/// Usage alone does not tell: some providers report none, and their terminal fragments carry zero.
 fn stream_ended(last: &AssistantMessage, later_request: bool) -> bool {
-    last.stop_reason.as_str() != "tool_use" || !last.usage.is_zero() || later_request
+    let ends_with_call = matches!(last.content.last(), Some(ContentBlock::ToolCall(_)));
+    !ends_with_call || last.stop_reason.as_str() != "tool_use" || !last.usage.is_zero() || later_request
 }
 
 fn request_header(
@@ -301,7 +304,8 @@ fn request_header(
         )
     } else {
         format!(
-            "  ── {name} · turn {turn} · {fragments} · no terminal fragment (stream cut off?) · last fragment {}\n",
+            "  ── {name} · turn {turn} · {fragments} · ends with a call and no usage: a prefix whose stream was cut \
+             off, or a terminal fragment without usage · last fragment {}\n",
             view.at(last_stored.at_us)
         )
     };
@@ -562,6 +566,23 @@ mod tests {
     }
 
     #[test]
+    fn a_terminal_fragment_without_usage_is_a_stream_end() {
+        // A provider that reports no usage: the terminal fragment after the prefix carries zero, as prefixes do.
+        let (mut log, runs, unfinished) = session();
+        if let Message::Assistant(last) = &mut log[4].message {
+            last.usage = Usage::default();
+        }
+        let text = render(&log, &runs, &unfinished);
+        assert!(text.contains("stop tool_use · usage 0 in / 0 out (total 0)"), "{text}");
+        assert!(!text.contains("cut off"), "{text}");
+        // Empty (every call was committed early) is a terminal fragment too.
+        if let Message::Assistant(last) = &mut log[4].message {
+            last.content.clear();
+        }
+        assert!(!render(&log, &runs, &unfinished).contains("cut off"));
+    }
+
+    #[test]
     fn unfinished_calls_are_flagged() {
         let (mut log, runs, unfinished) = session();
         let text = render(&log, &runs, &unfinished);
@@ -573,7 +594,10 @@ mod tests {
         log.truncate(4);
         let cut = render(&log, &runs, &unfinished);
         assert!(
-            cut.contains("── request 0 · turn turn-0 · 1 fragment · no terminal fragment (stream cut off?) · last fragment +30 ms"),
+            cut.contains(
+                "── request 0 · turn turn-0 · 1 fragment · ends with a call and no usage: a prefix whose stream was \
+                 cut off, or a terminal fragment without usage · last fragment +30 ms"
+            ),
             "{cut}"
         );
         assert!(
