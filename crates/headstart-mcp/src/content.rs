@@ -162,26 +162,50 @@ fn describe(block: &McpBlock) -> String {
     }
 }
 
-/// A progress notification as a partial result: a line for the model's view, the numbers in `details`.
+/// The most of a progress notification's message kept, in bytes: a progress line is a status, and a server may
+/// send a message as large as its message cap with every notification.
+pub(crate) const MAX_PROGRESS_MESSAGE_BYTES: usize = 4 * 1024;
+
+/// A progress notification as a partial result: a line for the model's view, the numbers in `details`; the message
+/// cut to [`MAX_PROGRESS_MESSAGE_BYTES`].
 pub(crate) fn progress_update(progress: &ProgressNotificationParam) -> ToolOutput {
     let numbers = match progress.total {
         Some(total) => format!("{}/{total}", progress.progress),
         None => progress.progress.to_string(),
     };
-    let text = match &progress.message {
+    let message = progress.message.as_ref().map(|message| {
+        let mut message = message.clone();
+        cut_at_boundary(&mut message, MAX_PROGRESS_MESSAGE_BYTES);
+        message
+    });
+    let text = match &message {
         Some(message) => format!("progress {numbers}: {message}"),
         None => format!("progress {numbers}"),
     };
     ToolOutput::text(text).with_details(json!({
         "progress": progress.progress,
         "total": progress.total,
-        "message": progress.message,
+        "message": message,
     }))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_progress_message_is_cut() {
+        let progress: ProgressNotificationParam = serde_json::from_value(json!({
+            "progressToken": 1, "progress": 1, "total": 2, "message": "é".repeat(1 << 20),
+        }))
+        .expect("a progress notification");
+        let update = progress_update(&progress);
+        let text = update.content[0].as_text().expect("text");
+        assert!(text.starts_with("progress 1/2: éé"), "{}", &text[..20]);
+        assert!(text.len() <= MAX_PROGRESS_MESSAGE_BYTES + 20, "{} bytes", text.len());
+        let kept = update.details["message"].as_str().expect("message");
+        assert_eq!(kept.len(), MAX_PROGRESS_MESSAGE_BYTES);
+    }
 
     #[test]
     fn error_results_become_the_call_error() {
