@@ -2,11 +2,11 @@
 //! keyed by (session, request, call id), results of admitted calls get their request, and nothing is lost.
 #![cfg(unix)]
 
-use headstart_core::model::{Message, StopReason, ToolResultMessage, Usage, UserMessage};
+use headstart_core::model::Message;
 use headstart_postgres::testing;
 use headstart_postgres::{PgOptions, PgStore, SCHEMA_VERSION};
-use headstart_store::conformance::data::{admit, call, finished, fragment, prefix, result};
-use headstart_store::{CallKey, RunState, SessionId, StoreError, TranscriptStore};
+use headstart_store::conformance::before_call_keys::{OldSession, OLD_RUNS};
+use headstart_store::StoreError;
 
 /// The schema as version 1 wrote it (its one migration, verbatim), and its version row.
 const VERSION_1: &str = "CREATE SCHEMA headstart;
@@ -68,26 +68,11 @@ async fn a_version_1_database_reads_back_and_then_takes_repeated_call_ids() {
     let Some(database) = testing::database().await else {
         return;
     };
-    let (a, b, d) = (call("a", "lookup"), call("b", "lookup"), call("d", "lookup"));
-    let first = prefix("r0", "checking", &[a.clone(), b.clone(), d.clone()]);
-    let second = fragment("r1", StopReason::Stop, "done", &[], Usage::default());
+    let old = OldSession::default();
     {
-        // The prompt, a response with a (finished), b (started when the process stopped) and d (never admitted,
-        // its "not executed" result), and a second response.
         let client = database.client().await;
         client.batch_execute(VERSION_1).await.expect("the version 1 schema");
-        let messages: [(i64, Option<i64>, Message); 5] = [
-            (1, None, Message::User(UserMessage::new("go"))),
-            (2, Some(0), Message::Assistant(first.clone())),
-            (3, None, Message::ToolResult(result(&a, "A"))),
-            (
-                4,
-                None,
-                Message::ToolResult(ToolResultMessage::error(&d, "not executed")),
-            ),
-            (5, Some(1), Message::Assistant(second.clone())),
-        ];
-        for (seq, request, message) in &messages {
+        for (seq, request, message) in &old.messages() {
             let turn_id = match message {
                 Message::Assistant(fragment) => Some(fragment.turn_id.clone()),
                 _ => None,
@@ -102,12 +87,11 @@ async fn a_version_1_database_reads_back_and_then_takes_repeated_call_ids() {
                 .expect("insert a message");
         }
         client
-            .batch_execute(
+            .batch_execute(&format!(
                 "INSERT INTO headstart.tool_runs (session_id, call_id, admission, tool_name, request, fragment_seq,
                      state, outcome, admitted_at_us, started_at_us, ended_at_us, result_seq)
-                 VALUES ('old', 'a', 1, 'lookup', 0, 2, 'finished', 'finished', 2, 2, 3, 3),
-                        ('old', 'b', 2, 'lookup', 0, 2, 'started', NULL, 2, 2, NULL, NULL)",
-            )
+                 VALUES {OLD_RUNS}"
+            ))
             .await
             .expect("runs");
     }
@@ -123,57 +107,5 @@ async fn a_version_1_database_reads_back_and_then_takes_repeated_call_ids() {
         .await
         .expect("connect and upgrade");
     assert_eq!(SCHEMA_VERSION, 2);
-    let session = SessionId::from("old");
-    let log = store.load_log(&session).await.expect("log");
-    assert_eq!(
-        log.iter().map(|m| (m.seq, m.request)).collect::<Vec<_>>(),
-        [(1, None), (2, Some(0)), (3, Some(0)), (4, None), (5, Some(1))],
-        "the result of an admitted call gets its run's request; a never-admitted call's keeps none"
-    );
-    assert_eq!(log[1].message, Message::Assistant(first.clone()));
-    let runs = store.tool_runs(&session).await.expect("runs");
-    let summary: Vec<(CallKey, RunState, Option<u64>)> =
-        runs.iter().map(|r| (r.key(), r.state, r.result_seq)).collect();
-    assert_eq!(
-        summary,
-        [
-            (CallKey::new(0, "a"), RunState::Finished, Some(3)),
-            (CallKey::new(0, "b"), RunState::Started, None)
-        ]
-    );
-    let unfinished = store.unfinished_calls(&session).await.expect("unfinished");
-    assert_eq!(unfinished.len(), 1);
-    assert_eq!(
-        (unfinished[0].run.key(), &unfinished[0].call),
-        (CallKey::new(0, "b"), &b)
-    );
-    let context = store.model_context(&session).await.expect("context");
-    let shape: Vec<String> = context
-        .iter()
-        .map(|message| match message {
-            Message::ToolResult(r) => format!("result {}", r.tool_call_id),
-            other => other.role().to_owned(),
-        })
-        .collect();
-    assert_eq!(shape, ["user", "assistant", "result a", "result d", "assistant"]);
-
-    // The upgraded store works on: b's result ends its run, and a later response admits "a" again.
-    store
-        .append_tool_result(&session, 0, &result(&b, "B"), finished(None), 6)
-        .await
-        .expect("b's result");
-    let again = prefix("r2", "again", std::slice::from_ref(&a));
-    assert_eq!(
-        store.commit_fragment(&session, 2, &again, &admit(&[&a]), 7).await,
-        Ok(7)
-    );
-    let err = store
-        .commit_fragment(&session, 2, &again, &admit(&[&a]), 8)
-        .await
-        .expect_err("a again within request 2");
-    assert!(
-        matches!(&err, StoreError::Conflict(m) if m.contains("already admitted")),
-        "{err:?}"
-    );
-    assert_eq!(store.unfinished_calls(&session).await.expect("unfinished").len(), 1);
+    old.check_upgraded(&store).await;
 }

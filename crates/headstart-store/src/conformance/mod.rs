@@ -17,6 +17,7 @@
 //! The cases were the SQLite store's tests; the SQLite-only ones (file permissions, WAL, pragmas, group commit,
 //! kill-after-commit) stay with it.
 
+pub mod before_call_keys;
 pub mod data;
 
 use std::collections::BTreeSet;
