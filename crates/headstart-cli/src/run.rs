@@ -78,6 +78,15 @@ pub struct ModelArgs {
     /// The loop stops after this many model requests, e.g. `--max-turns 8`.
     #[arg(long, default_value_t = 32, value_name = "N")]
     max_turns: u32,
+    /// At most this many tool calls of one response run; the calls past it get an error result and never run
+    /// (contract §4.6.4), e.g. `--max-calls-per-response 32`.
+    #[arg(long, default_value_t = headstart::DEFAULT_MAX_CALLS_PER_RESPONSE, value_name = "N",
+        value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..))]
+    max_calls_per_response: usize,
+    /// At most this many tool bodies run at once (contract §4.6), e.g. `--max-in-flight 4`.
+    #[arg(long, default_value_t = headstart::DEFAULT_MAX_IN_FLIGHT, value_name = "N",
+        value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..))]
+    max_in_flight: usize,
     /// Retries of a request that fails before its first delta (refused connection, 408, 409, 429, 5xx), with
     /// backoff and Retry-After, e.g. `--retries 5`.
     #[arg(long, default_value_t = 2, value_name = "N")]
@@ -430,6 +439,8 @@ impl ModelArgs {
         let toolbox = builtin_tools::toolbox(&self.builtin_config(transcript)?, extra).map_err(Failure::Failed)?;
         let config = EngineConfig::default()
             .max_turns(self.max_turns)
+            .max_calls_per_response(Some(self.max_calls_per_response))
+            .max_in_flight(Some(self.max_in_flight))
             .continue_after_failed_stream((self.continue_after_failure > 0).then_some(self.continue_after_failure));
         let engine = Engine::builder(store).toolbox(toolbox).config(config).build();
         Ok(Agent::new(engine, Arc::new(model)))

@@ -878,3 +878,36 @@ async fn a_resume_gives_the_interrupted_result_to_the_repeated_id_of_its_own_res
     let (_, _, log) = stored_log(&db).await;
     assert_eq!(result_texts(&log), ["hello from the notes", INTERRUPTED]);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_call_bounds_are_flags() {
+    let calls: Vec<(String, Value)> = (0..5).map(|n| (format!("toolu_{n}"), json!({}))).collect();
+    let calls: Vec<(&str, &str, Value)> = calls
+        .iter()
+        .map(|(id, args)| (id.as_str(), "list_dir", args.clone()))
+        .collect();
+    let replies = vec![Reply::Events(anthropic(None, &calls)), answer()];
+    let server = ReplayServer::start(replies, HashMap::new(), DELAY).await.unwrap();
+    let dir = workdir();
+    let args = ["run", "--max-calls-per-response", "2", "--max-in-flight", "1", "List"];
+    let output = run_to_end(&mut command(dir.path(), &server, "anthropic", &args)).await;
+    assert!(output.status.success(), "{:?}", output.status);
+    let store = SqliteStore::open_read_only(dir.path().join("headstart.db")).unwrap();
+    let session = store.sessions().await.unwrap()[0].id.clone();
+    let mut started: Vec<(i64, i64)> = store
+        .tool_runs(&session)
+        .await
+        .unwrap()
+        .iter()
+        .filter_map(|run| Some((run.started_at_us?, run.ended_at_us?)))
+        .collect();
+    assert_eq!(started.len(), 2, "{started:?}");
+    started.sort_unstable();
+    assert!(started[0].1 <= started[1].0, "one at a time: {started:?}");
+    let log = store.load_log(&session).await.unwrap();
+    let refused = result_texts(&log)
+        .iter()
+        .filter(|text| *text == "too many tool calls in one response (the limit is 2)")
+        .count();
+    assert_eq!(refused, 3);
+}
