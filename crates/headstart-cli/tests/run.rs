@@ -256,21 +256,49 @@ async fn without_continuation_a_reset_stops_the_run() {
     assert_eq!(result_texts(&log)[0], "hello from the notes", "the committed calls ran");
 }
 
+/// A page that answers after ten minutes, on a server of its own (the model's replies name its URL, which exists
+/// only once it listens); its URL.
 #[cfg(unix)]
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_run_killed_while_a_call_runs_is_resumed() {
-    let slow = "/slow";
-    // The fetched page takes ten minutes: the call is surely running when the process is killed. It has a server
-    // of its own because the model's replies name its URL, which exists only once it listens.
+async fn never_answered_page() -> (ReplayServer, String) {
     let pages = HashMap::from([(
-        slow.to_owned(),
+        "/slow".to_owned(),
         Page {
             delay: Duration::from_secs(600),
             body: "never".into(),
         },
     )]);
     let page_server = ReplayServer::start(Vec::new(), pages, DELAY).await.unwrap();
-    let url = page_server.url(slow);
+    let url = page_server.url("/slow");
+    (page_server, url)
+}
+
+/// `headstart run --fetch --fetch-allow-private PROMPT` in `dir`, killed with SIGKILL once `page_server` has the
+/// fetch's request: the call is surely running when the process dies.
+#[cfg(unix)]
+async fn run_killed_while_fetching(
+    dir: &Path,
+    server: &ReplayServer,
+    page_server: &ReplayServer,
+    prompt: &str,
+) -> std::process::ExitStatus {
+    let args = ["run", "--no-progress", "--fetch", "--fetch-allow-private", prompt];
+    let mut child = command(dir, server, "anthropic", &args)
+        .stdout(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(60);
+    while page_server.requests().is_empty() {
+        assert!(tokio::time::Instant::now() < deadline, "the fetch never started");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    child.start_kill().unwrap();
+    child.wait().await.unwrap()
+}
+
+#[cfg(unix)]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_run_killed_while_a_call_runs_is_resumed() {
+    let (page_server, url) = never_answered_page().await;
     let replies = vec![
         Reply::Events(anthropic(
             Some("Fetching. "),
@@ -281,23 +309,7 @@ async fn a_run_killed_while_a_call_runs_is_resumed() {
     let server = ReplayServer::start(replies, HashMap::new(), DELAY).await.unwrap();
     let dir = workdir();
     let db = dir.path().join("headstart.db");
-    let mut child = command(
-        dir.path(),
-        &server,
-        "anthropic",
-        &["run", "--no-progress", "--fetch", "--fetch-allow-private", "Fetch it."],
-    )
-    .stdout(std::process::Stdio::null())
-    .spawn()
-    .unwrap();
-    // Kill once the call is running: the page server has its request.
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(60);
-    while page_server.requests().is_empty() {
-        assert!(tokio::time::Instant::now() < deadline, "the fetch never started");
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
-    child.start_kill().unwrap();
-    let status = child.wait().await.unwrap();
+    let status = run_killed_while_fetching(dir.path(), &server, &page_server, "Fetch it.").await;
     use std::os::unix::process::ExitStatusExt;
     assert_eq!(status.signal(), Some(9));
 
@@ -809,16 +821,7 @@ async fn a_call_id_repeated_in_every_response_keeps_each_result_with_its_call() 
 #[cfg(unix)]
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_resume_gives_the_interrupted_result_to_the_repeated_id_of_its_own_response() {
-    let slow = "/slow";
-    let pages = HashMap::from([(
-        slow.to_owned(),
-        Page {
-            delay: Duration::from_secs(600),
-            body: "never".into(),
-        },
-    )]);
-    let page_server = ReplayServer::start(Vec::new(), pages, DELAY).await.unwrap();
-    let url = page_server.url(slow);
+    let (page_server, url) = never_answered_page().await;
     let replies = vec![
         Reply::Events(anthropic(
             Some("Reading. "),
@@ -830,18 +833,7 @@ async fn a_resume_gives_the_interrupted_result_to_the_repeated_id_of_its_own_res
     let server = ReplayServer::start(replies, HashMap::new(), DELAY).await.unwrap();
     let dir = workdir();
     let db = dir.path().join("headstart.db");
-    let args = ["run", "--no-progress", "--fetch", "--fetch-allow-private", "Go."];
-    let mut child = command(dir.path(), &server, "anthropic", &args)
-        .stdout(std::process::Stdio::null())
-        .spawn()
-        .unwrap();
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(60);
-    while page_server.requests().is_empty() {
-        assert!(tokio::time::Instant::now() < deadline, "the fetch never started");
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
-    child.start_kill().unwrap();
-    child.wait().await.unwrap();
+    run_killed_while_fetching(dir.path(), &server, &page_server, "Go.").await;
 
     let session = {
         let store = SqliteStore::open_read_only(&db).unwrap();
