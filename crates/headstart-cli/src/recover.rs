@@ -36,29 +36,28 @@ struct Plan {
     refused: Vec<String>,
 }
 
-/// Takes every session that has unfinished calls for this process, or notes who holds it. Writes nothing.
+/// Takes every session that has unfinished calls for this process, or notes who holds it. Writes nothing, and
+/// touches no lock of a session with nothing to recover.
 async fn plan(url: &StoreUrl, store: &dyn SessionQueue, force: bool) -> Result<Plan, String> {
     let now_us = SystemClock.now_us();
     let mut plan = Plan::default();
     for info in store.sessions().await.map_err(|error| error.to_string())? {
         let session = info.id.clone();
+        if !has_unfinished(store, &session).await? {
+            continue;
+        }
         // A worker's session: its lease decides, and no process lock is involved.
         if let Some(worker) = Holder::of_session(&info) {
             if let Err(refusal) = decide(&session, Some(&worker), force, now_us) {
-                if has_unfinished(store, &session).await? {
-                    plan.refused.push(owner::refusal_text(&refusal));
-                }
+                plan.refused.push(owner::refusal_text(&refusal));
             }
             continue;
         }
-        // Taken before its calls are read, so that none can be admitted between the look and the writes.
         let lock = match url {
             StoreUrl::Sqlite(path) => match owner::take(path, &session, force) {
                 Ok(lock) => Some(lock),
                 Err(NotTaken::Refused(refusal)) => {
-                    if has_unfinished(store, &session).await? {
-                        plan.refused.push(owner::refusal_text(&refusal));
-                    }
+                    plan.refused.push(owner::refusal_text(&refusal));
                     continue;
                 }
                 Err(failed @ NotTaken::Failed(_)) => return Err(failed.text()),
@@ -66,6 +65,8 @@ async fn plan(url: &StoreUrl, store: &dyn SessionQueue, force: bool) -> Result<P
             // Processes on several machines share a PostgreSQL database: they coordinate through the queue.
             StoreUrl::Postgres(_) => None,
         };
+        // Read again once taken: what the owner that just let go admitted is recovered too, and nothing is
+        // admitted between this look and the writes.
         if has_unfinished(store, &session).await? {
             plan.sessions.push((session, lock));
         }
