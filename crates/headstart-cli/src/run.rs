@@ -18,11 +18,10 @@ use headstart_mcp::{McpLimits, McpServer, ToolPolicy};
 use headstart_providers::http::{HttpModel, HttpModelConfig};
 use headstart_providers::retry::RetryPolicy;
 use headstart_providers::WireFormat;
-use headstart_sim::timeline::Timeline;
+use headstart_timeline::{svg, Timeline};
 
 use crate::builtin_tools::{self, fetch_policy::normalize_host, BuiltinConfig, FetchPolicy};
 use crate::owner;
-use crate::timeline::svg;
 use crate::view::{print_savings, View};
 use crate::visible::{visible, Lines};
 

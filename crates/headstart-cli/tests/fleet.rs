@@ -7,7 +7,7 @@
 //! 1. every session is `completed`;
 //! 2. every call a tool body began (each begin appends a line to `<touch dir>/<session>/<call id>`) is in a
 //!    durable fragment of its session;
-//! 3. the engine's invariants hold for every session (`headstart_sim::invariants`): every admitted call has exactly
+//! 3. the engine's invariants hold for every session (`headstart_testkit::invariants`): every admitted call has exactly
 //!    one result, no call started before its owner was durable;
 //! 4. no call began twice, unless its tool is idempotent (recovery re-runs only those) and its session was claimed
 //!    at least as many times as the call began (one execution per claim);
@@ -34,7 +34,7 @@ use std::time::{Duration, Instant};
 use headstart::store::SessionState;
 use headstart::{Message, TranscriptStore};
 use headstart_postgres::{testing, PgOptions, PgStore};
-use headstart_sim::invariants::check_session;
+use headstart_testkit::invariants::check_session;
 use serde_json::Value;
 use support::ChildGuard;
 

@@ -30,11 +30,10 @@ use std::io::Read;
 use headstart::core::delta_log::{parse_timed_delta, read_delta_log, TimedDelta};
 use headstart::core::DeltaEvent;
 use headstart::{EngineConfig, ExecutionMode};
+use headstart_timeline::json_path;
 use serde::Deserialize;
 use serde_json::Value;
 use serde_path_to_error::Segment;
-
-use crate::json_path;
 
 /// The largest scenario file [`Scenario::load`] reads: 16 MiB.
 pub const MAX_SCENARIO_BYTES: u64 = 16 * 1024 * 1024;

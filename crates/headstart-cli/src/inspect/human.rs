@@ -6,8 +6,8 @@ use std::collections::{HashMap, HashSet};
 use headstart::core::model::{AssistantMessage, ContentBlock, ToolArguments, ToolCall, ToolResultMessage, Usage};
 use headstart::store::{RunState, StoredMessage, ToolRun, UnfinishedCall};
 use headstart::Message;
+use headstart_timeline::format_ms;
 
-use crate::timeline::data::format_ms;
 use crate::visible::{visible, Lines};
 
 /// Width of the `#seq  +time` column; content lines are indented by it.
@@ -390,92 +390,37 @@ fn push_result_text(out: &mut String, indent: usize, result: &ToolResultMessage)
 #[cfg(test)]
 mod tests {
     use super::*;
-    use headstart::core::model::UserMessage;
     use headstart::store::RunOutcome;
     use headstart::StopReason;
+    use headstart_testkit::fixtures::stored::{self, fragment, tool_call, tool_run, user, with_usage};
     use serde_json::{json, Value};
 
-    fn fragment(seq: u64, request: u32, at_us: i64, stop: StopReason, content: Vec<ContentBlock>) -> StoredMessage {
-        StoredMessage {
-            seq,
-            request: Some(request),
-            at_us,
-            message: Message::Assistant(AssistantMessage {
-                turn_id: format!("turn-{request}"),
-                stop_reason: stop,
-                content,
-                usage: Usage::default(),
-                model: None,
-                error_message: None,
-            }),
-        }
-    }
-
     /// The terminal fragment carries the response's usage.
-    fn terminal(mut stored: StoredMessage) -> StoredMessage {
-        if let Message::Assistant(assistant) = &mut stored.message {
-            assistant.usage = Usage {
-                input: 10,
-                output: 50,
-                cache_read: 0,
-                cache_write: 0,
-            };
-        }
-        stored
+    fn terminal(stored: StoredMessage) -> StoredMessage {
+        let usage = Usage {
+            input: 10,
+            output: 50,
+            cache_read: 0,
+            cache_write: 0,
+        };
+        with_usage(stored, usage)
     }
 
-    fn tool_call(id: &str, arguments: Value) -> ContentBlock {
-        ContentBlock::ToolCall(ToolCall {
-            id: id.to_owned(),
-            name: "lookup".to_owned(),
-            arguments: ToolArguments::from_value(arguments),
-        })
+    fn call(id: &str, arguments: Value) -> ContentBlock {
+        ContentBlock::ToolCall(tool_call(id, arguments))
     }
 
     fn result(seq: u64, id: &str, at_us: i64, text: &str, is_error: bool) -> StoredMessage {
-        StoredMessage {
-            seq,
-            request: None,
-            at_us,
-            message: Message::ToolResult(ToolResultMessage {
-                tool_call_id: id.to_owned(),
-                tool_name: "lookup".to_owned(),
-                content: vec![ContentBlock::text(text)],
-                details: Value::Null,
-                is_error,
-                terminate: false,
-            }),
-        }
+        stored::result(seq, at_us, id, text, is_error)
     }
 
     fn run(id: &str, started: Option<i64>, ended: Option<i64>, outcome: Option<RunOutcome>) -> ToolRun {
-        ToolRun {
-            call_id: id.to_owned(),
-            tool_name: "lookup".to_owned(),
-            request: 0,
-            fragment_seq: 2,
-            state: match (started, outcome) {
-                (_, Some(RunOutcome::Skipped)) => RunState::Skipped,
-                (_, Some(_)) => RunState::Finished,
-                (Some(_), None) => RunState::Started,
-                (None, None) => RunState::Admitted,
-            },
-            outcome,
-            admitted_at_us: 30_000,
-            started_at_us: started,
-            ended_at_us: ended,
-            result_seq: None,
-        }
+        tool_run(id, 0, 2, 30_000, started, ended, outcome)
     }
 
     fn session() -> (Vec<StoredMessage>, Vec<ToolRun>, Vec<UnfinishedCall>) {
         let log = vec![
-            StoredMessage {
-                seq: 1,
-                request: None,
-                at_us: 0,
-                message: Message::User(UserMessage::new("compare rust and tokio")),
-            },
+            user(1, 0, "compare rust and tokio"),
             fragment(
                 2,
                 0,
@@ -483,10 +428,10 @@ mod tests {
                 StopReason::ToolUse,
                 vec![
                     ContentBlock::text("Checking both."),
-                    tool_call("call_1", json!({"q": "rust"})),
-                    tool_call("call_2", json!({"q": "tokio"})),
-                    tool_call("call_3", json!({})),
-                    tool_call("call_4", json!({})),
+                    call("call_1", json!({"q": "rust"})),
+                    call("call_2", json!({"q": "tokio"})),
+                    call("call_3", json!({})),
+                    call("call_4", json!({})),
                 ],
             ),
             result(3, "call_2", 130_000, "no such crate\nsecond line\nthird", true),
@@ -661,7 +606,7 @@ mod tests {
     #[test]
     fn skipped_calls_never_started() {
         let log = vec![
-            fragment(1, 0, 0, StopReason::ToolUse, vec![tool_call("k1", json!({}))]),
+            fragment(1, 0, 0, StopReason::ToolUse, vec![call("k1", json!({}))]),
             result(2, "k1", 2_000, "cancelled", true),
         ];
         let runs = vec![run("k1", None, Some(2_000), Some(RunOutcome::Skipped))];

@@ -20,7 +20,7 @@ mod style;
 
 use std::fmt::Write as _;
 
-use super::data::{self, format_ms, Timeline};
+use crate::timeline::{format_ms, Timeline};
 use axis::Scale;
 use primitives::{escape, plural, truncate, Svg};
 use style::{FONT, FONT_SIZE, INK, MARGIN, MUTED, RIGHT_GUTTER, ROW_H, WIDTH};
@@ -97,9 +97,9 @@ pub fn render(timeline: &Timeline) -> String {
 
 #[cfg(test)]
 mod tests {
-    use super::data::{CallSpan, RequestSpan};
     use super::style::OUTCOMES;
     use super::*;
+    use crate::timeline::{CallSpan, RequestSpan};
 
     fn call(id: &str, started: Option<f64>, ended: Option<f64>, outcome: Option<&str>) -> CallSpan {
         CallSpan {

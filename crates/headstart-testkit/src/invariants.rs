@@ -1,7 +1,7 @@
 //! The engine's invariants, checked by one checker wherever a run can be observed: a replay [`Report`]
 //! ([`check_report`]), what a store holds for a session ([`check_session`], [`check_log`]), and the events of one
 //! response wrapped by `Engine::wrap` together with the store it wrote ([`check_turn`]). Each broken rule is one
-//! [`Violation`].
+//! [`InvariantViolation`].
 //!
 //! What is checked (contract sections in brackets):
 //! - sequence numbers run 1, 2, 3, … in log order (§7);
@@ -32,11 +32,11 @@ use std::fmt;
 use headstart::store::{RunState, StoreError, StoredMessage, ToolRun};
 use headstart::{AgentEvent, Message, SessionId, TranscriptStore};
 
-use crate::report::{Report, TranscriptEntry};
+use headstart_timeline::report::{Report, TranscriptEntry};
 
 /// One broken invariant.
 #[derive(Debug, Clone, PartialEq)]
-pub enum Violation {
+pub enum InvariantViolation {
     /// §7: the message at `position` (0-based, in log order) does not have sequence number `position + 1`.
     SequenceGap {
         /// Where in the log.
@@ -186,13 +186,13 @@ pub enum Violation {
     },
 }
 
-impl fmt::Display for Violation {
+impl fmt::Display for InvariantViolation {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            Violation::SequenceGap { position, seq } => {
+            InvariantViolation::SequenceGap { position, seq } => {
                 write!(f, "message {position} of the log has seq {seq}, not {}", position + 1)
             }
-            Violation::StartedBeforeOwner {
+            InvariantViolation::StartedBeforeOwner {
                 call_id,
                 started_ms,
                 owner_ms,
@@ -200,10 +200,10 @@ impl fmt::Display for Violation {
                 f,
                 "{call_id:?} started at {started_ms} ms, before its owner was stored at {owner_ms} ms"
             ),
-            Violation::StartedWithoutOwner { call_id } => {
+            InvariantViolation::StartedWithoutOwner { call_id } => {
                 write!(f, "{call_id:?} started, but no stored fragment holds it")
             }
-            Violation::WrongOwner {
+            InvariantViolation::WrongOwner {
                 call_id,
                 recorded,
                 holder,
@@ -211,24 +211,24 @@ impl fmt::Display for Violation {
                 f,
                 "the run of {call_id:?} names fragment #{recorded} as its owner, but #{holder} holds the call"
             ),
-            Violation::CallStoredTwice { call_id } => write!(f, "call {call_id:?} is stored twice"),
-            Violation::ResultCount { call_id, results } => {
+            InvariantViolation::CallStoredTwice { call_id } => write!(f, "call {call_id:?} is stored twice"),
+            InvariantViolation::ResultCount { call_id, results } => {
                 write!(f, "stored call {call_id:?} has {results} results")
             }
-            Violation::ResultWithoutCall { call_id } => {
+            InvariantViolation::ResultWithoutCall { call_id } => {
                 write!(
                     f,
                     "a result answers {call_id:?}, which no fragment stored before it holds"
                 )
             }
-            Violation::AdmittedTwice { call_id } => write!(f, "call {call_id:?} was admitted twice"),
-            Violation::AdmittedWithoutOwner { call_id } => {
+            InvariantViolation::AdmittedTwice { call_id } => write!(f, "call {call_id:?} was admitted twice"),
+            InvariantViolation::AdmittedWithoutOwner { call_id } => {
                 write!(f, "admitted call {call_id:?} has no stored owner")
             }
-            Violation::Unsettled { call_id } => {
+            InvariantViolation::Unsettled { call_id } => {
                 write!(f, "admitted call {call_id:?} never settled: its run has no final state")
             }
-            Violation::RunResultMismatch {
+            InvariantViolation::RunResultMismatch {
                 call_id,
                 recorded,
                 stored,
@@ -236,35 +236,35 @@ impl fmt::Display for Violation {
                 f,
                 "the run of {call_id:?} records result {recorded:?}, but its stored result is #{stored}"
             ),
-            Violation::TurnIds { request, turn_ids } => {
+            InvariantViolation::TurnIds { request, turn_ids } => {
                 write!(f, "request {request:?}: fragments have turn ids {turn_ids:?}")
             }
-            Violation::PrefixUsage { request, seq, total } => write!(
+            InvariantViolation::PrefixUsage { request, seq, total } => write!(
                 f,
                 "request {request:?}: fragment #{seq} is not the last, but carries usage {total}"
             ),
-            Violation::EventCount { event, count } => write!(f, "{count} {event} events, not 1"),
-            Violation::EventNotFirst { event, first } => {
+            InvariantViolation::EventCount { event, count } => write!(f, "{count} {event} events, not 1"),
+            InvariantViolation::EventNotFirst { event, first } => {
                 write!(f, "the first event is {first:?}, not {event}")
             }
-            Violation::EventNotLast { event, last } => write!(f, "the last event is {last:?}, not {event}"),
-            Violation::ToolEventCount { call_id, starts, ends } => write!(
+            InvariantViolation::EventNotLast { event, last } => write!(f, "the last event is {last:?}, not {event}"),
+            InvariantViolation::ToolEventCount { call_id, starts, ends } => write!(
                 f,
                 "{call_id:?}: {starts} tool_execution_start, {ends} tool_execution_end"
             ),
-            Violation::EndBeforeStart { call_id, start, end } => write!(
+            InvariantViolation::EndBeforeStart { call_id, start, end } => write!(
                 f,
                 "{call_id:?}: tool_execution_end at {end} comes before tool_execution_start at {start}"
             ),
-            Violation::ResultNotAfterEnd { call_id, end } => write!(
+            InvariantViolation::ResultNotAfterEnd { call_id, end } => write!(
                 f,
                 "{call_id:?}: tool_execution_end at {end} is not directly followed by its result message"
             ),
-            Violation::NotExecutedApart { call_id, start, end } => write!(
+            InvariantViolation::NotExecutedApart { call_id, start, end } => write!(
                 f,
                 "{call_id:?} never executed, but its start ({start}) and end ({end}) are not adjacent"
             ),
-            Violation::StartedBeforeMessageEnd { call_id } => write!(
+            InvariantViolation::StartedBeforeMessageEnd { call_id } => write!(
                 f,
                 "{call_id:?} started before the message_end of the fragment holding it"
             ),
@@ -273,7 +273,7 @@ impl fmt::Display for Violation {
 }
 
 /// Checks a replay report: its transcript, tool runs and events (a whole agent run).
-pub fn check_report(report: &Report) -> Vec<Violation> {
+pub fn check_report(report: &Report) -> Vec<InvariantViolation> {
     let log: Vec<Logged<'_>> = report.transcript.iter().map(Logged::from_entry).collect();
     let runs: Vec<Run<'_>> = report
         .tool_runs
@@ -303,14 +303,17 @@ pub fn check_report(report: &Report) -> Vec<Violation> {
 }
 
 /// Checks what a store holds for one session: its durable log and its run records (no events).
-pub fn check_log(log: &[StoredMessage], runs: &[ToolRun]) -> Vec<Violation> {
+pub fn check_log(log: &[StoredMessage], runs: &[ToolRun]) -> Vec<InvariantViolation> {
     let log: Vec<Logged<'_>> = log.iter().map(Logged::from_stored).collect();
     let runs: Vec<Run<'_>> = runs.iter().map(Run::from_record).collect();
     check_transcript(&log, &runs)
 }
 
 /// Loads a session's log and run records from `store` and checks them ([`check_log`]).
-pub async fn check_session(store: &dyn TranscriptStore, session: &SessionId) -> Result<Vec<Violation>, StoreError> {
+pub async fn check_session(
+    store: &dyn TranscriptStore,
+    session: &SessionId,
+) -> Result<Vec<InvariantViolation>, StoreError> {
     let log = store.load_log(session).await?;
     let runs = store.tool_runs(session).await?;
     Ok(check_log(&log, &runs))
@@ -318,7 +321,7 @@ pub async fn check_session(store: &dyn TranscriptStore, session: &SessionId) -> 
 
 /// Checks one response wrapped by `Engine::wrap`: the session's log and run records as the response left them, and
 /// the events it emitted (from its `turn_start` to its `turn_end`).
-pub fn check_turn(log: &[StoredMessage], runs: &[ToolRun], events: &[AgentEvent]) -> Vec<Violation> {
+pub fn check_turn(log: &[StoredMessage], runs: &[ToolRun], events: &[AgentEvent]) -> Vec<InvariantViolation> {
     let log: Vec<Logged<'_>> = log.iter().map(Logged::from_stored).collect();
     let runs: Vec<Run<'_>> = runs.iter().map(Run::from_record).collect();
     let events: Vec<Observed<'_>> = events.iter().map(Observed::from_event).collect();
@@ -534,11 +537,11 @@ fn results<'a>(log: &[Logged<'a>]) -> BTreeMap<CallKey<'a>, Vec<u64>> {
 }
 
 /// Everything but the event order: sequence numbers, ownership, results, run records, turn ids and usage.
-fn check_transcript(log: &[Logged<'_>], runs: &[Run<'_>]) -> Vec<Violation> {
+fn check_transcript(log: &[Logged<'_>], runs: &[Run<'_>]) -> Vec<InvariantViolation> {
     let mut violations = Vec::new();
     for (position, logged) in log.iter().enumerate() {
         if logged.seq != position as u64 + 1 {
-            violations.push(Violation::SequenceGap {
+            violations.push(InvariantViolation::SequenceGap {
                 position,
                 seq: logged.seq,
             });
@@ -559,7 +562,7 @@ fn check_transcript(log: &[Logged<'_>], runs: &[Run<'_>]) -> Vec<Violation> {
             } => {
                 for call in calls {
                     if !stored_so_far.insert((*request, *call)) {
-                        violations.push(Violation::CallStoredTwice {
+                        violations.push(InvariantViolation::CallStoredTwice {
                             call_id: (*call).to_owned(),
                         });
                     }
@@ -571,7 +574,7 @@ fn check_transcript(log: &[Logged<'_>], runs: &[Run<'_>]) -> Vec<Violation> {
             }
             LoggedKind::Result { call_id, .. } => {
                 if !answers.is_some_and(|call| stored_so_far.contains(&call)) {
-                    violations.push(Violation::ResultWithoutCall {
+                    violations.push(InvariantViolation::ResultWithoutCall {
                         call_id: (*call_id).to_owned(),
                     });
                 }
@@ -582,7 +585,7 @@ fn check_transcript(log: &[Logged<'_>], runs: &[Run<'_>]) -> Vec<Violation> {
     for call @ (_, call_id) in holders.keys() {
         let count = results.get(call).map_or(0, Vec::len);
         if count != 1 {
-            violations.push(Violation::ResultCount {
+            violations.push(InvariantViolation::ResultCount {
                 call_id: (*call_id).to_owned(),
                 results: count,
             });
@@ -594,21 +597,21 @@ fn check_transcript(log: &[Logged<'_>], runs: &[Run<'_>]) -> Vec<Violation> {
         let call_id = || run.call_id.to_owned();
         let call = (Some(run.request), run.call_id);
         if !admitted.insert(call) {
-            violations.push(Violation::AdmittedTwice { call_id: call_id() });
+            violations.push(InvariantViolation::AdmittedTwice { call_id: call_id() });
         }
         match (holders.get(&call), run.started_ms) {
-            (None, Some(_)) => violations.push(Violation::StartedWithoutOwner { call_id: call_id() }),
-            (None, None) => violations.push(Violation::AdmittedWithoutOwner { call_id: call_id() }),
+            (None, Some(_)) => violations.push(InvariantViolation::StartedWithoutOwner { call_id: call_id() }),
+            (None, None) => violations.push(InvariantViolation::AdmittedWithoutOwner { call_id: call_id() }),
             (Some(&(holder, owner_ms)), started) => {
                 if let Some(recorded) = run.owner_seq.filter(|recorded| *recorded != holder) {
-                    violations.push(Violation::WrongOwner {
+                    violations.push(InvariantViolation::WrongOwner {
                         call_id: call_id(),
                         recorded,
                         holder,
                     });
                 }
                 if let Some(started_ms) = started.filter(|started| *started < owner_ms) {
-                    violations.push(Violation::StartedBeforeOwner {
+                    violations.push(InvariantViolation::StartedBeforeOwner {
                         call_id: call_id(),
                         started_ms,
                         owner_ms,
@@ -617,11 +620,11 @@ fn check_transcript(log: &[Logged<'_>], runs: &[Run<'_>]) -> Vec<Violation> {
             }
         }
         if !run.settled {
-            violations.push(Violation::Unsettled { call_id: call_id() });
+            violations.push(InvariantViolation::Unsettled { call_id: call_id() });
         }
         if let (Some(recorded), Some([stored])) = (run.result_seq, results.get(&call).map(Vec::as_slice)) {
             if recorded != Some(*stored) {
-                violations.push(Violation::RunResultMismatch {
+                violations.push(InvariantViolation::RunResultMismatch {
                     call_id: call_id(),
                     recorded,
                     stored: *stored,
@@ -633,14 +636,14 @@ fn check_transcript(log: &[Logged<'_>], runs: &[Run<'_>]) -> Vec<Violation> {
     for (request, fragments) in &fragments {
         let turn_ids: BTreeSet<&str> = fragments.iter().map(|(_, turn_id, _)| *turn_id).collect();
         if turn_ids.len() != 1 {
-            violations.push(Violation::TurnIds {
+            violations.push(InvariantViolation::TurnIds {
                 request: *request,
                 turn_ids: turn_ids.into_iter().map(str::to_owned).collect(),
             });
         }
         for (fragment, _, total) in &fragments[..fragments.len().saturating_sub(1)] {
             if *total != 0 {
-                violations.push(Violation::PrefixUsage {
+                violations.push(InvariantViolation::PrefixUsage {
                     request: *request,
                     seq: fragment.seq,
                     total: *total,
@@ -652,7 +655,12 @@ fn check_transcript(log: &[Logged<'_>], runs: &[Run<'_>]) -> Vec<Violation> {
 }
 
 /// The event order of §5.7 and §6 over `events`; `log` and `runs` say which calls have results and which executed.
-fn check_events(events: &[Observed<'_>], scope: Scope, log: &[Logged<'_>], runs: &[Run<'_>]) -> Vec<Violation> {
+fn check_events(
+    events: &[Observed<'_>],
+    scope: Scope,
+    log: &[Logged<'_>],
+    runs: &[Run<'_>],
+) -> Vec<InvariantViolation> {
     let mut violations = Vec::new();
     let kind_at = |i: usize| events.get(i).map(|event| event.kind.to_owned());
     let count = |kind: &str| events.iter().filter(|event| event.kind == kind).count();
@@ -662,26 +670,26 @@ fn check_events(events: &[Observed<'_>], scope: Scope, log: &[Logged<'_>], runs:
     };
     if let Some(first) = first {
         if count(first) != 1 {
-            violations.push(Violation::EventCount {
+            violations.push(InvariantViolation::EventCount {
                 event: first,
                 count: count(first),
             });
         }
         if events.first().map(|event| event.kind) != Some(first) {
-            violations.push(Violation::EventNotFirst {
+            violations.push(InvariantViolation::EventNotFirst {
                 event: first,
                 first: kind_at(0),
             });
         }
     }
     if count(last) != 1 {
-        violations.push(Violation::EventCount {
+        violations.push(InvariantViolation::EventCount {
             event: last,
             count: count(last),
         });
     }
     if events.last().map(|event| event.kind) != Some(last) {
-        violations.push(Violation::EventNotLast {
+        violations.push(InvariantViolation::EventNotLast {
             event: last,
             last: events.len().checked_sub(1).and_then(kind_at),
         });
@@ -708,7 +716,7 @@ fn check_events(events: &[Observed<'_>], scope: Scope, log: &[Logged<'_>], runs:
             "tool_execution_start" => {
                 positions.entry(call_id).or_default().0.push(i);
                 if knows_fragments && executed.contains(call_id) && !fragment_ended.contains(call_id) {
-                    violations.push(Violation::StartedBeforeMessageEnd {
+                    violations.push(InvariantViolation::StartedBeforeMessageEnd {
                         call_id: call_id.to_owned(),
                     });
                 }
@@ -724,7 +732,7 @@ fn check_events(events: &[Observed<'_>], scope: Scope, log: &[Logged<'_>], runs:
     };
     for (call_id, (starts, ends)) in positions {
         let ([start], [end]) = (starts.as_slice(), ends.as_slice()) else {
-            violations.push(Violation::ToolEventCount {
+            violations.push(InvariantViolation::ToolEventCount {
                 call_id: call_id.to_owned(),
                 starts: starts.len(),
                 ends: ends.len(),
@@ -733,17 +741,17 @@ fn check_events(events: &[Observed<'_>], scope: Scope, log: &[Logged<'_>], runs:
         };
         let (start, end, call_id) = (*start, *end, call_id.to_owned());
         if start > end {
-            violations.push(Violation::EndBeforeStart { call_id, start, end });
+            violations.push(InvariantViolation::EndBeforeStart { call_id, start, end });
             continue;
         }
         if !(is_result_event(end + 1, "message_start") && is_result_event(end + 2, "message_end")) {
-            violations.push(Violation::ResultNotAfterEnd {
+            violations.push(InvariantViolation::ResultNotAfterEnd {
                 call_id: call_id.clone(),
                 end,
             });
         }
         if !executed.contains(call_id.as_str()) && end - start != 1 {
-            violations.push(Violation::NotExecutedApart { call_id, start, end });
+            violations.push(InvariantViolation::NotExecutedApart { call_id, start, end });
         }
     }
     violations
@@ -753,90 +761,47 @@ fn check_events(events: &[Observed<'_>], scope: Scope, log: &[Logged<'_>], runs:
 mod tests {
     use std::sync::Arc;
 
-    use headstart::core::model::{AssistantMessage, ContentBlock, ToolCall, ToolResultMessage, Usage};
-    use headstart::core::ToolArguments;
-    use headstart::store::{RunOutcome, RunState};
-    use headstart::{AgentStop, Role, StopReason, TurnOutcome, UserMessage};
-    use serde_json::Value;
+    use headstart::core::model::{ContentBlock, Usage};
+    use headstart::store::RunOutcome;
+    use headstart::{AgentStop, Role, StopReason, TurnOutcome};
+    use headstart_timeline::report::{EventReport, Ms, ToolRunReport};
+    use serde_json::json;
 
     use super::*;
-    use crate::report::{EventReport, Ms, ToolRunReport};
-
-    fn call(id: &str) -> ToolCall {
-        ToolCall {
-            id: id.to_owned(),
-            name: "lookup".to_owned(),
-            arguments: ToolArguments::default(),
-        }
-    }
+    use crate::fixtures::stored::{self, tool_call, tool_run, user, with_usage};
 
     fn fragment(seq: u64, at_us: i64, calls: &[&str], input_tokens: u64) -> StoredMessage {
-        StoredMessage {
-            seq,
-            request: Some(0),
-            at_us,
-            message: Message::Assistant(AssistantMessage {
-                turn_id: "turn-0".to_owned(),
-                stop_reason: StopReason::ToolUse,
-                content: calls.iter().map(|id| ContentBlock::ToolCall(call(id))).collect(),
-                usage: Usage {
-                    input: input_tokens,
-                    ..Usage::default()
-                },
-                model: None,
-                error_message: None,
-            }),
-        }
+        let content = calls
+            .iter()
+            .map(|id| ContentBlock::ToolCall(tool_call(id, json!({}))))
+            .collect();
+        let usage = Usage {
+            input: input_tokens,
+            ..Usage::default()
+        };
+        with_usage(stored::fragment(seq, 0, at_us, StopReason::ToolUse, content), usage)
     }
 
     fn result(seq: u64, at_us: i64, id: &str) -> StoredMessage {
-        StoredMessage {
-            seq,
-            request: None,
-            at_us,
-            message: Message::ToolResult(ToolResultMessage {
-                tool_call_id: id.to_owned(),
-                tool_name: "lookup".to_owned(),
-                content: vec![ContentBlock::text("ok")],
-                details: Value::Null,
-                is_error: false,
-                terminate: false,
-            }),
-        }
+        stored::result(seq, at_us, id, "ok", false)
     }
 
     fn run(id: &str, fragment_seq: u64, started_at_us: Option<i64>, result_seq: u64) -> ToolRun {
+        let outcome = if started_at_us.is_some() {
+            RunOutcome::Finished
+        } else {
+            RunOutcome::Skipped
+        };
         ToolRun {
-            call_id: id.to_owned(),
-            tool_name: "lookup".to_owned(),
-            request: 0,
-            fragment_seq,
-            state: if started_at_us.is_some() {
-                RunState::Finished
-            } else {
-                RunState::Skipped
-            },
-            outcome: Some(if started_at_us.is_some() {
-                RunOutcome::Finished
-            } else {
-                RunOutcome::Skipped
-            }),
-            admitted_at_us: 10_000,
-            started_at_us,
-            ended_at_us: Some(50_000),
             result_seq: Some(result_seq),
+            ..tool_run(id, 0, fragment_seq, 10_000, started_at_us, Some(50_000), Some(outcome))
         }
     }
 
     /// A response that stored c1 early (executed) and c2 in its terminal fragment (never executed).
     fn session() -> (Vec<StoredMessage>, Vec<ToolRun>) {
         let log = vec![
-            StoredMessage {
-                seq: 1,
-                request: None,
-                at_us: 0,
-                message: Message::User(UserMessage::new("go")),
-            },
+            user(1, 0, "go"),
             fragment(2, 10_000, &["c1"], 0),
             result(3, 50_000, "c1"),
             fragment(4, 60_000, &["c2"], 5),
@@ -860,7 +825,7 @@ mod tests {
 
     fn start(id: &str) -> AgentEvent {
         AgentEvent::ToolExecutionStart {
-            call: Arc::new(call(id)),
+            call: Arc::new(tool_call(id, json!({}))),
         }
     }
 
@@ -926,11 +891,14 @@ mod tests {
     #[test]
     fn each_transcript_rule_can_fail() {
         type Break = fn(&mut Vec<StoredMessage>, &mut Vec<ToolRun>);
-        let cases: [(Break, Violation); 11] = [
-            (|log, _| log[2].seq = 7, Violation::SequenceGap { position: 2, seq: 7 }),
+        let cases: [(Break, InvariantViolation); 11] = [
+            (
+                |log, _| log[2].seq = 7,
+                InvariantViolation::SequenceGap { position: 2, seq: 7 },
+            ),
             (
                 |_, runs| runs[0].started_at_us = Some(9_000),
-                Violation::StartedBeforeOwner {
+                InvariantViolation::StartedBeforeOwner {
                     call_id: "c1".into(),
                     started_ms: 9.0,
                     owner_ms: 10.0,
@@ -938,7 +906,7 @@ mod tests {
             ),
             (
                 |_, runs| runs[0].fragment_seq = 4,
-                Violation::WrongOwner {
+                InvariantViolation::WrongOwner {
                     call_id: "c1".into(),
                     recorded: 4,
                     holder: 2,
@@ -946,34 +914,34 @@ mod tests {
             ),
             (
                 |log, _| log[3] = fragment(4, 60_000, &["c2", "c1"], 5),
-                Violation::CallStoredTwice { call_id: "c1".into() },
+                InvariantViolation::CallStoredTwice { call_id: "c1".into() },
             ),
             (
                 |log, _| log[4] = result(5, 61_000, "c1"),
-                Violation::ResultCount {
+                InvariantViolation::ResultCount {
                     call_id: "c1".into(),
                     results: 2,
                 },
             ),
             (
                 |log, _| log.swap(1, 2),
-                Violation::ResultWithoutCall { call_id: "c1".into() },
+                InvariantViolation::ResultWithoutCall { call_id: "c1".into() },
             ),
             (
                 |_, runs| runs.push(run("c2", 4, None, 5)),
-                Violation::AdmittedTwice { call_id: "c2".into() },
+                InvariantViolation::AdmittedTwice { call_id: "c2".into() },
             ),
             (
                 |_, runs| runs.push(run("c9", 4, None, 5)),
-                Violation::AdmittedWithoutOwner { call_id: "c9".into() },
+                InvariantViolation::AdmittedWithoutOwner { call_id: "c9".into() },
             ),
             (
                 |_, runs| runs[1].state = RunState::Admitted,
-                Violation::Unsettled { call_id: "c2".into() },
+                InvariantViolation::Unsettled { call_id: "c2".into() },
             ),
             (
                 |_, runs| runs[1].result_seq = None,
-                Violation::RunResultMismatch {
+                InvariantViolation::RunResultMismatch {
                     call_id: "c2".into(),
                     recorded: None,
                     stored: 5,
@@ -981,7 +949,7 @@ mod tests {
             ),
             (
                 |log, _| log[1] = fragment(2, 10_000, &["c1"], 3),
-                Violation::PrefixUsage {
+                InvariantViolation::PrefixUsage {
                     request: Some(0),
                     seq: 2,
                     total: 3,
@@ -1004,8 +972,8 @@ mod tests {
             fragment.turn_id = "turn-x".to_owned();
         }
         let found = check_log(&log, &runs);
-        assert!(found.contains(&Violation::StartedWithoutOwner { call_id: "c9".into() }));
-        assert!(found.contains(&Violation::TurnIds {
+        assert!(found.contains(&InvariantViolation::StartedWithoutOwner { call_id: "c9".into() }));
+        assert!(found.contains(&InvariantViolation::TurnIds {
             request: Some(0),
             turn_ids: vec!["turn-0".into(), "turn-x".into()],
         }));
@@ -1014,19 +982,19 @@ mod tests {
     #[test]
     fn each_event_rule_can_fail() {
         type Break = fn(&mut Vec<AgentEvent>);
-        let cases: [(Break, Violation); 8] = [
+        let cases: [(Break, InvariantViolation); 8] = [
             (
                 |events| {
                     events.remove(0);
                 },
-                Violation::EventNotFirst {
+                InvariantViolation::EventNotFirst {
                     event: "turn_start",
                     first: Some("message_start".into()),
                 },
             ),
             (
                 |events| events.push(AgentEvent::TurnStart { request: 1 }),
-                Violation::EventCount {
+                InvariantViolation::EventCount {
                     event: "turn_start",
                     count: 2,
                 },
@@ -1035,14 +1003,14 @@ mod tests {
                 |events| {
                     events.pop();
                 },
-                Violation::EventNotLast {
+                InvariantViolation::EventNotLast {
                     event: "turn_end",
                     last: Some("message_end".into()),
                 },
             ),
             (
                 |events| events.insert(4, end("c1")),
-                Violation::ToolEventCount {
+                InvariantViolation::ToolEventCount {
                     call_id: "c1".into(),
                     starts: 1,
                     ends: 2,
@@ -1050,7 +1018,7 @@ mod tests {
             ),
             (
                 |events| events.swap(3, 10),
-                Violation::EndBeforeStart {
+                InvariantViolation::EndBeforeStart {
                     call_id: "c1".into(),
                     start: 10,
                     end: 3,
@@ -1058,7 +1026,7 @@ mod tests {
             ),
             (
                 |events| events.swap(10, 12),
-                Violation::ResultNotAfterEnd {
+                InvariantViolation::ResultNotAfterEnd {
                     call_id: "c1".into(),
                     end: 12,
                 },
@@ -1068,11 +1036,11 @@ mod tests {
                     let moved = events.remove(3);
                     events.insert(2, moved);
                 },
-                Violation::StartedBeforeMessageEnd { call_id: "c1".into() },
+                InvariantViolation::StartedBeforeMessageEnd { call_id: "c1".into() },
             ),
             (
                 |events| events.swap(7, 8),
-                Violation::NotExecutedApart {
+                InvariantViolation::NotExecutedApart {
                     call_id: "c2".into(),
                     start: 6,
                     end: 8,
@@ -1093,11 +1061,11 @@ mod tests {
         let (log, runs) = session();
         let events = turn_events(&log);
         let found = check_report(&report_of(&log, &runs, &events));
-        assert!(found.contains(&Violation::EventCount {
+        assert!(found.contains(&InvariantViolation::EventCount {
             event: "agent_end",
             count: 0,
         }));
-        assert!(found.contains(&Violation::EventNotLast {
+        assert!(found.contains(&InvariantViolation::EventNotLast {
             event: "agent_end",
             last: Some("turn_end".into()),
         }));

@@ -1,0 +1,21 @@
+//! # headstart-timeline
+//!
+//! What a run did, on one time axis, for the `headstart` commands that show it (`run --timeline`, `timeline`,
+//! `inspect`, `demo`) and for the simulator that writes replay reports:
+//!
+//! - [`report`]: the replay report (`docs/scenario-format.md`, "Report"), written by `headstart replay` and read
+//!   back by `headstart timeline --report`;
+//! - [`Timeline`]: model requests and tool calls on one axis, built from a stored session or from a report, and
+//!   its comparison with end-of-stream batching ([`Savings`]);
+//! - [`svg`]: the timeline as a self-contained SVG Gantt chart.
+//!
+//! Pure: no I/O, no clock. Running an agent on a real provider and drawing it needs this crate, not the simulator.
+#![warn(missing_docs)]
+
+pub mod json_path;
+pub mod report;
+pub mod svg;
+mod timeline;
+
+pub use report::{Report, ReportError};
+pub use timeline::{format_ms, CallSpan, RequestSavings, RequestSpan, Savings, Timeline};
