@@ -12,10 +12,15 @@
 //! Pure: no I/O, no clock. Running an agent on a real provider and drawing it needs this crate, not the simulator.
 #![warn(missing_docs)]
 
+mod build;
+mod format;
 pub mod json_path;
 pub mod report;
+mod savings;
 pub mod svg;
 mod timeline;
 
+pub use format::format_ms;
 pub use report::{Report, ReportError};
-pub use timeline::{format_ms, CallSpan, RequestSavings, RequestSpan, Savings, Timeline};
+pub use savings::{RequestSavings, Savings};
+pub use timeline::{CallSpan, RequestSpan, Timeline};

@@ -3,7 +3,7 @@
 
 use super::primitives::Svg;
 use super::style::{GRID, MARGIN, MUTED};
-use crate::timeline::format_ms;
+use crate::format::format_ms;
 
 /// The horizontal scale: `[0, domain]` ms onto `[x0, x0 + width]` px, with a tick every `step` ms.
 pub(super) struct Scale {

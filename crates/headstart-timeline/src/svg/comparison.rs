@@ -3,7 +3,8 @@
 use super::axis::Scale;
 use super::primitives::{escape, Svg};
 use super::style::{ACTUAL, GHOST, MARGIN, ROW_H, SAVED};
-use crate::timeline::{format_ms, Savings};
+use crate::format::format_ms;
+use crate::savings::Savings;
 
 /// Draws the heading at `heading_y` and, from `rows_top`, the two bars: the run as it was and as end-of-stream
 /// batching would have made it, with the time saved.

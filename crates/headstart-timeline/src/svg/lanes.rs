@@ -9,7 +9,9 @@ use super::primitives::{escape, plural, text_width, truncate, Svg};
 use super::style::{
     outcome_colour, text_on, BAR_H, FONT_SIZE, GHOST, GRID, GROUP_GAP, INK, MARGIN, MUTED, ROW_H, STRIPE, WIDTH,
 };
-use crate::timeline::{format_ms, CallSpan, RequestSavings, RequestSpan, Savings, Timeline};
+use crate::format::format_ms;
+use crate::savings::{RequestSavings, Savings};
+use crate::timeline::{CallSpan, RequestSpan, Timeline};
 
 /// One lane of the chart.
 pub(super) enum Row<'a> {

@@ -20,7 +20,8 @@ mod style;
 
 use std::fmt::Write as _;
 
-use crate::timeline::{format_ms, Timeline};
+use crate::format::format_ms;
+use crate::timeline::Timeline;
 use axis::Scale;
 use primitives::{escape, plural, truncate, Svg};
 use style::{FONT, FONT_SIZE, INK, MARGIN, MUTED, RIGHT_GUTTER, ROW_H, WIDTH};
