@@ -2,9 +2,9 @@
 //! killed process left behind.
 //!
 //! The scenario `tests/crash/many-calls.json` (in this package) runs 26 async and sync calls over five tool turns
-//! on the wall clock (about 0.8 s); every tool has a real side effect (`touch: true`: it creates
-//! `<touch dir>/<call id>` when its body starts). Each kill runs with a fresh database and touch directory, and
-//! afterwards:
+//! on the wall clock (`headstart replay --clock wall` on it prints how long, as `end_ms`); every tool has a real
+//! side effect (`touch: true`: it creates `<touch dir>/<call id>` when its body starts). Each kill runs with a fresh
+//! database and touch directory, and afterwards:
 //!
 //! 1. `PRAGMA integrity_check` is `ok` and `PRAGMA foreign_key_check` finds nothing; the engine's invariants
 //!    (`headstart_testkit::invariants`: gapless sequence numbers, owners stored before starts, one result per call,

@@ -44,7 +44,7 @@ const REQUIRED_KILLS: usize = 10;
 const LEASE_MS: u64 = 1_000;
 const POLL_MS: u64 = 100;
 /// A fleet that stops making progress fails the test rather than hang it. The run's time is printed at the end
-/// (34.6 s measured on two cores busy with two CPU hogs and other builds): the bound leaves room for a busier machine.
+/// (`cargo test -p headstart-cli --test fleet -- --nocapture`); the bound leaves room for a busy machine.
 const DEADLINE: Duration = Duration::from_secs(180);
 
 /// SplitMix64: a small seeded generator.
