@@ -6,9 +6,9 @@
 //! `<rect>` elements are used for executed tool calls only (one per call that started), so the picture can be
 //! checked mechanically; every other shape is a `<path>`, `<line>` or `<circle>`.
 //!
-//! One concern per file: [`style`] (dimensions, palette), [`primitives`] (the document, escaping, text measures),
-//! [`axis`] (the scale and the time axis), [`marks`] (the shapes lanes and legend share), [`lanes`], [`comparison`]
-//! and [`legend`]; this file lays the page out.
+//! One concern per file: `style` (dimensions, palette), `primitives` (the document, escaping, text measures),
+//! `axis` (the scale and the time axis), `marks` (the shapes lanes and legend share), `lanes`, `comparison`
+//! and `legend`; this file lays the page out.
 
 mod axis;
 mod comparison;
