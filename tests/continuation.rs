@@ -7,13 +7,14 @@ use std::sync::Arc;
 use async_trait::async_trait;
 use futures::StreamExt;
 use headstart::core::delta_log::TimedDelta;
-use headstart::core::{DoneReason, ErrorReason, Usage};
+use headstart::core::ErrorReason;
 use headstart::{
     Agent, AgentEvent, AgentStop, Arguments, CancellationToken, DeltaEvent, Engine, EngineConfig, Message, SqliteStore,
     Tool, ToolContext, ToolError, ToolOutput, Toolbox, TranscriptStore, UserMessage,
 };
-use headstart_sim::invariants::check_session;
 use headstart_sim::sim_model::SimModel;
+use headstart_testkit::fixtures::deltas::{at, text_response};
+use headstart_testkit::invariants::check_session;
 use serde_json::{json, Value};
 
 struct Step;
@@ -39,10 +40,6 @@ impl Tool for Step {
     async fn execute(&self, _: Arguments, context: ToolContext) -> Result<ToolOutput, ToolError> {
         Ok(ToolOutput::text(format!("did {}", context.call_id)))
     }
-}
-
-fn at(at_ms: u64, event: DeltaEvent) -> TimedDelta {
-    TimedDelta { at_ms, event }
 }
 
 /// A response that seals an async call `id` at once (a committed prefix when `sealed`), then breaks.
@@ -85,34 +82,6 @@ fn breaks_after_call(id: &str, sealed: bool) -> Vec<TimedDelta> {
     events
 }
 
-fn answers() -> Vec<TimedDelta> {
-    vec![
-        at(
-            0,
-            DeltaEvent::Start {
-                model: None,
-                response_id: None,
-            },
-        ),
-        at(0, DeltaEvent::TextStart { index: 0 }),
-        at(
-            5,
-            DeltaEvent::TextDelta {
-                index: 0,
-                delta: "done".into(),
-            },
-        ),
-        at(5, DeltaEvent::TextEnd { index: 0 }),
-        at(
-            5,
-            DeltaEvent::Done {
-                stop_reason: DoneReason::Stop,
-                usage: Usage::default(),
-            },
-        ),
-    ]
-}
-
 async fn run(turns: Vec<Vec<TimedDelta>>, budget: Option<u32>) -> (AgentStop, u32, Vec<Message>) {
     let store: Arc<dyn TranscriptStore> = Arc::new(SqliteStore::open_in_memory().expect("a store"));
     let session = store.create_session(0).await.expect("a session");
@@ -150,7 +119,7 @@ fn result_texts(context: &[Message]) -> Vec<String> {
 
 #[tokio::test(start_paused = true)]
 async fn a_failed_stream_with_committed_work_continues_from_its_results() {
-    let (stop, requests, context) = run(vec![breaks_after_call("c1", true), answers()], Some(1)).await;
+    let (stop, requests, context) = run(vec![breaks_after_call("c1", true), text_response("done")], Some(1)).await;
     assert_eq!(stop, AgentStop::Completed);
     assert_eq!(requests, 2);
     assert_eq!(result_texts(&context), ["did c1"]);
@@ -173,7 +142,7 @@ async fn the_budget_bounds_the_continuations() {
 
 #[tokio::test(start_paused = true)]
 async fn a_stream_that_failed_before_committing_anything_ends_the_run() {
-    let (stop, requests, context) = run(vec![breaks_after_call("c1", false), answers()], Some(3)).await;
+    let (stop, requests, context) = run(vec![breaks_after_call("c1", false), text_response("done")], Some(3)).await;
     assert_eq!(stop, AgentStop::ResponseFailed);
     assert_eq!(requests, 1);
     assert_eq!(
@@ -184,7 +153,7 @@ async fn a_stream_that_failed_before_committing_anything_ends_the_run() {
 
 #[tokio::test(start_paused = true)]
 async fn with_the_policy_off_a_failed_stream_ends_the_run() {
-    let (stop, requests, context) = run(vec![breaks_after_call("c1", true), answers()], None).await;
+    let (stop, requests, context) = run(vec![breaks_after_call("c1", true), text_response("done")], None).await;
     assert_eq!(stop, AgentStop::ResponseFailed);
     assert_eq!(requests, 1);
     assert_eq!(result_texts(&context), ["did c1"]);

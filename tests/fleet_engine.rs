@@ -15,7 +15,7 @@ use headstart::{
     ModelError, ModelRequest, Tool, ToolContext, ToolError, ToolOutput, Toolbox, TranscriptStore, UserMessage,
     LEASE_MAY_HAVE_EXPIRED,
 };
-use headstart_sim::invariants::check_session;
+use headstart_testkit::invariants::check_session;
 
 /// Records the idempotency key of every call it runs.
 #[derive(Default)]

@@ -16,7 +16,8 @@ use std::time::Duration;
 use headstart::core::accumulator::MAX_BLOCK_BYTES;
 use headstart::core::delta_log::MAX_LINE_BYTES;
 use headstart_sim::scenario::{MAX_DELTA_LOG_BYTES, MAX_SCENARIO_BYTES};
-use headstart_sim::{invariants, replay_file, ReplayOptions, ReplayOutcome};
+use headstart_sim::{replay_file, ReplayOptions, ReplayOutcome};
+use headstart_testkit::invariants;
 use serde_json::Value;
 
 /// What replaying a hostile file must give.

@@ -7,7 +7,7 @@
 //! engine and the store, and stays fast in a debug build. One [`SqliteStore`] (one connection, `durability =
 //! normal`) serves every session, as the engine is meant to be deployed.
 //!
-//! Checks, per session: the engine's invariants on what the store holds (`headstart_sim::invariants`, shared with
+//! Checks, per session: the engine's invariants on what the store holds (`headstart_testkit::invariants`, shared with
 //! the scenario, adapter and crash tests: sequence numbers 1..=n without gaps, every call exactly one result, which
 //! follows its call, every run record settled with its result, owners stored before starts, one turn id per
 //! request); besides, the run ended `Completed`, the transcript holds the ten calls in order, every call executed
@@ -22,14 +22,15 @@ use std::time::Instant;
 
 use async_trait::async_trait;
 use futures::StreamExt;
-use headstart::core::delta_log::{read_delta_log, TimedDelta};
+use headstart::core::delta_log::TimedDelta;
 use headstart::store::{Durability, RunOutcome, RunState, SqliteOptions};
 use headstart::{
     Agent, AgentEvent, AgentStop, Arguments, CancellationToken, Engine, Message, SqliteStore, Tool, ToolContext,
     ToolError, ToolOutput, Toolbox, TranscriptStore, UserMessage,
 };
-use headstart_sim::invariants;
 use headstart_sim::sim_model::SimModel;
+use headstart_testkit::fixtures::deltas::delta_log;
+use headstart_testkit::invariants;
 use serde_json::json;
 
 const DEFAULT_SESSIONS: usize = 1_000;
@@ -89,13 +90,7 @@ fn turns(session: usize) -> Vec<Vec<TimedDelta>> {
         json!({"type": "text_end", "index": 0}),
         json!({"type": "done", "stop_reason": "stop", "usage": {"input": 20, "output": 1}}),
     ];
-    [first, second]
-        .iter()
-        .map(|lines| {
-            let text: String = lines.iter().map(|line| format!("{line}\n")).collect();
-            read_delta_log(text.as_bytes()).expect("valid delta log")
-        })
-        .collect()
+    vec![delta_log(&first), delta_log(&second)]
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]

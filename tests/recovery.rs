@@ -4,15 +4,15 @@ use std::sync::Arc;
 
 use async_trait::async_trait;
 use futures::StreamExt;
-use headstart::core::delta_log::TimedDelta;
-use headstart::core::{AssistantMessage, ContentBlock, DoneReason, StopReason, ToolArguments, Usage};
+use headstart::core::{AssistantMessage, ContentBlock, StopReason, ToolArguments, Usage};
 use headstart::store::{AdmittedCall, CallKey, RunOutcome, RunState, SqliteOptions, SqliteStore};
 use headstart::{
-    expects_answer, recover_session, Agent, AgentEvent, AgentStop, Arguments, CancellationToken, DeltaEvent, Engine,
-    Message, RecoveryAction, RecoveryPolicy, SessionId, Tool, ToolCall, ToolContext, ToolError, ToolOutput, Toolbox,
+    expects_answer, recover_session, Agent, AgentEvent, AgentStop, Arguments, CancellationToken, Engine, Message,
+    RecoveryAction, RecoveryPolicy, SessionId, Tool, ToolCall, ToolContext, ToolError, ToolOutput, Toolbox,
     TranscriptStore, UserMessage, INTERRUPTED,
 };
 use headstart_sim::sim_model::SimModel;
+use headstart_testkit::fixtures::deltas::text_response;
 
 struct Fetch {
     idempotent: bool,
@@ -74,40 +74,6 @@ async fn crashed_session(store: &SqliteStore) -> SessionId {
     session
 }
 
-fn final_answer() -> Vec<TimedDelta> {
-    vec![
-        TimedDelta {
-            at_ms: 0,
-            event: DeltaEvent::Start {
-                model: None,
-                response_id: None,
-            },
-        },
-        TimedDelta {
-            at_ms: 0,
-            event: DeltaEvent::TextStart { index: 0 },
-        },
-        TimedDelta {
-            at_ms: 0,
-            event: DeltaEvent::TextDelta {
-                index: 0,
-                delta: "recovered".into(),
-            },
-        },
-        TimedDelta {
-            at_ms: 0,
-            event: DeltaEvent::TextEnd { index: 0 },
-        },
-        TimedDelta {
-            at_ms: 5,
-            event: DeltaEvent::Done {
-                stop_reason: DoneReason::Stop,
-                usage: Usage::default(),
-            },
-        },
-    ]
-}
-
 #[tokio::test]
 async fn default_policy_fails_unfinished_calls_and_the_agent_resumes() {
     let dir = tempfile::tempdir().unwrap();
@@ -165,7 +131,10 @@ async fn default_policy_fails_unfinished_calls_and_the_agent_resumes() {
         .toolbox(Toolbox::new().with(Fetch { idempotent: false }).unwrap())
         .build();
     // The resumed loop's first request is request 1: request 0 is the crashed one, stored.
-    let agent = Agent::new(engine, Arc::new(SimModel::new(vec![Vec::new(), final_answer()])));
+    let agent = Agent::new(
+        engine,
+        Arc::new(SimModel::new(vec![Vec::new(), text_response("recovered")])),
+    );
     let events: Vec<AgentEvent> = agent.resume(&session, CancellationToken::new()).collect().await;
     assert!(
         matches!(
@@ -248,7 +217,10 @@ async fn resume_after_crash_recovers_then_continues_only_when_an_answer_is_expec
         .toolbox(Toolbox::new().with(Fetch { idempotent: false }).unwrap())
         .build();
     // The stored response was request 0, so the resumed loop asks as request 1.
-    let agent = Agent::new(engine, Arc::new(SimModel::new(vec![Vec::new(), final_answer()])));
+    let agent = Agent::new(
+        engine,
+        Arc::new(SimModel::new(vec![Vec::new(), text_response("recovered")])),
+    );
     assert!(
         !expects_answer(&store.model_context(&session).await.unwrap()),
         "a call without its result"

@@ -21,9 +21,10 @@ use headstart::{
     AgentEvent, Arguments, CancellationToken, DeltaEvent, Engine, Message, TokioClock, Tool, ToolContext, ToolError,
     ToolOutput, Toolbox, TranscriptStore,
 };
-use headstart_sim::invariants::check_session;
 use headstart_sim::sim_model::timed_stream;
 use headstart_sim::{replay_file, ReplayOptions};
+use headstart_testkit::fixtures::deltas::at;
+use headstart_testkit::invariants::check_session;
 use serde_json::Value;
 
 fn corpus() -> Vec<PathBuf> {
@@ -162,7 +163,6 @@ impl Tool for Watched {
 
 /// One async call sealed at 0 ms, then `deltas` text deltas 20 ms apart, then `done(tool_use)`.
 fn call_then_text(deltas: u64) -> Vec<TimedDelta> {
-    let at = |at_ms, event| TimedDelta { at_ms, event };
     let mut events = vec![
         at(
             0,
@@ -413,7 +413,6 @@ fn blocking_bodies_run_in_parallel_and_do_not_stall_the_model_stream() {
             .toolbox(Toolbox::new().with(Rendezvous { barrier }).expect("a tool"))
             .build();
         let session = store.create_session(0).await.expect("a session");
-        let at = |at_ms, event| TimedDelta { at_ms, event };
         let call = |index: usize, id: &str| {
             [
                 at(

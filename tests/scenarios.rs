@@ -3,7 +3,7 @@
 //!
 //! Checked on every report:
 //! - the engine's invariants, by the checker shared with the adapter, load and crash tests
-//!   ([`headstart_sim::invariants`]): every executed call's owning assistant message is stored no later than the
+//!   ([`headstart_testkit::invariants`]): every executed call's owning assistant message is stored no later than the
 //!   call starts (contract §1); every stored tool call has exactly one result and every result answers a stored call
 //!   (contract §5.5); fragments of one request share a `turn_id`, and only the last carries usage (contract §3.2, §3.5);
 //!   `agent_end` is the single last event (contract §6); every call with a result has one `tool_execution_start` and
@@ -66,7 +66,9 @@
 
 use std::path::{Path, PathBuf};
 
-use headstart_sim::{expect, invariants, replay_file, ReplayOptions, Report};
+use headstart_sim::{replay_file, ReplayOptions};
+use headstart_testkit::{expect, invariants};
+use headstart_timeline::Report;
 use serde_json::Value;
 
 fn scenario_files(dir: &Path) -> Vec<PathBuf> {

@@ -20,7 +20,7 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use futures::StreamExt;
-use headstart::core::delta_log::{read_delta_log, TimedDelta};
+use headstart::core::delta_log::TimedDelta;
 use headstart::core::StopReason;
 use headstart::store::{Durability, Layered, SqliteOptions, StoreError, Write, WriteFuture, WriteLayer, Written};
 use headstart::{
@@ -28,6 +28,7 @@ use headstart::{
     Tool, ToolContext, ToolError, ToolOutput, Toolbox, TranscriptStore, TurnOutcome, UserMessage,
 };
 use headstart_sim::sim_model::SimModel;
+use headstart_testkit::fixtures::deltas::delta_log;
 use serde_json::json;
 
 // ---- tools ----------------------------------------------------------------------------------------------------
@@ -118,8 +119,7 @@ fn response(big_text: Option<usize>) -> Vec<TimedDelta> {
         json!({"at_ms": 30, "type": "toolcall_end", "index": index + 1}),
         json!({"at_ms": 40, "type": "done", "stop_reason": "tool_use", "usage": {"input": 10, "output": 20}}),
     ]);
-    let text: String = lines.iter().map(|line| format!("{line}\n")).collect();
-    read_delta_log(text.as_bytes()).expect("valid delta log")
+    delta_log(&lines)
 }
 
 /// Only a sync call: the first commit is the terminal fragment.
@@ -130,8 +130,7 @@ fn sync_only() -> Vec<TimedDelta> {
         json!({"at_ms": 2, "type": "toolcall_end", "index": 0}),
         json!({"at_ms": 3, "type": "done", "stop_reason": "tool_use", "usage": {}}),
     ];
-    let text: String = lines.iter().map(|line| format!("{line}\n")).collect();
-    read_delta_log(text.as_bytes()).expect("valid delta log")
+    delta_log(&lines)
 }
 
 // ---- running and checking -------------------------------------------------------------------------------------
@@ -513,8 +512,7 @@ async fn after_a_failed_result_write_later_calls_never_start_and_all_admitted_ca
         json!({"at_ms": 160, "type": "toolcall_end", "index": 3}),
         json!({"at_ms": 200, "type": "done", "stop_reason": "tool_use", "usage": {}}),
     ];
-    let text: String = lines.iter().map(|line| format!("{line}\n")).collect();
-    let run = run_agent(store, read_delta_log(text.as_bytes()).unwrap()).await;
+    let run = run_agent(store, delta_log(&lines)).await;
 
     assert_eq!(run.started, ["a1", "a2"], "calls that executed");
     assert!(matches!(run.agent_stop(), AgentStop::Error(message) if message.contains("could not be written")));

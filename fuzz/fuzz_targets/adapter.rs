@@ -4,7 +4,7 @@
 //! timing out, fenced, keyed, schema-checked) and a blocking hook.
 //!
 //! The harness is the one the normal suite's property test uses (`tests/adapter_harness/mod.rs`); it asserts no
-//! panic, the engine's invariants (`headstart_sim::invariants::check_turn`: `turn_end` last, every admitted and
+//! panic, the engine's invariants (`headstart_testkit::invariants::check_turn`: `turn_end` last, every admitted and
 //! every stored call has exactly one result, owners stored before starts, the per-call event order), no call
 //! executes before its owner is stored, and no call executes twice. A broken invariant panics, which libFuzzer
 //! reports as a crash.

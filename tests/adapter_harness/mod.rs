@@ -6,7 +6,7 @@
 //!
 //! - nothing panics (tool panics are caught by the engine; see [`quiet_scripted_panics`]);
 //! - the engine's invariants, by the checker the scenario, load and crash tests share
-//!   ([`headstart_sim::invariants::check_turn`]): the event stream starts with `turn_start`, ends with `turn_end`,
+//!   ([`headstart_testkit::invariants::check_turn`]): the event stream starts with `turn_start`, ends with `turn_end`,
 //!   and has exactly one of each; every admitted call (a `tool_runs` row) is admitted once, has a stored owner,
 //!   exactly one result and a final run state; every tool call stored in an assistant fragment has exactly one
 //!   result, and every result answers a stored call; a run never starts before its owner was stored; per call, one
@@ -35,7 +35,7 @@ use headstart::{
     Hooks, Message, ModelError, SessionId, SqliteStore, TokioClock, Tool, ToolCall, ToolContext, ToolError, ToolHook,
     ToolOutput, Toolbox, TranscriptStore,
 };
-use headstart_sim::invariants;
+use headstart_testkit::invariants;
 
 /// The payload of every panic a scripted tool raises on purpose.
 pub const SCRIPTED_PANIC: &str = "scripted panic";

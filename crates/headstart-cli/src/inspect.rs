@@ -4,7 +4,7 @@
 mod human;
 
 use headstart::store::{SessionId, SessionInfo, SessionState};
-use headstart_sim::report::TranscriptEntry;
+use headstart_timeline::report::TranscriptEntry;
 
 use crate::store_url::{runtime, Access, StoreUrl};
 

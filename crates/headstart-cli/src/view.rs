@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use headstart::core::DeltaEvent;
 use headstart::{AgentEvent, Message, TurnOutcome};
-use headstart_sim::timeline::Timeline;
+use headstart_timeline::Timeline;
 use indicatif::{MultiProgress, ProgressBar, ProgressStyle};
 
 use crate::visible::{one_line, visible, Lines};

@@ -2,12 +2,12 @@
 //! killed process left behind.
 //!
 //! The scenario `tests/crash/many-calls.json` (in this package) runs 26 async and sync calls over five tool turns
-//! on the wall clock (about 0.8 s); every tool has a real side effect (`touch: true`: it creates
-//! `<touch dir>/<call id>` when its body starts). Each kill runs with a fresh database and touch directory, and
-//! afterwards:
+//! on the wall clock (`headstart replay --clock wall` on it prints how long, as `end_ms`); every tool has a real
+//! side effect (`touch: true`: it creates `<touch dir>/<call id>` when its body starts). Each kill runs with a fresh
+//! database and touch directory, and afterwards:
 //!
 //! 1. `PRAGMA integrity_check` is `ok` and `PRAGMA foreign_key_check` finds nothing; the engine's invariants
-//!    (`headstart_sim::invariants`: gapless sequence numbers, owners stored before starts, one result per call,
+//!    (`headstart_testkit::invariants`: gapless sequence numbers, owners stored before starts, one result per call,
 //!    turn ids and usage) hold except for the admitted calls the kill left unsettled and without a result;
 //! 2. every file in the touch directory names a call whose run is admitted and whose owning assistant fragment
 //!    (the run's `fragment_seq`) is in the database and contains the call: **no side effect without a durable
@@ -40,7 +40,7 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use headstart::{Message, SessionId, SqliteStore};
-use headstart_sim::invariants::{self, Violation};
+use headstart_testkit::invariants::{self, InvariantViolation};
 use rusqlite::{Connection, OptionalExtension};
 use support::ChildGuard;
 
@@ -218,9 +218,9 @@ fn unfinished(conn: &Connection) -> i64 {
     .expect("count unfinished runs")
 }
 
-/// The engine's invariants (`headstart_sim::invariants`, shared with the scenario, adapter and load tests) on what
+/// The engine's invariants (`headstart_testkit::invariants`, shared with the scenario, adapter and load tests) on what
 /// the database holds for `session`, read through a read-only store.
-fn session_violations(db: &Path, session: &str) -> Vec<Violation> {
+fn session_violations(db: &Path, session: &str) -> Vec<InvariantViolation> {
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
@@ -276,14 +276,14 @@ fn check_after_kill(run: &RunDir, label: &str, checked: &mut Checked) -> i64 {
     let violations = session_violations(&run.db, session);
     let unsettled = violations
         .iter()
-        .filter(|violation| matches!(violation, Violation::Unsettled { .. }))
+        .filter(|violation| matches!(violation, InvariantViolation::Unsettled { .. }))
         .count();
     let broken: Vec<String> = violations
         .iter()
         .filter(|violation| {
             !matches!(
                 violation,
-                Violation::Unsettled { .. } | Violation::ResultCount { results: 0, .. }
+                InvariantViolation::Unsettled { .. } | InvariantViolation::ResultCount { results: 0, .. }
             )
         })
         .map(ToString::to_string)

@@ -7,7 +7,7 @@
 //! 1. every session is `completed`;
 //! 2. every call a tool body began (each begin appends a line to `<touch dir>/<session>/<call id>`) is in a
 //!    durable fragment of its session;
-//! 3. the engine's invariants hold for every session (`headstart_sim::invariants`): every admitted call has exactly
+//! 3. the engine's invariants hold for every session (`headstart_testkit::invariants`): every admitted call has exactly
 //!    one result, no call started before its owner was durable;
 //! 4. no call began twice, unless its tool is idempotent (recovery re-runs only those) and its session was claimed
 //!    at least as many times as the call began (one execution per claim);
@@ -34,7 +34,7 @@ use std::time::{Duration, Instant};
 use headstart::store::SessionState;
 use headstart::{Message, TranscriptStore};
 use headstart_postgres::{testing, PgOptions, PgStore};
-use headstart_sim::invariants::check_session;
+use headstart_testkit::invariants::check_session;
 use serde_json::Value;
 use support::ChildGuard;
 
@@ -44,7 +44,7 @@ const REQUIRED_KILLS: usize = 10;
 const LEASE_MS: u64 = 1_000;
 const POLL_MS: u64 = 100;
 /// A fleet that stops making progress fails the test rather than hang it. The run's time is printed at the end
-/// (34.6 s measured on two cores busy with two CPU hogs and other builds): the bound leaves room for a busier machine.
+/// (`cargo test -p headstart-cli --test fleet -- --nocapture`); the bound leaves room for a busy machine.
 const DEADLINE: Duration = Duration::from_secs(180);
 
 /// SplitMix64: a small seeded generator.

@@ -17,10 +17,10 @@ use headstart::{
     Agent, AgentEvent, AgentStop, Arguments, CancellationToken, Clock, DeltaStream, Engine, Model, ModelError,
     ModelRequest, SystemClock, Tool, ToolContext, ToolError, ToolOutput, Toolbox, ToolboxError, UserMessage,
 };
+use headstart_timeline::Timeline;
 use serde_json::json;
 
 use crate::sim_model::timed_stream;
-use crate::timeline::Timeline;
 
 /// Milliseconds between two streamed tokens: 40 tokens per second, a typical rate for a large model.
 pub const TOKEN_INTERVAL_MS: u64 = 25;

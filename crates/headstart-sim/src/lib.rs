@@ -9,17 +9,11 @@
 
 pub mod commit_trace;
 pub mod demo;
-pub mod expect;
-pub mod invariants;
-mod json_path;
 pub mod replay;
-pub mod report;
 pub mod scenario;
 pub mod sim_model;
 pub mod sim_tools;
-pub mod timeline;
 pub mod timing;
 
 pub use replay::{replay, replay_blocking, replay_file, ClockMode, ReplayOptions, ReplayOutcome};
-pub use report::Report;
 pub use scenario::{Scenario, ScenarioError};

@@ -8,9 +8,9 @@ use headstart::{
     Agent, AgentEvent, AgentStop, CancellationToken, Clock, Emitted, Engine, EventStream, Hooks, Role, TokioClock,
     Toolbox, UserMessage,
 };
+use headstart_timeline::report::{EventReport, Ms, Report, RequestReport, ToolRunReport, TranscriptEntry};
 
 use crate::commit_trace::CommitTrace;
-use crate::report::{EventReport, Ms, Report, RequestReport, ToolRunReport, TranscriptEntry};
 use crate::scenario::Scenario;
 use crate::sim_model::{ExternalCancel, SimModel};
 use crate::sim_tools::{SimHooks, SimTool};

@@ -20,8 +20,9 @@ use reqwest::dns::{Name, Resolve, Resolving};
 use reqwest::Url;
 use serde_json::{json, Value};
 
+use super::arguments::string_argument;
 use super::fetch_policy::{FetchPolicy, Refused};
-use super::{cut_text, string_argument, MAX_OUTPUT_BYTES};
+use super::output::{cut_text, MAX_OUTPUT_BYTES};
 
 /// How long one fetch may take in all, by default.
 pub const FETCH_DEADLINE: Duration = Duration::from_secs(30);

@@ -1,9 +1,10 @@
 //! The comparison under the axis: how long the run took against how long end-of-stream batching would have taken.
 
 use super::axis::Scale;
-use super::data::{format_ms, Savings};
 use super::primitives::{escape, Svg};
 use super::style::{ACTUAL, GHOST, MARGIN, ROW_H, SAVED};
+use crate::format::format_ms;
+use crate::savings::Savings;
 
 /// Draws the heading at `heading_y` and, from `rows_top`, the two bars: the run as it was and as end-of-stream
 /// batching would have made it, with the time saved.

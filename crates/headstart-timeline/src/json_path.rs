@@ -1,11 +1,12 @@
-//! JSON paths in error messages (`tools[0].by_call.c1`), from what `serde_path_to_error` records.
+//! JSON paths in error messages (`tools[0].by_call.c1`), from what `serde_path_to_error` records; shared by the
+//! report parser here and the scenario parser of `headstart-sim`, so both name a place the same way.
 
 use std::fmt::Write as _;
 
 use serde_path_to_error::Segment;
 
 /// The path through `segments`: keys joined with `.`, indices in brackets; `the top level` when there are none.
-pub(crate) fn text<'a>(segments: impl IntoIterator<Item = &'a Segment>) -> String {
+pub fn text<'a>(segments: impl IntoIterator<Item = &'a Segment>) -> String {
     let mut text = String::new();
     for segment in segments {
         // Writing to a String cannot fail.

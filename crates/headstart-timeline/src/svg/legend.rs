@@ -1,9 +1,9 @@
 //! The legend: what each mark means and the colour of each outcome.
 
-use super::data::Timeline;
 use super::marks;
 use super::primitives::{escape, text_width, Svg};
 use super::style::{outcome_colour, MARGIN, MUTED, OUTCOMES, WIDTH};
+use crate::timeline::Timeline;
 
 /// A legend entry.
 pub(super) enum Swatch {

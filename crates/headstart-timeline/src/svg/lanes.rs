@@ -4,12 +4,14 @@
 use std::fmt::Write as _;
 
 use super::axis::Scale;
-use super::data::{format_ms, CallSpan, RequestSavings, RequestSpan, Savings, Timeline};
 use super::marks;
 use super::primitives::{escape, plural, text_width, truncate, Svg};
 use super::style::{
     outcome_colour, text_on, BAR_H, FONT_SIZE, GHOST, GRID, GROUP_GAP, INK, MARGIN, MUTED, ROW_H, STRIPE, WIDTH,
 };
+use crate::format::format_ms;
+use crate::savings::{RequestSavings, Savings};
+use crate::timeline::{CallSpan, RequestSpan, Timeline};
 
 /// One lane of the chart.
 pub(super) enum Row<'a> {

@@ -6,9 +6,9 @@
 //! `<rect>` elements are used for executed tool calls only (one per call that started), so the picture can be
 //! checked mechanically; every other shape is a `<path>`, `<line>` or `<circle>`.
 //!
-//! One concern per file: [`style`] (dimensions, palette), [`primitives`] (the document, escaping, text measures),
-//! [`axis`] (the scale and the time axis), [`marks`] (the shapes lanes and legend share), [`lanes`], [`comparison`]
-//! and [`legend`]; this file lays the page out.
+//! One concern per file: `style` (dimensions, palette), `primitives` (the document, escaping, text measures),
+//! `axis` (the scale and the time axis), `marks` (the shapes lanes and legend share), `lanes`, `comparison`
+//! and `legend`; this file lays the page out.
 
 mod axis;
 mod comparison;
@@ -20,7 +20,8 @@ mod style;
 
 use std::fmt::Write as _;
 
-use super::data::{self, format_ms, Timeline};
+use crate::format::format_ms;
+use crate::timeline::Timeline;
 use axis::Scale;
 use primitives::{escape, plural, truncate, Svg};
 use style::{FONT, FONT_SIZE, INK, MARGIN, MUTED, RIGHT_GUTTER, ROW_H, WIDTH};
@@ -97,9 +98,9 @@ pub fn render(timeline: &Timeline) -> String {
 
 #[cfg(test)]
 mod tests {
-    use super::data::{CallSpan, RequestSpan};
     use super::style::OUTCOMES;
     use super::*;
+    use crate::timeline::{CallSpan, RequestSpan};
 
     fn call(id: &str, started: Option<f64>, ended: Option<f64>, outcome: Option<&str>) -> CallSpan {
         CallSpan {

@@ -2,16 +2,12 @@
 //! [--out …]`: render what happened as an SVG Gantt chart (model stream lanes, tool call lanes, a time axis in ms)
 //! with the time saved over end-of-stream batching.
 
-pub use headstart_sim::timeline as data;
-pub mod svg;
-
 use std::path::PathBuf;
 
 use headstart::store::SessionId;
+use headstart_timeline::{format_ms, svg, Timeline};
 
 use crate::store_url::{runtime, Access, StoreUrl};
-
-use data::{format_ms, Timeline};
 
 /// Arguments of `headstart timeline`.
 #[derive(clap::Args)]

@@ -1,9 +1,9 @@
 //! The time axis: the horizontal scale from milliseconds to px, its tick step, and the grid and axis drawn under the
 //! lanes.
 
-use super::data::format_ms;
 use super::primitives::Svg;
 use super::style::{GRID, MARGIN, MUTED};
+use crate::format::format_ms;
 
 /// The horizontal scale: `[0, domain]` ms onto `[x0, x0 + width]` px, with a tick every `step` ms.
 pub(super) struct Scale {

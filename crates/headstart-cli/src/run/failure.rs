@@ -1,0 +1,35 @@
+//! Why `run` or `resume` could not do its work, and the exit status that says so.
+
+use crate::visible::{visible, Lines};
+
+/// Exit status of a usage problem (a missing key, a bad flag combination), as clap uses.
+const USAGE: u8 = 2;
+
+/// Why a command could not do its work, and its exit status.
+#[derive(Debug)]
+pub(super) enum Failure {
+    /// Bad usage or a missing key: exit 2.
+    Usage(String),
+    /// Anything else: exit 1.
+    Failed(String),
+}
+
+impl Failure {
+    pub(super) fn report(&self, command: &str) -> u8 {
+        match self {
+            // A message may quote a provider's or a server's words: made visible, never printed raw.
+            Failure::Usage(message) => {
+                eprintln!("headstart {command}: {}", visible(message, Lines::Keep));
+                USAGE
+            }
+            Failure::Failed(message) => {
+                eprintln!("headstart {command}: {}", visible(message, Lines::Keep));
+                1
+            }
+        }
+    }
+}
+
+pub(super) fn failed(error: impl std::fmt::Display) -> Failure {
+    Failure::Failed(error.to_string())
+}

@@ -1,0 +1,26 @@
+//! # headstart-timeline
+//!
+//! What a run did, on one time axis, for the `headstart` commands that show it (`run --timeline`, `timeline`,
+//! `inspect`, `demo`) and for the simulator that writes replay reports:
+//!
+//! - [`report`]: the replay report (`docs/scenario-format.md`, "Report"), written by `headstart replay` and read
+//!   back by `headstart timeline --report`;
+//! - [`Timeline`]: model requests and tool calls on one axis, built from a stored session or from a report, and
+//!   its comparison with end-of-stream batching ([`Savings`]);
+//! - [`svg`]: the timeline as a self-contained SVG Gantt chart.
+//!
+//! Pure: no I/O, no clock. Running an agent on a real provider and drawing it needs this crate, not the simulator.
+#![warn(missing_docs)]
+
+mod build;
+mod format;
+pub mod json_path;
+pub mod report;
+mod savings;
+pub mod svg;
+mod timeline;
+
+pub use format::format_ms;
+pub use report::{Report, ReportError};
+pub use savings::{RequestSavings, Savings};
+pub use timeline::{CallSpan, RequestSpan, Timeline};
