@@ -1,0 +1,261 @@
+//! The house rules a newcomer relies on, checked on the source tree itself:
+//!
+//! - no source file outside test code is over 500 lines (test code: files named `tests.rs`, files in a `tests/`
+//!   folder; an inline `#[cfg(test)]` module counts toward its file);
+//! - no two files of a crate import each other (a file names the other's module through `crate::` or `super::`);
+//! - `docs/architecture.md` names files and functions that exist.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+
+const MAX_LINES: usize = 500;
+
+fn root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+/// The `.rs` files below `dir`, skipping build output and hidden folders.
+fn rust_files_below(dir: &Path, out: &mut Vec<PathBuf>) {
+    let Ok(entries) = std::fs::read_dir(dir) else { return };
+    for entry in entries.filter_map(Result::ok) {
+        let path = entry.path();
+        let name = entry.file_name().to_string_lossy().into_owned();
+        if path.is_dir() {
+            if !(name.starts_with('.') || name.starts_with("target") || name == "node_modules") {
+                rust_files_below(&path, out);
+            }
+        } else if name.ends_with(".rs") {
+            out.push(path);
+        }
+    }
+}
+
+/// Test code: a `tests.rs` module file, or anything in a `tests/` folder (integration tests and their support).
+fn is_test_code(relative: &Path) -> bool {
+    relative.file_name().is_some_and(|name| name == "tests.rs")
+        || relative.components().any(|part| part.as_os_str() == "tests")
+}
+
+/// The source roots of the workspace: each crate's `src/` and the examples.
+fn source_roots() -> Vec<PathBuf> {
+    let mut roots = vec![root().join("examples")];
+    let crates = std::fs::read_dir(root().join("crates")).expect("crates/ lists");
+    let mut crate_dirs: Vec<PathBuf> = crates.filter_map(Result::ok).map(|entry| entry.path().join("src")).collect();
+    crate_dirs.sort();
+    roots.extend(crate_dirs.into_iter().filter(|dir| dir.is_dir()));
+    roots
+}
+
+#[test]
+fn no_source_file_outside_tests_is_over_500_lines() {
+    let root = root();
+    let mut files = Vec::new();
+    for dir in source_roots() {
+        rust_files_below(&dir, &mut files);
+    }
+    assert!(files.len() > 50, "expected the workspace's sources, found {}", files.len());
+    let mut long = Vec::new();
+    for file in files {
+        let relative = file.strip_prefix(&root).unwrap_or(&file).to_path_buf();
+        if is_test_code(&relative) {
+            continue;
+        }
+        let text = std::fs::read_to_string(&file).unwrap_or_else(|err| panic!("{}: {err}", file.display()));
+        let lines = text.lines().count();
+        if lines > MAX_LINES {
+            long.push(format!("{} has {lines} lines", relative.display()));
+        }
+    }
+    assert!(long.is_empty(), "source files over {MAX_LINES} lines (split them by idea):\n{}", long.join("\n"));
+}
+
+/// The module path of a source file relative to its crate's `src/`: `lib.rs` and `main.rs` are the root, `a/mod.rs`
+/// and `a.rs` are `a`, `a/b.rs` is `a::b`.
+fn module_path(relative_to_src: &Path) -> Vec<String> {
+    let mut parts: Vec<String> =
+        relative_to_src.iter().map(|part| part.to_string_lossy().trim_end_matches(".rs").to_owned()).collect();
+    if matches!(parts.last().map(String::as_str), Some("mod" | "lib" | "main")) {
+        parts.pop();
+    }
+    parts
+}
+
+/// The module paths a source text names through `crate::` or `super::`, resolved against the file's own module path.
+/// Reading stops at the first `#[cfg(test)]`: a file's unit tests name their parent by design.
+fn named_paths(text: &str, own: &[String]) -> Vec<Vec<String>> {
+    let mut found = Vec::new();
+    for line in text.lines() {
+        if line.trim_start().starts_with("#[cfg(test)]") {
+            break;
+        }
+        let code = line.split("//").next().unwrap_or_default();
+        for (at, _) in code.match_indices("crate::").chain(code.match_indices("super::")) {
+            let before = code[..at].chars().next_back();
+            if before.is_some_and(|c| c.is_alphanumeric() || c == '_' || c == '$' || c == ':') {
+                // `other_crate::`, a macro's `$crate::`, or the second `super::` of `super::super::`.
+                continue;
+            }
+            let (mut path, rest) = if code[at..].starts_with("crate::") {
+                (Vec::new(), &code[at + "crate::".len()..])
+            } else {
+                // `super::` in `a/b.rs` (module `a::b`) names `a`.
+                let mut rest = &code[at..];
+                let mut path = own.to_vec();
+                while let Some(after) = rest.strip_prefix("super::") {
+                    path.pop();
+                    rest = after;
+                }
+                (path, rest)
+            };
+            for segment in rest.split("::") {
+                let ident: String = segment.chars().take_while(|c| c.is_alphanumeric() || *c == '_').collect();
+                if ident.is_empty() || ident.len() != segment.len() {
+                    // The last segment (`{A, B}`, `Name;`, `func(`) ends the path; it may itself be a module.
+                    if !ident.is_empty() {
+                        path.push(ident);
+                    }
+                    break;
+                }
+                path.push(ident);
+            }
+            found.push(path);
+        }
+    }
+    found
+}
+
+/// The longest prefix of `path` that is one of `modules`.
+fn owning_module<'a>(path: &[String], modules: &'a BTreeSet<Vec<String>>) -> Option<&'a Vec<String>> {
+    (0..=path.len()).rev().find_map(|len| modules.get(&path[..len]))
+}
+
+/// The pairs of files of one crate that import each other.
+fn mutual_imports(files: &BTreeMap<Vec<String>, String>) -> Vec<(Vec<String>, Vec<String>)> {
+    let modules: BTreeSet<Vec<String>> = files.keys().cloned().collect();
+    let mut edges = BTreeSet::new();
+    for (module, text) in files {
+        for path in named_paths(text, module) {
+            if let Some(target) = owning_module(&path, &modules) {
+                if target != module {
+                    edges.insert((module.clone(), target.clone()));
+                }
+            }
+        }
+    }
+    edges.iter().filter(|(a, b)| a < b && edges.contains(&(b.clone(), a.clone()))).cloned().collect()
+}
+
+#[test]
+fn no_two_files_of_a_crate_import_each_other() {
+    let mut cycles = Vec::new();
+    let mut crates = 0;
+    for src in source_roots().into_iter().filter(|dir| dir.ends_with("src")) {
+        crates += 1;
+        let mut paths = Vec::new();
+        rust_files_below(&src, &mut paths);
+        let mut files = BTreeMap::new();
+        for path in paths {
+            let relative = path.strip_prefix(&src).unwrap_or(&path);
+            if is_test_code(relative) || relative.starts_with("bin") {
+                continue;
+            }
+            let text = std::fs::read_to_string(&path).unwrap_or_else(|err| panic!("{}: {err}", path.display()));
+            files.insert(module_path(relative), text);
+        }
+        for (a, b) in mutual_imports(&files) {
+            cycles.push(format!("{}: `{}` <-> `{}`", src.display(), a.join("::"), b.join("::")));
+        }
+    }
+    assert!(crates >= 10, "expected the workspace's crates, found {crates}");
+    assert!(cycles.is_empty(), "files that import each other:\n{}", cycles.join("\n"));
+}
+
+#[test]
+fn mutual_imports_finds_a_two_file_cycle_and_nothing_else() {
+    let module = |path: &str| path.split("::").filter(|part| !part.is_empty()).map(str::to_owned).collect();
+    let files: BTreeMap<Vec<String>, String> = [
+        ("", "mod tool;\nmod updates;\npub use tool::Tool;\n"),
+        ("tool", "use crate::updates::UpdateSink;\n"),
+        ("updates", "use crate::tool::{ToolOutput, Tool};\n// crate::events is a comment\n"),
+        ("events", "use super::tool::Tool;\n#[cfg(test)]\nmod tests { use crate::events::*; }\n"),
+        ("events::queue", "use super::Event; use crate::Tool;\n"),
+    ]
+    .into_iter()
+    .map(|(path, text)| (module(path), text.to_owned()))
+    .collect();
+    assert_eq!(mutual_imports(&files), [(module("tool"), module("updates"))]);
+    assert_eq!(named_paths("use super::super::x::Y;", &module("a::b::c")), [module("a::x::Y")]);
+    assert_eq!(named_paths("m!($crate::a); other_crate::b", &module("a")), Vec::<Vec<String>>::new());
+    assert_eq!(module_path(Path::new("response/mod.rs")), module("response"));
+    assert_eq!(module_path(Path::new("response/driver.rs")), module("response::driver"));
+    assert!(is_test_code(Path::new("crates/x/src/a/tests.rs")));
+    assert!(is_test_code(Path::new("crates/x/tests/support/mod.rs")));
+    assert!(!is_test_code(Path::new("crates/x/src/testing.rs")));
+}
+
+/// One hop of a path in `docs/architecture.md`: a table row `| what | `file.rs` | `function` |`.
+#[derive(Debug, PartialEq)]
+struct Hop {
+    file: String,
+    function: String,
+}
+
+/// The hops of the Markdown tables whose header reads `| step | file | function |`.
+fn hops(markdown: &str) -> Vec<Hop> {
+    let mut hops = Vec::new();
+    let mut in_table = false;
+    for line in markdown.lines() {
+        let cells: Vec<&str> = line.trim().trim_matches('|').split('|').map(str::trim).collect();
+        if !line.trim_start().starts_with('|') {
+            in_table = false;
+            continue;
+        }
+        if cells.len() >= 3 && cells[1] == "file" && cells[2] == "function" {
+            in_table = true;
+            continue;
+        }
+        if in_table && cells.len() >= 3 && !cells[1].starts_with('-') {
+            let code = |cell: &str| cell.trim_matches('`').to_owned();
+            hops.push(Hop { file: code(cells[1]), function: code(cells[2]) });
+        }
+    }
+    hops
+}
+
+/// Whether `text` defines `function`: `name` as a `fn`, or `Type::name` as a `fn` in a file that names `Type`.
+fn defines(text: &str, function: &str) -> bool {
+    let (owner, name) = function.rsplit_once("::").map_or((None, function), |(owner, name)| (Some(owner), name));
+    let name = name.trim_end_matches("()");
+    let defined = text.contains(&format!("fn {name}(")) || text.contains(&format!("fn {name}<"));
+    defined && owner.is_none_or(|owner| text.contains(owner.rsplit("::").next().unwrap_or(owner)))
+}
+
+#[test]
+fn architecture_names_files_and_functions_that_exist() {
+    let root = root();
+    let doc = std::fs::read_to_string(root.join("docs/architecture.md")).expect("docs/architecture.md exists");
+    let hops = hops(&doc);
+    assert!(hops.len() >= 10, "expected the two paths' hops in docs/architecture.md, found {hops:?}");
+    let mut missing = Vec::new();
+    for hop in &hops {
+        match std::fs::read_to_string(root.join(&hop.file)) {
+            Err(_) => missing.push(format!("{}: no such file", hop.file)),
+            Ok(text) if !defines(&text, &hop.function) => {
+                missing.push(format!("{}: defines no `{}`", hop.file, hop.function))
+            }
+            Ok(_) => {}
+        }
+    }
+    assert!(missing.is_empty(), "docs/architecture.md names what does not exist:\n{}", missing.join("\n"));
+}
+
+#[test]
+fn hops_reads_only_file_function_tables() {
+    let doc = "| step | file | function |\n|---|---|---|\n| parse | `a/b.rs` | `Parser::next` |\n\n\
+               | x | y | z |\n| 1 | `c.rs` | `f` |\n";
+    assert_eq!(hops(doc), [Hop { file: "a/b.rs".into(), function: "Parser::next".into() }]);
+    assert!(defines("impl Parser { fn next(&mut self) {} }", "Parser::next"));
+    assert!(defines("pub fn run<T>(x: T) {}", "run"));
+    assert!(!defines("impl Other { fn next() {} }", "Parser::next"));
+    assert!(!defines("fn nexter() {}", "next"));
+}
