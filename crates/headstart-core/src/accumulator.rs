@@ -438,6 +438,7 @@ impl Accumulator {
                 stop_reason,
                 message,
                 usage,
+                ..
             } => {
                 self.end((*stop_reason).into(), usage.unwrap_or_default(), Some(message.clone()));
                 Ok(Applied::Ended)

@@ -21,12 +21,11 @@
 
 use std::collections::HashMap;
 
-use headstart_core::{DeltaEvent, DoneReason, Usage};
+use headstart_core::{DeltaEvent, DoneReason, ModelError, ModelErrorKind, Usage};
 use serde_json::Value;
 
 use crate::emit::{string, typed_payload, Emitter};
 use crate::error::ProviderError;
-use crate::openai_chat::error_message;
 use crate::sse::SseEvent;
 use crate::StreamConverter;
 
@@ -91,8 +90,7 @@ impl AnthropicConverter {
             "error" => {
                 let error = data.get("error").unwrap_or(data);
                 let usage = self.out.started().then_some(self.usage);
-                self.out
-                    .error(format!("provider error: {}", error_message(error)), usage);
+                self.out.provider_error(error, usage);
             }
             "message_start" => {
                 let message = data.get("message").unwrap_or(&Value::Null);
@@ -215,12 +213,16 @@ impl AnthropicConverter {
                     }
                     Some("tool_use") => self.out.done(DoneReason::ToolUse, usage),
                     Some("max_tokens" | "model_context_window_exceeded") => self.out.done(DoneReason::Length, usage),
-                    Some("refusal") => self
-                        .out
-                        .error("the model refused to answer (stop_reason refusal)", Some(usage)),
-                    Some(other) => self
-                        .out
-                        .error(format!("the response stopped with stop_reason {other:?}"), Some(usage)),
+                    Some("refusal") => self.out.error(
+                        ModelErrorKind::Provider,
+                        "the model refused to answer (stop_reason refusal)",
+                        Some(usage),
+                    ),
+                    Some(other) => self.out.error(
+                        ModelErrorKind::Provider,
+                        format!("the response stopped with stop_reason {other:?}"),
+                        Some(usage),
+                    ),
                 }
             }
             _ => {}
@@ -243,15 +245,16 @@ impl StreamConverter for AnthropicConverter {
     fn finish(&mut self) -> Vec<DeltaEvent> {
         let usage = self.out.started().then_some(self.usage);
         self.out.error(
+            ModelErrorKind::Protocol,
             "the stream ended before message_stop (the connection closed mid-stream)",
             usage,
         );
         self.out.take()
     }
 
-    fn fail(&mut self, message: &str) -> Vec<DeltaEvent> {
+    fn fail(&mut self, error: &ModelError) -> Vec<DeltaEvent> {
         let usage = self.out.started().then_some(self.usage);
-        self.out.fail(message, usage)
+        self.out.fail(error, usage)
     }
 
     fn is_ended(&self) -> bool {
@@ -339,7 +342,7 @@ mod tests {
             json!({"type": "error", "error": {"type": "overloaded_error", "message": "Overloaded"}}),
         ]);
         assert!(
-            matches!(events.last(), Some(DeltaEvent::Error { message, .. }) if message == "provider error: Overloaded (overloaded_error)")
+            matches!(events.last(), Some(DeltaEvent::Error { message, kind: Some(ModelErrorKind::Overloaded), .. }) if message == "provider error: Overloaded (overloaded_error)")
         );
     }
 }

@@ -10,8 +10,8 @@ use headstart_core::DeltaEvent;
 use serde::Deserialize;
 
 use crate::error::ProviderError;
-use crate::openai_chat::error_message;
 use crate::sse::parse_sse_text;
+use crate::wire_error::error_message;
 use crate::{convert_events, ConvertOptions, WireFormat};
 
 /// One recorded HTTP exchange.
@@ -120,6 +120,10 @@ pub fn convert_body(
                     stop_reason: headstart_core::ErrorReason::Error,
                     message: format!("HTTP {status}: {message}"),
                     usage: None,
+                    kind: Some(headstart_core::ModelErrorKind::Http {
+                        status,
+                        retry_after: None,
+                    }),
                 },
             },
         ]);

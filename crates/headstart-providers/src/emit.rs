@@ -6,11 +6,12 @@
 
 use std::collections::{BTreeMap, HashSet};
 
-use headstart_core::{DeltaEvent, DoneReason, ErrorReason, Usage};
+use headstart_core::{DeltaEvent, DoneReason, ErrorReason, ModelError, ModelErrorKind, Usage};
 use serde_json::Value;
 
 use crate::error::ProviderError;
 use crate::sse::SseEvent;
+use crate::wire_error::{error_kind, error_message};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Kind {
@@ -251,8 +252,9 @@ impl Emitter {
         self.events.push(DeltaEvent::Done { stop_reason, usage });
     }
 
-    /// Ends the response abnormally. Open blocks stay open: nothing of an errored response is admitted anyway.
-    pub(crate) fn error(&mut self, message: impl Into<String>, usage: Option<Usage>) {
+    /// Ends the response abnormally with a failure of `kind`. Open blocks stay open: nothing of an errored response
+    /// is admitted anyway.
+    pub(crate) fn error(&mut self, kind: ModelErrorKind, message: impl Into<String>, usage: Option<Usage>) {
         if self.ended {
             return;
         }
@@ -262,12 +264,19 @@ impl Emitter {
             stop_reason: ErrorReason::Error,
             message: message.into(),
             usage,
+            kind: Some(kind),
         });
     }
 
+    /// Ends the response with the error object the provider sent (its message, and its kind from its type fields).
+    pub(crate) fn provider_error(&mut self, error: &Value, usage: Option<Usage>) {
+        let message = format!("provider error: {}", error_message(error));
+        self.error(error_kind(error), message, usage);
+    }
+
     /// [`crate::StreamConverter::fail`]: buffered events, then `error`.
-    pub(crate) fn fail(&mut self, message: &str, usage: Option<Usage>) -> Vec<DeltaEvent> {
-        self.error(message, usage);
+    pub(crate) fn fail(&mut self, error: &ModelError, usage: Option<Usage>) -> Vec<DeltaEvent> {
+        self.error(error.kind(), error.message(), usage);
         self.take()
     }
 }

@@ -23,12 +23,11 @@
 //!   `toolUsePromptTokenCount` → `input`, `cachedContentTokenCount` → `cache_read`, `candidatesTokenCount` plus
 //!   `thoughtsTokenCount` → `output`.
 
-use headstart_core::{DeltaEvent, DoneReason, Usage};
+use headstart_core::{DeltaEvent, DoneReason, ModelError, ModelErrorKind, Usage};
 use serde_json::Value;
 
 use crate::emit::{count, minus, parse_json, string, Emitter};
 use crate::error::ProviderError;
-use crate::openai_chat::error_message;
 use crate::sse::SseEvent;
 use crate::StreamConverter;
 
@@ -79,8 +78,7 @@ impl GeminiConverter {
 
     fn chunk(&mut self, chunk: &Value) -> Result<(), ProviderError> {
         if let Some(error) = chunk.get("error").filter(|e| !e.is_null()) {
-            self.out
-                .error(format!("provider error: {}", error_message(error)), self.usage);
+            self.out.provider_error(error, self.usage);
             return Ok(());
         }
         let response_id = string(chunk, "responseId");
@@ -101,7 +99,11 @@ impl GeminiConverter {
                 .and_then(|feedback| feedback.get("blockReason"))
                 .and_then(Value::as_str)
             {
-                self.out.error(format!("the prompt was blocked: {reason}"), self.usage);
+                self.out.error(
+                    ModelErrorKind::Provider,
+                    format!("the prompt was blocked: {reason}"),
+                    self.usage,
+                );
             }
             return Ok(());
         };
@@ -131,6 +133,7 @@ impl GeminiConverter {
                         .map(|message| format!(": {message}"))
                         .unwrap_or_default();
                     self.out.error(
+                        ModelErrorKind::Provider,
                         format!("the response stopped with finishReason {other}{detail}"),
                         Some(usage),
                     );
@@ -211,14 +214,15 @@ impl StreamConverter for GeminiConverter {
 
     fn finish(&mut self) -> Vec<DeltaEvent> {
         self.out.error(
+            ModelErrorKind::Protocol,
             "the stream ended before finishReason (the connection closed mid-stream)",
             self.usage,
         );
         self.out.take()
     }
 
-    fn fail(&mut self, message: &str) -> Vec<DeltaEvent> {
-        self.out.fail(message, self.usage)
+    fn fail(&mut self, error: &ModelError) -> Vec<DeltaEvent> {
+        self.out.fail(error, self.usage)
     }
 
     fn is_ended(&self) -> bool {

@@ -5,8 +5,8 @@
 //! format's converter. TLS is rustls with the `ring` provider; if the process has no default rustls crypto provider
 //! yet, [`HttpModel::new`] installs ring's.
 //!
-//! A request that fails before its first delta (connection refused, timeouts, HTTP 408/409/429/5xx, an "overloaded"
-//! event) is retried with backoff ([`crate::retry`]). Errors before the stream starts that remain (other statuses,
+//! A request that fails before its first delta (connection refused, timeouts, HTTP 408/409/429/5xx, an event the
+//! provider typed as overloaded) is retried with backoff ([`crate::retry`]). Errors before the stream starts that remain (other statuses,
 //! a non-SSE answer, retries exhausted) are returned as `Err(ModelError)` with the status and the provider's own error message; errors once streaming (a dropped
 //! connection, an idle timeout, a provider `error` event) end the delta stream with an `error` event.
 //!
@@ -24,16 +24,16 @@ use std::fmt;
 use std::time::{Duration, SystemTime};
 
 use futures::StreamExt;
-use headstart_core::{DeltaEvent, Message, ModelError};
+use headstart_core::{DeltaEvent, Message, ModelError, ModelErrorKind};
 use serde_json::{Map, Value};
 use tokio::time::Instant;
 
 use crate::error::ProviderError;
-use crate::openai_chat::error_message;
 use crate::request::{build_body, RequestSettings, ToolDefinition};
-use crate::retry::{retry_hint, retryable_status, transient_stream_error, with_retries, Failure, RetryPolicy};
+use crate::retry::{retry_hint, retryable, with_retries, Failure, RetryPolicy};
 use crate::sse::sse_events;
-use crate::stream::{later, sse_delta_stream, timed_events, DeltaStream};
+use crate::stream::{later, timed_events, typed_delta_stream, DeltaStream};
+use crate::wire_error::error_message;
 use crate::{ConvertOptions, WireFormat};
 
 /// How much of an error body is read to find the provider's message.
@@ -250,12 +250,7 @@ impl HttpModel {
 
     /// One attempt: send, check the status, and wait for the first delta after `start`.
     async fn attempt(&self, url: &str, body: &str) -> Result<DeltaStream, Failure<DeltaStream>> {
-        let fail = |error: ModelError, retryable: bool, hint: Option<Duration>| Failure {
-            error,
-            retryable,
-            hint,
-            fallback: None,
-        };
+        let fail = |error: ModelError| Failure { error, fallback: None };
         let mut request = self
             .client
             .post(url)
@@ -283,20 +278,25 @@ impl HttpModel {
                 let error = ProviderError::ResponseTimeout {
                     limit: self.config.response_timeout,
                 };
-                return Err(fail(error.into(), false, None));
+                return Err(fail(error.into()));
             }
             Err(_) => {
                 let message = format!(
                     "no response from {url} within {} s",
                     self.config.headers_timeout.as_secs_f64()
                 );
-                return Err(fail(ModelError::new(message), true, None));
+                return Err(fail(ModelError::transport(message)));
             }
             Ok(Err(err)) => {
                 let message = format!("request to {url} failed: {}", error_chain(&err));
                 // Connection refused or reset, timeouts: the request may never have reached the provider. A
                 // request the client could not even build (a bad URL) fails the same way on every attempt.
-                return Err(fail(ModelError::new(message), !err.is_builder(), None));
+                let kind = if err.is_builder() {
+                    ModelErrorKind::Other
+                } else {
+                    ModelErrorKind::Transport
+                };
+                return Err(fail(ModelError::with_kind(kind, message).with_source(err)));
             }
             Ok(Ok(response)) => response,
         };
@@ -318,7 +318,7 @@ impl HttpModel {
                 status: status.as_u16(),
                 location,
             };
-            return Err(fail(error.into(), false, None));
+            return Err(fail(error.into()));
         }
         if !status.is_success() {
             let hint = retry_hint(response.headers(), SystemTime::now());
@@ -335,8 +335,9 @@ impl HttpModel {
                 message: format!("{} {message}", status.canonical_reason().unwrap_or(""))
                     .trim()
                     .to_owned(),
+                retry_after: hint,
             };
-            return Err(fail(error.into(), retryable_status(status.as_u16()), hint));
+            return Err(fail(error.into()));
         }
         if !content_type.is_empty() && !content_type.starts_with("text/event-stream") {
             let body = read_limited(response, body_read_until).await;
@@ -344,7 +345,7 @@ impl HttpModel {
                 "{url} answered {content_type} instead of an SSE stream: {}",
                 provider_message(&body)
             );
-            return Err(fail(ModelError::new(message), false, None));
+            return Err(fail(ModelError::with_kind(ModelErrorKind::Protocol, message)));
         }
         let bytes = futures::stream::unfold(Some(response), |response| async move {
             let mut response = response?;
@@ -360,13 +361,13 @@ impl HttpModel {
             self.config.response_timeout,
             started,
         );
-        first_delta(sse_delta_stream(self.config.format, &self.config.convert, events)).await
+        first_delta(typed_delta_stream(self.config.format, &self.config.convert, events)).await
     }
 }
 
-/// Reads `stream` up to its first event after `start`. When that is an `error` naming a transient failure (an
-/// "overloaded" event, a connection dropped before any content), the attempt failed before its first delta and may
-/// be retried; the stream read so far is the fallback, so the last attempt still ends as a stored failed response
+/// Reads `stream` up to its first event after `start`. When that is an `error` of a [retryable](retryable) kind (an
+/// event the provider typed as overloaded, a connection dropped before any content), the attempt failed before its
+/// first delta and may be retried; the stream read so far is the fallback, so the last attempt still ends as a stored failed response
 /// (contract §2.12). Otherwise the stream is handed back whole.
 async fn first_delta(mut stream: DeltaStream) -> Result<DeltaStream, Failure<DeltaStream>> {
     let mut read = Vec::new();
@@ -375,9 +376,11 @@ async fn first_delta(mut stream: DeltaStream) -> Result<DeltaStream, Failure<Del
             Some(Ok(event @ DeltaEvent::Start { .. })) => read.push(Ok(event)),
             Some(Ok(event)) => {
                 let transient = match &event {
-                    DeltaEvent::Error { message, .. } if transient_stream_error(message) => {
-                        Some(ModelError::new(message.clone()))
-                    }
+                    DeltaEvent::Error {
+                        message,
+                        kind: Some(kind),
+                        ..
+                    } if retryable(*kind) => Some(ModelError::with_kind(*kind, message.clone())),
                     _ => None,
                 };
                 read.push(Ok(event));
@@ -395,8 +398,6 @@ async fn first_delta(mut stream: DeltaStream) -> Result<DeltaStream, Failure<Del
         None => Ok(replayed),
         Some(error) => Err(Failure {
             error,
-            retryable: true,
-            hint: None,
             fallback: Some(replayed),
         }),
     }

@@ -51,6 +51,7 @@ pub mod request;
 pub mod retry;
 pub mod sse;
 pub mod stream;
+mod wire_error;
 
 use std::fmt;
 use std::str::FromStr;
@@ -167,9 +168,10 @@ pub trait StreamConverter: Send {
     /// closed mid-stream", contract §5.5); otherwise whatever is still pending (possibly nothing).
     fn finish(&mut self) -> Vec<DeltaEvent>;
 
-    /// Ends the response as `error` with `message` (a transport failure or an `Err` from [`StreamConverter::push`]):
-    /// the events still buffered, `start` if it was never sent, and the `error` event. Nothing if already ended.
-    fn fail(&mut self, message: &str) -> Vec<DeltaEvent>;
+    /// Ends the response as `error` with `error`'s message and kind (a transport failure or an `Err` from
+    /// [`StreamConverter::push`]): the events still buffered, `start` if it was never sent, and the `error` event.
+    /// Nothing if already ended.
+    fn fail(&mut self, error: &headstart_core::ModelError) -> Vec<DeltaEvent>;
 
     /// `true` once the terminal event was produced.
     fn is_ended(&self) -> bool;
@@ -185,7 +187,7 @@ pub fn convert_events(format: WireFormat, events: &[SseEvent], options: &Convert
     for (position, event) in events.iter().enumerate() {
         let produced = match converter.push(event) {
             Ok(produced) => produced,
-            Err(err) => converter.fail(&err.to_string()),
+            Err(err) => converter.fail(&err.into()),
         };
         out.extend(produced.into_iter().map(|delta| (position, delta)));
         if converter.is_ended() {

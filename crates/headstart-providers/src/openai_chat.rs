@@ -26,7 +26,7 @@
 //!   `prompt_cache_hit_tokens`) → `cache_read`; `prompt_tokens_details.cache_write_tokens` → `cache_write`;
 //!   `completion_tokens` → `output`.
 
-use headstart_core::{DeltaEvent, DoneReason, Usage};
+use headstart_core::{DeltaEvent, DoneReason, ModelError, ModelErrorKind, Usage};
 use serde_json::Value;
 
 use crate::emit::{count, minus, parse_json, string, Emitter};
@@ -100,9 +100,8 @@ impl ChatConverter {
 
     fn chunk(&mut self, chunk: &Value) -> Result<(), ProviderError> {
         if let Some(error) = chunk.get("error").filter(|error| !error.is_null()) {
-            let message = error_message(error);
             let usage = self.usage;
-            self.out.error(format!("provider error: {message}"), usage);
+            self.out.provider_error(error, usage);
             return Ok(());
         }
         self.out.start(string(chunk, "model"), string(chunk, "id"));
@@ -311,8 +310,9 @@ impl ChatConverter {
                 }
                 self.out.done(reason, usage.unwrap_or_default());
             }
-            Some(Finish::Error(message)) => self.out.error(message, usage),
+            Some(Finish::Error(message)) => self.out.error(ModelErrorKind::Provider, message, usage),
             None => self.out.error(
+                ModelErrorKind::Protocol,
                 "the stream ended before finish_reason (the connection closed mid-stream)",
                 usage,
             ),
@@ -342,9 +342,9 @@ impl StreamConverter for ChatConverter {
         self.out.take()
     }
 
-    fn fail(&mut self, message: &str) -> Vec<DeltaEvent> {
+    fn fail(&mut self, error: &ModelError) -> Vec<DeltaEvent> {
         let usage = self.usage;
-        self.out.fail(message, usage)
+        self.out.fail(error, usage)
     }
 
     fn is_ended(&self) -> bool {
@@ -365,25 +365,6 @@ pub(crate) fn parse_usage(usage: &Value) -> Usage {
         output: count(usage, &["completion_tokens"]),
         cache_read: cached,
         cache_write,
-    }
-}
-
-/// The message of an OpenAI-style error object (`{"message": ..., "type": ..., "code": ...}`) or its JSON.
-pub(crate) fn error_message(error: &Value) -> String {
-    match error {
-        Value::String(text) => text.clone(),
-        _ => {
-            let message = error.get("message").and_then(Value::as_str);
-            let code = ["code", "type", "status"]
-                .iter()
-                .find_map(|key| error.get(*key).filter(|v| !v.is_null()))
-                .map(|v| v.as_str().map(str::to_owned).unwrap_or_else(|| v.to_string()));
-            match (message, code) {
-                (Some(message), Some(code)) => format!("{message} ({code})"),
-                (Some(message), None) => message.to_owned(),
-                _ => error.to_string(),
-            }
-        }
     }
 }
 
@@ -581,16 +562,27 @@ mod tests {
             ConvertOptions::default(),
             &[call_start(0, "a", "alpha"), finish("content_filter")],
         );
-        assert!(matches!(events.last(), Some(DeltaEvent::Error { .. })));
+        assert!(matches!(
+            events.last(),
+            Some(DeltaEvent::Error {
+                kind: Some(ModelErrorKind::Provider),
+                ..
+            })
+        ));
         assert!(!events.iter().any(|e| matches!(e, DeltaEvent::ToolcallEnd { .. })));
         let events = run(
             ConvertOptions::default(),
             &[json!({"error": {"message": "overloaded", "code": 529}})],
         );
-        let Some(DeltaEvent::Error { message, .. }) = events.last() else {
+        let Some(DeltaEvent::Error { message, kind, .. }) = events.last() else {
             panic!()
         };
         assert_eq!(message, "provider error: overloaded (529)");
+        assert_eq!(
+            *kind,
+            Some(ModelErrorKind::Overloaded),
+            "from the code 529, not the text"
+        );
         assert!(matches!(events[0], DeltaEvent::Start { .. }));
     }
 

@@ -25,13 +25,13 @@
 
 use std::collections::HashMap;
 
-use headstart_core::{DeltaEvent, DoneReason, ToolArguments, Usage};
+use headstart_core::{DeltaEvent, DoneReason, ModelError, ModelErrorKind, ToolArguments, Usage};
 use serde_json::{json, Value};
 
 use crate::emit::{count, minus, string, typed_payload, Emitter};
 use crate::error::ProviderError;
-use crate::openai_chat::error_message;
 use crate::sse::SseEvent;
+use crate::wire_error::{error_kind, error_message};
 use crate::StreamConverter;
 
 const FORMAT: &str = "openai-responses";
@@ -91,7 +91,7 @@ impl ResponsesConverter {
                 return Ok(());
             }
             "error" => {
-                self.out.error(format!("provider error: {}", error_message(data)), None);
+                self.out.provider_error(data, None);
                 return Ok(());
             }
             _ => {}
@@ -192,22 +192,25 @@ impl ResponsesConverter {
                     // Open calls get no `output_item.done` with status completed: `done` seals them invalid.
                     "max_output_tokens" => self.out.done(DoneReason::Length, usage),
                     "content_filter" => self.out.error(
+                        ModelErrorKind::Provider,
                         "the provider's content filter stopped the response (response.incomplete)",
                         Some(usage),
                     ),
-                    other => self
-                        .out
-                        .error(format!("the response is incomplete: {other}"), Some(usage)),
+                    other => self.out.error(
+                        ModelErrorKind::Provider,
+                        format!("the response is incomplete: {other}"),
+                        Some(usage),
+                    ),
                 }
             }
             "response.failed" => {
                 let response = data.get("response").unwrap_or(&Value::Null);
-                let message = response
-                    .get("error")
-                    .filter(|error| !error.is_null())
+                let error = response.get("error").filter(|error| !error.is_null());
+                let message = error
                     .map(error_message)
                     .unwrap_or_else(|| "no error details".to_owned());
                 self.out.error(
+                    error.map_or(ModelErrorKind::Provider, error_kind),
                     format!("the response failed: {message}"),
                     Some(parse_usage(Some(response))),
                 );
@@ -365,14 +368,15 @@ impl StreamConverter for ResponsesConverter {
 
     fn finish(&mut self) -> Vec<DeltaEvent> {
         self.out.error(
+            ModelErrorKind::Protocol,
             "the stream ended before response.completed (the connection closed mid-stream)",
             None,
         );
         self.out.take()
     }
 
-    fn fail(&mut self, message: &str) -> Vec<DeltaEvent> {
-        self.out.fail(message, None)
+    fn fail(&mut self, error: &ModelError) -> Vec<DeltaEvent> {
+        self.out.fail(error, None)
     }
 
     fn is_ended(&self) -> bool {

@@ -1,10 +1,12 @@
 //! Retrying a request that failed before its first delta (contract §3.6.6).
 //!
 //! A failed attempt produced nothing the engine saw, so trying again is invisible to the transcript. What is
-//! retried: connection failures and timeouts, HTTP 408, 409, 429 and 5xx, and a stream whose first event after
-//! `start` is a transient provider error ("overloaded", a rate limit, a dropped connection). The wait is the
-//! server's hint when it gives one (`retry-after-ms`, `Retry-After` in seconds or as an HTTP date, the OpenAI and
-//! Anthropic rate-limit reset headers), else exponential backoff with jitter, as the official SDKs do.
+//! retried is decided on the failure's [`ModelErrorKind`] alone ([`retryable`]), never on its message: transport
+//! failures (connection failures, no headers or no event in time), HTTP 408, 409, 429 and 5xx, and a stream whose
+//! first event after `start` is an error the provider typed as transient (overloaded, rate-limited, failed on its
+//! side) or a dropped connection. The wait is the server's hint when it gives one (`retry-after-ms`, `Retry-After`
+//! in seconds or as an HTTP date, the OpenAI and Anthropic rate-limit reset headers; carried by
+//! [`ModelErrorKind::Http`]), else exponential backoff with jitter, as the official SDKs do.
 //!
 //! Header values are hostile input: a hint is parsed without panicking whatever it says (`1e20`, `NaN`, `-1`, a
 //! date in the year 9999, a 20-digit duration), negative and unreadable hints are ignored, and every hint is capped
@@ -13,7 +15,7 @@
 use std::future::Future;
 use std::time::{Duration, SystemTime};
 
-use headstart_core::ModelError;
+use headstart_core::{ModelError, ModelErrorKind};
 use reqwest::header::HeaderMap;
 
 /// How many times, and how patiently, a failed request is tried again.
@@ -73,15 +75,11 @@ impl RetryPolicy {
     }
 }
 
-/// Why one attempt failed, and whether another may follow.
+/// Why one attempt failed; its kind says whether another may follow.
 #[derive(Debug)]
 pub(crate) struct Failure<T> {
     /// The error the caller sees if this was the last attempt.
     pub error: ModelError,
-    /// Another attempt may succeed.
-    pub retryable: bool,
-    /// How long the server asked to wait.
-    pub hint: Option<Duration>,
     /// What to hand back instead of `error` if this was the last attempt (a stream that failed before its first
     /// delta is still a response: the engine stores it as such, contract §2.12).
     pub fallback: Option<T>,
@@ -100,15 +98,16 @@ where
             Ok(value) => return Ok(value),
             Err(failure) => failure,
         };
-        let wait = if failure.retryable && number < policy.max_retries {
-            policy.delay(number, failure.hint, fastrand::f64())
+        let kind = failure.error.kind();
+        let wait = if retryable(kind) && number < policy.max_retries {
+            policy.delay(number, server_wait(kind), fastrand::f64())
         } else {
             None
         };
         let Some(wait) = wait else {
             return give_up(policy, failure, number);
         };
-        tracing::debug!(attempt = number, error = %failure.error.message, "retrying the model request");
+        tracing::debug!(attempt = number, error = %failure.error, "retrying the model request");
         tokio::time::sleep(wait).await;
         number += 1;
     }
@@ -120,8 +119,9 @@ fn give_up<T>(policy: &RetryPolicy, failure: Failure<T>, number: u32) -> Result<
         return Ok(fallback);
     }
     let mut notes = Vec::new();
-    match failure.hint {
-        Some(hint) if failure.retryable && number < policy.max_retries && hint > policy.max_hint => {
+    let kind = failure.error.kind();
+    match server_wait(kind) {
+        Some(hint) if retryable(kind) && number < policy.max_retries && hint > policy.max_hint => {
             notes.push(format!(
                 "not retried: the provider asked to wait {} s, longer than the {} s a retry waits at most",
                 hint.as_secs_f64(),
@@ -136,36 +136,33 @@ fn give_up<T>(policy: &RetryPolicy, failure: Failure<T>, number: u32) -> Result<
     if notes.is_empty() {
         return Err(failure.error);
     }
-    Err(ModelError::new(format!(
-        "{} ({})",
-        failure.error.message,
-        notes.join("; ")
-    )))
+    let message = format!("{} ({})", failure.error, notes.join("; "));
+    Err(failure.error.with_message(message))
+}
+
+/// Whether another attempt may succeed after a failure of `kind`: transport failures, transient provider errors
+/// and the HTTP statuses of [`retryable_status`]. The retry policy decides on this alone.
+pub fn retryable(kind: ModelErrorKind) -> bool {
+    match kind {
+        ModelErrorKind::Transport | ModelErrorKind::Overloaded => true,
+        ModelErrorKind::Http { status, .. } => retryable_status(status),
+        // Deadline (the caller's own limit), Provider, Protocol, Aborted, Other, and kinds added later.
+        _ => false,
+    }
+}
+
+/// How long the server asked to wait before another attempt, if it said.
+fn server_wait(kind: ModelErrorKind) -> Option<Duration> {
+    match kind {
+        ModelErrorKind::Http { retry_after, .. } => retry_after,
+        _ => None,
+    }
 }
 
 /// Whether an HTTP status is worth retrying: 408 (timeout), 409 (lock conflict), 429 (rate limit), 5xx (including
 /// Anthropic's 529 "overloaded").
 pub fn retryable_status(status: u16) -> bool {
     matches!(status, 408 | 409 | 429) || status >= 500
-}
-
-/// Whether the message of an `error` event that came before any delta names a transient failure.
-pub(crate) fn transient_stream_error(message: &str) -> bool {
-    let message = message.to_ascii_lowercase();
-    [
-        "overloaded",
-        "rate_limit",
-        "rate limit",
-        "resource_exhausted",
-        "unavailable",
-        "connection error",
-        "timed out",
-        "internal server error",
-        "api_error",
-        "server_error",
-    ]
-    .iter()
-    .any(|needle| message.contains(needle))
 }
 
 /// How long the server asked to wait, from its headers: `retry-after-ms` (OpenAI), `Retry-After` (seconds or an
@@ -292,12 +289,19 @@ mod tests {
         map
     }
 
-    fn failure<T>(retryable: bool, hint: Option<Duration>) -> Failure<T> {
+    /// A failed attempt of `kind`, always with the same message: only the kind may decide.
+    fn failure<T>(kind: ModelErrorKind) -> Failure<T> {
         Failure {
-            error: ModelError::new("HTTP 503: overloaded"),
-            retryable,
-            hint,
+            error: ModelError::with_kind(kind, "HTTP 503: overloaded"),
             fallback: None,
+        }
+    }
+
+    /// An HTTP 503 asking to wait `hint`.
+    fn unavailable(hint: Option<Duration>) -> ModelErrorKind {
+        ModelErrorKind::Http {
+            status: 503,
+            retry_after: hint,
         }
     }
 
@@ -417,12 +421,18 @@ mod tests {
         let started = tokio::time::Instant::now();
         let result = with_retries(&RetryPolicy::default(), |_| {
             attempts.fetch_add(1, Ordering::SeqCst);
-            async { Err::<&str, _>(failure(true, Some(HINT_CEILING))) }
+            async { Err::<&str, _>(failure(unavailable(Some(HINT_CEILING)))) }
         })
         .await;
         assert_eq!(attempts.load(Ordering::SeqCst), 1);
         assert_eq!(started.elapsed(), Duration::ZERO);
-        let message = result.unwrap_err().message;
+        let error = result.unwrap_err();
+        assert_eq!(
+            error.kind(),
+            unavailable(Some(HINT_CEILING)),
+            "the kind survives the note"
+        );
+        let message = error.message();
         assert!(
             message.contains("HTTP 503: overloaded")
                 && message.contains("not retried: the provider asked to wait 86400 s, longer than the 60 s"),
@@ -486,24 +496,110 @@ mod tests {
                 Some(wait) => prop_assert!(wait <= policy.max_hint.max(policy.max_backoff)),
                 None => prop_assert!(hint.is_some_and(|hint| hint > policy.max_hint)),
             }
-            let error = give_up(&policy, failure::<()>(true, hint), 0).unwrap_err();
-            prop_assert!(error.message.starts_with("HTTP 503: overloaded"));
+            let error = give_up(&policy, failure::<()>(unavailable(hint)), 0).unwrap_err();
+            prop_assert!(error.message().starts_with("HTTP 503: overloaded"));
         }
     }
 
     #[test]
-    fn statuses_and_stream_errors_are_classified() {
+    fn statuses_are_classified() {
         for status in [408, 409, 429, 500, 502, 503, 529] {
             assert!(retryable_status(status), "{status}");
         }
-        for status in [400, 401, 403, 404, 422] {
+        for status in [301, 400, 401, 403, 404, 422] {
             assert!(!retryable_status(status), "{status}");
         }
-        assert!(transient_stream_error("overloaded_error: Overloaded"));
-        assert!(transient_stream_error(
-            "connection error while streaming: reset by peer"
-        ));
-        assert!(!transient_stream_error("invalid_request_error: bad tool schema"));
+    }
+
+    /// Runs [`with_retries`] with the default policy over attempts that all fail with `kind`; returns the number of
+    /// attempts and the time waited on tokio's clock.
+    async fn attempts_for(kind: ModelErrorKind) -> (u32, Duration) {
+        let attempts = AtomicU32::new(0);
+        let started = tokio::time::Instant::now();
+        let result = with_retries(&RetryPolicy::default(), |_| {
+            attempts.fetch_add(1, Ordering::SeqCst);
+            async move { Err::<(), _>(failure(kind)) }
+        })
+        .await;
+        assert_eq!(result.unwrap_err().kind(), kind);
+        (attempts.load(Ordering::SeqCst), started.elapsed())
+    }
+
+    /// The default backoff waits before two retries: 0.5 s and 1 s, each shortened by up to a quarter.
+    fn backed_off(waited: Duration) -> bool {
+        waited >= Duration::from_millis(1125) && waited <= Duration::from_millis(1500)
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn transport_failures_are_retried_with_backoff() {
+        let (attempts, waited) = attempts_for(ModelErrorKind::Transport).await;
+        assert_eq!(attempts, 3);
+        assert!(backed_off(waited), "{waited:?}");
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn overloaded_providers_are_retried_with_backoff() {
+        let (attempts, waited) = attempts_for(ModelErrorKind::Overloaded).await;
+        assert_eq!(attempts, 3);
+        assert!(backed_off(waited), "{waited:?}");
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn retryable_statuses_are_retried_and_their_retry_after_is_honoured() {
+        let (attempts, waited) = attempts_for(unavailable(None)).await;
+        assert_eq!(attempts, 3);
+        assert!(backed_off(waited), "{waited:?}");
+        let rate_limited = ModelErrorKind::Http {
+            status: 429,
+            retry_after: Some(Duration::from_secs(7)),
+        };
+        assert_eq!(
+            attempts_for(rate_limited).await,
+            (3, Duration::from_secs(14)),
+            "two waits of the 7 s asked for, no jitter"
+        );
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn other_statuses_are_not_retried_whatever_they_ask() {
+        for status in [301, 400, 401, 404, 422] {
+            let kind = ModelErrorKind::Http {
+                status,
+                retry_after: Some(Duration::from_secs(1)),
+            };
+            assert_eq!(attempts_for(kind).await, (1, Duration::ZERO), "{status}");
+        }
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn deadlines_provider_errors_protocol_errors_aborts_and_others_are_not_retried() {
+        for kind in [
+            ModelErrorKind::Deadline,
+            ModelErrorKind::Provider,
+            ModelErrorKind::Protocol,
+            ModelErrorKind::Aborted,
+            ModelErrorKind::Other,
+        ] {
+            assert_eq!(attempts_for(kind).await, (1, Duration::ZERO), "{kind:?}");
+        }
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn the_message_text_decides_nothing() {
+        let attempts = AtomicU32::new(0);
+        let result = with_retries(&RetryPolicy::default(), |_| {
+            attempts.fetch_add(1, Ordering::SeqCst);
+            async {
+                let text = "overloaded_error: connection error, timed out, rate limit";
+                Err::<(), _>(Failure {
+                    error: ModelError::with_kind(ModelErrorKind::Provider, text),
+                    fallback: None,
+                })
+            }
+        })
+        .await;
+        assert_eq!(attempts.load(Ordering::SeqCst), 1);
+        assert_eq!(result.unwrap_err().kind(), ModelErrorKind::Provider);
     }
 
     #[tokio::test(start_paused = true)]
@@ -512,7 +608,7 @@ mod tests {
         let started = tokio::time::Instant::now();
         let result = with_retries(&RetryPolicy::default(), |_| {
             attempts.fetch_add(1, Ordering::SeqCst);
-            async { Err::<&str, _>(failure(true, Some(Duration::from_secs(1)))) }
+            async { Err::<&str, _>(failure(unavailable(Some(Duration::from_secs(1))))) }
         })
         .await;
         assert_eq!(attempts.load(Ordering::SeqCst), 3, "one attempt and two retries");
@@ -521,7 +617,7 @@ mod tests {
             Duration::from_secs(2),
             "two waits of the hinted second"
         );
-        let message = result.unwrap_err().message;
+        let message = result.unwrap_err().into_message();
         assert!(
             message.contains("HTTP 503: overloaded") && message.contains("3 attempts"),
             "{message}"
@@ -533,7 +629,7 @@ mod tests {
         let started = tokio::time::Instant::now();
         let result = with_retries(&RetryPolicy::default(), |number| async move {
             if number == 0 {
-                Err(failure(true, None))
+                Err(failure(ModelErrorKind::Transport))
             } else {
                 Ok(number)
             }
@@ -552,16 +648,16 @@ mod tests {
         let attempts = AtomicU32::new(0);
         let result = with_retries(&RetryPolicy::default(), |_| {
             attempts.fetch_add(1, Ordering::SeqCst);
-            async { Err::<&str, _>(failure(false, None)) }
+            async { Err::<&str, _>(failure(ModelErrorKind::Provider)) }
         })
         .await;
         assert_eq!(attempts.load(Ordering::SeqCst), 1);
-        assert_eq!(result.unwrap_err().message, "HTTP 503: overloaded");
+        assert_eq!(result.unwrap_err().message(), "HTTP 503: overloaded");
 
         let result = with_retries(&RetryPolicy::none(), |_| async {
             Err(Failure {
                 fallback: Some("the failed stream"),
-                ..failure(true, None)
+                ..failure(ModelErrorKind::Overloaded)
             })
         })
         .await;

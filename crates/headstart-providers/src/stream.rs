@@ -6,15 +6,15 @@ use std::pin::Pin;
 use std::time::Duration;
 
 use futures::{Stream, StreamExt};
-use headstart_core::DeltaEvent;
 pub use headstart_core::DeltaStream;
+use headstart_core::{DeltaEvent, ModelError};
 use tokio::time::Instant;
 
 use crate::error::ProviderError;
 use crate::sse::{sse_events, SseEvent};
 use crate::{ConvertOptions, StreamConverter, WireFormat};
 
-type SseStream = Pin<Box<dyn Stream<Item = Result<SseEvent, String>> + Send>>;
+type SseStream = Pin<Box<dyn Stream<Item = Result<SseEvent, ModelError>> + Send>>;
 
 struct State {
     /// `None` once the response ended: the body is dropped (and its connection closed) right away.
@@ -35,18 +35,30 @@ where
     B: AsRef<[u8]> + Send + 'static,
     E: Display + Send + 'static,
 {
-    sse_delta_stream(format, options, sse_events(bytes))
+    typed_delta_stream(format, options, sse_events(bytes))
 }
 
 /// Converts a stream of SSE events already framed (by another client library, say) in `format` to delta events,
-/// with the guarantees of [`delta_stream`]: the same converter reads them, so both give the same deltas.
+/// with the guarantees of [`delta_stream`]: the same converter reads them, so both give the same deltas. An `Err`
+/// item is a failure of whatever carries the events: it ends the response as an error of kind
+/// [`headstart_core::ModelErrorKind::Transport`].
 pub fn sse_delta_stream<S, E>(format: WireFormat, options: &ConvertOptions, events: S) -> DeltaStream
 where
     S: Stream<Item = Result<SseEvent, E>> + Send + 'static,
     E: Display + Send + 'static,
 {
+    let events = events.map(|event| event.map_err(|err| ModelError::transport(err.to_string())));
+    typed_delta_stream(format, options, events)
+}
+
+/// [`sse_delta_stream`] for events whose errors know their kind.
+pub(crate) fn typed_delta_stream<S, E>(format: WireFormat, options: &ConvertOptions, events: S) -> DeltaStream
+where
+    S: Stream<Item = Result<SseEvent, E>> + Send + 'static,
+    E: Into<ModelError> + Send + 'static,
+{
     let state = State {
-        events: Some(Box::pin(events.map(|event| event.map_err(|err| err.to_string())))),
+        events: Some(Box::pin(events.map(|event| event.map_err(Into::into)))),
         converter: format.converter(options),
         queue: VecDeque::new(),
     };
@@ -60,7 +72,7 @@ where
                 Some(Ok(event)) => state
                     .converter
                     .push(&event)
-                    .unwrap_or_else(|err| state.converter.fail(&err.to_string())),
+                    .unwrap_or_else(|err| state.converter.fail(&err.into())),
                 Some(Err(err)) => state.converter.fail(&err),
                 None => state.converter.finish(),
             };
@@ -142,6 +154,13 @@ mod tests {
             panic!("{events:?}")
         };
         assert!(message.contains("before message_stop"), "{message}");
+        assert!(matches!(
+            &events[1],
+            DeltaEvent::Error {
+                kind: Some(headstart_core::ModelErrorKind::Protocol),
+                ..
+            }
+        ));
     }
 
     #[tokio::test]
@@ -153,7 +172,7 @@ mod tests {
         let events = collect(delta_stream(WireFormat::OpenAiChat, &ConvertOptions::default(), body)).await;
         assert!(matches!(&events[0], DeltaEvent::Start { response_id: Some(id), .. } if id == "r"));
         assert!(
-            matches!(&events[1], DeltaEvent::Error { message, .. } if message.contains("connection reset")),
+            matches!(&events[1], DeltaEvent::Error { message, kind: Some(headstart_core::ModelErrorKind::Transport), .. } if message.contains("connection reset")),
             "{events:?}"
         );
 
