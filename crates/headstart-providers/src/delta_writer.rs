@@ -8,20 +8,14 @@
 
 use std::collections::{BTreeMap, HashSet, VecDeque};
 
+use headstart_core::accumulator::BlockKind;
 use headstart_core::{DeltaEvent, DoneReason, ErrorReason, ModelErrorKind, Usage};
 use serde_json::Value;
 
 use crate::error::ProviderError;
 use crate::wire_error::{error_kind, error_message};
 
-/// What an open content block holds.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum BlockKind {
-    Text,
-    Thinking,
-    ToolCall,
-}
-
+/// A content block that is open.
 #[derive(Debug)]
 struct OpenBlock {
     kind: BlockKind,
@@ -98,6 +92,7 @@ impl DeltaWriter<'_> {
         }
     }
 
+    /// Takes the next index for a block of `kind` (after `start`, if it was not sent yet).
     fn open(&mut self, kind: BlockKind) -> usize {
         self.start(None, None);
         let index = self.state.next_index;
@@ -112,12 +107,14 @@ impl DeltaWriter<'_> {
         index
     }
 
+    /// Opens a text block; returns its index.
     pub(crate) fn open_text(&mut self) -> usize {
         let index = self.open(BlockKind::Text);
         self.queue.push_back(DeltaEvent::TextStart { index });
         index
     }
 
+    /// Opens a thinking block; returns its index.
     pub(crate) fn open_thinking(&mut self) -> usize {
         let index = self.open(BlockKind::Thinking);
         self.queue.push_back(DeltaEvent::ThinkingStart { index });
@@ -143,6 +140,7 @@ impl DeltaWriter<'_> {
         Ok(index)
     }
 
+    /// `true` while the block at `index` is open.
     pub(crate) fn is_open(&self, index: usize) -> bool {
         self.state.open.contains_key(&index)
     }
@@ -164,26 +162,24 @@ impl DeltaWriter<'_> {
         if delta.is_empty() {
             return Ok(());
         }
-        let delta = delta.to_owned();
-        self.queue.push_back(match kind {
-            BlockKind::Text => DeltaEvent::TextDelta { index, delta },
-            BlockKind::Thinking => DeltaEvent::ThinkingDelta { index, delta },
-            BlockKind::ToolCall => {
-                block.raw.push_str(&delta);
-                DeltaEvent::ToolcallDelta { index, delta }
-            }
-        });
+        if kind == BlockKind::ToolCall {
+            block.raw.push_str(delta);
+        }
+        self.queue.push_back(kind.delta(index, delta.to_owned()));
         Ok(())
     }
 
+    /// Appends to the open text block at `index`.
     pub(crate) fn text_delta(&mut self, index: usize, delta: &str) -> Result<(), ProviderError> {
         self.append(index, BlockKind::Text, delta)
     }
 
+    /// Appends to the open thinking block at `index`.
     pub(crate) fn thinking_delta(&mut self, index: usize, delta: &str) -> Result<(), ProviderError> {
         self.append(index, BlockKind::Thinking, delta)
     }
 
+    /// Appends argument text to the open tool call at `index`.
     pub(crate) fn call_delta(&mut self, index: usize, delta: &str) -> Result<(), ProviderError> {
         self.append(index, BlockKind::ToolCall, delta)
     }
@@ -197,6 +193,7 @@ impl DeltaWriter<'_> {
             .map(|block| block.raw.as_str())
     }
 
+    /// Takes the block at `index` out of the open ones, if it is open and of `kind`.
     fn close(&mut self, index: usize, kind: BlockKind) -> Option<OpenBlock> {
         match self.state.open.get(&index) {
             Some(block) if block.kind == kind => self.state.open.remove(&index),
