@@ -111,8 +111,12 @@ fn ending() -> impl Strategy<Value = Vec<Result<DeltaEvent, ModelError>>> {
             stop_reason,
             message: "the provider failed".into(),
             usage: None,
+            kind: None,
         })]),
-        1 => any::<bool>().prop_map(|aborted| vec![Err(ModelError { message: "connection reset".into(), aborted })]),
+        1 => any::<bool>().prop_map(|aborted| {
+            let reset = "connection reset";
+            vec![Err(if aborted { ModelError::aborted(reset) } else { ModelError::transport(reset) })]
+        }),
         1 => Just(Vec::new()),
     ]
 }
@@ -137,6 +141,7 @@ fn any_event() -> impl Strategy<Value = DeltaEvent> {
             stop_reason,
             message: "late error".into(),
             usage: None,
+            kind: None,
         }),
     ]
 }

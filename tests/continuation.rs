@@ -77,6 +77,7 @@ fn breaks_after_call(id: &str, sealed: bool) -> Vec<TimedDelta> {
             stop_reason: ErrorReason::Error,
             message: "connection error while streaming: reset by peer".into(),
             usage: None,
+            kind: None,
         },
     ));
     events

@@ -599,9 +599,10 @@ pub fn decode(data: &[u8]) -> Script {
                 if choice & 1 == 0 {
                     script.steps.push(Step {
                         gap_ms,
-                        item: Err(ModelError {
-                            message: "scripted model failure".to_owned(),
-                            aborted: choice & 3 == 0,
+                        item: Err(if choice & 3 == 0 {
+                            ModelError::aborted("scripted model failure")
+                        } else {
+                            ModelError::new("scripted model failure")
                         }),
                     });
                     continue;
@@ -614,6 +615,7 @@ pub fn decode(data: &[u8]) -> Script {
                     },
                     message: "scripted error event".to_owned(),
                     usage: None,
+                    kind: None,
                 }
             }
         };

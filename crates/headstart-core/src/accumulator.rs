@@ -23,153 +23,16 @@
 //! Sealed arguments nested deeper than [`MAX_ARGUMENT_DEPTH`](crate::model::MAX_ARGUMENT_DEPTH) (64 levels) make
 //! the call invalid rather than ending the response, like any other unusable argument text.
 
+mod limits;
+mod violation;
+
 use std::collections::{BTreeSet, HashSet};
-use std::fmt;
 
 use crate::delta::{DeltaEvent, ErrorReason};
 use crate::model::{AssistantMessage, ContentBlock, StopReason, ToolArguments, ToolCall, Usage};
-
-/// The most bytes one text or thinking block, or the argument text of one tool call, may hold: 16 MiB.
-pub const MAX_BLOCK_BYTES: usize = 16 * 1024 * 1024;
-
-/// The most bytes a whole response may stream in (deltas, call ids and names, signatures, argument overrides):
-/// 64 MiB.
-pub const MAX_RESPONSE_BYTES: usize = 64 * 1024 * 1024;
-
-/// The most content blocks a response may open: 100,000.
-pub const MAX_BLOCKS: usize = 100_000;
-
-/// The kind of a content block, as named in errors.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum BlockKind {
-    /// A text block.
-    Text,
-    /// A reasoning block.
-    Thinking,
-    /// A tool call block.
-    ToolCall,
-}
-
-impl BlockKind {
-    /// The `*_delta` event that appends `delta` to the block of this kind at `index`.
-    #[inline]
-    pub fn delta(self, index: usize, delta: String) -> DeltaEvent {
-        match self {
-            BlockKind::Text => DeltaEvent::TextDelta { index, delta },
-            BlockKind::Thinking => DeltaEvent::ThinkingDelta { index, delta },
-            BlockKind::ToolCall => DeltaEvent::ToolcallDelta { index, delta },
-        }
-    }
-
-    /// The wire name of [`BlockKind::delta`]'s event, as [`DeltaEvent::type_name`] spells it.
-    pub fn delta_type_name(self) -> &'static str {
-        // An empty `String` does not allocate: this only asks the event's own name.
-        self.delta(0, String::new()).type_name()
-    }
-}
-
-impl fmt::Display for BlockKind {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(match self {
-            BlockKind::Text => "text",
-            BlockKind::Thinking => "thinking",
-            BlockKind::ToolCall => "tool call",
-        })
-    }
-}
-
-/// What was wrong with a rejected event.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum Violation {
-    /// The first event was not `start`.
-    #[error("the stream did not begin with start")]
-    BeforeStart,
-    /// `start` arrived twice.
-    #[error("a second start")]
-    SecondStart,
-    /// A delta or end addressed an index with no open block.
-    #[error("index {index} is not open")]
-    NotOpen {
-        /// The addressed index.
-        index: usize,
-    },
-    /// A delta or end addressed an open block of another kind.
-    #[error("index {index} is a {found} block, not {expected}")]
-    WrongKind {
-        /// The addressed index.
-        index: usize,
-        /// The kind the event is for.
-        expected: BlockKind,
-        /// The kind of the open block.
-        found: BlockKind,
-    },
-    /// A block started at an index other than the next unused one.
-    #[error("block started at index {index}, expected the next unused index {expected}")]
-    NotNextIndex {
-        /// The index the event used.
-        index: usize,
-        /// The next unused index.
-        expected: usize,
-    },
-    /// A tool call reused an id.
-    #[error("tool call id {id:?} is already used in this response")]
-    DuplicateId {
-        /// The repeated id.
-        id: String,
-    },
-    /// `done` arrived while blocks were open.
-    #[error("done while blocks {open:?} are still open")]
-    DoneWithOpenBlocks {
-        /// The indices still open.
-        open: Vec<usize>,
-    },
-    /// An event arrived after `done`/`error`.
-    #[error("event after the response ended")]
-    AfterEnd,
-    /// A block's text (for a tool call: its argument text) would grow past [`MAX_BLOCK_BYTES`].
-    #[error("{} at index {index} would exceed the limit of {limit} bytes", block_contents(*kind))]
-    BlockTooLarge {
-        /// The block's index.
-        index: usize,
-        /// The block's kind.
-        kind: BlockKind,
-        /// The limit ([`MAX_BLOCK_BYTES`]).
-        limit: usize,
-    },
-    /// The response would stream in more than [`MAX_RESPONSE_BYTES`].
-    #[error("the response's content would exceed the limit of {limit} bytes")]
-    ResponseTooLarge {
-        /// The limit ([`MAX_RESPONSE_BYTES`]).
-        limit: usize,
-    },
-    /// The response would open more than [`MAX_BLOCKS`] blocks.
-    #[error("the response would have more than {limit} content blocks")]
-    TooManyBlocks {
-        /// The limit ([`MAX_BLOCKS`]).
-        limit: usize,
-    },
-}
-
-/// What a block's size limit applies to, as named in [`Violation::BlockTooLarge`].
-fn block_contents(kind: BlockKind) -> &'static str {
-    match kind {
-        BlockKind::Text => "text",
-        BlockKind::Thinking => "thinking text",
-        BlockKind::ToolCall => "tool call arguments",
-    }
-}
-
-/// A rejected event: its 0-based position in the stream, its type, and the violation.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("protocol violation at event {position} ({event}): {violation}")]
-pub struct AccumulatorError {
-    /// 0-based position of the event in the response stream.
-    pub position: usize,
-    /// The event's `type`.
-    pub event: &'static str,
-    /// What was wrong.
-    pub violation: Violation,
-}
+use limits::serialized_len_within;
+pub use limits::{MAX_BLOCKS, MAX_BLOCK_BYTES, MAX_RESPONSE_BYTES};
+pub use violation::{AccumulatorError, BlockKind, Violation};
 
 /// What applying an event did, for callers that react to it (the engine's commit trigger).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -438,6 +301,7 @@ impl Accumulator {
                 stop_reason,
                 message,
                 usage,
+                ..
             } => {
                 self.end((*stop_reason).into(), usage.unwrap_or_default(), Some(message.clone()));
                 Ok(Applied::Ended)
@@ -630,33 +494,6 @@ impl Accumulator {
             error_message: ending.error_message,
         }
     }
-}
-
-/// Counts serialized bytes, failing once past a limit so an oversized value is not serialized whole.
-struct ByteCounter {
-    bytes: usize,
-    limit: usize,
-}
-
-impl std::io::Write for ByteCounter {
-    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        self.bytes = self.bytes.saturating_add(buf.len());
-        if self.bytes > self.limit {
-            return Err(std::io::Error::other("over the limit"));
-        }
-        Ok(buf.len())
-    }
-
-    fn flush(&mut self) -> std::io::Result<()> {
-        Ok(())
-    }
-}
-
-/// The serialized length of `value` if it is at most `limit` bytes; stops serializing once past it.
-fn serialized_len_within(value: &serde_json::Value, limit: usize) -> Option<usize> {
-    let mut counter = ByteCounter { bytes: 0, limit };
-    serde_json::to_writer(&mut counter, value).ok()?;
-    Some(counter.bytes)
 }
 
 #[cfg(test)]

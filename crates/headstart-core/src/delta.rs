@@ -8,6 +8,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::model::{StopReason, Usage};
+pub use crate::model_error::{ModelError, ModelErrorKind};
 
 /// The stop reasons a normal `done` may carry.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -146,6 +147,10 @@ pub enum DeltaEvent {
         /// Usage, if the provider reported any.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         usage: Option<Usage>,
+        /// What kind of failure it was, when the producer said (provider adapters do; logs written before the
+        /// field existed, and simulated streams, do not).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        kind: Option<ModelErrorKind>,
     },
 }
 
@@ -207,36 +212,6 @@ impl DeltaEvent {
     }
 }
 
-/// A failure reported by a model stream instead of an event (transport errors, provider errors).
-///
-/// The engine ends the response as `error` (or `aborted` when [`ModelError::aborted`] is set) with this message.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("{message}")]
-pub struct ModelError {
-    /// What went wrong, in words a user can act on.
-    pub message: String,
-    /// The stream was aborted rather than failed.
-    pub aborted: bool,
-}
-
-impl ModelError {
-    /// A model failure with this message.
-    pub fn new(message: impl Into<String>) -> Self {
-        ModelError {
-            message: message.into(),
-            aborted: false,
-        }
-    }
-
-    /// An abort with this message.
-    pub fn aborted(message: impl Into<String>) -> Self {
-        ModelError {
-            message: message.into(),
-            aborted: true,
-        }
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -252,6 +227,8 @@ mod tests {
             json!({"type": "thinking_end", "index": 0, "signature": "sig"}),
             json!({"type": "done", "stop_reason": "tool_use", "usage": {"input": 1, "output": 2, "cache_read": 0, "cache_write": 0, "total": 3}}),
             json!({"type": "error", "stop_reason": "aborted", "message": "x"}),
+            json!({"type": "error", "stop_reason": "error", "message": "x", "kind": "overloaded"}),
+            json!({"type": "error", "stop_reason": "error", "message": "x", "kind": {"http": {"status": 429, "retry_after_ms": 2000}}}),
         ];
         for value in events {
             let event: DeltaEvent = serde_json::from_value(value.clone()).unwrap();

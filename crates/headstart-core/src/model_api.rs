@@ -8,8 +8,9 @@ use futures_core::stream::BoxStream;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::delta::{DeltaEvent, ModelError};
+use crate::delta::DeltaEvent;
 use crate::model::Message;
+use crate::model_error::ModelError;
 
 /// A model's response stream: delta events (contract §2), or a transport/provider failure.
 pub type DeltaStream = BoxStream<'static, Result<DeltaEvent, ModelError>>;

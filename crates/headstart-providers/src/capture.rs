@@ -1,18 +1,24 @@
 //! Recorded captures: raw SSE bodies, or YAML cassettes of HTTP exchanges, converted to delta logs.
 //!
+//! [`convert_events`] is the synchronous twin of [`crate::SseDeltas`]: both feed a converter the same way
+//! ([`StreamConverter::feed`]), so a recording gives the deltas its live stream gives.
+//!
 //! A cassette (the format of `tests/fixtures/providers/`) holds one or more YAML documents separated by `---`; each
 //! has `when` (the request; its `body` is the JSON request text) and `then` (`status`, and `body`, the raw SSE text
 //! exactly as received). A capture whose first meaningful line is `when:`, `then:` or `---` is read as a cassette;
 //! anything else is one raw SSE body.
 
+use std::collections::VecDeque;
+
 use headstart_core::delta_log::TimedDelta;
 use headstart_core::DeltaEvent;
 use serde::Deserialize;
 
+use crate::converter::{ConvertOptions, StreamConverter};
 use crate::error::ProviderError;
-use crate::openai_chat::error_message;
-use crate::sse::parse_sse_text;
-use crate::{convert_events, ConvertOptions, WireFormat};
+use crate::sse::{parse_sse_text, SseEvent};
+use crate::wire_error::error_message;
+use crate::wire_format::WireFormat;
 
 /// One recorded HTTP exchange.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -89,6 +95,26 @@ pub fn read_capture(text: &str) -> Result<Vec<Exchange>, ProviderError> {
     Ok(exchanges)
 }
 
+/// Runs a whole sequence of SSE events through a fresh converter and returns every delta event with the 0-based
+/// position of the SSE event that produced it (`events.len()` for what the end of the body produced).
+///
+/// Conversion stops at the terminal event; a converter error ends the response as `error` with its message.
+pub fn convert_events(format: WireFormat, events: &[SseEvent], options: &ConvertOptions) -> Vec<(usize, DeltaEvent)> {
+    let mut converter = format.converter(options);
+    let mut queue = VecDeque::new();
+    let mut out = Vec::new();
+    for (position, event) in events.iter().enumerate() {
+        converter.feed(Some(Ok(event)), &mut queue);
+        out.extend(queue.drain(..).map(|delta| (position, delta)));
+        if converter.is_ended() {
+            return out;
+        }
+    }
+    converter.feed(None, &mut queue);
+    out.extend(queue.drain(..).map(|delta| (events.len(), delta)));
+    out
+}
+
 /// Converts one recorded response body to a delta log.
 ///
 /// `at_ms` is the 0-based position of the SSE event that produced each delta (so the deltas of one wire event share
@@ -120,6 +146,10 @@ pub fn convert_body(
                     stop_reason: headstart_core::ErrorReason::Error,
                     message: format!("HTTP {status}: {message}"),
                     usage: None,
+                    kind: Some(headstart_core::ModelErrorKind::Http {
+                        status,
+                        retry_after: None,
+                    }),
                 },
             },
         ]);

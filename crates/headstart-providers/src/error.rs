@@ -1,4 +1,6 @@
-//! The crate's error type.
+//! The crate's error type, and the kind of [`ModelError`] each of its variants is.
+
+use headstart_core::{ModelError, ModelErrorKind};
 
 /// Why provider data could not be converted or a provider could not be reached.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -39,6 +41,8 @@ pub enum ProviderError {
         url: String,
         /// The provider's error message, or the body's start.
         message: String,
+        /// How long the server asked to wait before trying again, from its headers (see [`crate::retry`]).
+        retry_after: Option<std::time::Duration>,
     },
     /// The client is misconfigured (missing API key, bad URL, unknown format name).
     #[error("configuration: {0}")]
@@ -90,8 +94,34 @@ impl ProviderError {
     }
 }
 
-impl From<ProviderError> for headstart_core::ModelError {
+impl ProviderError {
+    /// The kind of model failure this is: what the retry policy decides on.
+    pub fn kind(&self) -> ModelErrorKind {
+        match self {
+            ProviderError::Malformed { .. }
+            | ProviderError::Protocol { .. }
+            | ProviderError::Sse(_)
+            | ProviderError::EventTooLarge { .. } => ModelErrorKind::Protocol,
+            ProviderError::Transport(_) | ProviderError::IdleTimeout { .. } => ModelErrorKind::Transport,
+            ProviderError::ResponseTimeout { .. } => ModelErrorKind::Deadline,
+            ProviderError::Http {
+                status, retry_after, ..
+            } => ModelErrorKind::Http {
+                status: *status,
+                retry_after: *retry_after,
+            },
+            ProviderError::Redirect { status, .. } => ModelErrorKind::Http {
+                status: *status,
+                retry_after: None,
+            },
+            ProviderError::Capture(_) | ProviderError::Config(_) => ModelErrorKind::Other,
+        }
+    }
+}
+
+/// The model error keeps this error's message, its [kind](ProviderError::kind), and the error itself as its source.
+impl From<ProviderError> for ModelError {
     fn from(err: ProviderError) -> Self {
-        headstart_core::ModelError::new(err.to_string())
+        ModelError::with_kind(err.kind(), err.to_string()).with_source(err)
     }
 }

@@ -42,7 +42,7 @@ async fn request(config: HttpModelConfig) -> (Result<Vec<DeltaEvent>, String>, D
     let model = HttpModel::new(config).unwrap();
     let started = Instant::now();
     let outcome = async {
-        let stream = model.stream_context(&[], &[]).await.map_err(|err| err.message)?;
+        let stream = model.stream_context(&[], &[]).await.map_err(|err| err.into_message())?;
         Ok(stream.map(|item| item.unwrap()).collect::<Vec<_>>().await)
     };
     let outcome = tokio::time::timeout(Duration::from_secs(60), outcome)

@@ -154,7 +154,7 @@ async fn run_loop(
             Ok(stream) => stream,
             Err(error) => {
                 chat.request_failed();
-                return AgentStop::Error(error.message);
+                return AgentStop::Error(error.into_message());
             }
         };
         let shared = Arc::clone(engine.shared());

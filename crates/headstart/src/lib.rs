@@ -122,8 +122,8 @@ pub use typed::{schema_for, tool_fn, ToolFailure, ToolFn};
 pub use updates::UpdateSink;
 
 pub use headstart_core::{
-    DeltaEvent, DeltaStream, Message, Model, ModelError, ModelRequest, StopReason, ToolCall, ToolDefinition,
-    UserMessage,
+    DeltaEvent, DeltaStream, Message, Model, ModelError, ModelErrorKind, ModelRequest, StopReason, ToolCall,
+    ToolDefinition, UserMessage,
 };
 pub use headstart_store::{SessionId, SqliteStore, TranscriptStore};
 pub use tokio_util::sync::CancellationToken;

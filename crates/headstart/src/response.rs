@@ -183,12 +183,12 @@ impl<'a> ResponseDriver<'a> {
             Step::Cancelled => self.on_cancel().await,
             Step::Model(None) => self.fail_and_end(ErrorReason::Error, MISSING_TERMINAL).await,
             Step::Model(Some(Err(error))) => {
-                let reason = if error.aborted {
+                let reason = if error.is_aborted() {
                     ErrorReason::Aborted
                 } else {
                     ErrorReason::Error
                 };
-                self.fail_and_end(reason, error.message).await;
+                self.fail_and_end(reason, error.into_message()).await;
             }
             Step::Model(Some(Ok(event))) => {
                 if let Some(follow_up) = self.accept_delta(event) {

@@ -103,6 +103,7 @@ fn error(stop_reason: ErrorReason, message: &str) -> DeltaEvent {
         stop_reason,
         message: message.to_owned(),
         usage: None,
+        kind: None,
     }
 }
 
@@ -953,6 +954,7 @@ fn ending_for_done_and_error() {
             stop_reason: reason,
             message: "overloaded".into(),
             usage: Some(usage(1, 2, 0, 0)),
+            kind: None,
         })
         .unwrap();
         assert_eq!(
@@ -1248,7 +1250,7 @@ fn arb_event() -> impl Strategy<Value = DeltaEvent> {
         2 => (index(), override_value).prop_map(|(index, arguments)| DeltaEvent::ToolcallEnd { index, arguments }),
         1 => (arb_done_reason(), arb_usage()).prop_map(|(stop_reason, usage)| DeltaEvent::Done { stop_reason, usage }),
         1 => (arb_error_reason(), "[a-z ]{0,8}", prop::option::of(arb_usage()))
-            .prop_map(|(stop_reason, message, usage)| DeltaEvent::Error { stop_reason, message, usage }),
+            .prop_map(|(stop_reason, message, usage)| DeltaEvent::Error { stop_reason, message, usage, kind: None }),
     ]
 }
 
@@ -1325,7 +1327,7 @@ fn arb_end() -> impl Strategy<Value = DeltaEvent> {
     prop_oneof![
         3 => (arb_done_reason(), arb_usage()).prop_map(|(stop_reason, usage)| DeltaEvent::Done { stop_reason, usage }),
         1 => (arb_error_reason(), "[a-z ]{0,12}", prop::option::of(arb_usage()))
-            .prop_map(|(stop_reason, message, usage)| DeltaEvent::Error { stop_reason, message, usage }),
+            .prop_map(|(stop_reason, message, usage)| DeltaEvent::Error { stop_reason, message, usage, kind: None }),
     ]
 }
 
@@ -1568,7 +1570,7 @@ proptest! {
         prop_assert!(!acc.any_open_in(0..usize::MAX));
         let (stop_reason, usage, error_message) = match &message.end {
             DeltaEvent::Done { stop_reason, usage } => (StopReason::from(*stop_reason), *usage, None),
-            DeltaEvent::Error { stop_reason, message, usage } => {
+            DeltaEvent::Error { stop_reason, message, usage, .. } => {
                 (StopReason::from(*stop_reason), usage.unwrap_or_default(), Some(message.clone()))
             }
             other => unreachable!("not an end: {other:?}"),

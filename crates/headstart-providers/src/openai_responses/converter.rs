@@ -1,38 +1,16 @@
-//! OpenAI Responses streams (`POST /responses` with `stream: true`).
-//!
-//! Wire format: named SSE events whose data repeats the name in `type`. Output items are announced by
-//! `response.output_item.added` and finished by `response.output_item.done` (with the item's final `status`); the
-//! response ends with `response.completed`, `response.incomplete` or `response.failed`; an `error` event reports a
-//! failure.
-//!
-//! Mapping:
-//! - `start` at `response.created` (or the first event), with `response.id` and `response.model`.
-//! - `message` items: each `output_text` / `refusal` content part becomes a text block, closed at its `.done`.
-//! - `reasoning` items: one thinking block per item, opened at `output_item.added`; summary parts
-//!   (`response.reasoning_summary_text.delta`, joined by a blank line) and raw reasoning text
-//!   (`response.reasoning_text.delta`) are its text. It closes at `output_item.done` with the signature
-//!   `{"type":"reasoning","id":...,"encrypted_content":...}` (JSON text), which [`crate::request`] sends back as the
-//!   reasoning input item.
-//! - `function_call` items: `toolcall_start` (id = `call_id`) at `output_item.added`, argument fragments from
-//!   `response.function_call_arguments.delta`. **Sealed only at `response.output_item.done` with `status:
-//!   completed`**; if the final `arguments` differ from the fragments, the final text wins. An item done with any
-//!   other status (`incomplete`), or still open when the response ends, is sealed invalid (never executed).
-//! - `response.completed` → `done` (`tool_use` when the response has calls, else `stop`); `response.incomplete` with
-//!   reason `max_output_tokens` → `done(length)`, other reasons (`content_filter`) → `error`; `response.failed` and
-//!   `error` → `error` with the provider's message.
-//! - Usage: `input_tokens` minus `input_tokens_details.cached_tokens` (and `cache_write_tokens`) → `input`,
-//!   `cached_tokens` → `cache_read`, `cache_write_tokens` → `cache_write`, `output_tokens` → `output`.
+//! The Responses converter: SSE events in, delta events out (the mapping is in the module docs).
 
 use std::collections::HashMap;
 
-use headstart_core::{DeltaEvent, DoneReason, ToolArguments, Usage};
+use headstart_core::{DoneReason, ModelErrorKind, ToolArguments, Usage};
 use serde_json::{json, Value};
 
-use crate::emit::{count, minus, string, typed_payload, Emitter};
+use crate::converter::WireDecoder;
+use crate::delta_writer::DeltaWriter;
 use crate::error::ProviderError;
-use crate::openai_chat::error_message;
+use crate::payload::{count, minus, string, typed_payload};
 use crate::sse::SseEvent;
-use crate::StreamConverter;
+use crate::wire_error::{error_kind, error_message};
 
 const FORMAT: &str = "openai-responses";
 
@@ -57,52 +35,37 @@ enum Item {
 }
 
 /// The Responses state machine (one response).
-#[derive(Debug)]
-pub struct ResponsesConverter {
-    out: Emitter,
+#[derive(Debug, Default)]
+pub(crate) struct ResponsesDecoder {
     items: HashMap<u64, Item>,
 }
 
-impl Default for ResponsesConverter {
-    fn default() -> Self {
-        Self::new()
-    }
-}
-
-impl ResponsesConverter {
-    /// A converter for one response.
-    pub fn new() -> Self {
-        ResponsesConverter {
-            out: Emitter::new(FORMAT),
-            items: HashMap::new(),
-        }
-    }
-
-    fn start_from(&mut self, response: Option<&Value>) {
+impl ResponsesDecoder {
+    fn start_from(&mut self, response: Option<&Value>, out: &mut DeltaWriter<'_>) {
         let response = response.unwrap_or(&Value::Null);
-        self.out.start(string(response, "model"), string(response, "id"));
+        out.start(string(response, "model"), string(response, "id"));
     }
 
-    fn handle(&mut self, kind: &str, data: &Value) -> Result<(), ProviderError> {
+    fn handle(&mut self, kind: &str, data: &Value, out: &mut DeltaWriter<'_>) -> Result<(), ProviderError> {
         let output_index = data.get("output_index").and_then(Value::as_u64);
         match kind {
             "response.created" | "response.in_progress" | "response.queued" => {
-                self.start_from(data.get("response"));
+                self.start_from(data.get("response"), out);
                 return Ok(());
             }
             "error" => {
-                self.out.error(format!("provider error: {}", error_message(data)), None);
+                out.provider_error(data, None);
                 return Ok(());
             }
             _ => {}
         }
-        self.start_from(data.get("response"));
+        self.start_from(data.get("response"), out);
         match kind {
             "response.output_item.added" => {
                 let (Some(output_index), Some(item)) = (output_index, data.get("item")) else {
                     return Err(ProviderError::malformed(FORMAT, kind, "missing output_index or item"));
                 };
-                self.item_added(output_index, item)?;
+                self.item_added(output_index, item, out)?;
             }
             "response.content_part.added" => {
                 let part = data.get("part").unwrap_or(&Value::Null);
@@ -114,18 +77,18 @@ impl ResponsesConverter {
                         .iter()
                         .find_map(|key| part.get(*key).and_then(Value::as_str))
                         .unwrap_or("");
-                    self.text_fragment(output_index, data, text)?;
+                    self.text_fragment(output_index, data, text, out)?;
                 }
             }
             "response.output_text.delta" | "response.refusal.delta" => {
                 let delta = data.get("delta").and_then(Value::as_str).unwrap_or("");
-                self.text_fragment(output_index, data, delta)?;
+                self.text_fragment(output_index, data, delta, out)?;
             }
             "response.output_text.done" | "response.refusal.done" | "response.content_part.done" => {
                 let content_index = data.get("content_index").and_then(Value::as_u64).unwrap_or(0);
                 if let Some(Item::Message { parts }) = output_index.and_then(|i| self.items.get(&i)) {
                     if let Some(&block) = parts.get(&content_index) {
-                        self.out.close_text(block);
+                        out.close_text(block);
                     }
                 }
             }
@@ -135,20 +98,20 @@ impl ResponsesConverter {
                     .or_else(|| data.get("content_index"))
                     .and_then(Value::as_u64);
                 let delta = data.get("delta").and_then(Value::as_str).unwrap_or("");
-                self.reasoning_fragment(output_index, part, delta)?;
+                self.reasoning_fragment(output_index, part, delta, out)?;
             }
             "response.function_call_arguments.delta" => {
                 let delta = data.get("delta").and_then(Value::as_str).unwrap_or("");
                 match output_index.and_then(|i| self.items.get(&i)) {
                     Some(Item::FunctionCall { block, .. }) => {
                         let block = *block;
-                        if !self.out.is_open(block) {
+                        if !out.is_open(block) {
                             return Err(ProviderError::protocol(
                                 FORMAT,
                                 format!("arguments for output item {output_index:?} after it was done"),
                             ));
                         }
-                        self.out.call_delta(block, delta)?;
+                        out.call_delta(block, delta)?;
                     }
                     _ => {
                         return Err(ProviderError::protocol(
@@ -169,16 +132,16 @@ impl ResponsesConverter {
                 let (Some(output_index), Some(item)) = (output_index, data.get("item")) else {
                     return Err(ProviderError::malformed(FORMAT, kind, "missing output_index or item"));
                 };
-                self.item_done(output_index, item);
+                self.item_done(output_index, item, out);
             }
             "response.completed" => {
                 let usage = parse_usage(data.get("response"));
-                let reason = if self.out.calls() > 0 {
+                let reason = if out.calls() > 0 {
                     DoneReason::ToolUse
                 } else {
                     DoneReason::Stop
                 };
-                self.out.done(reason, usage);
+                out.done(reason, usage);
             }
             "response.incomplete" => {
                 let response = data.get("response").unwrap_or(&Value::Null);
@@ -190,24 +153,27 @@ impl ResponsesConverter {
                     .unwrap_or("unknown");
                 match reason {
                     // Open calls get no `output_item.done` with status completed: `done` seals them invalid.
-                    "max_output_tokens" => self.out.done(DoneReason::Length, usage),
-                    "content_filter" => self.out.error(
+                    "max_output_tokens" => out.done(DoneReason::Length, usage),
+                    "content_filter" => out.error(
+                        ModelErrorKind::Provider,
                         "the provider's content filter stopped the response (response.incomplete)",
                         Some(usage),
                     ),
-                    other => self
-                        .out
-                        .error(format!("the response is incomplete: {other}"), Some(usage)),
+                    other => out.error(
+                        ModelErrorKind::Provider,
+                        format!("the response is incomplete: {other}"),
+                        Some(usage),
+                    ),
                 }
             }
             "response.failed" => {
                 let response = data.get("response").unwrap_or(&Value::Null);
-                let message = response
-                    .get("error")
-                    .filter(|error| !error.is_null())
+                let error = response.get("error").filter(|error| !error.is_null());
+                let message = error
                     .map(error_message)
                     .unwrap_or_else(|| "no error details".to_owned());
-                self.out.error(
+                out.error(
+                    error.map_or(ModelErrorKind::Provider, error_kind),
                     format!("the response failed: {message}"),
                     Some(parse_usage(Some(response))),
                 );
@@ -217,7 +183,7 @@ impl ResponsesConverter {
         Ok(())
     }
 
-    fn item_added(&mut self, output_index: u64, item: &Value) -> Result<(), ProviderError> {
+    fn item_added(&mut self, output_index: u64, item: &Value, out: &mut DeltaWriter<'_>) -> Result<(), ProviderError> {
         if self.items.contains_key(&output_index) {
             return Err(ProviderError::protocol(
                 FORMAT,
@@ -230,9 +196,8 @@ impl ResponsesConverter {
                     .or_else(|| string(item, "id"))
                     .ok_or_else(|| ProviderError::malformed(FORMAT, "response.output_item.added", "call without id"))?;
                 let name = string(item, "name").unwrap_or_default();
-                let block = self.out.open_call(id, name)?;
-                self.out
-                    .call_delta(block, item.get("arguments").and_then(Value::as_str).unwrap_or(""))?;
+                let block = out.open_call(id, name)?;
+                out.call_delta(block, item.get("arguments").and_then(Value::as_str).unwrap_or(""))?;
                 Item::FunctionCall {
                     block,
                     final_arguments: None,
@@ -240,7 +205,7 @@ impl ResponsesConverter {
             }
             Some("message") => Item::Message { parts: HashMap::new() },
             Some("reasoning") => Item::Reasoning {
-                block: self.out.open_thinking(),
+                block: out.open_thinking(),
                 summary: None,
                 has_text: false,
             },
@@ -250,7 +215,13 @@ impl ResponsesConverter {
         Ok(())
     }
 
-    fn text_fragment(&mut self, output_index: Option<u64>, data: &Value, text: &str) -> Result<(), ProviderError> {
+    fn text_fragment(
+        &mut self,
+        output_index: Option<u64>,
+        data: &Value,
+        text: &str,
+        out: &mut DeltaWriter<'_>,
+    ) -> Result<(), ProviderError> {
         let content_index = data.get("content_index").and_then(Value::as_u64).unwrap_or(0);
         let Some(output_index) = output_index else {
             return Err(ProviderError::malformed(FORMAT, "text", "missing output_index"));
@@ -269,18 +240,18 @@ impl ResponsesConverter {
         let block = match parts.get(&content_index) {
             Some(&block) => block,
             None => {
-                let block = self.out.open_text();
+                let block = out.open_text();
                 parts.insert(content_index, block);
                 block
             }
         };
-        if !self.out.is_open(block) {
+        if !out.is_open(block) {
             return Err(ProviderError::protocol(
                 FORMAT,
                 format!("text for output item {output_index} part {content_index} after it was done"),
             ));
         }
-        self.out.text_delta(block, text)
+        out.text_delta(block, text)
     }
 
     fn reasoning_fragment(
@@ -288,6 +259,7 @@ impl ResponsesConverter {
         output_index: Option<u64>,
         part: Option<u64>,
         delta: &str,
+        out: &mut DeltaWriter<'_>,
     ) -> Result<(), ProviderError> {
         let Some(Item::Reasoning {
             block,
@@ -302,23 +274,23 @@ impl ResponsesConverter {
         };
         let block = *block;
         if *has_text && *summary != part && !delta.is_empty() {
-            self.out.thinking_delta(block, "\n\n")?;
+            out.thinking_delta(block, "\n\n")?;
         }
         *summary = part;
         *has_text |= !delta.is_empty();
-        self.out.thinking_delta(block, delta)
+        out.thinking_delta(block, delta)
     }
 
-    fn item_done(&mut self, output_index: u64, item: &Value) {
+    fn item_done(&mut self, output_index: u64, item: &Value, out: &mut DeltaWriter<'_>) {
         match self.items.get(&output_index) {
             Some(Item::FunctionCall { block, final_arguments }) => {
                 let block = *block;
                 if item.get("status").and_then(Value::as_str) != Some("completed") {
-                    self.out.seal_cut_off(block);
+                    out.seal_cut_off(block);
                     return;
                 }
                 let final_text = string(item, "arguments").or_else(|| final_arguments.clone());
-                let streamed = self.out.call_text(block).unwrap_or("");
+                let streamed = out.call_text(block).unwrap_or("");
                 let arguments = match final_text {
                     Some(text) if text != streamed => Some(match ToolArguments::parse(&text) {
                         ToolArguments::Valid(map) => Value::Object(map),
@@ -326,13 +298,13 @@ impl ResponsesConverter {
                     }),
                     _ => None,
                 };
-                self.out.seal(block, arguments);
+                out.seal(block, arguments);
             }
             Some(Item::Message { parts }) => {
                 let mut blocks: Vec<usize> = parts.values().copied().collect();
                 blocks.sort_unstable();
                 for block in blocks {
-                    self.out.close_text(block);
+                    out.close_text(block);
                 }
             }
             Some(Item::Reasoning { block, .. }) => {
@@ -345,38 +317,33 @@ impl ResponsesConverter {
                     })
                     .to_string()
                 });
-                self.out.close_thinking(block, signature);
+                out.close_thinking(block, signature);
             }
             Some(Item::Other) | None => {}
         }
     }
 }
 
-impl StreamConverter for ResponsesConverter {
-    fn push(&mut self, event: &SseEvent) -> Result<Vec<DeltaEvent>, ProviderError> {
-        if self.out.ended() {
-            return Ok(Vec::new());
-        }
+impl WireDecoder for ResponsesDecoder {
+    const FORMAT: &'static str = FORMAT;
+
+    fn event(&mut self, event: &SseEvent, out: &mut DeltaWriter<'_>) -> Result<(), ProviderError> {
         if let Some((kind, value)) = typed_payload(FORMAT, event)? {
-            self.handle(&kind, &value)?;
+            self.handle(&kind, &value, out)?;
         }
-        Ok(self.out.take())
+        Ok(())
     }
 
-    fn finish(&mut self) -> Vec<DeltaEvent> {
-        self.out.error(
+    fn body_ended(&mut self, out: &mut DeltaWriter<'_>) {
+        out.error(
+            ModelErrorKind::Protocol,
             "the stream ended before response.completed (the connection closed mid-stream)",
             None,
         );
-        self.out.take()
     }
 
-    fn fail(&mut self, message: &str) -> Vec<DeltaEvent> {
-        self.out.fail(message, None)
-    }
-
-    fn is_ended(&self) -> bool {
-        self.out.ended()
+    fn error_usage(&self, _started: bool) -> Option<Usage> {
+        None
     }
 }
 
@@ -391,123 +358,5 @@ fn parse_usage(response: Option<&Value>) -> Usage {
         output: count(usage, &["output_tokens"]),
         cache_read: cached,
         cache_write,
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn run(events: &[(&str, Value)]) -> Vec<DeltaEvent> {
-        let events: Vec<SseEvent> = events
-            .iter()
-            .map(|(name, data)| {
-                let mut data = data.clone();
-                data["type"] = json!(name);
-                SseEvent::named(*name, data.to_string())
-            })
-            .collect();
-        crate::convert_events(crate::WireFormat::OpenAiResponses, &events, &Default::default())
-            .into_iter()
-            .map(|(_, e)| e)
-            .collect()
-    }
-
-    #[test]
-    fn reasoning_and_text_blocks_with_signature_and_restated_arguments() {
-        let events = run(&[
-            (
-                "response.created",
-                json!({"response": {"id": "resp_1", "model": "gpt"}}),
-            ),
-            (
-                "response.output_item.added",
-                json!({"output_index": 0, "item": {"type": "reasoning", "id": "rs_1"}}),
-            ),
-            (
-                "response.reasoning_summary_text.delta",
-                json!({"output_index": 0, "summary_index": 0, "delta": "a"}),
-            ),
-            (
-                "response.reasoning_summary_text.delta",
-                json!({"output_index": 0, "summary_index": 1, "delta": "b"}),
-            ),
-            (
-                "response.output_item.done",
-                json!({"output_index": 0, "item": {"type": "reasoning", "id": "rs_1", "encrypted_content": "enc"}}),
-            ),
-            (
-                "response.output_item.added",
-                json!({"output_index": 1, "item": {"type": "message"}}),
-            ),
-            (
-                "response.content_part.added",
-                json!({"output_index": 1, "content_index": 0, "part": {"type": "output_text", "text": ""}}),
-            ),
-            (
-                "response.output_text.delta",
-                json!({"output_index": 1, "content_index": 0, "delta": "hi"}),
-            ),
-            (
-                "response.output_text.done",
-                json!({"output_index": 1, "content_index": 0}),
-            ),
-            (
-                "response.output_item.added",
-                json!({"output_index": 2, "item": {"type": "function_call", "call_id": "c1", "name": "f", "arguments": ""}}),
-            ),
-            (
-                "response.function_call_arguments.delta",
-                json!({"output_index": 2, "delta": "{\"a\""}),
-            ),
-            (
-                "response.output_item.done",
-                json!({"output_index": 2, "item": {"type": "function_call", "call_id": "c1", "status": "completed", "arguments": "{\"a\": 1}"}}),
-            ),
-            (
-                "response.completed",
-                json!({"response": {"usage": {"input_tokens": 10, "input_tokens_details": {"cached_tokens": 4}, "output_tokens": 3}}}),
-            ),
-        ]);
-        let mut acc = headstart_core::Accumulator::new();
-        for event in events.clone() {
-            acc.apply(event).unwrap();
-        }
-        let message = acc.snapshot();
-        assert_eq!(
-            serde_json::to_value(&message.content).unwrap(),
-            json!([
-                {"type": "thinking", "thinking": "a\n\nb", "signature": "{\"type\":\"reasoning\",\"id\":\"rs_1\",\"encrypted_content\":\"enc\"}"},
-                {"type": "text", "text": "hi"},
-                {"type": "tool_call", "id": "c1", "name": "f", "arguments": {"a": 1}},
-            ])
-        );
-        assert_eq!(message.stop_reason, headstart_core::StopReason::ToolUse);
-        assert_eq!(
-            message.usage,
-            Usage {
-                input: 6,
-                output: 3,
-                cache_read: 4,
-                cache_write: 0
-            }
-        );
-    }
-
-    #[test]
-    fn failed_and_error_events_end_as_error() {
-        let events = run(&[
-            ("response.created", json!({"response": {"id": "r"}})),
-            (
-                "response.failed",
-                json!({"response": {"error": {"code": "server_error", "message": "boom"}}}),
-            ),
-        ]);
-        assert!(
-            matches!(events.last(), Some(DeltaEvent::Error { message, .. }) if message == "the response failed: boom (server_error)")
-        );
-        let events = run(&[("error", json!({"code": "rate_limit_exceeded", "message": "slow down"}))]);
-        assert_eq!(events[0].type_name(), "start");
-        assert!(matches!(events.last(), Some(DeltaEvent::Error { message, .. }) if message.contains("slow down")));
     }
 }

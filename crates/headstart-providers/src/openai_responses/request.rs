@@ -1,0 +1,89 @@
+//! An OpenAI Responses request: its endpoint and body. The base URL, the API key variable and the headers are
+//! OpenAI's, shared with Chat Completions ([`crate::openai_chat`]).
+
+use headstart_core::{ContentBlock, Message, ToolDefinition};
+use serde_json::{json, Value};
+
+use crate::request::settings::{arguments_text, RequestSettings};
+
+/// The streaming endpoint below `base` (no trailing slash).
+pub(crate) fn endpoint(base: &str) -> String {
+    format!("{base}/responses")
+}
+
+/// The reasoning item encoded in a Responses thinking signature, if it carries `encrypted_content`.
+pub(super) fn reasoning_item(thinking: &str, signature: Option<&str>) -> Option<Value> {
+    let signature: Value = serde_json::from_str(signature?).ok()?;
+    if signature.get("type")?.as_str()? != "reasoning" {
+        return None;
+    }
+    let encrypted = signature.get("encrypted_content").filter(|v| v.is_string())?;
+    let summary = if thinking.is_empty() {
+        json!([])
+    } else {
+        json!([{"type": "summary_text", "text": thinking}])
+    };
+    let mut item = json!({"type": "reasoning", "summary": summary, "encrypted_content": encrypted});
+    if let Some(id) = signature.get("id").filter(|v| v.is_string()) {
+        item["id"] = id.clone();
+    }
+    Some(item)
+}
+
+/// OpenAI Responses: `input` items (messages, reasoning, `function_call`, `function_call_output`).
+pub fn openai_responses_body(settings: &RequestSettings, context: &[Message], tools: &[ToolDefinition]) -> Value {
+    let mut input = Vec::new();
+    for message in context {
+        match message {
+            Message::User(user) => input.push(json!({"role": "user", "content": user.text})),
+            Message::Assistant(assistant) => {
+                let mut text_parts: Vec<Value> = Vec::new();
+                let flush = |parts: &mut Vec<Value>, input: &mut Vec<Value>| {
+                    if !parts.is_empty() {
+                        input.push(json!({"type": "message", "role": "assistant", "content": std::mem::take(parts)}));
+                    }
+                };
+                for block in &assistant.content {
+                    match block {
+                        ContentBlock::Text { text } if !text.is_empty() => {
+                            text_parts.push(json!({"type": "output_text", "text": text}));
+                        }
+                        ContentBlock::Text { .. } => {}
+                        ContentBlock::Thinking { thinking, signature } => {
+                            if let Some(item) = reasoning_item(thinking, signature.as_deref()) {
+                                flush(&mut text_parts, &mut input);
+                                input.push(item);
+                            }
+                        }
+                        ContentBlock::ToolCall(call) => {
+                            flush(&mut text_parts, &mut input);
+                            input.push(json!({"type": "function_call", "call_id": call.id, "name": call.name,
+                                              "arguments": arguments_text(call)}));
+                        }
+                    }
+                }
+                flush(&mut text_parts, &mut input);
+            }
+            Message::ToolResult(result) => input.push(json!({
+                "type": "function_call_output", "call_id": result.tool_call_id, "output": result.text(),
+            })),
+        }
+    }
+    let mut body = json!({"model": settings.model, "input": input, "stream": true});
+    if let Some(system) = &settings.system {
+        body["instructions"] = json!(system);
+    }
+    if !tools.is_empty() {
+        body["tools"] = tools
+            .iter()
+            .map(|tool| {
+                json!({"type": "function", "name": tool.name, "description": tool.description,
+                       "parameters": tool.parameters, "strict": false})
+            })
+            .collect();
+    }
+    if let Some(max_tokens) = settings.max_tokens {
+        body["max_output_tokens"] = json!(max_tokens);
+    }
+    body
+}
