@@ -9,10 +9,12 @@ use tokio_util::task::TaskTracker;
 use tracing::Instrument;
 
 use crate::engine::{request_after, Engine, Run};
-use crate::event::{AgentEvent, AgentStop, Role};
-use crate::queue::{Emitter, EventStream};
-use crate::response::{drive_response, Turn};
-use crate::telemetry::{self, ChatSpan};
+use crate::events::event::{AgentEvent, AgentStop, Role};
+use crate::events::outbox::Emitter;
+use crate::events::queue::EventStream;
+use crate::recovery::{expects_answer, RecoveryPolicy, Resumed};
+use crate::response::drive::{drive_response, Turn};
+use crate::response::telemetry::{self, ChatSpan};
 
 /// An agent: a model and an [`Engine`].
 #[derive(Clone)]
@@ -60,6 +62,25 @@ impl Agent {
     /// transcript already ends with a final answer (no calls, a normal stop) ends at once as `Completed`.
     pub fn resume(&self, session: &SessionId, cancel: CancellationToken) -> EventStream {
         self.run_inner(session.clone(), None, cancel)
+    }
+
+    /// Resumes `session` after a crash (contract §7.4): gives every unfinished call its result under `policy`, then,
+    /// if the stored conversation still expects the model to answer ([`expects_answer`]), continues the agent loop
+    /// from the stored transcript ([`Agent::resume`]).
+    ///
+    /// # Panics
+    ///
+    /// Outside a tokio runtime.
+    pub async fn resume_after_crash(
+        &self,
+        session: &SessionId,
+        policy: RecoveryPolicy,
+        cancel: CancellationToken,
+    ) -> Result<Resumed, StoreError> {
+        let recovered = self.engine().recover(session, policy).await?;
+        let context = self.engine().store().model_context(session).await?;
+        let events = expects_answer(&context).then(|| self.resume(session, cancel));
+        Ok(Resumed { recovered, events })
     }
 
     fn run_inner(&self, session: SessionId, prompt: Option<UserMessage>, cancel: CancellationToken) -> EventStream {

@@ -12,14 +12,16 @@ use tracing::Instrument;
 
 use crate::clock::{Clock, SystemClock};
 use crate::config::EngineConfig;
-use crate::hooks::Hooks;
-use crate::lease_guard::LeaseGuard;
-use crate::queue::{Emitter, EventStream};
-use crate::response::{drive_response, Turn};
-use crate::shared::Shared;
-pub use crate::shared::TurnIdSource;
-use crate::telemetry::ChatSpan;
-use crate::toolbox::Toolbox;
+use crate::events::outbox::Emitter;
+use crate::events::queue::EventStream;
+use crate::parts::Shared;
+pub use crate::parts::TurnIdSource;
+use crate::recovery::{recover_with_tools, RecoveredCall, RecoveryPolicy};
+use crate::response::drive::{drive_response, Turn};
+use crate::response::lease_guard::LeaseGuard;
+use crate::response::telemetry::ChatSpan;
+use crate::tools::hooks::Hooks;
+use crate::tools::toolbox::Toolbox;
 
 /// What one run (a wrapped response, or an agent loop) is made of: its tasks, its cancellation (the caller's
 /// token's child, also cancelled when the consumer drops the stream), and both ends of its event queue.
@@ -168,6 +170,12 @@ impl Engine {
 
     pub(crate) fn shared(&self) -> &Arc<Shared> {
         &self.shared
+    }
+
+    /// Recovers `session` with `policy` (contract §7.4), using this engine's tools and hooks for re-execution. Calls
+    /// run one at a time in admission order.
+    pub async fn recover(&self, session: &SessionId, policy: RecoveryPolicy) -> Result<Vec<RecoveredCall>, StoreError> {
+        recover_with_tools(&self.shared, session, policy).await
     }
 }
 

@@ -75,29 +75,15 @@
 //! For the whole multi-request loop, implement [`Model`] and use [`Agent::run`].
 #![warn(missing_docs)]
 
-mod admission;
 mod agent;
 mod clock;
 mod config;
 mod engine;
-mod event;
-mod execute;
-mod hooks;
-pub mod layer;
-mod lease_guard;
-mod panic;
-mod prepare;
-mod queue;
+mod events;
+mod parts;
 mod recovery;
 mod response;
-mod runner;
-pub mod scheduler;
-mod shared;
-mod telemetry;
-mod tool;
-mod toolbox;
-mod typed;
-mod updates;
+mod tools;
 
 pub use headstart_core as core;
 pub use headstart_store as store;
@@ -108,18 +94,22 @@ pub use agent::Agent;
 pub use clock::{Clock, SystemClock, TokioClock};
 pub use config::{EngineConfig, ExecutionMode, DEFAULT_MAX_CALLS_PER_RESPONSE, DEFAULT_MAX_IN_FLIGHT};
 pub use engine::{Engine, EngineBuilder, TurnIdSource};
-pub use event::{AgentEvent, AgentStop, Role, TurnOutcome};
-pub use hooks::{Decision, HookError, Hooks, ResultDraft, ResultOverride, ToolHook};
-pub use lease_guard::{LeaseGuard, LEASE_MAY_HAVE_EXPIRED};
-pub use queue::{Emitted, EventStream};
+pub use events::event::{AgentEvent, AgentStop, Role, TurnOutcome};
+pub use events::queue::{Emitted, EventStream};
 pub use recovery::{
     expects_answer, recover_all, recover_session, RecoveredCall, RecoveryAction, RecoveryPolicy, Resumed, INTERRUPTED,
 };
-pub use response::{CANCELLED_BY_CALLER, MISSING_TERMINAL};
-pub use tool::{Arguments, Tool, ToolContext, ToolError, ToolOutput};
-pub use toolbox::{Toolbox, ToolboxError};
-pub use typed::{schema_for, tool_fn, ToolFailure, ToolFn};
-pub use updates::UpdateSink;
+pub use response::ending::{CANCELLED_BY_CALLER, MISSING_TERMINAL};
+pub use response::lease_guard::{LeaseGuard, LEASE_MAY_HAVE_EXPIRED};
+pub use response::scheduler;
+pub use tools::error::{ToolError, ToolFailure};
+pub use tools::hooks::{Decision, HookError, Hooks, ResultDraft, ResultOverride, ToolHook};
+pub use tools::layer;
+pub use tools::output::ToolOutput;
+pub use tools::tool::{Arguments, Tool, ToolContext};
+pub use tools::toolbox::{Toolbox, ToolboxError};
+pub use tools::typed::{schema_for, tool_fn, ToolFn};
+pub use tools::updates::UpdateSink;
 
 pub use headstart_core::{
     DeltaEvent, DeltaStream, Message, Model, ModelError, ModelRequest, StopReason, ToolCall, ToolDefinition,

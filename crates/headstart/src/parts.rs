@@ -6,9 +6,9 @@ use headstart_store::TranscriptStore;
 
 use crate::clock::Clock;
 use crate::config::EngineConfig;
-use crate::hooks::Hooks;
-use crate::lease_guard::LeaseGuard;
-use crate::toolbox::Toolbox;
+use crate::response::lease_guard::LeaseGuard;
+use crate::tools::hooks::Hooks;
+use crate::tools::toolbox::Toolbox;
 
 /// Generates a `turn_id` for a response whose provider gave no response id.
 pub type TurnIdSource = Arc<dyn Fn(u32) -> String + Send + Sync>;

@@ -36,77 +36,9 @@ use serde::de::DeserializeOwned;
 use serde_json::Value;
 
 use crate::config::ExecutionMode;
-use crate::tool::{Arguments, Tool, ToolContext, ToolError, ToolOutput};
-
-/// A typed tool body's failure: any `std::error::Error` converts into it, so `?` works on `io::Error`,
-/// `serde_json::Error`, `reqwest::Error`, a [`ToolError`]… Its text (the error and its sources) becomes the call's
-/// error result.
-///
-/// It deliberately does not implement `std::error::Error` itself (like `anyhow::Error`): that is what makes the
-/// blanket `From<E: Error>` coherent. Build one from a message with [`ToolFailure::msg`].
-pub struct ToolFailure(Box<dyn std::error::Error + Send + Sync + 'static>);
-
-impl ToolFailure {
-    /// A failure with this message.
-    pub fn msg(message: impl Into<String>) -> Self {
-        ToolFailure(Box::new(ToolError::new(message)))
-    }
-
-    /// The underlying error.
-    pub fn as_error(&self) -> &(dyn std::error::Error + Send + Sync + 'static) {
-        self.0.as_ref()
-    }
-}
-
-impl<E: std::error::Error + Send + Sync + 'static> From<E> for ToolFailure {
-    fn from(error: E) -> Self {
-        ToolFailure(Box::new(error))
-    }
-}
-
-impl fmt::Display for ToolFailure {
-    /// The error, then each source, joined by `": "` (what the model reads).
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}", self.0)?;
-        let mut source = self.0.source();
-        while let Some(cause) = source {
-            write!(f, ": {cause}")?;
-            source = cause.source();
-        }
-        Ok(())
-    }
-}
-
-impl fmt::Debug for ToolFailure {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_tuple("ToolFailure").field(&self.0).finish()
-    }
-}
-
-impl From<ToolFailure> for ToolError {
-    fn from(failure: ToolFailure) -> Self {
-        ToolError::new(failure.to_string())
-    }
-}
-
-impl From<String> for ToolOutput {
-    fn from(text: String) -> Self {
-        ToolOutput::text(text)
-    }
-}
-
-impl From<&str> for ToolOutput {
-    fn from(text: &str) -> Self {
-        ToolOutput::text(text)
-    }
-}
-
-impl From<Value> for ToolOutput {
-    /// The value's JSON text for the model, and the value itself as `details`.
-    fn from(value: Value) -> Self {
-        ToolOutput::text(value.to_string()).with_details(value)
-    }
-}
+use crate::tools::error::{ToolError, ToolFailure};
+use crate::tools::output::ToolOutput;
+use crate::tools::tool::{Arguments, Tool, ToolContext};
 
 /// The JSON Schema of `A` as a tool's `parameters`: `schemars`' draft 2020-12 output (`$defs` included) without
 /// the `$schema` key, which providers do not want inside a tool definition.
@@ -270,7 +202,7 @@ mod tests {
     use serde::Deserialize;
 
     use super::*;
-    use crate::toolbox::Toolbox;
+    use crate::tools::toolbox::Toolbox;
 
     /// A nested type, so the schema has `$defs`.
     #[derive(Deserialize, JsonSchema)]
@@ -368,15 +300,5 @@ mod tests {
             "{}",
             error.message
         );
-    }
-
-    #[test]
-    fn a_failure_shows_its_sources() {
-        #[derive(Debug, thiserror::Error)]
-        #[error("outer")]
-        struct Outer(#[source] std::io::Error);
-        let failure = ToolFailure::from(Outer(std::io::Error::other("inner")));
-        assert_eq!(failure.to_string(), "outer: inner");
-        assert_eq!(ToolError::from(ToolFailure::msg("plain")).message, "plain");
     }
 }

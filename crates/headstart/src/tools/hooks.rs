@@ -11,7 +11,7 @@ use headstart_core::model::ContentBlock;
 use headstart_core::ToolCall;
 use serde_json::Value;
 
-use crate::tool::Arguments;
+use crate::tools::tool::Arguments;
 
 /// What a `before_tool_call` hook decided.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -19,7 +19,7 @@ use headstart_core::{DeltaEvent, Message, StopReason, ToolCall};
 use headstart_store::{RunOutcome, SessionId};
 use serde::Serialize;
 
-use crate::tool::ToolOutput;
+use crate::tools::output::ToolOutput;
 
 /// Who a message is from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]

@@ -6,8 +6,8 @@ use std::sync::Arc;
 use headstart_core::{ToolCall, ToolDefinition};
 use jsonschema::Validator;
 
-use crate::layer::ToolLayer;
-use crate::tool::{Arguments, Tool};
+use crate::tools::layer::ToolLayer;
+use crate::tools::tool::{Arguments, Tool};
 
 /// A tool schema that does not compile.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]

@@ -1,0 +1,122 @@
+//! Accumulating the model's deltas, and the commit decision (contract §3.1): which sealed call triggers a prefix
+//! commit.
+
+use headstart_core::accumulator::BlockKind;
+use headstart_core::{Applied, DeltaEvent};
+
+use crate::events::event::AgentEvent;
+use crate::response::driver::ResponseDriver;
+use crate::response::step::FollowUp;
+
+impl ResponseDriver<'_> {
+    /// Accumulates a delta and emits its update; returns what must follow that needs the store. Synchronous, so
+    /// the common case (a delta inside an open block) costs no future at all.
+    pub(super) fn accept_delta(&mut self, event: DeltaEvent) -> Option<FollowUp> {
+        match event {
+            DeltaEvent::TextDelta { index, delta } => self.accept_piece(BlockKind::Text, index, delta),
+            DeltaEvent::ThinkingDelta { index, delta } => self.accept_piece(BlockKind::Thinking, index, delta),
+            DeltaEvent::ToolcallDelta { index, delta } => self.accept_piece(BlockKind::ToolCall, index, delta),
+            other => self.accept_event(other),
+        }
+    }
+
+    /// A `*_delta` event, by its parts: only the text moves on, into the `message_update` built in place (moving
+    /// whole events from slot to slot cost more than the rest of the engine's per-delta work).
+    #[inline]
+    pub(super) fn accept_piece(&mut self, kind: BlockKind, index: usize, delta: String) -> Option<FollowUp> {
+        self.note_chunk();
+        if let Err(violation) = self.accumulator.apply_piece(kind, index, &delta) {
+            return Some(FollowUp::Fail(violation.to_string()));
+        }
+        // Re-based to the open fragment (contract §3.4).
+        let index = index.saturating_sub(self.committed);
+        self.open_fragment();
+        self.out.push_with(|| AgentEvent::MessageUpdate {
+            index,
+            delta: kind.delta(index, delta),
+        });
+        None
+    }
+
+    /// Any other event: starts, ends, `start`, `done` and `error`.
+    pub(super) fn accept_event(&mut self, event: DeltaEvent) -> Option<FollowUp> {
+        self.note_chunk();
+        match self.accumulator.apply_ref(&event) {
+            Err(violation) => Some(FollowUp::Fail(violation.to_string())),
+            Ok(Applied::Started) => {
+                self.open_fragment();
+                None
+            }
+            Ok(Applied::Ended) => Some(FollowUp::End),
+            Ok(applied) => {
+                if let Some(index) = event.index() {
+                    // The accumulator copied what it keeps: the event itself moves on, re-based (contract §3.4).
+                    let index = index.saturating_sub(self.committed);
+                    self.open_fragment();
+                    self.out.push(AgentEvent::MessageUpdate {
+                        index,
+                        delta: event.with_index(index),
+                    });
+                }
+                match applied {
+                    Applied::Opened(index) => {
+                        self.note_eligibility(index);
+                        None
+                    }
+                    Applied::Sealed(index) => {
+                        self.note_sealed(index);
+                        self.triggers_commit(index).then_some(FollowUp::Commit(index))
+                    }
+                    _ => None,
+                }
+            }
+        }
+    }
+
+    pub(super) fn note_eligibility(&mut self, index: usize) {
+        if self.accumulator.call_name(index).is_none() {
+            return;
+        }
+        self.calls_opened += 1;
+        let limit = self.shared.config.max_calls_per_response;
+        if self.first_over_limit.is_none() && limit.is_some_and(|limit| self.calls_opened > limit) {
+            self.first_over_limit = Some(index);
+        }
+        if self.first_ineligible.is_none() && !self.is_early_eligible(index) {
+            self.first_ineligible = Some(index);
+        }
+    }
+
+    pub(super) fn note_sealed(&mut self, index: usize) {
+        if let Some(id) = self.accumulator.call_id(index) {
+            let now = self.shared.clock.now_us();
+            self.sealed_at_us.insert(id.to_owned(), now);
+        }
+    }
+
+    pub(super) fn is_early_eligible(&self, index: usize) -> bool {
+        if self.first_over_limit.is_some_and(|first| index >= first) {
+            return false;
+        }
+        let (Some(name), Some(flagged)) = (
+            self.accumulator.call_name(index),
+            self.accumulator.call_flagged_async(index),
+        ) else {
+            return false;
+        };
+        self.shared.toolbox.is_early_eligible(name, flagged)
+    }
+
+    pub(super) fn triggers_commit(&self, index: usize) -> bool {
+        // After a store failure the run is ending: nothing new starts early.
+        self.store_failure.is_none()
+            && self.shared.config.early_execution
+            && self.is_early_eligible(index)
+            && self
+                .accumulator
+                .call_id(index)
+                .is_some_and(|id| !self.admitted_ids.contains(id))
+            && self.first_ineligible.is_none_or(|first| first > index)
+            && !self.accumulator.any_open_in(self.committed..index)
+    }
+}
