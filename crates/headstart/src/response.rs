@@ -26,6 +26,8 @@ pub(crate) mod drive;
 mod driver;
 pub(crate) mod ending;
 pub(crate) mod execute;
+#[cfg(test)]
+mod fixture;
 pub(crate) mod lease_guard;
 mod panic;
 pub(crate) mod prepare;

@@ -120,3 +120,114 @@ impl ResponseDriver<'_> {
             && !self.accumulator.any_open_in(self.committed..index)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use headstart_core::DeltaEvent;
+
+    use crate::config::EngineConfig;
+    use crate::response::fixture::{call, start, taken, text, Fixture};
+    use crate::response::step::FollowUp;
+
+    /// What each delta led to: `-` for nothing, `commit <index>`, `end` or `fail`.
+    fn follow_ups(fixture: &mut Fixture, deltas: impl IntoIterator<Item = DeltaEvent>) -> Vec<String> {
+        let mut driver = fixture.driver();
+        let led_to = deltas
+            .into_iter()
+            .map(|delta| match driver.accept_delta(delta) {
+                None => "-".to_owned(),
+                Some(FollowUp::Commit(index)) => format!("commit {index}"),
+                Some(FollowUp::End) => "end".to_owned(),
+                Some(FollowUp::Fail(message)) => format!("fail: {message}"),
+            })
+            .collect();
+        driver.out.flush();
+        led_to
+    }
+
+    #[tokio::test]
+    async fn a_sealed_early_call_triggers_a_commit_and_a_sync_one_does_not() {
+        let mut fixture = Fixture::new(EngineConfig::default()).await;
+        let deltas = [start()]
+            .into_iter()
+            .chain(call(0, "c1", "fetch"))
+            .chain(call(1, "c2", "write"));
+        assert_eq!(
+            follow_ups(&mut fixture, deltas),
+            ["-", "-", "-", "commit 0", "-", "-", "-"]
+        );
+    }
+
+    #[tokio::test]
+    async fn no_prefix_passes_an_open_sync_call() {
+        let mut fixture = Fixture::new(EngineConfig::default()).await;
+        let [write_start, write_delta, write_end] = call(0, "c1", "write");
+        let deltas = [start(), write_start, write_delta]
+            .into_iter()
+            .chain(call(1, "c2", "fetch"))
+            .chain([write_end]);
+        assert_eq!(
+            follow_ups(&mut fixture, deltas),
+            ["-"; 7],
+            "the sync call at 0 holds every later call back"
+        );
+    }
+
+    #[tokio::test]
+    async fn the_stream_may_flag_a_call_early() {
+        let mut fixture = Fixture::new(EngineConfig::default()).await;
+        let [_, delta, end] = call(0, "c1", "write");
+        let flagged = DeltaEvent::ToolcallStart {
+            index: 0,
+            id: "c1".to_owned(),
+            name: "write".to_owned(),
+            is_async: true,
+        };
+        assert_eq!(
+            follow_ups(&mut fixture, [start(), flagged, delta, end]),
+            ["-", "-", "-", "commit 0"]
+        );
+    }
+
+    #[tokio::test]
+    async fn nothing_commits_early_when_early_execution_is_off_or_past_the_call_limit() {
+        let mut off = Fixture::new(EngineConfig::default().early_execution(false)).await;
+        let deltas = [start()].into_iter().chain(call(0, "c1", "fetch"));
+        assert_eq!(follow_ups(&mut off, deltas), ["-"; 4]);
+
+        let mut limited = Fixture::new(EngineConfig::default().max_calls_per_response(Some(1))).await;
+        let deltas = [start()]
+            .into_iter()
+            .chain(call(0, "c1", "fetch"))
+            .chain(call(1, "c2", "fetch"));
+        assert_eq!(
+            follow_ups(&mut limited, deltas),
+            ["-", "-", "-", "commit 0", "-", "-", "-"],
+            "the second call is past the limit: it is refused at preparation, not worth a commit"
+        );
+    }
+
+    #[tokio::test]
+    async fn a_protocol_violation_fails_and_updates_are_emitted_in_order() {
+        let mut fixture = Fixture::new(EngineConfig::default()).await;
+        let deltas = [start()]
+            .into_iter()
+            .chain(text(0, "hi"))
+            .chain([DeltaEvent::TextDelta {
+                index: 5,
+                delta: "x".to_owned(),
+            }]);
+        let led_to = follow_ups(&mut fixture, deltas);
+        assert_eq!(&led_to[..4], ["-"; 4]);
+        assert!(led_to[4].starts_with("fail: "), "{led_to:?}");
+        assert_eq!(
+            taken(&mut fixture.events),
+            [
+                "message_start",
+                "message_update:0",
+                "message_update:0",
+                "message_update:0"
+            ]
+        );
+    }
+}

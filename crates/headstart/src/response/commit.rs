@@ -107,3 +107,65 @@ impl ResponseDriver<'_> {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use headstart_core::DoneReason;
+
+    use crate::config::EngineConfig;
+    use crate::response::fixture::{call, done, start, taken, text, Fixture};
+
+    #[tokio::test]
+    async fn a_prefix_is_durable_before_its_message_end_and_its_call_starts_after_both() {
+        let mut fixture = Fixture::new(EngineConfig::default()).await;
+        let mut driver = fixture.driver();
+        for delta in [start()].into_iter().chain(text(0, "hi")).chain(call(1, "c1", "fetch")) {
+            driver.accept_delta(delta);
+        }
+        driver.commit_prefix(1).await;
+        driver.accept_delta(done(DoneReason::ToolUse));
+        assert_eq!(
+            (driver.committed, driver.committed_prefixes, driver.runner.len()),
+            (2, 1, 1)
+        );
+        driver.out.flush();
+        drop(driver);
+        assert_eq!(fixture.log().await, ["assistant:tool_use"]);
+        let events = taken(&mut fixture.events);
+        let end = events.iter().position(|event| event == "message_end:stored");
+        let started = events.iter().position(|event| event == "tool_execution_start:c1");
+        assert!(end.is_some() && end < started, "{events:?}");
+    }
+
+    #[tokio::test]
+    async fn a_failed_commit_admits_nothing_and_ends_the_response_as_error() {
+        let mut fixture = Fixture::failing_store(EngineConfig::default()).await;
+        let mut driver = fixture.driver();
+        for delta in [start()].into_iter().chain(call(0, "c1", "fetch")) {
+            driver.accept_delta(delta);
+        }
+        driver.commit_prefix(0).await;
+        assert_eq!((driver.committed, driver.runner.len()), (0, 0), "nothing was admitted");
+        let ending = driver.accumulator.ending().expect("the response ended");
+        assert_eq!(ending.stop_reason, headstart_core::StopReason::Error);
+        assert!(driver.store_failure.is_some());
+        driver.out.flush();
+        drop(driver);
+        let events = taken(&mut fixture.events);
+        assert!(
+            !events.contains(&"message_end:stored".to_owned()),
+            "nothing is shown as stored: {events:?}"
+        );
+        let tail: Vec<&str> = events.iter().rev().take(4).rev().map(String::as_str).collect();
+        assert_eq!(
+            tail,
+            [
+                "tool_execution_start:c1",
+                "tool_execution_end",
+                "message_start",
+                "message_end:not stored"
+            ],
+            "the call is only shown as not executed"
+        );
+    }
+}

@@ -192,3 +192,133 @@ where
     driver.out.flush();
     outcome
 }
+
+#[cfg(test)]
+mod tests {
+    use std::pin::pin;
+    use std::sync::Arc;
+    use std::time::Duration;
+
+    use futures::StreamExt;
+    use headstart_core::{DeltaEvent, DoneReason, ModelError};
+    use tokio::time::Instant;
+
+    use super::{drive_response, poll_burst, poll_step, Turn, BURST};
+    use crate::config::EngineConfig;
+    use crate::events::event::AgentEvent;
+    use crate::response::fixture::{call, done, start, taken, Fixture};
+    use crate::response::step::Step;
+    use crate::response::telemetry::ChatSpan;
+
+    fn step_name(step: &Step) -> &'static str {
+        match step {
+            Step::Burst => "burst",
+            Step::FollowUp(_) => "follow_up",
+            Step::Written(_) => "written",
+            Step::Tool(_) => "tool",
+            Step::Cancelled => "cancelled",
+            Step::Model(_) => "model",
+        }
+    }
+
+    /// `start`, a text block of `pieces` deltas, `done(stop)`.
+    fn long_text(pieces: usize) -> Vec<Result<DeltaEvent, ModelError>> {
+        let delta = |_| DeltaEvent::TextDelta {
+            index: 0,
+            delta: "x".to_owned(),
+        };
+        [start(), DeltaEvent::TextStart { index: 0 }]
+            .into_iter()
+            .chain((0..pieces).map(delta))
+            .chain([DeltaEvent::TextEnd { index: 0 }, done(DoneReason::Stop)])
+            .map(Ok)
+            .collect()
+    }
+
+    #[tokio::test]
+    async fn a_ready_stream_is_taken_in_bursts_and_each_burst_reaches_the_consumer() {
+        let mut fixture = Fixture::new(EngineConfig::default()).await;
+        let cancel = fixture.cancel.clone();
+        let deltas = long_text(BURST + 10);
+        let total = deltas.len();
+        let mut stream = pin!(futures::stream::iter(deltas));
+        let mut cancelled = pin!(cancel.clone().cancelled_owned());
+        let mut driver = fixture.driver();
+        let step =
+            std::future::poll_fn(|cx| poll_burst(&mut driver, &cancel, cancelled.as_mut(), stream.as_mut(), cx)).await;
+        assert_eq!(step_name(&step), "burst");
+        drop(driver);
+        // `start` opened the fragment; every other delta of the burst is a `message_update`, flushed with the burst.
+        let events = taken(&mut fixture.events);
+        assert_eq!(events.len(), BURST);
+        assert_eq!(
+            (events[0].as_str(), events[BURST - 1].as_str()),
+            ("message_start", "message_update:0")
+        );
+        assert_eq!(stream.count().await, total - BURST, "the rest waits for the next burst");
+    }
+
+    #[tokio::test]
+    async fn a_cancellation_comes_before_a_ready_model_delta() {
+        let mut fixture = Fixture::new(EngineConfig::default()).await;
+        let cancel = fixture.cancel.clone();
+        let mut stream = pin!(futures::stream::iter(long_text(1)));
+        let mut cancelled = pin!(cancel.clone().cancelled_owned());
+        let mut driver = fixture.driver();
+        let first =
+            std::future::poll_fn(|cx| poll_step(&mut driver, &cancel, cancelled.as_mut(), stream.as_mut(), cx)).await;
+        assert_eq!(step_name(&first), "model");
+        cancel.cancel();
+        let second =
+            std::future::poll_fn(|cx| poll_step(&mut driver, &cancel, cancelled.as_mut(), stream.as_mut(), cx)).await;
+        assert_eq!(step_name(&second), "cancelled");
+    }
+
+    /// The deltas of `timed`, each delivered at its time (ms after the start, on tokio's clock).
+    fn timed(timed: Vec<(u64, DeltaEvent)>) -> impl futures::Stream<Item = Result<DeltaEvent, ModelError>> {
+        let base = Instant::now();
+        futures::stream::iter(timed).then(move |(at_ms, delta)| async move {
+            tokio::time::sleep_until(base + Duration::from_millis(at_ms)).await;
+            Ok(delta)
+        })
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn an_early_call_starts_at_its_seal_while_the_model_streams() {
+        let mut fixture = Fixture::new(EngineConfig::default()).await;
+        let [fetch_start, fetch_delta, fetch_end] = call(0, "c1", "fetch");
+        let stream = timed(vec![
+            (0, start()),
+            (0, fetch_start),
+            (0, fetch_delta),
+            (10, fetch_end),
+            (10, DeltaEvent::TextStart { index: 1 }),
+            (500, DeltaEvent::TextEnd { index: 1 }),
+            (500, done(DoneReason::ToolUse)),
+        ]);
+        let shared = Arc::clone(fixture.engine.shared());
+        let turn = Turn {
+            session: fixture.session.clone(),
+            request: 0,
+            chat: ChatSpan::open(&fixture.session, 0, None, None, 0),
+        };
+        let cancel = fixture.cancel.clone();
+        let tasks = fixture.tasks.clone();
+        let outcome = drive_response(shared, turn, stream, &cancel, &tasks, &mut fixture.out).await;
+        assert_eq!((outcome.admitted, outcome.committed_prefixes), (1, 1));
+        let mut at = Vec::new();
+        while let Some(Some(emitted)) = futures::FutureExt::now_or_never(fixture.events.next_emitted()) {
+            match emitted.event {
+                AgentEvent::ToolExecutionStart { .. } => at.push(("start", emitted.at_us)),
+                AgentEvent::ToolExecutionEnd { .. } => at.push(("end", emitted.at_us)),
+                AgentEvent::TurnEnd { .. } => at.push(("turn_end", emitted.at_us)),
+                _ => {}
+            }
+        }
+        assert_eq!(at, [("start", 10_000), ("end", 10_000), ("turn_end", 500_000)]);
+        assert_eq!(
+            fixture.log().await,
+            ["assistant:tool_use", "tool_result:fetched", "assistant:tool_use"]
+        );
+    }
+}

@@ -15,6 +15,8 @@ pub const MISSING_TERMINAL: &str = "stream ended without a terminal event";
 pub const CANCELLED_BY_CALLER: &str = "cancelled by the caller";
 
 impl ResponseDriver<'_> {
+    /// The caller cancelled (contract §5.5): mid-stream the response ends as `aborted`; after the stream, the calls
+    /// that have not started are settled as cancelled before start.
     pub(super) async fn on_cancel(&mut self) {
         self.cancel_seen = true;
         if self.stream_ended {
@@ -24,11 +26,15 @@ impl ResponseDriver<'_> {
         }
     }
 
+    /// Ends the response as `reason` with `message` (the accumulator keeps what the stream delivered).
     pub(super) async fn fail_and_end(&mut self, reason: ErrorReason, message: impl Into<String>) {
         self.accumulator.fail(reason, message);
         self.end_response().await;
     }
 
+    /// The stream ended: the terminal fragment is committed with the calls it admits (every call for `tool_use`, the
+    /// early ones for `stop`/`length`, none for an abnormal end), and the calls not admitted are answered "not
+    /// executed" (contract §3.5).
     pub(super) async fn end_response(&mut self) {
         if self.stream_ended {
             return;
@@ -105,5 +111,74 @@ impl ResponseDriver<'_> {
                 }
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use headstart_core::{DoneReason, StopReason};
+
+    use super::CANCELLED_BY_CALLER;
+    use crate::config::EngineConfig;
+    use crate::response::fixture::{call, done, start, text, Fixture};
+
+    #[tokio::test]
+    async fn a_stop_response_admits_its_early_calls_and_answers_its_sync_calls_not_executed() {
+        let mut fixture = Fixture::new(EngineConfig::default().early_execution(false)).await;
+        let mut driver = fixture.driver();
+        for delta in [start()]
+            .into_iter()
+            .chain(call(0, "c1", "fetch"))
+            .chain(call(1, "c2", "write"))
+            .chain([done(DoneReason::Stop)])
+        {
+            driver.accept_delta(delta);
+        }
+        driver.end_response().await;
+        assert!(driver.stream_ended);
+        assert_eq!(
+            (driver.committed, driver.runner.len()),
+            (2, 1),
+            "only the early call is admitted"
+        );
+        assert_eq!(driver.runner.slot(0).call.id, "c1");
+        let (write, written) = std::future::poll_fn(|cx| driver.results.poll_written(cx)).await;
+        assert!(written.is_ok());
+        assert_eq!(
+            (
+                write.call.id.as_str(),
+                write.result.text().as_str(),
+                write.run.is_none()
+            ),
+            ("c2", "not executed: the response ended with stop reason stop", true)
+        );
+        drop(driver);
+        assert_eq!(
+            fixture.log().await,
+            [
+                "assistant:stop",
+                "tool_result:not executed: the response ended with stop reason stop"
+            ]
+        );
+    }
+
+    #[tokio::test]
+    async fn cancelling_mid_stream_ends_the_response_as_aborted_and_admits_nothing() {
+        let mut fixture = Fixture::new(EngineConfig::default().early_execution(false)).await;
+        let mut driver = fixture.driver();
+        for delta in [start()].into_iter().chain(text(0, "hi")).chain(call(1, "c1", "fetch")) {
+            driver.accept_delta(delta);
+        }
+        driver.on_cancel().await;
+        let ending = driver.accumulator.ending().expect("ended");
+        assert_eq!(
+            (ending.stop_reason, ending.error_message.as_deref()),
+            (StopReason::Aborted, Some(CANCELLED_BY_CALLER))
+        );
+        assert_eq!(driver.runner.len(), 0);
+        // A second end (the stream's own `done` arriving late) changes nothing.
+        driver.end_response().await;
+        drop(driver);
+        assert_eq!(fixture.log().await, ["assistant:aborted"]);
     }
 }

@@ -98,3 +98,80 @@ impl WriteQueue {
         self.in_flight.take()
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use headstart_core::{ToolCall, ToolResultMessage};
+    use headstart_store::{SqliteStore, TranscriptStore};
+
+    use super::*;
+    use crate::clock::TokioClock;
+
+    fn write(id: &str) -> ResultWrite {
+        let call = Arc::new(ToolCall {
+            id: id.to_owned(),
+            name: "write".to_owned(),
+            arguments: headstart_core::ToolArguments::Valid(serde_json::Map::new()),
+        });
+        ResultWrite {
+            result: ToolResultMessage::error(&call, format!("result of {id}")),
+            call,
+            run: None,
+            never_started: true,
+        }
+    }
+
+    #[tokio::test]
+    async fn results_are_written_one_at_a_time_in_the_order_they_were_queued() {
+        let store: Arc<dyn TranscriptStore> = Arc::new(SqliteStore::open_in_memory().expect("store"));
+        let session = store.create_session(0).await.expect("session");
+        let mut queue = WriteQueue::new(
+            Arc::clone(&store),
+            session.clone(),
+            0,
+            Arc::new(TokioClock::starting_now()),
+        );
+        assert!(queue.is_empty());
+        for id in ["c1", "c2", "c3"] {
+            queue.push(write(id));
+        }
+        let mut written = Vec::new();
+        while !queue.is_empty() {
+            let (write, seq) = std::future::poll_fn(|cx| queue.poll_written(cx)).await;
+            written.push((write.call.id.clone(), seq.expect("written")));
+            assert!(
+                queue.in_flight.is_none(),
+                "the next write starts only when the queue is polled again"
+            );
+        }
+        assert_eq!(
+            written,
+            [("c1".to_owned(), 1), ("c2".to_owned(), 2), ("c3".to_owned(), 3)]
+        );
+        let log = store.load_log(&session).await.expect("log");
+        let texts: Vec<String> = log
+            .iter()
+            .filter_map(|stored| match &stored.message {
+                headstart_core::Message::ToolResult(result) => Some(result.text()),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(texts, ["result of c1", "result of c2", "result of c3"]);
+    }
+
+    #[tokio::test]
+    async fn a_write_taken_in_flight_is_left_to_its_taker() {
+        let store: Arc<dyn TranscriptStore> = Arc::new(SqliteStore::open_in_memory().expect("store"));
+        let session = store.create_session(0).await.expect("session");
+        let mut queue = WriteQueue::new(store, session, 0, Arc::new(TokioClock::starting_now()));
+        assert!(queue.take_in_flight().is_none(), "nothing in flight before a poll");
+        queue.push(write("c1"));
+        queue.start_next();
+        let (write, future) = queue.take_in_flight().expect("c1 is in flight");
+        assert!(queue.is_empty());
+        assert_eq!(write.call.id, "c1");
+        assert!(future.await.is_ok());
+    }
+}
