@@ -101,7 +101,6 @@ pub use recovery::{
 };
 pub use response::ending::{CANCELLED_BY_CALLER, MISSING_TERMINAL};
 pub use response::lease_guard::{LeaseGuard, LEASE_MAY_HAVE_EXPIRED};
-pub use response::scheduler;
 pub use tools::error::{ToolError, ToolFailure};
 pub use tools::hooks::{Decision, HookError, Hooks, ResultDraft, ResultOverride, ToolHook};
 pub use tools::layer;
@@ -117,3 +116,11 @@ pub use headstart_core::{
 };
 pub use headstart_store::{SessionId, SqliteStore, TranscriptStore};
 pub use tokio_util::sync::CancellationToken;
+
+/// Engine internals that headstart's own benchmarks drive directly (the `bench-internals` feature, which only
+/// `headstart-bench` enables). Not part of the public API: no stability promise, hidden from the docs.
+#[cfg(feature = "bench-internals")]
+#[doc(hidden)]
+pub mod bench_internals {
+    pub use crate::response::scheduler::{Action, Prepared, Scheduler};
+}

@@ -33,7 +33,7 @@ mod panic;
 pub(crate) mod prepare;
 mod results;
 mod runner;
-pub mod scheduler;
+pub(crate) mod scheduler;
 mod step;
 pub(crate) mod telemetry;
 mod write_queue;
