@@ -14,8 +14,8 @@ use headstart::core::{DoneReason, Usage};
 use headstart::schemars::JsonSchema;
 use headstart::store::SqliteStore;
 use headstart::{
-    tool_fn, AgentEvent, Arguments, CancellationToken, Decision, DeltaEvent, Engine, HookError, Hooks, ToolCall,
-    ToolContext, ToolHook, Toolbox,
+    tool_fn, AgentEvent, Arguments, CancellationToken, Decision, DeltaEvent, Engine, Hooks, ToolCall, ToolContext,
+    ToolError, ToolHook, Toolbox,
 };
 use serde::Deserialize;
 
@@ -52,7 +52,7 @@ struct AuditHook;
 
 #[async_trait]
 impl ToolHook for AuditHook {
-    async fn before_tool_call(&self, call: &ToolCall, args: &Arguments) -> Result<Decision, HookError> {
+    async fn before_tool_call(&self, call: &ToolCall, args: &Arguments) -> Result<Decision, ToolError> {
         println!("    audit: {} {}", call.name, serde_json::Value::Object(args.clone()));
         if args.get("name").and_then(|v| v.as_str()) == Some("secrets") {
             return Ok(Decision::Block(Some("not allowed".into())));

@@ -31,8 +31,8 @@ use async_trait::async_trait;
 use futures::StreamExt;
 use headstart::core::{DoneReason, ErrorReason, Usage};
 use headstart::{
-    AgentEvent, Arguments, CancellationToken, Decision, DeltaEvent, Engine, EngineConfig, ExecutionMode, HookError,
-    Hooks, Message, ModelError, SessionId, SqliteStore, TokioClock, Tool, ToolCall, ToolContext, ToolError, ToolHook,
+    AgentEvent, Arguments, CancellationToken, Decision, DeltaEvent, Engine, EngineConfig, ExecutionMode, Hooks,
+    Message, ModelError, SessionId, SqliteStore, TokioClock, Tool, ToolCall, ToolContext, ToolError, ToolHook,
     ToolOutput, Toolbox, TranscriptStore,
 };
 use headstart_sim::invariants;
@@ -269,12 +269,12 @@ struct ScriptedHook;
 
 #[async_trait]
 impl ToolHook for ScriptedHook {
-    async fn before_tool_call(&self, call: &ToolCall, _arguments: &Arguments) -> Result<Decision, HookError> {
+    async fn before_tool_call(&self, call: &ToolCall, _arguments: &Arguments) -> Result<Decision, ToolError> {
         if call.id == "blocked" {
             return Ok(Decision::Block(Some("blocked by the script".into())));
         }
         if call.id == "c3" && call.name == "write" {
-            return Err(HookError::new("scripted hook failure"));
+            return Err(ToolError::new("scripted hook failure"));
         }
         Ok(Decision::Continue)
     }

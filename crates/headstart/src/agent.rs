@@ -10,7 +10,7 @@ use tracing::Instrument;
 
 use crate::engine::{request_after, Engine, Run};
 use crate::events::event::{AgentEvent, AgentStop, Role};
-use crate::events::outbox::Emitter;
+use crate::events::outbox::Outbox;
 use crate::events::queue::EventStream;
 use crate::recovery::{expects_answer, RecoveryPolicy, Resumed};
 use crate::response::drive::{drive_response, Turn};
@@ -115,7 +115,7 @@ async fn run_loop(
     prompt: Option<UserMessage>,
     cancel: &CancellationToken,
     tasks: &TaskTracker,
-    out: &mut Emitter,
+    out: &mut Outbox,
 ) -> AgentStop {
     out.push(AgentEvent::AgentStart {
         session: session.clone(),
@@ -178,13 +178,13 @@ async fn run_loop(
                 return AgentStop::Error(error.message);
             }
         };
-        let shared = Arc::clone(engine.shared());
+        let parts = Arc::clone(engine.parts());
         let turn = Turn {
             session: session.clone(),
             request,
             chat,
         };
-        let outcome = drive_response(shared, turn, stream, cancel, tasks, out).await;
+        let outcome = drive_response(parts, turn, stream, cancel, tasks, out).await;
         request += 1;
         if let Some(failure) = outcome.store_failure {
             return if outcome.fenced {

@@ -12,9 +12,9 @@ use tracing::Instrument;
 
 use crate::clock::{Clock, SystemClock};
 use crate::config::EngineConfig;
-use crate::events::outbox::Emitter;
+use crate::events::outbox::Outbox;
 use crate::events::queue::EventStream;
-use crate::parts::Shared;
+use crate::parts::EngineParts;
 pub use crate::parts::TurnIdSource;
 use crate::recovery::{recover_with_tools, RecoveredCall, RecoveryPolicy};
 use crate::response::drive::{drive_response, Turn};
@@ -28,21 +28,21 @@ use crate::tools::toolbox::Toolbox;
 pub(crate) struct Run {
     pub tasks: TaskTracker,
     pub cancel: CancellationToken,
-    pub out: Emitter,
+    pub out: Outbox,
     pub events: EventStream,
 }
 
 /// The early-execution engine. Cheap to clone; share one per process.
 #[derive(Clone)]
 pub struct Engine {
-    pub(crate) shared: Arc<Shared>,
+    pub(crate) parts: Arc<EngineParts>,
 }
 
 impl std::fmt::Debug for Engine {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Engine")
-            .field("toolbox", &self.shared.toolbox)
-            .field("config", &self.shared.config)
+            .field("toolbox", &self.parts.toolbox)
+            .field("config", &self.parts.config)
             .finish_non_exhaustive()
     }
 }
@@ -63,27 +63,27 @@ impl Engine {
 
     /// The transcript store.
     pub fn store(&self) -> &Arc<dyn TranscriptStore> {
-        &self.shared.store
+        &self.parts.store
     }
 
     /// The tools.
     pub fn toolbox(&self) -> &Toolbox {
-        &self.shared.toolbox
+        &self.parts.toolbox
     }
 
     /// The configuration.
     pub fn config(&self) -> &EngineConfig {
-        &self.shared.config
+        &self.parts.config
     }
 
     /// The clock timestamps are read from.
     pub fn clock(&self) -> &Arc<dyn Clock> {
-        &self.shared.clock
+        &self.parts.clock
     }
 
     /// Creates a session in the store, stamped with the engine's clock.
     pub async fn create_session(&self) -> Result<SessionId, StoreError> {
-        self.shared.store.create_session(self.shared.clock.now_us()).await
+        self.parts.store.create_session(self.parts.clock.now_us()).await
     }
 
     /// The request number `session`'s next response gets: one past the highest request of its stored assistant
@@ -93,7 +93,7 @@ impl Engine {
     /// process (a fleet worker) ran the session's previous requests. A response whose every commit failed left no
     /// fragment, and its number is given again: nothing durable refers to it.
     pub async fn next_request(&self, session: &SessionId) -> Result<u32, StoreError> {
-        let log = self.shared.store.load_log(session).await?;
+        let log = self.parts.store.load_log(session).await?;
         Ok(request_after(&log))
     }
 
@@ -138,15 +138,15 @@ impl Engine {
             mut out,
             events,
         } = self.open_run(&cancel);
-        let shared = Arc::clone(&self.shared);
+        let parts = Arc::clone(&self.parts);
         let session = session.clone();
         let tracker = tasks.clone();
         // The engine's task belongs to the caller's span; the model is the caller's, so the `chat` span names none.
-        let chat = ChatSpan::open(&session, request, None, None, self.shared.clock.now_us());
+        let chat = ChatSpan::open(&session, request, None, None, self.parts.clock.now_us());
         tasks.spawn(
             async move {
                 let turn = Turn { session, request, chat };
-                drive_response(shared, turn, stream, &cancel, &tracker, &mut out).await;
+                drive_response(parts, turn, stream, &cancel, &tracker, &mut out).await;
             }
             .instrument(tracing::Span::current()),
         );
@@ -163,19 +163,20 @@ impl Engine {
         Run {
             tasks,
             cancel,
-            out: Emitter::new(sink, Arc::clone(&self.shared.clock)),
+            out: Outbox::new(sink, Arc::clone(&self.parts.clock)),
             events,
         }
     }
 
-    pub(crate) fn shared(&self) -> &Arc<Shared> {
-        &self.shared
+    /// The engine's parts, for the responses and recoveries it drives.
+    pub(crate) fn parts(&self) -> &Arc<EngineParts> {
+        &self.parts
     }
 
     /// Recovers `session` with `policy` (contract §7.4), using this engine's tools and hooks for re-execution. Calls
     /// run one at a time in admission order.
     pub async fn recover(&self, session: &SessionId, policy: RecoveryPolicy) -> Result<Vec<RecoveredCall>, StoreError> {
-        recover_with_tools(&self.shared, session, policy).await
+        recover_with_tools(&self.parts, session, policy).await
     }
 }
 
@@ -233,7 +234,7 @@ impl EngineBuilder {
     /// The engine.
     pub fn build(self) -> Engine {
         Engine {
-            shared: Arc::new(Shared {
+            parts: Arc::new(EngineParts {
                 store: self.store,
                 toolbox: Arc::new(self.toolbox),
                 hooks: self.hooks,

@@ -14,6 +14,10 @@
 //! - [`AgentEvent`]: the single ordered event stream a consumer observes;
 //! - re-exported layers: [`core`] (model types, delta events, accumulator) and [`store`] (transcript store).
 //!
+//! Errors on the tool path, one type per role: a typed tool's body returns a [`ToolFailure`] (`?` on any error); a
+//! dynamic [`Tool`], a [layer](layer::ToolMiddleware) or a [`ToolHook`] returns a [`ToolError`], whose message is the
+//! error result the model reads; registering a tool can fail with a [`ToolboxError`].
+//!
 //! ## Wrapping your model stream
 //!
 //! ```
@@ -101,8 +105,10 @@ pub use recovery::{
 };
 pub use response::ending::{CANCELLED_BY_CALLER, MISSING_TERMINAL};
 pub use response::lease_guard::{LeaseGuard, LEASE_MAY_HAVE_EXPIRED};
+#[allow(deprecated)]
+pub use tools::error::HookError;
 pub use tools::error::{ToolError, ToolFailure};
-pub use tools::hooks::{Decision, HookError, Hooks, ResultDraft, ResultOverride, ToolHook};
+pub use tools::hooks::{Decision, Hooks, ResultDraft, ResultOverride, ToolHook};
 pub use tools::layer;
 pub use tools::output::ToolOutput;
 pub use tools::tool::{Arguments, Tool, ToolContext};

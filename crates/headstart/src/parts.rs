@@ -13,7 +13,8 @@ use crate::tools::toolbox::Toolbox;
 /// Generates a `turn_id` for a response whose provider gave no response id.
 pub type TurnIdSource = Arc<dyn Fn(u32) -> String + Send + Sync>;
 
-pub(crate) struct Shared {
+/// The parts of an [`Engine`](crate::Engine), shared by its clones and by every response it drives.
+pub(crate) struct EngineParts {
     pub store: Arc<dyn TranscriptStore>,
     pub toolbox: Arc<Toolbox>,
     pub hooks: Hooks,

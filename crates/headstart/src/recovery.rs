@@ -14,7 +14,7 @@ use serde::Serialize;
 use tokio_util::sync::CancellationToken;
 
 use crate::events::queue::EventStream;
-use crate::parts::Shared;
+use crate::parts::EngineParts;
 use crate::response::execute::execute;
 use crate::response::lease_guard::CallGate;
 use crate::response::prepare::prepare;
@@ -150,7 +150,7 @@ fn recovered_call(
 /// Recovers `session` with `policy`, re-executing with the engine's tools and hooks ([`Engine::recover`](crate::Engine::recover)).
 /// Calls run one at a time in admission order.
 pub(crate) async fn recover_with_tools(
-    parts: &Shared,
+    parts: &EngineParts,
     session: &SessionId,
     policy: RecoveryPolicy,
 ) -> Result<Vec<RecoveredCall>, StoreError> {
@@ -173,7 +173,7 @@ pub(crate) async fn recover_with_tools(
 
 /// Runs an unfinished call of an idempotent tool again, through the same gate, preparation and hooks as a live call.
 async fn reexecute(
-    parts: &Shared,
+    parts: &EngineParts,
     session: &SessionId,
     unfinished: &UnfinishedCall,
 ) -> Result<RecoveredCall, StoreError> {

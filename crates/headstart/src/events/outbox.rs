@@ -10,24 +10,25 @@ use crate::events::queue::{Entries, Entry, EventSink};
 /// The engine's side of a run's events: events of one step are collected here and handed to the queue together,
 /// stamped with the engine's clock at that moment. Dropping it (the run ended, or its task unwound) closes the
 /// queue, so the consumer's stream always ends.
-pub(crate) struct Emitter {
+pub(crate) struct Outbox {
     sink: EventSink,
     clock: Arc<dyn Clock>,
     /// Events not yet handed to the queue, after a placeholder stamp set when they are.
-    outbox: Entries,
-    /// The outbox holds a tool call's event (see [`EventSink::push_batch`]).
+    pending: Entries,
+    /// `pending` holds a tool call's event (see [`EventSink::push_batch`]).
     tool_events: bool,
 }
 
 /// Events collected before a flush is forced, so a consumer on another thread sees a long burst progressively.
 const FLUSH_AT: usize = 256;
 
-impl Emitter {
+impl Outbox {
+    /// An outbox handing its events to `sink`, stamped with `clock`.
     pub fn new(sink: EventSink, clock: Arc<dyn Clock>) -> Self {
-        Emitter {
+        Outbox {
             sink,
             clock,
-            outbox: VecDeque::new(),
+            pending: VecDeque::new(),
             tool_events: false,
         }
     }
@@ -44,32 +45,32 @@ impl Emitter {
     /// a text delta.
     #[inline(always)]
     pub fn push_with(&mut self, make: impl FnOnce() -> AgentEvent) {
-        if self.outbox.is_empty() {
-            self.outbox.push_back(Entry::Stamp(0));
+        if self.pending.is_empty() {
+            self.pending.push_back(Entry::Stamp(0));
         }
-        if self.outbox.len() == self.outbox.capacity() {
-            self.outbox.reserve(FLUSH_AT + 2);
+        if self.pending.len() == self.pending.capacity() {
+            self.pending.reserve(FLUSH_AT + 2);
         }
         let event = make();
         self.tool_events |= event.tool_call_id().is_some();
-        self.outbox.push_back(Entry::Event(event));
-        if self.outbox.len() > FLUSH_AT {
+        self.pending.push_back(Entry::Event(event));
+        if self.pending.len() > FLUSH_AT {
             self.flush();
         }
     }
 
     /// Hands the collected events to the consumer's queue.
     pub fn flush(&mut self) {
-        let Some(stamp) = self.outbox.front_mut() else {
+        let Some(stamp) = self.pending.front_mut() else {
             return;
         };
         *stamp = Entry::Stamp(self.clock.now_us());
         self.sink
-            .push_batch(&mut self.outbox, std::mem::take(&mut self.tool_events));
+            .push_batch(&mut self.pending, std::mem::take(&mut self.tool_events));
     }
 }
 
-impl Drop for Emitter {
+impl Drop for Outbox {
     fn drop(&mut self) {
         self.flush();
         self.sink.close();

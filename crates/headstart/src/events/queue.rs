@@ -40,8 +40,9 @@ pub(crate) enum Entry {
 /// Entries in order, as the engine hands them over and the consumer takes them.
 pub(crate) type Entries = VecDeque<Entry>;
 
+/// The queue's contents and both sides' flags, under its lock.
 #[derive(Default)]
-struct State {
+struct QueueState {
     /// Undelivered entries.
     entries: Entries,
     /// Position of `entries[0]` in the run's entries.
@@ -55,13 +56,14 @@ struct State {
     abandoned: bool,
 }
 
+/// The queue itself, shared by the engine's [`EventSink`] and the consumer's [`EventStream`].
 #[derive(Default)]
-struct Shared {
-    state: Mutex<State>,
+struct Queue {
+    state: Mutex<QueueState>,
 }
 
-impl Shared {
-    fn lock(&self) -> MutexGuard<'_, State> {
+impl Queue {
+    fn lock(&self) -> MutexGuard<'_, QueueState> {
         // A panic while holding this lock cannot leave the queue half-updated in a way that matters (every
         // critical section is a few plain pushes and pops), so a poisoned lock is used as is.
         self.state.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
@@ -71,7 +73,7 @@ impl Shared {
 /// The engine's end of the queue.
 #[derive(Clone)]
 pub(crate) struct EventSink {
-    shared: Arc<Shared>,
+    queue: Arc<Queue>,
 }
 
 impl EventSink {
@@ -80,7 +82,7 @@ impl EventSink {
     /// whether the batch holds a tool call's event: only then can an update be coalesced.
     pub(crate) fn push_batch(&self, batch: &mut Entries, tool_events: bool) {
         let waker = {
-            let mut state = self.shared.lock();
+            let mut state = self.queue.lock();
             if state.abandoned {
                 batch.clear();
                 return;
@@ -103,7 +105,7 @@ impl EventSink {
     /// No more events: the consumer's stream ends once it has taken what is queued.
     pub fn close(&self) {
         let waker = {
-            let mut state = self.shared.lock();
+            let mut state = self.queue.lock();
             state.closed = true;
             state.consumer.take()
         };
@@ -113,7 +115,7 @@ impl EventSink {
     }
 }
 
-impl State {
+impl QueueState {
     /// Coalesces updates: a call's update that the consumer has not taken yet (queued, or earlier in `batch`) is
     /// superseded by a newer one of the same call; any other event of the call closes that window.
     fn note_updates(&mut self, batch: &mut Entries) {
@@ -162,7 +164,7 @@ impl State {
 /// admitted call its one stored result, and then ends its tasks; [`EventStream::settled`] waits for that.
 #[must_use = "streams do nothing unless polled; dropping this one cancels the run"]
 pub struct EventStream {
-    shared: Arc<Shared>,
+    queue: Arc<Queue>,
     /// Entries already taken out of the shared queue.
     local: Entries,
     /// The stamp of the batch the next event belongs to.
@@ -186,12 +188,12 @@ impl EventStream {
     /// A stream fed by the returned sink; `cancel` is cancelled when the stream is dropped; `tasks` tracks every
     /// task of the run.
     pub(crate) fn channel(cancel: CancellationToken, tasks: TaskTracker) -> (EventSink, EventStream) {
-        let shared = Arc::new(Shared::default());
+        let queue = Arc::new(Queue::default());
         let sink = EventSink {
-            shared: Arc::clone(&shared),
+            queue: Arc::clone(&queue),
         };
         let stream = EventStream {
-            shared,
+            queue,
             local: VecDeque::new(),
             at_us: 0,
             done: false,
@@ -226,7 +228,7 @@ impl EventStream {
         if self.done {
             return Poll::Ready(false);
         }
-        let mut state = self.shared.lock();
+        let mut state = self.queue.lock();
         if state.entries.is_empty() {
             if state.closed {
                 self.done = true;
@@ -267,7 +269,7 @@ impl EventStream {
 impl Drop for EventStream {
     fn drop(&mut self) {
         // Nothing more is taken: later events are dropped instead of queued for nobody.
-        let mut state = self.shared.lock();
+        let mut state = self.queue.lock();
         state.abandoned = true;
         state.entries.clear();
         state.pending_update.clear();
@@ -371,9 +373,6 @@ mod tests {
             "dropping the stream is cancellation by the caller"
         );
         push(&sink, vec![update("a", "1")]);
-        assert!(
-            sink.shared.lock().entries.is_empty(),
-            "events for nobody are not queued"
-        );
+        assert!(sink.queue.lock().entries.is_empty(), "events for nobody are not queued");
     }
 }

@@ -78,7 +78,7 @@ impl ResponseDriver<'_> {
             return;
         }
         self.calls_opened += 1;
-        let limit = self.shared.config.max_calls_per_response;
+        let limit = self.parts.config.max_calls_per_response;
         if self.first_over_limit.is_none() && limit.is_some_and(|limit| self.calls_opened > limit) {
             self.first_over_limit = Some(index);
         }
@@ -89,7 +89,7 @@ impl ResponseDriver<'_> {
 
     pub(super) fn note_sealed(&mut self, index: usize) {
         if let Some(id) = self.accumulator.call_id(index) {
-            let now = self.shared.clock.now_us();
+            let now = self.parts.clock.now_us();
             self.sealed_at_us.insert(id.to_owned(), now);
         }
     }
@@ -104,13 +104,13 @@ impl ResponseDriver<'_> {
         ) else {
             return false;
         };
-        self.shared.toolbox.is_early_eligible(name, flagged)
+        self.parts.toolbox.is_early_eligible(name, flagged)
     }
 
     pub(super) fn triggers_commit(&self, index: usize) -> bool {
         // After a store failure the run is ending: nothing new starts early.
         self.store_failure.is_none()
-            && self.shared.config.early_execution
+            && self.parts.config.early_execution
             && self.is_early_eligible(index)
             && self
                 .accumulator

@@ -61,7 +61,7 @@ impl ResponseDriver<'_> {
     /// The `started` mark is informational (recovery shows whether a call had begun); the result write carries
     /// the start time too, so this write stays off the path to `execute`. A late mark never moves a run back.
     pub(super) fn record_started(&self, call_id: &str, now: i64) {
-        let store = Arc::clone(&self.shared.store);
+        let store = Arc::clone(&self.parts.store);
         let session = self.session.clone();
         let call = CallKey::new(self.request, call_id);
         self.tasks.spawn(async move {

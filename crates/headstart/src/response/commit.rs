@@ -14,7 +14,7 @@ impl ResponseDriver<'_> {
         if self.turn_id.is_none() {
             let id = match self.accumulator.response_id() {
                 Some(id) => id.to_owned(),
-                None => (self.shared.turn_ids)(self.request),
+                None => (self.parts.turn_ids)(self.request),
             };
             self.turn_id = Some(id);
         }
@@ -63,7 +63,7 @@ impl ResponseDriver<'_> {
         let span = tracing::info_span!("fragment_commit", request = self.request, calls = calls.len());
         let started_us = self.now_us();
         let written = admission::commit_fragment(
-            self.shared.store.as_ref(),
+            self.parts.store.as_ref(),
             &self.session,
             self.request,
             &fragment,

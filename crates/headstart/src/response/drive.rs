@@ -13,8 +13,8 @@ use tokio_util::sync::{CancellationToken, WaitForCancellationFutureOwned};
 use tokio_util::task::TaskTracker;
 
 use crate::events::event::{AgentEvent, TurnOutcome};
-use crate::events::outbox::Emitter;
-use crate::parts::Shared;
+use crate::events::outbox::Outbox;
+use crate::parts::EngineParts;
 use crate::response::driver::ResponseDriver;
 use crate::response::ending::MISSING_TERMINAL;
 use crate::response::step::{FollowUp, Step};
@@ -162,18 +162,18 @@ pub(crate) struct Turn {
 /// request's span: it ends with the stream, while calls may still run; their spans are children of the current
 /// span (the run's).
 pub(crate) async fn drive_response<S>(
-    shared: Arc<Shared>,
+    parts: Arc<EngineParts>,
     Turn { session, request, chat }: Turn,
     stream: S,
     cancel: &CancellationToken,
     tasks: &TaskTracker,
-    out: &mut Emitter,
+    out: &mut Outbox,
 ) -> TurnOutcome
 where
     S: Stream<Item = Result<DeltaEvent, ModelError>>,
 {
     out.push(AgentEvent::TurnStart { request });
-    let mut driver = ResponseDriver::new(shared, session, request, tasks.clone(), out, chat);
+    let mut driver = ResponseDriver::new(parts, session, request, tasks.clone(), out, chat);
     let mut stream = pin!(stream);
     let mut cancelled = pin!(cancel.clone().cancelled_owned());
     while !driver.finished() {
@@ -296,7 +296,7 @@ mod tests {
             (500, DeltaEvent::TextEnd { index: 1 }),
             (500, done(DoneReason::ToolUse)),
         ]);
-        let shared = Arc::clone(fixture.engine.shared());
+        let parts = Arc::clone(fixture.engine.parts());
         let turn = Turn {
             session: fixture.session.clone(),
             request: 0,
@@ -304,7 +304,7 @@ mod tests {
         };
         let cancel = fixture.cancel.clone();
         let tasks = fixture.tasks.clone();
-        let outcome = drive_response(shared, turn, stream, &cancel, &tasks, &mut fixture.out).await;
+        let outcome = drive_response(parts, turn, stream, &cancel, &tasks, &mut fixture.out).await;
         assert_eq!((outcome.admitted, outcome.committed_prefixes), (1, 1));
         let mut at = Vec::new();
         while let Some(Some(emitted)) = futures::FutureExt::now_or_never(fixture.events.next_emitted()) {

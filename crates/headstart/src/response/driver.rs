@@ -10,8 +10,8 @@ use headstart_store::{SessionId, StoreError};
 use tokio_util::task::TaskTracker;
 
 use crate::events::event::{AgentEvent, Role, TurnOutcome};
-use crate::events::outbox::Emitter;
-use crate::parts::Shared;
+use crate::events::outbox::Outbox;
+use crate::parts::EngineParts;
 use crate::response::lease_guard::CallGate;
 use crate::response::runner::ToolRunner;
 use crate::response::telemetry::ChatSpan;
@@ -19,7 +19,7 @@ use crate::response::write_queue::WriteQueue;
 
 /// The state of one response.
 pub(crate) struct ResponseDriver<'a> {
-    pub(super) shared: Arc<Shared>,
+    pub(super) parts: Arc<EngineParts>,
     pub(super) session: SessionId,
     pub(super) request: u32,
     pub(super) accumulator: Accumulator,
@@ -44,7 +44,7 @@ pub(crate) struct ResponseDriver<'a> {
     /// Results to write, in the order they settled (contract §6.5: durable in completion order).
     pub(super) results: WriteQueue,
     pub(super) tasks: TaskTracker,
-    pub(super) out: &'a mut Emitter,
+    pub(super) out: &'a mut Outbox,
     pub(super) chat: ChatSpan,
     /// When each call not yet admitted was sealed (engine clock, µs), for its span.
     pub(super) sealed_at_us: HashMap<String, i64>,
@@ -54,29 +54,29 @@ pub(crate) struct ResponseDriver<'a> {
 
 impl<'a> ResponseDriver<'a> {
     pub(super) fn new(
-        shared: Arc<Shared>,
+        parts: Arc<EngineParts>,
         session: SessionId,
         request: u32,
         tasks: TaskTracker,
-        out: &'a mut Emitter,
+        out: &'a mut Outbox,
         chat: ChatSpan,
     ) -> Self {
         let runner = ToolRunner::new(
-            &shared.config,
-            Arc::clone(&shared.toolbox),
-            shared.hooks.clone(),
+            &parts.config,
+            Arc::clone(&parts.toolbox),
+            parts.hooks.clone(),
             tasks.clone(),
-            CallGate::new(session.clone(), request, shared.lease_guard.clone()),
+            CallGate::new(session.clone(), request, parts.lease_guard.clone()),
             tracing::Span::current(),
         );
         let results = WriteQueue::new(
-            Arc::clone(&shared.store),
+            Arc::clone(&parts.store),
             session.clone(),
             request,
-            Arc::clone(&shared.clock),
+            Arc::clone(&parts.clock),
         );
         ResponseDriver {
-            shared,
+            parts,
             session,
             request,
             accumulator: Accumulator::new(),
@@ -106,7 +106,7 @@ impl<'a> ResponseDriver<'a> {
     }
 
     pub(super) fn now_us(&self) -> i64 {
-        self.shared.clock.now_us()
+        self.parts.clock.now_us()
     }
 
     #[inline]
@@ -120,7 +120,7 @@ impl<'a> ResponseDriver<'a> {
     /// The model sent a chunk (the `chat` span notes the first).
     #[inline]
     pub(super) fn note_chunk(&mut self) {
-        let clock = &self.shared.clock;
+        let clock = &self.parts.clock;
         self.chat.chunk(|| clock.now_us());
     }
 

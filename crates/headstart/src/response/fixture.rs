@@ -16,7 +16,7 @@ use crate::clock::TokioClock;
 use crate::config::EngineConfig;
 use crate::engine::Engine;
 use crate::events::event::AgentEvent;
-use crate::events::outbox::Emitter;
+use crate::events::outbox::Outbox;
 use crate::events::queue::EventStream;
 use crate::response::driver::ResponseDriver;
 use crate::response::telemetry::ChatSpan;
@@ -33,7 +33,7 @@ pub(super) struct Fixture {
     pub session: SessionId,
     pub tasks: TaskTracker,
     pub cancel: CancellationToken,
-    pub out: Emitter,
+    pub out: Outbox,
     pub events: EventStream,
 }
 
@@ -76,7 +76,7 @@ impl Fixture {
     pub fn driver(&mut self) -> ResponseDriver<'_> {
         let chat = ChatSpan::open(&self.session, 0, None, None, 0);
         ResponseDriver::new(
-            Arc::clone(self.engine.shared()),
+            Arc::clone(self.engine.parts()),
             self.session.clone(),
             0,
             self.tasks.clone(),

@@ -1,8 +1,10 @@
-//! The errors of the tool path.
+//! The errors of the tool path, one type per role (the [`tools`](crate::tools) module docs say which to use when).
 
 use std::fmt;
 
-/// A tool body's failure; its message becomes the error result's text (contract §5.4).
+/// A call failed: its message becomes the call's error result, the text the model reads (contract §5.4). What
+/// [`Tool::execute`](crate::Tool::execute), a [layer](crate::layer) and a [hook](crate::ToolHook) return when they
+/// fail. A typed tool's [`ToolFailure`] becomes one with the error's text and its sources.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("{message}")]
 pub struct ToolError {
@@ -18,6 +20,10 @@ impl ToolError {
         }
     }
 }
+
+/// The name hooks' errors had before they became [`ToolError`]s (a hook's failure and a body's play the same role).
+#[deprecated(note = "use `ToolError`: hooks fail with the same error as tool bodies")]
+pub type HookError = ToolError;
 
 impl From<String> for ToolError {
     fn from(message: String) -> Self {
