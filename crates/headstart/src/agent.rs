@@ -59,7 +59,8 @@ impl Agent {
 
     /// Runs the loop on a session without a new prompt (after recovery, say): the model sees the stored context.
     /// Requests are numbered after the last stored one; `max_turns` counts the requests of this run. A session whose
-    /// transcript already ends with a final answer (no calls, a normal stop) ends at once as `Completed`.
+    /// stored conversation does not wait for the model ([`expects_answer`]: it is empty, ends with a final answer, or
+    /// has calls without results) ends at once as `Completed`.
     pub fn resume(&self, session: &SessionId, cancel: CancellationToken) -> EventStream {
         self.run_inner(session.clone(), None, cancel)
     }
@@ -128,13 +129,17 @@ async fn run_loop(
         Ok(log) => log,
         Err(error) => return store_stop(&error),
     };
-    // Resuming a loop that had already ended (its owner stopped between the final answer and finishing the
-    // session): there is nothing to ask the model.
-    if prompt.is_none() && answered(&log) {
-        return AgentStop::Completed;
-    }
     let first_request = request_after(&log);
     drop(log);
+    // Resuming a loop that had already ended (its owner stopped between the final answer and finishing the
+    // session): there is nothing to ask the model.
+    if prompt.is_none() {
+        match store.model_context(session).await {
+            Ok(context) if !expects_answer(&context) => return AgentStop::Completed,
+            Ok(_) => {}
+            Err(error) => return store_stop(&error),
+        }
+    }
     if let Some(prompt) = prompt {
         out.push(AgentEvent::MessageStart { role: Role::User });
         out.flush();
@@ -212,19 +217,6 @@ async fn run_loop(
         if !outcome.wants_continuation() {
             return AgentStop::Completed;
         }
-    }
-}
-
-/// Whether the stored transcript ends with a final answer: a response that ended normally without calls, which
-/// asks for no continuation (contract §3.6).
-fn answered(log: &[headstart_store::StoredMessage]) -> bool {
-    match log.last().map(|stored| &stored.message) {
-        Some(Message::Assistant(answer)) => {
-            !answer.stop_reason.is_abnormal()
-                && answer.stop_reason != headstart_core::StopReason::ToolUse
-                && answer.tool_calls().next().is_none()
-        }
-        _ => false,
     }
 }
 

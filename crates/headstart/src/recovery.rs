@@ -233,21 +233,22 @@ async fn reexecute(
     ))
 }
 
-/// Whether a stored conversation still waits for the model (contract §7.4): its canonical context ends with the user's
-/// prompt (the crash came before any response was stored), or with the results of a response that stopped to use
-/// tools (stop reason `tool_use`; a response cut by a crash has only its prefix fragments, which say so too).
+/// Whether a stored conversation waits for the model (contract §3.6.12, §7.4.3): its canonical context ends with the
+/// user's prompt (the crash came before any response was stored), with results for the model to read, or with a
+/// response without calls that stopped for tools or failed. It does not when it is empty, when it ends with a final
+/// answer (a response that ended normally, `stop` or `length`, without calls), or when its last response has calls
+/// without results (recovery gives them theirs first).
+///
+/// The one rule both ask: [`Agent::resume`](crate::Agent::resume) (a loop resumed on a conversation that does not
+/// wait ends at once as `completed`) and [`Agent::resume_after_crash`](crate::Agent::resume_after_crash).
 pub fn expects_answer(context: &[Message]) -> bool {
     match context.last() {
-        Some(Message::User(_)) => true,
-        Some(Message::ToolResult(_)) => context
-            .iter()
-            .rev()
-            .find_map(|message| match message {
-                Message::Assistant(assistant) => Some(assistant.stop_reason == StopReason::ToolUse),
-                _ => None,
-            })
-            .unwrap_or(false),
-        Some(Message::Assistant(_)) | None => false,
+        None => false,
+        Some(Message::User(_) | Message::ToolResult(_)) => true,
+        Some(Message::Assistant(last)) => {
+            last.tool_calls().next().is_none()
+                && (last.stop_reason.is_abnormal() || last.stop_reason == StopReason::ToolUse)
+        }
     }
 }
 
@@ -259,4 +260,59 @@ pub struct Resumed {
     pub recovered: Vec<RecoveredCall>,
     /// The continued agent loop, or `None` when the stored conversation was already answered.
     pub events: Option<EventStream>,
+}
+
+#[cfg(test)]
+mod tests {
+    use headstart_core::{AssistantMessage, ContentBlock, Message, StopReason, ToolArguments, ToolCall};
+    use headstart_core::{ToolResultMessage, Usage, UserMessage};
+
+    use super::expects_answer;
+
+    fn response(stop_reason: StopReason, with_call: bool) -> Message {
+        let mut content = vec![ContentBlock::text("…")];
+        if with_call {
+            content.push(ContentBlock::ToolCall(ToolCall {
+                id: "c1".to_owned(),
+                name: "fetch".to_owned(),
+                arguments: ToolArguments::Valid(serde_json::Map::new()),
+            }));
+        }
+        Message::Assistant(AssistantMessage {
+            turn_id: "t".to_owned(),
+            stop_reason,
+            content,
+            usage: Usage::default(),
+            model: None,
+            error_message: None,
+        })
+    }
+
+    fn result() -> Message {
+        let call = ToolCall {
+            id: "c1".to_owned(),
+            name: "fetch".to_owned(),
+            arguments: ToolArguments::Valid(serde_json::Map::new()),
+        };
+        Message::ToolResult(ToolResultMessage::error(&call, "interrupted"))
+    }
+
+    #[test]
+    fn a_conversation_waits_for_the_model_unless_empty_answered_or_missing_results() {
+        let user = || Message::User(UserMessage::new("hi"));
+        let cases = [
+            (vec![], false),
+            (vec![user()], true),
+            (vec![user(), response(StopReason::ToolUse, true), result()], true),
+            (vec![user(), response(StopReason::Stop, true), result()], true),
+            (vec![user(), response(StopReason::Stop, false)], false),
+            (vec![user(), response(StopReason::Length, false)], false),
+            (vec![user(), response(StopReason::Error, false)], true),
+            (vec![user(), response(StopReason::ToolUse, false)], true),
+            (vec![user(), response(StopReason::ToolUse, true)], false),
+        ];
+        for (context, expected) in cases {
+            assert_eq!(expects_answer(&context), expected, "{context:?}");
+        }
+    }
 }
