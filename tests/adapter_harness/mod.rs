@@ -198,8 +198,12 @@ impl Tool for Scripted {
         }
     }
 
-    fn execution_mode(&self) -> Option<ExecutionMode> {
-        self.sequential.then_some(ExecutionMode::Sequential)
+    fn execution_mode(&self) -> ExecutionMode {
+        if self.sequential {
+            ExecutionMode::Sequential
+        } else {
+            ExecutionMode::Parallel
+        }
     }
 
     fn conflict_key(&self, arguments: &Arguments) -> Option<String> {

@@ -84,8 +84,12 @@ impl Tool for McpTool {
         self.flags.is_async
     }
 
-    fn execution_mode(&self) -> Option<ExecutionMode> {
-        self.flags.sequential.then_some(ExecutionMode::Sequential)
+    fn execution_mode(&self) -> ExecutionMode {
+        if self.flags.sequential {
+            ExecutionMode::Sequential
+        } else {
+            ExecutionMode::Parallel
+        }
     }
 
     fn conflict_key(&self, _arguments: &Arguments) -> Option<String> {

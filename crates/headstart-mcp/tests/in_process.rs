@@ -210,7 +210,7 @@ async fn lists_tools_with_prefixed_names_schemas_and_untrusted_flags() {
         assert!(!tool.is_async(), "{} is async", tool.name());
         assert!(!tool.idempotent(), "{} is idempotent", tool.name());
         assert_eq!(tool.conflict_key(&Default::default()).as_deref(), Some("mcp:test"));
-        assert_eq!(tool.execution_mode(), None);
+        assert_eq!(tool.execution_mode(), headstart::ExecutionMode::Parallel);
     }
     assert!(fixture.seen.calls().is_empty(), "listing calls nothing");
 }
@@ -226,7 +226,7 @@ async fn trusted_annotations_and_overrides_set_the_flags() {
     assert_eq!(lookup.conflict_key(&Default::default()), None);
     let write = by_name("write");
     assert!(!write.is_async() && !write.idempotent());
-    assert_eq!(write.execution_mode(), Some(headstart::ExecutionMode::Sequential));
+    assert_eq!(write.execution_mode(), headstart::ExecutionMode::Sequential);
     assert_eq!(
         write.conflict_key(&Default::default()),
         None,

@@ -77,8 +77,8 @@ impl Tool for SimTool {
         self.spec.is_async
     }
 
-    fn execution_mode(&self) -> Option<ExecutionMode> {
-        self.spec.execution_mode
+    fn execution_mode(&self) -> ExecutionMode {
+        self.spec.execution_mode.unwrap_or_default()
     }
 
     fn conflict_key(&self, arguments: &Arguments) -> Option<String> {

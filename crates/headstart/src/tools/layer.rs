@@ -4,7 +4,8 @@
 //! A [`ToolLayer`] turns a tool into another tool, like `tower::Layer` turns a service into a service. The layered
 //! tool keeps the inner tool's name, schema and flags (early, idempotent, conflict key, timeout…), so the engine
 //! schedules it exactly as before; only `execute` goes through the layer's [`ToolMiddleware`]. Apply a layer to
-//! one tool with [`ToolLayer::layer`], or to every registered tool with [`Toolbox::layer`](crate::Toolbox::layer).
+//! one tool with [`ToolLayer::layer`], or to every tool of a toolbox, registered before or after, with
+//! [`Toolbox::layer`](crate::Toolbox::layer).
 //! Layers applied later wrap the earlier ones: `toolbox.layer(timeout).layer(retry)` retries timed-out attempts.
 //!
 //! `before`/`after` [hooks](crate::ToolHook) stay where decisions are made (block a call, override a result); a

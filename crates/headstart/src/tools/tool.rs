@@ -71,9 +71,10 @@ pub trait Tool: Send + Sync {
         false
     }
 
-    /// `Some(Sequential)` fences this tool's batch (contract §4.4).
-    fn execution_mode(&self) -> Option<ExecutionMode> {
-        None
+    /// `Sequential` fences this tool's batch: its calls run one at a time, after every earlier batch settled
+    /// (contract §4.4). `Parallel` (the default) leaves the tool to the engine's [`EngineConfig::tool_execution`](crate::EngineConfig::tool_execution).
+    fn execution_mode(&self) -> ExecutionMode {
+        ExecutionMode::Parallel
     }
 
     /// Calls with equal keys run in source order; different keys run in parallel (contract §4.5).

@@ -6,6 +6,7 @@ use std::sync::Arc;
 use headstart_core::{ToolCall, ToolDefinition};
 use jsonschema::Validator;
 
+use crate::config::ExecutionMode;
 use crate::tools::layer::ToolLayer;
 use crate::tools::tool::{Arguments, Tool};
 
@@ -30,16 +31,24 @@ struct Entry {
     validator: Validator,
 }
 
+/// A layer the toolbox keeps, to wrap the tools registered after it too.
+type SharedLayer = Arc<dyn ToolLayer + Send + Sync>;
+
 /// The tools an agent can call, by name.
 #[derive(Default, Clone)]
 pub struct Toolbox {
     entries: HashMap<String, Arc<Entry>>,
     order: Vec<String>,
+    /// Every layer applied so far, in order: each tool is wrapped by all of them, whenever it was registered.
+    layers: Vec<SharedLayer>,
 }
 
 impl std::fmt::Debug for Toolbox {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Toolbox").field("tools", &self.order).finish()
+        f.debug_struct("Toolbox")
+            .field("tools", &self.order)
+            .field("layers", &self.layers.len())
+            .finish()
     }
 }
 
@@ -54,7 +63,7 @@ impl Toolbox {
         self.register_arc(Arc::new(tool))
     }
 
-    /// Adds a shared tool, compiling its schema.
+    /// Adds a shared tool, compiling its schema. The layers applied so far wrap it, as they wrap every other tool.
     pub fn register_arc(&mut self, tool: Arc<dyn Tool>) -> Result<&mut Self, ToolboxError> {
         let name = tool.name().to_owned();
         if self.entries.contains_key(&name) {
@@ -64,6 +73,7 @@ impl Toolbox {
             name: name.clone(),
             message: err.to_string(),
         })?;
+        let tool = self.layers.iter().fold(tool, |tool, layer| layer.layer(tool));
         self.entries.insert(name.clone(), Arc::new(Entry { tool, validator }));
         self.order.push(name);
         Ok(self)
@@ -75,15 +85,17 @@ impl Toolbox {
         Ok(self)
     }
 
-    /// Wraps every tool registered so far with `layer` (see [`crate::layer`]); a layer applied later wraps the
-    /// ones applied before it. Tools registered afterwards are not wrapped.
-    pub fn layer(mut self, layer: impl ToolLayer) -> Self {
+    /// Wraps every tool with `layer` (see [`crate::layer`]): those registered so far and those registered later
+    /// alike, as tower's `ServiceBuilder` wraps whatever service it is given. A layer applied later wraps the ones
+    /// applied before it, whatever the order of registrations in between.
+    pub fn layer(mut self, layer: impl ToolLayer + Send + Sync + 'static) -> Self {
         for entry in self.entries.values_mut() {
             *entry = Arc::new(Entry {
                 tool: layer.layer(Arc::clone(&entry.tool)),
                 validator: entry.validator.clone(),
             });
         }
+        self.layers.push(Arc::new(layer));
         self
     }
 
@@ -135,7 +147,7 @@ impl Toolbox {
     /// Whether a call's tool fences its batch (contract §4.4).
     pub(crate) fn fences(&self, call: &ToolCall) -> bool {
         self.get(&call.name)
-            .is_some_and(|tool| tool.execution_mode() == Some(crate::config::ExecutionMode::Sequential))
+            .is_some_and(|tool| tool.execution_mode() == ExecutionMode::Sequential)
     }
 
     /// Number of tools.
@@ -146,5 +158,67 @@ impl Toolbox {
     /// `true` when no tool is registered.
     pub fn is_empty(&self) -> bool {
         self.entries.is_empty()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use schemars::JsonSchema;
+    use serde::Deserialize;
+
+    use super::Toolbox;
+    use crate::tools::output::ToolOutput;
+    use crate::tools::tool::{Arguments, Tool, ToolContext};
+    use crate::tools::typed::tool_fn;
+
+    #[derive(Deserialize, JsonSchema)]
+    struct NoArguments {}
+
+    /// A layer that wraps a tool's text output in `<name>(…)`.
+    fn wrapping(name: &'static str) -> impl Fn(Arc<dyn Tool>) -> Arc<dyn Tool> + Send + Sync + 'static {
+        move |inner: Arc<dyn Tool>| -> Arc<dyn Tool> {
+            let tool_name = inner.name().to_owned();
+            let wrapped = tool_fn(tool_name, move |_: NoArguments, context: ToolContext| {
+                let inner = Arc::clone(&inner);
+                async move {
+                    let output = inner.execute(Arguments::new(), context).await?;
+                    let text = headstart_core::model::joined_text(&output.content);
+                    Ok(ToolOutput::text(format!("{name}({text})")))
+                }
+            });
+            Arc::new(wrapped)
+        }
+    }
+
+    fn answering(name: &'static str) -> impl Tool {
+        tool_fn(name, move |_: NoArguments, _| async move { Ok(name) })
+    }
+
+    async fn output(toolbox: &Toolbox, name: &str) -> String {
+        let tool = toolbox.get(name).expect("registered");
+        let output = tool
+            .execute(Arguments::new(), ToolContext::detached("c1"))
+            .await
+            .expect("runs");
+        headstart_core::model::joined_text(&output.content)
+    }
+
+    #[tokio::test]
+    async fn layers_wrap_every_tool_whatever_the_order_of_registration() {
+        let toolbox = Toolbox::new()
+            .with(answering("before"))
+            .expect("registered")
+            .layer(wrapping("inner"))
+            .with(answering("between"))
+            .expect("registered")
+            .layer(wrapping("outer"))
+            .with(answering("after"))
+            .expect("registered");
+        for name in ["before", "between", "after"] {
+            assert_eq!(output(&toolbox, name).await, format!("outer(inner({name}))"));
+        }
+        assert_eq!(toolbox.definitions().len(), 3);
     }
 }

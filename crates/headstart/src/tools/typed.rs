@@ -169,8 +169,12 @@ where
         self.is_async
     }
 
-    fn execution_mode(&self) -> Option<ExecutionMode> {
-        self.sequential.then_some(ExecutionMode::Sequential)
+    fn execution_mode(&self) -> ExecutionMode {
+        if self.sequential {
+            ExecutionMode::Sequential
+        } else {
+            ExecutionMode::Parallel
+        }
     }
 
     fn conflict_key(&self, arguments: &Arguments) -> Option<String> {
@@ -262,7 +266,7 @@ mod tests {
     fn flags_and_conflict_key_come_from_the_builder() {
         let tool = read_tool();
         assert!(tool.is_async() && tool.idempotent());
-        assert_eq!(tool.execution_mode(), None);
+        assert_eq!(tool.execution_mode(), ExecutionMode::Parallel);
         let key = tool.conflict_key(&arguments(serde_json::json!({"path": "/etc/x"})));
         assert_eq!(key.as_deref(), Some("/etc/x"));
     }

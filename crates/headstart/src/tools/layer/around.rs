@@ -73,7 +73,7 @@ impl<M: ToolMiddleware> Tool for Around<M> {
     fn is_async(&self) -> bool {
         self.inner.is_async()
     }
-    fn execution_mode(&self) -> Option<ExecutionMode> {
+    fn execution_mode(&self) -> ExecutionMode {
         self.inner.execution_mode()
     }
     fn conflict_key(&self, arguments: &Arguments) -> Option<String> {
