@@ -32,7 +32,7 @@ impl Tool for Step {
         json!({"type": "object"})
     }
 
-    fn is_async(&self) -> bool {
+    fn early(&self) -> bool {
         true
     }
 
@@ -127,7 +127,7 @@ async fn run(turns: Vec<Vec<TimedDelta>>, budget: Option<u32>) -> (AgentStop, u3
         .await;
     let requests = events
         .iter()
-        .filter(|e| matches!(e, AgentEvent::TurnStart { .. }))
+        .filter(|e| matches!(e, AgentEvent::ResponseStart { .. }))
         .count();
     let Some(AgentEvent::AgentEnd { stop }) = events.last() else {
         panic!("no agent_end last: {:?}", events.last())

@@ -31,7 +31,7 @@ impl Tool for Record {
     fn name(&self) -> &str {
         "record"
     }
-    fn is_async(&self) -> bool {
+    fn early(&self) -> bool {
         true
     }
     async fn execute(&self, _arguments: Arguments, context: ToolContext) -> Result<ToolOutput, ToolError> {

@@ -144,7 +144,7 @@ impl Tool for Watched {
         "watched"
     }
 
-    fn is_async(&self) -> bool {
+    fn early(&self) -> bool {
         true
     }
 
@@ -388,7 +388,7 @@ impl Tool for Rendezvous {
         "rendezvous"
     }
 
-    fn is_async(&self) -> bool {
+    fn early(&self) -> bool {
         true
     }
 

@@ -150,7 +150,7 @@ enum Behaviour {
 
 struct Scripted {
     name: &'static str,
-    is_async: bool,
+    early: bool,
     behaviour: Behaviour,
     sequential: bool,
     timeout_ms: Option<u64>,
@@ -160,10 +160,10 @@ struct Scripted {
 }
 
 impl Scripted {
-    fn new(name: &'static str, is_async: bool, behaviour: Behaviour, probe: &Arc<Probe>) -> Self {
+    fn new(name: &'static str, early: bool, behaviour: Behaviour, probe: &Arc<Probe>) -> Self {
         Scripted {
             name,
-            is_async,
+            early,
             behaviour,
             sequential: false,
             timeout_ms: None,
@@ -186,8 +186,8 @@ impl Tool for Scripted {
         self.name
     }
 
-    fn is_async(&self) -> bool {
-        self.is_async
+    fn early(&self) -> bool {
+        self.early
     }
 
     fn parameters(&self) -> serde_json::Value {
@@ -329,7 +329,7 @@ async fn run_async(script: &Script) -> Result<Summary, Vec<String>> {
             ExecutionMode::Parallel
         })
         .max_in_flight(script.max_in_flight)
-        .max_turns(1)
+        .max_requests(1)
         .early_execution(!script.no_early_execution);
     let engine = Engine::builder(store.clone())
         .toolbox(toolbox(&probe))
@@ -398,7 +398,7 @@ async fn check(
 
     // What only this harness can see: how the turn says it ended, and that no store write failed.
     let outcome = match events.last() {
-        Some(AgentEvent::TurnEnd { outcome, .. }) => Some(outcome),
+        Some(AgentEvent::ResponseEnd { outcome, .. }) => Some(outcome),
         _ => None,
     };
     if let Some(outcome) = outcome {

@@ -440,7 +440,7 @@ async fn respond(
     let mut failed = Vec::new();
     while let Some(event) = events.next().await {
         match event {
-            AgentEvent::TurnEnd { outcome: turn, .. } => outcome = Some(turn),
+            AgentEvent::ResponseEnd { outcome: turn, .. } => outcome = Some(turn),
             AgentEvent::ToolExecutionEnd {
                 tool_call_id,
                 is_error: true,

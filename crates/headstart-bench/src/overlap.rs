@@ -51,7 +51,7 @@ pub enum BlockSpec {
     Call {
         /// How long the tool's body sleeps.
         tool_ms: u64,
-        /// An async (early-executable) tool, or a sync one.
+        /// An early tool, or a sync one.
         is_async: bool,
         /// Number of argument deltas (at least 1).
         arg_tokens: usize,
@@ -413,7 +413,7 @@ async fn run_once(
     let mut failed = Vec::new();
     while let Some(event) = agent_events.next().await {
         match event {
-            AgentEvent::TurnEnd { outcome, .. } => ended = Some((Instant::now(), outcome)),
+            AgentEvent::ResponseEnd { outcome, .. } => ended = Some((Instant::now(), outcome)),
             AgentEvent::ToolExecutionEnd {
                 tool_call_id,
                 is_error: true,

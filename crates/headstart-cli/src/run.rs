@@ -75,9 +75,10 @@ pub struct ModelArgs {
     /// A system prompt, e.g. `--system "Answer in one paragraph."`.
     #[arg(long)]
     system: Option<String>,
-    /// The loop stops after this many model requests, e.g. `--max-turns 8`.
-    #[arg(long, default_value_t = 32, value_name = "N")]
-    max_turns: u32,
+    /// The loop stops after this many model requests, e.g. `--max-requests 8` (`--max-turns`, its old name, still
+    /// works).
+    #[arg(long, alias = "max-turns", default_value_t = 32, value_name = "N")]
+    max_requests: u32,
     /// At most this many tool calls of one response run; the calls past it get an error result and never run
     /// (contract §4.6.4), e.g. `--max-calls-per-response 32`.
     #[arg(long, default_value_t = headstart::DEFAULT_MAX_CALLS_PER_RESPONSE, value_name = "N",
@@ -438,7 +439,7 @@ impl ModelArgs {
         let model = self.model()?;
         let toolbox = builtin_tools::toolbox(&self.builtin_config(transcript)?, extra).map_err(Failure::Failed)?;
         let config = EngineConfig::default()
-            .max_turns(self.max_turns)
+            .max_requests(self.max_requests)
             .max_calls_per_response(Some(self.max_calls_per_response))
             .max_in_flight(Some(self.max_in_flight))
             .continue_after_failed_stream((self.continue_after_failure > 0).then_some(self.continue_after_failure));
@@ -515,7 +516,7 @@ async fn finish(
         db.display()
     );
     Ok(match stop {
-        AgentStop::Completed | AgentStop::Terminated | AgentStop::MaxTurns => 0,
+        AgentStop::Completed | AgentStop::Terminated | AgentStop::MaxRequests => 0,
         AgentStop::Cancelled => 130,
         AgentStop::ResponseFailed | AgentStop::Error(_) | AgentStop::Fenced(_) => {
             eprintln!("headstart: the run stopped: {stop:?}");
@@ -682,5 +683,38 @@ mod tests {
         for bad in ["", "github:", ":NAME", "NAME=value"] {
             assert!(matches!(McpEnv::parse(bad), Err(Failure::Usage(_))), "{bad:?}");
         }
+    }
+
+    #[test]
+    fn max_requests_keeps_its_old_spelling_as_a_hidden_alias() {
+        use clap::{CommandFactory, FromArgMatches};
+        #[derive(clap::Parser)]
+        struct Cli {
+            #[command(flatten)]
+            run: RunArgs,
+        }
+        let parse = |flag: &str| {
+            let matches = Cli::command().try_get_matches_from([
+                "headstart",
+                "--provider",
+                "openai",
+                "--model",
+                "m",
+                flag,
+                "3",
+                "hi",
+            ]);
+            Cli::from_arg_matches(&matches.expect("parses"))
+                .expect("valid")
+                .run
+                .model
+                .max_requests
+        };
+        assert_eq!((parse("--max-requests"), parse("--max-turns")), (3, 3));
+        let help = Cli::command().render_long_help().to_string();
+        assert!(
+            help.contains("--max-requests") && !help.contains("--max-turns <"),
+            "{help}"
+        );
     }
 }

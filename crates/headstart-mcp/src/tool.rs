@@ -80,8 +80,13 @@ impl Tool for McpTool {
         self.parameters.clone()
     }
 
+    fn early(&self) -> bool {
+        self.flags.early
+    }
+
+    // Callers of the deprecated name get the same answer until it goes.
     fn is_async(&self) -> bool {
-        self.flags.is_async
+        self.flags.early
     }
 
     fn execution_mode(&self) -> ExecutionMode {

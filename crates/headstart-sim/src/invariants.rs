@@ -756,7 +756,7 @@ mod tests {
     use headstart::core::model::{AssistantMessage, ContentBlock, ToolCall, ToolResultMessage, Usage};
     use headstart::core::ToolArguments;
     use headstart::store::{RunOutcome, RunState};
-    use headstart::{AgentStop, Role, StopReason, TurnOutcome, UserMessage};
+    use headstart::{AgentStop, ResponseOutcome, Role, StopReason, UserMessage};
     use serde_json::Value;
 
     use super::*;
@@ -875,7 +875,7 @@ mod tests {
     /// The events of [`session`] as `Engine::wrap` emits them: 0 `turn_start`; 1–2 fragment #2; 3 start c1; 4–5
     /// fragment #4; 6 start c2, 7 end c2, 8–9 its result; 10 end c1, 11–12 its result; 13 `turn_end`.
     fn turn_events(log: &[StoredMessage]) -> Vec<AgentEvent> {
-        let mut events = vec![AgentEvent::TurnStart { request: 0 }];
+        let mut events = vec![AgentEvent::ResponseStart { request: 0 }];
         events.extend(message_end(&log[1]));
         events.push(start("c1"));
         events.extend(message_end(&log[3]));
@@ -884,10 +884,10 @@ mod tests {
         events.extend(message_end(&log[4]));
         events.push(end("c1"));
         events.extend(message_end(&log[2]));
-        events.push(AgentEvent::TurnEnd {
+        events.push(AgentEvent::ResponseEnd {
             request: 0,
             outcome: {
-                let mut outcome = TurnOutcome::new(StopReason::ToolUse, 2);
+                let mut outcome = ResponseOutcome::new(StopReason::ToolUse, 2);
                 outcome.committed_prefixes = 1;
                 outcome
             },
@@ -1025,7 +1025,7 @@ mod tests {
                 },
             ),
             (
-                |events| events.push(AgentEvent::TurnStart { request: 1 }),
+                |events| events.push(AgentEvent::ResponseStart { request: 1 }),
                 Violation::EventCount {
                     event: "turn_start",
                     count: 2,

@@ -73,8 +73,8 @@ impl Tool for SimTool {
         self.spec.parameters.clone()
     }
 
-    fn is_async(&self) -> bool {
-        self.spec.is_async
+    fn early(&self) -> bool {
+        self.spec.early
     }
 
     fn execution_mode(&self) -> ExecutionMode {

@@ -13,7 +13,7 @@ use crate::events::event::{AgentEvent, AgentStop, Role};
 use crate::events::outbox::Outbox;
 use crate::events::queue::EventStream;
 use crate::recovery::{expects_answer, RecoveryPolicy, Resumed};
-use crate::response::drive::{drive_response, Turn};
+use crate::response::drive::{drive_response, DrivenResponse};
 use crate::response::telemetry::{self, ChatSpan};
 
 /// An agent: a model and an [`Engine`].
@@ -44,7 +44,7 @@ impl Agent {
 
     /// Appends `prompt` to `session` and runs the loop: each request's context is the canonical model view from
     /// the store (contract §7.3); another request follows while the last response admitted calls and neither
-    /// terminated nor failed (contract §3.6), up to `max_turns`. Cancelling `cancel`, or dropping the returned
+    /// terminated nor failed (contract §3.6), up to `max_requests`. Cancelling `cancel`, or dropping the returned
     /// stream, aborts the current response, cancels running calls, settles every admitted call and ends the run
     /// (contract §5.5, §6.7). `AgentEnd` is always the last event.
     ///
@@ -58,7 +58,7 @@ impl Agent {
     }
 
     /// Runs the loop on a session without a new prompt (after recovery, say): the model sees the stored context.
-    /// Requests are numbered after the last stored one; `max_turns` counts the requests of this run. A session whose
+    /// Requests are numbered after the last stored one; `max_requests` counts the requests of this run. A session whose
     /// stored conversation does not wait for the model ([`expects_answer`]: it is empty, ends with a final answer, or
     /// has calls without results) ends at once as `Completed`.
     pub fn resume(&self, session: &SessionId, cancel: CancellationToken) -> EventStream {
@@ -151,15 +151,15 @@ async fn run_loop(
             Err(error) => return store_stop(&error),
         }
     }
-    let max_turns = engine.config().max_turns;
+    let max_requests = engine.config().max_requests;
     let mut continuations = engine.config().continue_after_failed_stream.unwrap_or(0);
     let mut request = first_request;
     loop {
         if cancel.is_cancelled() {
             return AgentStop::Cancelled;
         }
-        if request - first_request >= max_turns {
-            return AgentStop::MaxTurns;
+        if request - first_request >= max_requests {
+            return AgentStop::MaxRequests;
         }
         out.flush();
         let context = match store.model_context(session).await {
@@ -184,12 +184,12 @@ async fn run_loop(
             }
         };
         let parts = Arc::clone(engine.parts());
-        let turn = Turn {
+        let response = DrivenResponse {
             session: session.clone(),
             request,
             chat,
         };
-        let outcome = drive_response(parts, turn, stream, cancel, tasks, out).await;
+        let outcome = drive_response(parts, response, stream, cancel, tasks, out).await;
         request += 1;
         if let Some(failure) = outcome.store_failure {
             return if outcome.fenced {

@@ -17,7 +17,7 @@ use crate::events::queue::EventStream;
 use crate::parts::EngineParts;
 pub use crate::parts::TurnIdSource;
 use crate::recovery::{recover_with_tools, RecoveredCall, RecoveryPolicy};
-use crate::response::drive::{drive_response, Turn};
+use crate::response::drive::{drive_response, DrivenResponse};
 use crate::response::lease_guard::LeaseGuard;
 use crate::response::telemetry::ChatSpan;
 use crate::tools::hooks::Hooks;
@@ -116,12 +116,12 @@ impl Engine {
     }
 
     /// Wraps one model response (request number `request` of `session`) and returns its agent events, from
-    /// `TurnStart` to `TurnEnd` (contract §3, §6).
+    /// `ResponseStart` to `ResponseEnd` (contract §3, §6).
     ///
-    /// The engine reads `stream` on a task of its own, at the stream's pace, whatever the consumer does: each async
+    /// The engine reads `stream` on a task of its own, at the stream's pace, whatever the consumer does: each early
     /// tool call is committed with its transcript prefix the moment it is sealed, and only then starts; sync calls
-    /// run as one batch after the stream ends. `TurnEnd` comes once every call has its durable result, and carries
-    /// the [`TurnOutcome`](crate::TurnOutcome) the agent loop decides on. Cancelling `cancel`, or dropping the
+    /// run as one batch after the stream ends. `ResponseEnd` comes once every call has its durable result, and carries
+    /// the [`ResponseOutcome`](crate::ResponseOutcome) the agent loop decides on. Cancelling `cancel`, or dropping the
     /// returned stream, ends the response as `aborted` ("cancelled by the caller"), cancels running calls and
     /// settles every admitted call (contract §5.5, §6.7).
     ///
@@ -145,8 +145,8 @@ impl Engine {
         let chat = ChatSpan::open(&session, request, None, None, self.parts.clock.now_us());
         tasks.spawn(
             async move {
-                let turn = Turn { session, request, chat };
-                drive_response(parts, turn, stream, &cancel, &tracker, &mut out).await;
+                let response = DrivenResponse { session, request, chat };
+                drive_response(parts, response, stream, &cancel, &tracker, &mut out).await;
             }
             .instrument(tracing::Span::current()),
         );

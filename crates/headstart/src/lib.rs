@@ -1,7 +1,7 @@
 //! # headstart
 //!
 //! Streaming early execution for LLM agents. headstart wraps a model's delta stream; the moment a call to an
-//! **async** tool is sealed (`toolcall_end`), it commits the transcript prefix — everything the model said up to
+//! **early** tool is sealed (`toolcall_end`), it commits the transcript prefix — everything the model said up to
 //! and including that call — durably, and only then starts the tool, while the model keeps generating. Calls to
 //! other tools wait for the end of the stream and run as one batch. Every executed call has a durable owner in
 //! the transcript, so a crash never leaves a side effect nobody can account for.
@@ -98,7 +98,9 @@ pub use agent::Agent;
 pub use clock::{Clock, SystemClock, TokioClock};
 pub use config::{EngineConfig, ExecutionMode, DEFAULT_MAX_CALLS_PER_RESPONSE, DEFAULT_MAX_IN_FLIGHT};
 pub use engine::{Engine, EngineBuilder, TurnIdSource};
-pub use events::event::{AgentEvent, AgentStop, Role, TurnOutcome};
+#[allow(deprecated)]
+pub use events::event::TurnOutcome;
+pub use events::event::{AgentEvent, AgentStop, ResponseOutcome, Role};
 pub use events::queue::{Emitted, EventStream};
 pub use recovery::{
     expects_answer, recover_all, recover_session, RecoveredCall, RecoveryAction, RecoveryPolicy, Resumed, INTERRUPTED,

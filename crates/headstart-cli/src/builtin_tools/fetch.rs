@@ -277,7 +277,7 @@ impl Tool for FetchUrl {
                "required": ["url"]})
     }
 
-    fn is_async(&self) -> bool {
+    fn early(&self) -> bool {
         true
     }
 

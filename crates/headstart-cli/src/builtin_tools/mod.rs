@@ -10,7 +10,7 @@
 //!   same host, reads at most [`MAX_OUTPUT_BYTES`] of the body and takes at most 30 s in all. What it may reach is
 //!   decided by the pure [`fetch_policy`].
 //!
-//! All three have no side effect, so they are async (they start while the model still streams) and idempotent
+//! All three have no side effect, so they are early (they start while the model still streams) and idempotent
 //! (recovery may run them again). A tool that writes would be declared sync, so that it runs only once the response
 //! is complete (contract §4).
 

@@ -60,7 +60,7 @@ impl ResponseDriver<'_> {
                 }
                 match applied {
                     Applied::Opened(index) => {
-                        self.note_eligibility(index);
+                        self.note_opened(index);
                         None
                     }
                     Applied::Sealed(index) => {
@@ -73,7 +73,7 @@ impl ResponseDriver<'_> {
         }
     }
 
-    pub(super) fn note_eligibility(&mut self, index: usize) {
+    pub(super) fn note_opened(&mut self, index: usize) {
         if self.accumulator.call_name(index).is_none() {
             return;
         }
@@ -82,8 +82,8 @@ impl ResponseDriver<'_> {
         if self.first_over_limit.is_none() && limit.is_some_and(|limit| self.calls_opened > limit) {
             self.first_over_limit = Some(index);
         }
-        if self.first_ineligible.is_none() && !self.is_early_eligible(index) {
-            self.first_ineligible = Some(index);
+        if self.first_not_early.is_none() && !self.is_early(index) {
+            self.first_not_early = Some(index);
         }
     }
 
@@ -94,7 +94,7 @@ impl ResponseDriver<'_> {
         }
     }
 
-    pub(super) fn is_early_eligible(&self, index: usize) -> bool {
+    pub(super) fn is_early(&self, index: usize) -> bool {
         if self.first_over_limit.is_some_and(|first| index >= first) {
             return false;
         }
@@ -104,19 +104,19 @@ impl ResponseDriver<'_> {
         ) else {
             return false;
         };
-        self.parts.toolbox.is_early_eligible(name, flagged)
+        self.parts.toolbox.is_early(name, flagged)
     }
 
     pub(super) fn triggers_commit(&self, index: usize) -> bool {
         // After a store failure the run is ending: nothing new starts early.
         self.store_failure.is_none()
             && self.parts.config.early_execution
-            && self.is_early_eligible(index)
+            && self.is_early(index)
             && self
                 .accumulator
                 .call_id(index)
                 .is_some_and(|id| !self.admitted_ids.contains(id))
-            && self.first_ineligible.is_none_or(|first| first > index)
+            && self.first_not_early.is_none_or(|first| first > index)
             && !self.accumulator.any_open_in(self.committed..index)
     }
 }

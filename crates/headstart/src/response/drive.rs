@@ -12,7 +12,7 @@ use headstart_store::SessionId;
 use tokio_util::sync::{CancellationToken, WaitForCancellationFutureOwned};
 use tokio_util::task::TaskTracker;
 
-use crate::events::event::{AgentEvent, TurnOutcome};
+use crate::events::event::{AgentEvent, ResponseOutcome};
 use crate::events::outbox::Outbox;
 use crate::parts::EngineParts;
 use crate::response::driver::ResponseDriver;
@@ -151,28 +151,28 @@ where
 }
 
 /// Which response of which session [`drive_response`] drives, and its `chat` span.
-pub(crate) struct Turn {
+pub(crate) struct DrivenResponse {
     pub session: SessionId,
     pub request: u32,
     pub chat: ChatSpan,
 }
 
 /// Drives one response: reads `stream` to its end, commits, admits and settles every call, and hands the agent
-/// events, from `TurnStart` to `TurnEnd`, to `out` (contract §3, §6). Returns how the response ended. `chat` is the
+/// events, from `ResponseStart` to `ResponseEnd`, to `out` (contract §3, §6). Returns how the response ended. `chat` is the
 /// request's span: it ends with the stream, while calls may still run; their spans are children of the current
 /// span (the run's).
 pub(crate) async fn drive_response<S>(
     parts: Arc<EngineParts>,
-    Turn { session, request, chat }: Turn,
+    DrivenResponse { session, request, chat }: DrivenResponse,
     stream: S,
     cancel: &CancellationToken,
     tasks: &TaskTracker,
     out: &mut Outbox,
-) -> TurnOutcome
+) -> ResponseOutcome
 where
     S: Stream<Item = Result<DeltaEvent, ModelError>>,
 {
-    out.push(AgentEvent::TurnStart { request });
+    out.push(AgentEvent::ResponseStart { request });
     let mut driver = ResponseDriver::new(parts, session, request, tasks.clone(), out, chat);
     let mut stream = pin!(stream);
     let mut cancelled = pin!(cancel.clone().cancelled_owned());
@@ -185,7 +185,7 @@ where
         tokio::task::consume_budget().await;
     }
     let outcome = driver.outcome();
-    driver.out.push(AgentEvent::TurnEnd {
+    driver.out.push(AgentEvent::ResponseEnd {
         request,
         outcome: outcome.clone(),
     });
@@ -203,7 +203,7 @@ mod tests {
     use headstart_core::{DeltaEvent, DoneReason, ModelError};
     use tokio::time::Instant;
 
-    use super::{drive_response, poll_burst, poll_step, Turn, BURST};
+    use super::{drive_response, poll_burst, poll_step, DrivenResponse, BURST};
     use crate::config::EngineConfig;
     use crate::events::event::AgentEvent;
     use crate::response::fixture::{call, done, start, taken, Fixture};
@@ -297,21 +297,21 @@ mod tests {
             (500, done(DoneReason::ToolUse)),
         ]);
         let parts = Arc::clone(fixture.engine.parts());
-        let turn = Turn {
+        let response = DrivenResponse {
             session: fixture.session.clone(),
             request: 0,
             chat: ChatSpan::open(&fixture.session, 0, None, None, 0),
         };
         let cancel = fixture.cancel.clone();
         let tasks = fixture.tasks.clone();
-        let outcome = drive_response(parts, turn, stream, &cancel, &tasks, &mut fixture.out).await;
+        let outcome = drive_response(parts, response, stream, &cancel, &tasks, &mut fixture.out).await;
         assert_eq!((outcome.admitted, outcome.committed_prefixes), (1, 1));
         let mut at = Vec::new();
         while let Some(Some(emitted)) = futures::FutureExt::now_or_never(fixture.events.next_emitted()) {
             match emitted.event {
                 AgentEvent::ToolExecutionStart { .. } => at.push(("start", emitted.at_us)),
                 AgentEvent::ToolExecutionEnd { .. } => at.push(("end", emitted.at_us)),
-                AgentEvent::TurnEnd { .. } => at.push(("turn_end", emitted.at_us)),
+                AgentEvent::ResponseEnd { .. } => at.push(("turn_end", emitted.at_us)),
                 _ => {}
             }
         }

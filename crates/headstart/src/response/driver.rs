@@ -9,7 +9,7 @@ use headstart_core::{Accumulator, StopReason};
 use headstart_store::{SessionId, StoreError};
 use tokio_util::task::TaskTracker;
 
-use crate::events::event::{AgentEvent, Role, TurnOutcome};
+use crate::events::event::{AgentEvent, ResponseOutcome, Role};
 use crate::events::outbox::Outbox;
 use crate::parts::EngineParts;
 use crate::response::lease_guard::CallGate;
@@ -25,8 +25,8 @@ pub(crate) struct ResponseDriver<'a> {
     pub(super) accumulator: Accumulator,
     /// Leading content blocks already committed (contract §3).
     pub(super) committed: usize,
-    /// The first call at or after `committed` that is not early-eligible: no prefix can pass it.
-    pub(super) first_ineligible: Option<usize>,
+    /// The first call at or after `committed` that is not early: no prefix can pass it.
+    pub(super) first_not_early: Option<usize>,
     /// Calls opened so far in this response, and the index of the first past
     /// [`EngineConfig::max_calls_per_response`](crate::EngineConfig::max_calls_per_response): that call and every later
     /// one are refused at preparation (contract §4.6.4), so none is worth a durable commit of its own.
@@ -81,7 +81,7 @@ impl<'a> ResponseDriver<'a> {
             request,
             accumulator: Accumulator::new(),
             committed: 0,
-            first_ineligible: None,
+            first_not_early: None,
             calls_opened: 0,
             first_over_limit: None,
             turn_id: None,
@@ -124,9 +124,9 @@ impl<'a> ResponseDriver<'a> {
         self.chat.chunk(|| clock.now_us());
     }
 
-    pub(super) fn outcome(&self) -> TurnOutcome {
+    pub(super) fn outcome(&self) -> ResponseOutcome {
         let ending = self.accumulator.ending();
-        TurnOutcome {
+        ResponseOutcome {
             stop_reason: ending.map_or(StopReason::Error, |ending| ending.stop_reason),
             error: ending.and_then(|ending| ending.error_message.clone()),
             admitted: self.runner.len(),

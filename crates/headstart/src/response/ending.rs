@@ -59,7 +59,7 @@ impl ResponseDriver<'_> {
             .iter()
             .filter(|(index, _)| match stop_reason {
                 StopReason::ToolUse => true,
-                StopReason::Stop | StopReason::Length => self.is_early_eligible(*index),
+                StopReason::Stop | StopReason::Length => self.is_early(*index),
                 StopReason::Error | StopReason::Aborted => false,
             })
             .map(|(_, call)| call.clone())

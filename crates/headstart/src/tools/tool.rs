@@ -64,9 +64,20 @@ pub trait Tool: Send + Sync {
         serde_json::json!({"type": "object"})
     }
 
-    /// Early-executable: the call may start as soon as it is sealed, while the model keeps streaming (contract §3.1).
-    /// Only flag tools whose result the model does not need before it finishes the response, and whose effects
-    /// are safe to start before the model has finished talking.
+    /// Early: the call may start as soon as it is sealed, while the model keeps streaming (contract §3.1; the
+    /// wire and scenario files flag such a tool `async`). Only flag tools whose result the model does not need before
+    /// it finishes the response, and whose effects are safe to start before the model has finished talking.
+    ///
+    /// Defaults to what the deprecated [`Tool::is_async`] says, so a tool written before the rename keeps its flag.
+    fn early(&self) -> bool {
+        #[allow(deprecated)]
+        self.is_async()
+    }
+
+    /// The name [`Tool::early`] had before issue 20 (`execute` is async for every tool, so the name misled).
+    /// Implement `early` instead; the engine asks `early`, whose default asks this. Callers should ask `early` too:
+    /// a tool that implements only `early` answers `false` here.
+    #[deprecated(note = "renamed to `Tool::early`: implement and call `early` instead")]
     fn is_async(&self) -> bool {
         false
     }
@@ -99,4 +110,42 @@ pub trait Tool: Send + Sync {
 
     /// Runs the call.
     async fn execute(&self, arguments: Arguments, context: ToolContext) -> Result<ToolOutput, ToolError>;
+}
+
+#[cfg(test)]
+mod tests {
+    use async_trait::async_trait;
+
+    use super::*;
+    use crate::tools::toolbox::Toolbox;
+
+    /// A tool written before `early` existed: it says `is_async`.
+    struct Lookup;
+
+    #[async_trait]
+    impl Tool for Lookup {
+        fn name(&self) -> &str {
+            "lookup"
+        }
+
+        fn is_async(&self) -> bool {
+            true
+        }
+
+        async fn execute(&self, _arguments: Arguments, _context: ToolContext) -> Result<ToolOutput, ToolError> {
+            Ok(ToolOutput::text("found"))
+        }
+    }
+
+    #[test]
+    fn a_tool_that_says_is_async_is_early() {
+        assert!(Lookup.early());
+        let toolbox = Toolbox::new().with(Lookup).expect("registered");
+        assert!(toolbox.is_early("lookup", false));
+        assert!(
+            toolbox.is_early("unknown", true),
+            "the stream's flag makes any call early"
+        );
+        assert!(!toolbox.is_early("unknown", false));
+    }
 }

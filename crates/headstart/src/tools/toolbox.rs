@@ -104,9 +104,16 @@ impl Toolbox {
         self.entries.get(name).map(|entry| &entry.tool)
     }
 
-    /// Whether a call is early-eligible (contract §1): its tool is async, or the stream flagged the call async.
+    /// Whether a call is early, may start before the stream ends (contract §1.4): its tool is
+    /// early ([`Tool::early`]), or the stream flagged the call (`"async": true` on its `toolcall_start`).
+    pub fn is_early(&self, name: &str, flagged_early: bool) -> bool {
+        flagged_early || self.get(name).is_some_and(|tool| tool.early())
+    }
+
+    /// The name [`Toolbox::is_early`] had before issue 20.
+    #[deprecated(note = "renamed to `Toolbox::is_early`")]
     pub fn is_early_eligible(&self, name: &str, flagged_async: bool) -> bool {
-        flagged_async || self.get(name).is_some_and(|tool| tool.is_async())
+        self.is_early(name, flagged_async)
     }
 
     /// Validates arguments against the tool's schema; `Err` lists every violation as `<path>: <message>`.

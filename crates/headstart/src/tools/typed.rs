@@ -57,7 +57,7 @@ pub struct ToolFn<A, F> {
     name: String,
     description: String,
     parameters: Value,
-    is_async: bool,
+    early: bool,
     idempotent: bool,
     sequential: bool,
     timeout: Option<Duration>,
@@ -70,7 +70,7 @@ pub struct ToolFn<A, F> {
 /// what the model sees and what calls are validated against (contract §5.2). The body returns anything that converts
 /// into a [`ToolOutput`] (`String`, `&str`, `serde_json::Value`, `ToolOutput`) or a [`ToolFailure`].
 ///
-/// By default the tool is sync, not idempotent, without timeout or conflict key; the builder methods set those.
+/// By default the tool is not early, not idempotent, without timeout or conflict key; the builder methods set those.
 pub fn tool_fn<A, F, Fut, O>(name: impl Into<String>, body: F) -> ToolFn<A, F>
 where
     A: DeserializeOwned + JsonSchema + Send + 'static,
@@ -82,7 +82,7 @@ where
         name: name.into(),
         description: String::new(),
         parameters: schema_for::<A>(),
-        is_async: false,
+        early: false,
         idempotent: false,
         sequential: false,
         timeout: None,
@@ -99,9 +99,9 @@ impl<A, F> ToolFn<A, F> {
         self
     }
 
-    /// Early-executable ([`Tool::is_async`]): starts as soon as the call is sealed.
+    /// Early ([`Tool::early`]): starts as soon as the call is sealed.
     pub fn early(mut self) -> Self {
-        self.is_async = true;
+        self.early = true;
         self
     }
 
@@ -135,7 +135,7 @@ impl<A, F> fmt::Debug for ToolFn<A, F> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("ToolFn")
             .field("name", &self.name)
-            .field("is_async", &self.is_async)
+            .field("early", &self.early)
             .field("idempotent", &self.idempotent)
             .finish_non_exhaustive()
     }
@@ -165,8 +165,13 @@ where
         self.parameters.clone()
     }
 
+    fn early(&self) -> bool {
+        self.early
+    }
+
+    // Callers of the deprecated name get the same answer until it goes.
     fn is_async(&self) -> bool {
-        self.is_async
+        self.early
     }
 
     fn execution_mode(&self) -> ExecutionMode {
@@ -265,7 +270,7 @@ mod tests {
     #[test]
     fn flags_and_conflict_key_come_from_the_builder() {
         let tool = read_tool();
-        assert!(tool.is_async() && tool.idempotent());
+        assert!(tool.early() && tool.idempotent());
         assert_eq!(tool.execution_mode(), ExecutionMode::Parallel);
         let key = tool.conflict_key(&arguments(serde_json::json!({"path": "/etc/x"})));
         assert_eq!(key.as_deref(), Some("/etc/x"));

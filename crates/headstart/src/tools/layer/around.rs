@@ -70,8 +70,12 @@ impl<M: ToolMiddleware> Tool for Around<M> {
     fn parameters(&self) -> Value {
         self.inner.parameters()
     }
+    fn early(&self) -> bool {
+        self.inner.early()
+    }
+    // Callers of the deprecated name get the inner tool's answer until it goes.
     fn is_async(&self) -> bool {
-        self.inner.is_async()
+        self.inner.early()
     }
     fn execution_mode(&self) -> ExecutionMode {
         self.inner.execution_mode()

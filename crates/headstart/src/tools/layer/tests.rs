@@ -44,7 +44,7 @@ impl Tool for Arc<Flaky> {
     fn name(&self) -> &str {
         "flaky"
     }
-    fn is_async(&self) -> bool {
+    fn early(&self) -> bool {
         true
     }
     fn idempotent(&self) -> bool {
@@ -96,7 +96,7 @@ async fn retry_backs_off_exponentially_for_idempotent_tools() {
     // Three 10 ms attempts, with 100 ms then 200 ms of backoff between them.
     assert_eq!(started.elapsed(), Duration::from_millis(330));
     assert!(
-        retried.is_async() && retried.idempotent() && retried.name() == "flaky",
+        retried.early() && retried.idempotent() && retried.name() == "flaky",
         "flags pass through"
     );
 }
