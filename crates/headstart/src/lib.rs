@@ -73,6 +73,9 @@
 //! # }
 //! ```
 //!
+//! The same call reads as a stream adapter with [`ModelStreamExt`]: `deltas.early_execute(&engine, &session,
+//! cancel).await?`.
+//!
 //! A tool whose behaviour is decided at run time (an MCP server's, a plugin's) implements the object-safe [`Tool`]
 //! trait instead, over untyped [`Arguments`].
 //!
@@ -87,6 +90,7 @@ mod events;
 mod parts;
 mod recovery;
 mod response;
+mod stream_ext;
 mod tools;
 
 pub use headstart_core as core;
@@ -107,6 +111,7 @@ pub use recovery::{
 };
 pub use response::ending::{CANCELLED_BY_CALLER, MISSING_TERMINAL};
 pub use response::lease_guard::{LeaseGuard, LEASE_MAY_HAVE_EXPIRED};
+pub use stream_ext::ModelStreamExt;
 #[allow(deprecated)]
 pub use tools::error::HookError;
 pub use tools::error::{ToolError, ToolFailure};
