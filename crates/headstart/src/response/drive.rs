@@ -95,10 +95,9 @@ where
     Poll::Pending
 }
 
-/// Model deltas handled in place, at most, before the engine's task yields (see [`poll_burst`]). A yield costs
-/// about 0.6 µs on a current-thread runtime (the deferred wake goes through the I/O driver): `bench deltas` gave
-/// 93, 82, 81 and 79 ns per delta with bursts of 32, 64, 128 and 256, and no gain beyond (a burst is then about the
-/// queue's flush size, 256 events, about 32 KB).
+/// Model deltas handled in place, at most, before the engine's task yields (see [`poll_burst`]). A yield is costly
+/// next to a delta (the deferred wake goes through the I/O driver), so bursts amortize it; `headstart bench deltas`
+/// found no gain past the queue's flush size, 256 events (docs/performance.md has the measurements).
 const BURST: usize = 256;
 
 /// The next step that needs more than accumulation, in [`poll_step`]'s priority.
