@@ -252,7 +252,7 @@ pub fn expects_answer(context: &[Message]) -> bool {
     }
 }
 
-/// What [`Agent::resume_after_crash`] did: the calls it recovered, and the continued run when the conversation
+/// What [`Agent::resume_after_crash`](crate::Agent::resume_after_crash) did: the calls it recovered, and the continued run when the conversation
 /// still expected an answer.
 #[derive(Debug)]
 pub struct Resumed {

@@ -175,7 +175,11 @@ mod tests {
     use schemars::JsonSchema;
     use serde::Deserialize;
 
+    use async_trait::async_trait;
+    use serde_json::Value;
+
     use super::Toolbox;
+    use crate::tools::error::ToolError;
     use crate::tools::output::ToolOutput;
     use crate::tools::tool::{Arguments, Tool, ToolContext};
     use crate::tools::typed::tool_fn;
@@ -227,5 +231,88 @@ mod tests {
             assert_eq!(output(&toolbox, name).await, format!("outer(inner({name}))"));
         }
         assert_eq!(toolbox.definitions().len(), 3);
+    }
+
+    /// A nested type, so the schema has `$defs`.
+    #[derive(Deserialize, JsonSchema)]
+    struct Range {
+        from: u32,
+        to: u32,
+    }
+
+    #[derive(Deserialize, JsonSchema)]
+    struct ReadArgs {
+        path: String,
+        lines: Option<Range>,
+    }
+
+    fn arguments(value: Value) -> Arguments {
+        match value {
+            Value::Object(map) => map,
+            other => panic!("not an object: {other}"),
+        }
+    }
+
+    #[test]
+    fn the_schema_has_defs_and_compiles_and_validates() {
+        let tool = tool_fn("read", |args: ReadArgs, _| async move {
+            let lines = args.lines.map_or(0, |range| range.to - range.from);
+            Ok(format!("{}: {lines} lines", args.path))
+        });
+        let schema = tool.parameters();
+        assert!(schema.get("$schema").is_none());
+        assert!(schema["$defs"]["Range"].is_object(), "{schema}");
+        let toolbox = Toolbox::new().with(tool).expect("the schema compiles");
+        assert!(toolbox
+            .validate("read", &arguments(serde_json::json!({"path": "a"})))
+            .is_ok());
+        let bad = arguments(serde_json::json!({"path": "a", "lines": {"from": "x", "to": 2}}));
+        let violations = toolbox.validate("read", &bad).expect_err("a string is not a u32");
+        // `Option<Range>` is an `anyOf` over the `$defs` reference and null: the reference resolved and failed.
+        assert!(
+            violations[0].starts_with("/lines: ") && violations[0].contains("anyOf"),
+            "{violations:?}"
+        );
+    }
+
+    /// A tool written before `early` existed: it says `is_async`.
+    struct Lookup;
+
+    #[async_trait]
+    impl Tool for Lookup {
+        fn name(&self) -> &str {
+            "lookup"
+        }
+
+        fn is_async(&self) -> bool {
+            true
+        }
+
+        async fn execute(&self, _arguments: Arguments, _context: ToolContext) -> Result<ToolOutput, ToolError> {
+            Ok(ToolOutput::text("found"))
+        }
+    }
+
+    #[test]
+    fn a_tool_that_says_is_async_is_early() {
+        assert!(Lookup.early());
+        let toolbox = Toolbox::new().with(Lookup).expect("registered");
+        assert!(toolbox.is_early("lookup", false));
+        assert!(
+            toolbox.is_early("unknown", true),
+            "the stream's flag makes any call early"
+        );
+        assert!(!toolbox.is_early("unknown", false));
+    }
+
+    #[test]
+    fn a_call_is_early_when_its_tool_is_or_the_stream_says_so() {
+        let toolbox = Toolbox::new().with(Lookup).expect("registered");
+        assert!(toolbox.is_early("lookup", false), "a tool that says is_async is early");
+        assert!(
+            toolbox.is_early("unknown", true),
+            "the stream's flag makes any call early"
+        );
+        assert!(!toolbox.is_early("unknown", false));
     }
 }

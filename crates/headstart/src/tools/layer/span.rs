@@ -11,7 +11,7 @@ use crate::tools::output::ToolOutput;
 use crate::tools::tool::{Arguments, Tool, ToolContext};
 
 /// Runs each execution inside a span made by a function of the tool and the call: an application's own span
-/// (with its own fields) in addition to the engine's `execute_tool`; inside a [`RetryLayer`], one per attempt.
+/// (with its own fields) in addition to the engine's `execute_tool`; inside a [`RetryLayer`](crate::layer::RetryLayer), one per attempt.
 pub struct SpanLayer<F> {
     make: Arc<F>,
 }
