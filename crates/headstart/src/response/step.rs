@@ -14,8 +14,11 @@ pub(super) enum Step {
     FollowUp(FollowUp),
     /// A result write ended.
     Written(Box<Written>),
+    /// A call was prepared, published an update, or returned.
     Tool(Box<RunnerEvent>),
+    /// The caller cancelled the run.
     Cancelled,
+    /// The model stream's next item, or its end (`None`).
     Model(Option<Result<DeltaEvent, ModelError>>),
 }
 
