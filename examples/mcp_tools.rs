@@ -98,7 +98,7 @@ fn model_stream() -> impl futures::Stream<Item = Result<DeltaEvent, headstart::M
                 index,
                 id: id.into(),
                 name: name.into(),
-                is_async: false,
+                early: false,
             },
             DeltaEvent::ToolcallEnd {
                 index,
@@ -147,9 +147,9 @@ pub async fn run() -> Result<Vec<String>, Box<dyn std::error::Error>> {
     for tool in notes.tools(&ToolPolicy::trusted()).await? {
         let flags = tool.flags();
         lines.push(format!(
-            "tool {}: async={} idempotent={} conflict_key={:?} ({})",
+            "tool {}: early={} idempotent={} conflict_key={:?} ({})",
             tool.headstart_name(),
-            flags.is_async,
+            flags.early,
             flags.idempotent,
             flags.conflict_key,
             flags.reasons["async"]
@@ -182,7 +182,7 @@ pub async fn run() -> Result<Vec<String>, Box<dyn std::error::Error>> {
                 ),
                 _ => continue,
             },
-            AgentEvent::TurnEnd { .. } => "turn_end".to_owned(),
+            AgentEvent::ResponseEnd { .. } => "turn_end".to_owned(),
             _ => continue,
         };
         lines.push(format!("{at:5} ms  {line}"));

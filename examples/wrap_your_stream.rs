@@ -14,8 +14,8 @@ use headstart::core::{DoneReason, Usage};
 use headstart::schemars::JsonSchema;
 use headstart::store::SqliteStore;
 use headstart::{
-    tool_fn, AgentEvent, Arguments, CancellationToken, Decision, DeltaEvent, Engine, HookError, Hooks, ToolCall,
-    ToolContext, ToolHook, Toolbox,
+    tool_fn, AgentEvent, Arguments, CancellationToken, Decision, DeltaEvent, Engine, Hooks, ToolCall, ToolContext,
+    ToolError, ToolHook, Toolbox,
 };
 use serde::Deserialize;
 
@@ -52,7 +52,7 @@ struct AuditHook;
 
 #[async_trait]
 impl ToolHook for AuditHook {
-    async fn before_tool_call(&self, call: &ToolCall, args: &Arguments) -> Result<Decision, HookError> {
+    async fn before_tool_call(&self, call: &ToolCall, args: &Arguments) -> Result<Decision, ToolError> {
         println!("    audit: {} {}", call.name, serde_json::Value::Object(args.clone()));
         if args.get("name").and_then(|v| v.as_str()) == Some("secrets") {
             return Ok(Decision::Block(Some("not allowed".into())));
@@ -66,7 +66,7 @@ fn my_model_stream() -> impl futures::Stream<Item = Result<DeltaEvent, headstart
     async_stream::stream! {
         let tick = || tokio::time::sleep(Duration::from_millis(50));
         yield Ok(DeltaEvent::Start { model: Some("my-model".into()), response_id: None });
-        yield Ok(DeltaEvent::ToolcallStart { index: 0, id: "c1".into(), name: "search".into(), is_async: false });
+        yield Ok(DeltaEvent::ToolcallStart { index: 0, id: "c1".into(), name: "search".into(), early: false });
         yield Ok(DeltaEvent::ToolcallDelta { index: 0, delta: r#"{"q": "tokio"}"#.into() });
         yield Ok(DeltaEvent::ToolcallEnd { index: 0, arguments: None });
         yield Ok(DeltaEvent::TextStart { index: 1 });
@@ -75,7 +75,7 @@ fn my_model_stream() -> impl futures::Stream<Item = Result<DeltaEvent, headstart
             yield Ok(DeltaEvent::TextDelta { index: 1, delta: word.into() });
         }
         yield Ok(DeltaEvent::TextEnd { index: 1 });
-        yield Ok(DeltaEvent::ToolcallStart { index: 2, id: "c2".into(), name: "save".into(), is_async: false });
+        yield Ok(DeltaEvent::ToolcallStart { index: 2, id: "c2".into(), name: "save".into(), early: false });
         yield Ok(DeltaEvent::ToolcallEnd { index: 2, arguments: Some(serde_json::json!({"name": "notes"})) });
         yield Ok(DeltaEvent::Done { stop_reason: DoneReason::ToolUse, usage: Usage { input: 12, output: 30, ..Usage::default() } });
     }

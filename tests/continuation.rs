@@ -33,7 +33,7 @@ impl Tool for Step {
         json!({"type": "object"})
     }
 
-    fn is_async(&self) -> bool {
+    fn early(&self) -> bool {
         true
     }
 
@@ -58,7 +58,7 @@ fn breaks_after_call(id: &str, sealed: bool) -> Vec<TimedDelta> {
                 index: 0,
                 id: id.into(),
                 name: "step".into(),
-                is_async: false,
+                early: false,
             },
         ),
     ];
@@ -97,7 +97,7 @@ async fn run(turns: Vec<Vec<TimedDelta>>, budget: Option<u32>) -> (AgentStop, u3
         .await;
     let requests = events
         .iter()
-        .filter(|e| matches!(e, AgentEvent::TurnStart { .. }))
+        .filter(|e| matches!(e, AgentEvent::ResponseStart { .. }))
         .count();
     let Some(AgentEvent::AgentEnd { stop }) = events.last() else {
         panic!("no agent_end last: {:?}", events.last())

@@ -31,7 +31,7 @@ impl Tool for Record {
     fn name(&self) -> &str {
         "record"
     }
-    fn is_async(&self) -> bool {
+    fn early(&self) -> bool {
         true
     }
     async fn execute(&self, _arguments: Arguments, context: ToolContext) -> Result<ToolOutput, ToolError> {
@@ -60,7 +60,7 @@ impl Model for TwoTurns {
                     index,
                     id: (*id).to_owned(),
                     name: "record".to_owned(),
-                    is_async: false,
+                    early: false,
                 });
                 events.push(DeltaEvent::ToolcallEnd {
                     index,

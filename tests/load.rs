@@ -39,7 +39,7 @@ const CALLS: usize = 10;
 /// Counts executions per call id, and yields once so bodies interleave.
 struct Counted {
     name: &'static str,
-    is_async: bool,
+    early: bool,
     executed: Arc<Mutex<HashMap<String, usize>>>,
 }
 
@@ -49,8 +49,8 @@ impl Tool for Counted {
         self.name
     }
 
-    fn is_async(&self) -> bool {
-        self.is_async
+    fn early(&self) -> bool {
+        self.early
     }
 
     async fn execute(&self, _args: Arguments, ctx: ToolContext) -> Result<ToolOutput, ToolError> {
@@ -110,13 +110,13 @@ async fn a_thousand_concurrent_sessions_lose_nothing() {
     let toolbox = Toolbox::new()
         .with(Counted {
             name: "fetch",
-            is_async: true,
+            early: true,
             executed: Arc::clone(&executed),
         })
         .and_then(|toolbox| {
             toolbox.with(Counted {
                 name: "save",
-                is_async: false,
+                early: false,
                 executed: Arc::clone(&executed),
             })
         })

@@ -26,5 +26,5 @@ async fn the_mcp_example_runs_a_read_only_tool_early() {
         "the write waited for the response to end: {lines:#?}"
     );
     assert!(lines[position("result c2")].contains("added \"rust is fun\""));
-    assert!(lines[0].contains("notes__search_notes: async=true"), "{}", lines[0]);
+    assert!(lines[0].contains("notes__search_notes: early=true"), "{}", lines[0]);
 }

@@ -23,7 +23,7 @@ impl Tool for Fetch {
     fn name(&self) -> &str {
         "fetch"
     }
-    fn is_async(&self) -> bool {
+    fn early(&self) -> bool {
         true
     }
     fn idempotent(&self) -> bool {

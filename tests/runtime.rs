@@ -145,7 +145,7 @@ impl Tool for Watched {
         "watched"
     }
 
-    fn is_async(&self) -> bool {
+    fn early(&self) -> bool {
         true
     }
 
@@ -177,7 +177,7 @@ fn call_then_text(deltas: u64) -> Vec<TimedDelta> {
                 index: 0,
                 id: "c1".into(),
                 name: "watched".into(),
-                is_async: false,
+                early: false,
             },
         ),
         at(
@@ -388,7 +388,7 @@ impl Tool for Rendezvous {
         "rendezvous"
     }
 
-    fn is_async(&self) -> bool {
+    fn early(&self) -> bool {
         true
     }
 
@@ -421,7 +421,7 @@ fn blocking_bodies_run_in_parallel_and_do_not_stall_the_model_stream() {
                         index,
                         id: id.into(),
                         name: "rendezvous".into(),
-                        is_async: false,
+                        early: false,
                     },
                 ),
                 at(0, DeltaEvent::ToolcallEnd { index, arguments: None }),

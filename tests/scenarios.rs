@@ -16,7 +16,7 @@
 //! Every `NN-…` file is in `tests/scenarios/`; 01–14 came with the original contract, 20 onwards pin its rules one
 //! by one. Each file's `description` names the rules it pins down.
 //!
-//! - §3.1(a) early-eligible call commits at its `toolcall_end`: 01, 02, 22 (a call flagged `async: true` in the
+//! - §3.1(a) an early call commits at its `toolcall_end`: 01, 02, 22 (a call flagged `async: true` in the
 //!   event is eligible though its tool is sync or unknown; `async: false` does not demote an async tool).
 //! - §3.1(b) id not yet admitted: unreachable with a valid stream (a reused id is a protocol error):
 //!   31-duplicate-id-runs-once.

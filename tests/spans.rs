@@ -205,7 +205,7 @@ async fn a_wrapped_response_captures_content_on_request_and_names_the_error() {
                 index: 0,
                 id: "c1".into(),
                 name: "read".into(),
-                is_async: false,
+                early: false,
             },
             DeltaEvent::ToolcallEnd {
                 index: 0,

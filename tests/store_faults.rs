@@ -24,8 +24,8 @@ use headstart::core::delta_log::TimedDelta;
 use headstart::core::StopReason;
 use headstart::store::{Durability, Layered, SqliteOptions, StoreError, Write, WriteFuture, WriteLayer, Written};
 use headstart::{
-    Agent, AgentEvent, AgentStop, Arguments, CancellationToken, Engine, Message, SessionId, SqliteStore, TokioClock,
-    Tool, ToolContext, ToolError, ToolOutput, Toolbox, TranscriptStore, TurnOutcome, UserMessage,
+    Agent, AgentEvent, AgentStop, Arguments, CancellationToken, Engine, Message, ResponseOutcome, SessionId,
+    SqliteStore, TokioClock, Tool, ToolContext, ToolError, ToolOutput, Toolbox, TranscriptStore, UserMessage,
 };
 use headstart_sim::sim_model::SimModel;
 use headstart_testkit::fixtures::deltas::delta_log;
@@ -36,7 +36,7 @@ use serde_json::json;
 /// A tool that records each call whose body starts, then works for 100 ms (virtual) unless cancelled.
 struct Probe {
     name: &'static str,
-    is_async: bool,
+    early: bool,
     started: Arc<Mutex<Vec<String>>>,
 }
 
@@ -46,8 +46,8 @@ impl Tool for Probe {
         self.name
     }
 
-    fn is_async(&self) -> bool {
-        self.is_async
+    fn early(&self) -> bool {
+        self.early
     }
 
     async fn execute(&self, _args: Arguments, ctx: ToolContext) -> Result<ToolOutput, ToolError> {
@@ -142,14 +142,14 @@ struct Run {
 }
 
 impl Run {
-    fn turn_outcome(&self) -> &TurnOutcome {
+    fn turn_outcome(&self) -> &ResponseOutcome {
         self.events
             .iter()
             .find_map(|event| match event {
-                AgentEvent::TurnEnd { outcome, .. } => Some(outcome),
+                AgentEvent::ResponseEnd { outcome, .. } => Some(outcome),
                 _ => None,
             })
-            .expect("a TurnEnd")
+            .expect("a ResponseEnd")
     }
 
     fn agent_stop(&self) -> &AgentStop {
@@ -165,13 +165,13 @@ async fn run_agent(store: Arc<dyn TranscriptStore>, turn: Vec<TimedDelta>) -> Ru
     let toolbox = Toolbox::new()
         .with(Probe {
             name: "probe",
-            is_async: true,
+            early: true,
             started: Arc::clone(&started),
         })
         .and_then(|toolbox| {
             toolbox.with(Probe {
                 name: "save",
-                is_async: false,
+                early: false,
                 started: Arc::clone(&started),
             })
         })

@@ -139,7 +139,7 @@ async fn turn_of(engine: &Engine, session: &headstart::SessionId) -> u32 {
         .expect("the log loads");
     let mut request = None;
     while let Some(event) = events.next().await {
-        if let headstart::AgentEvent::TurnStart { request: number } = event {
+        if let headstart::AgentEvent::ResponseStart { request: number } = event {
             request = Some(number);
         }
     }
@@ -205,7 +205,7 @@ async fn a_layered_toolbox_retries_through_the_engine() {
         .toolbox(toolbox)
         .build();
     assert!(
-        engine.toolbox().get("flaky").is_some_and(|tool| tool.is_async()),
+        engine.toolbox().get("flaky").is_some_and(|tool| tool.early()),
         "the layer keeps the flags"
     );
     let session = engine.create_session().await.expect("session");
@@ -219,7 +219,7 @@ async fn a_layered_toolbox_retries_through_the_engine() {
                 index: 0,
                 id: "c1".into(),
                 name: "flaky".into(),
-                is_async: false,
+                early: false,
             },
             DeltaEvent::ToolcallEnd {
                 index: 0,

@@ -79,7 +79,7 @@ fn decode(bytes: &mut Bytes<'_>, opened: usize) -> Step {
             index: bytes.index(opened),
             id: bytes.text(),
             name: bytes.text(),
-            is_async: op & 0x10 != 0,
+            early: op & 0x10 != 0,
         },
         8 => DeltaEvent::ToolcallDelta {
             index: bytes.index(opened),

@@ -31,8 +31,8 @@ use async_trait::async_trait;
 use futures::StreamExt;
 use headstart::core::{DoneReason, ErrorReason, Usage};
 use headstart::{
-    AgentEvent, Arguments, CancellationToken, Decision, DeltaEvent, Engine, EngineConfig, ExecutionMode, HookError,
-    Hooks, Message, ModelError, SessionId, SqliteStore, TokioClock, Tool, ToolCall, ToolContext, ToolError, ToolHook,
+    AgentEvent, Arguments, CancellationToken, Decision, DeltaEvent, Engine, EngineConfig, ExecutionMode, Hooks,
+    Message, ModelError, SessionId, SqliteStore, TokioClock, Tool, ToolCall, ToolContext, ToolError, ToolHook,
     ToolOutput, Toolbox, TranscriptStore,
 };
 use headstart_testkit::invariants;
@@ -150,7 +150,7 @@ enum Behaviour {
 
 struct Scripted {
     name: &'static str,
-    is_async: bool,
+    early: bool,
     behaviour: Behaviour,
     sequential: bool,
     timeout_ms: Option<u64>,
@@ -160,10 +160,10 @@ struct Scripted {
 }
 
 impl Scripted {
-    fn new(name: &'static str, is_async: bool, behaviour: Behaviour, probe: &Arc<Probe>) -> Self {
+    fn new(name: &'static str, early: bool, behaviour: Behaviour, probe: &Arc<Probe>) -> Self {
         Scripted {
             name,
-            is_async,
+            early,
             behaviour,
             sequential: false,
             timeout_ms: None,
@@ -186,8 +186,8 @@ impl Tool for Scripted {
         self.name
     }
 
-    fn is_async(&self) -> bool {
-        self.is_async
+    fn early(&self) -> bool {
+        self.early
     }
 
     fn parameters(&self) -> serde_json::Value {
@@ -198,8 +198,12 @@ impl Tool for Scripted {
         }
     }
 
-    fn execution_mode(&self) -> Option<ExecutionMode> {
-        self.sequential.then_some(ExecutionMode::Sequential)
+    fn execution_mode(&self) -> ExecutionMode {
+        if self.sequential {
+            ExecutionMode::Sequential
+        } else {
+            ExecutionMode::Parallel
+        }
     }
 
     fn conflict_key(&self, arguments: &Arguments) -> Option<String> {
@@ -269,12 +273,12 @@ struct ScriptedHook;
 
 #[async_trait]
 impl ToolHook for ScriptedHook {
-    async fn before_tool_call(&self, call: &ToolCall, _arguments: &Arguments) -> Result<Decision, HookError> {
+    async fn before_tool_call(&self, call: &ToolCall, _arguments: &Arguments) -> Result<Decision, ToolError> {
         if call.id == "blocked" {
             return Ok(Decision::Block(Some("blocked by the script".into())));
         }
         if call.id == "c3" && call.name == "write" {
-            return Err(HookError::new("scripted hook failure"));
+            return Err(ToolError::new("scripted hook failure"));
         }
         Ok(Decision::Continue)
     }
@@ -325,7 +329,7 @@ async fn run_async(script: &Script) -> Result<Summary, Vec<String>> {
             ExecutionMode::Parallel
         })
         .max_in_flight(script.max_in_flight)
-        .max_turns(1)
+        .max_requests(1)
         .early_execution(!script.no_early_execution);
     let engine = Engine::builder(store.clone())
         .toolbox(toolbox(&probe))
@@ -394,7 +398,7 @@ async fn check(
 
     // What only this harness can see: how the turn says it ended, and that no store write failed.
     let outcome = match events.last() {
-        Some(AgentEvent::TurnEnd { outcome, .. }) => Some(outcome),
+        Some(AgentEvent::ResponseEnd { outcome, .. }) => Some(outcome),
         _ => None,
     };
     if let Some(outcome) = outcome {
@@ -563,7 +567,7 @@ pub fn decode(data: &[u8]) -> Script {
                     index: indices.for_start(bytes.next()),
                     id: (*bytes.pick(&CALL_IDS)).to_owned(),
                     name: (*bytes.pick(&TOOL_NAMES)).to_owned(),
-                    is_async: flags & 3 == 0,
+                    early: flags & 3 == 0,
                 }
             }
             8 => DeltaEvent::ToolcallDelta {

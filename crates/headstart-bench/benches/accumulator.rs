@@ -42,7 +42,7 @@ fn call_response(calls: usize, per_call: usize) -> Vec<DeltaEvent> {
             index,
             id: format!("call-{index}"),
             name: "lookup".to_owned(),
-            is_async: false,
+            early: false,
         });
         events.push(DeltaEvent::ToolcallDelta {
             index,

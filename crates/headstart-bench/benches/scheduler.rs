@@ -1,4 +1,4 @@
-//! Criterion micro-benchmarks of the pure scheduler (`headstart::scheduler`, contract §4): admitting batches and
+//! Criterion micro-benchmarks of the pure scheduler (`headstart::bench_internals::Scheduler`, contract §4): admitting batches and
 //! driving every call through prepare → start → finish.
 
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};

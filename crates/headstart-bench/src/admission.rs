@@ -306,7 +306,7 @@ async fn sequential_gaps(store: Arc<dyn TranscriptStore>, calls: usize) -> Resul
             index,
             id: id.clone(),
             name: "step".into(),
-            is_async: false,
+            early: false,
         });
         deltas.push(DeltaEvent::ToolcallEnd { index, arguments: None });
     }
@@ -422,7 +422,7 @@ async fn respond(
                     index,
                     id: id.clone(),
                     name: "probe".to_owned(),
-                    is_async: false,
+                    early: false,
                 });
                 for piece in [r#"{"path": "#, r#""src/lib.rs", "#, r#""line": 42}"#] {
                     yield Ok(DeltaEvent::ToolcallDelta { index, delta: piece.to_owned() });
@@ -440,7 +440,7 @@ async fn respond(
     let mut failed = Vec::new();
     while let Some(event) = events.next().await {
         match event {
-            AgentEvent::TurnEnd { outcome: turn, .. } => outcome = Some(turn),
+            AgentEvent::ResponseEnd { outcome: turn, .. } => outcome = Some(turn),
             AgentEvent::ToolExecutionEnd {
                 tool_call_id,
                 is_error: true,

@@ -216,7 +216,7 @@ fn source(
                             index,
                             id: format!("call-{index}"),
                             name: "noop".to_owned(),
-                            is_async: false,
+                            early: false,
                         })
                         .chain((0..count).map(move |piece| DeltaEvent::ToolcallDelta {
                             index,
@@ -276,7 +276,7 @@ async fn engine_once(
     // The no-op consumer: looks at each event only to find the response's outcome, and drops it.
     let mut outcome = None;
     while let Some(event) = events.next().await {
-        if let headstart::AgentEvent::TurnEnd { outcome: ending, .. } = event {
+        if let headstart::AgentEvent::ResponseEnd { outcome: ending, .. } = event {
             outcome = Some(ending);
         }
     }
@@ -313,7 +313,7 @@ async fn floor_once(variant: DeltaVariant, n: usize, deltas_per_call: usize) -> 
         if outbox.len() == BATCH {
             std::mem::swap(&mut outbox, &mut taken);
             while let Some(event) = taken.pop_front() {
-                if matches!(event, AgentEvent::TurnEnd { .. }) {
+                if matches!(event, AgentEvent::ResponseEnd { .. }) {
                     count += 1;
                 }
             }

@@ -51,8 +51,8 @@ pub enum BlockSpec {
     Call {
         /// How long the tool's body sleeps.
         tool_ms: u64,
-        /// An async (early-executable) tool, or a sync one.
-        is_async: bool,
+        /// An early tool, or a sync one.
+        early: bool,
         /// Number of argument deltas (at least 1).
         arg_tokens: usize,
     },
@@ -82,14 +82,14 @@ impl ResponseSpec {
         for tool_ms in [800, 500, 650, 300, 150, 100] {
             blocks.push(BlockSpec::Call {
                 tool_ms,
-                is_async: true,
+                early: true,
                 arg_tokens: 8,
             });
             blocks.push(BlockSpec::Text { tokens: 12 });
         }
         blocks.push(BlockSpec::Call {
             tool_ms: 200,
-            is_async: false,
+            early: false,
             arg_tokens: 8,
         });
         ResponseSpec {
@@ -106,12 +106,12 @@ impl ResponseSpec {
                 BlockSpec::Text { tokens: 2 },
                 BlockSpec::Call {
                     tool_ms: 3,
-                    is_async: true,
+                    early: true,
                     arg_tokens: 2,
                 },
                 BlockSpec::Call {
                     tool_ms: 1,
-                    is_async: false,
+                    early: false,
                     arg_tokens: 2,
                 },
             ],
@@ -130,7 +130,7 @@ impl ResponseSpec {
     pub fn async_calls(&self) -> usize {
         self.blocks
             .iter()
-            .filter(|block| matches!(block, BlockSpec::Call { is_async: true, .. }))
+            .filter(|block| matches!(block, BlockSpec::Call { early: true, .. }))
             .count()
     }
 
@@ -159,18 +159,18 @@ impl ResponseSpec {
                 }
                 BlockSpec::Call {
                     tool_ms,
-                    is_async,
+                    early,
                     arg_tokens,
                 } => {
                     let id = format!("{tag}-call-{index}");
-                    let name = if *is_async { ASYNC_TOOL } else { SYNC_TOOL };
+                    let name = if *early { ASYNC_TOOL } else { SYNC_TOOL };
                     events.push((
                         at,
                         DeltaEvent::ToolcallStart {
                             index,
                             id: id.clone(),
                             name: name.to_owned(),
-                            is_async: false,
+                            early: false,
                         },
                     ));
                     let arguments = format!(r#"{{"ms": {tool_ms}, "path": "src/module_{index}/file.rs"}}"#);
@@ -181,7 +181,7 @@ impl ResponseSpec {
                     events.push((at, DeltaEvent::ToolcallEnd { index, arguments: None }));
                     calls.push(ScriptedCall {
                         id,
-                        is_async: *is_async,
+                        early: *early,
                         sealed_at: events.len() - 1,
                     });
                 }
@@ -217,7 +217,7 @@ fn split_even(text: &str, parts: usize) -> Vec<String> {
 
 struct ScriptedCall {
     id: String,
-    is_async: bool,
+    early: bool,
     /// Position of its `toolcall_end` in the script.
     sealed_at: usize,
 }
@@ -413,7 +413,7 @@ async fn run_once(
     let mut failed = Vec::new();
     while let Some(event) = agent_events.next().await {
         match event {
-            AgentEvent::TurnEnd { outcome, .. } => ended = Some((Instant::now(), outcome)),
+            AgentEvent::ResponseEnd { outcome, .. } => ended = Some((Instant::now(), outcome)),
             AgentEvent::ToolExecutionEnd {
                 tool_call_id,
                 is_error: true,
@@ -443,7 +443,7 @@ async fn run_once(
         let body = log
             .body_of(&call.id)
             .ok_or_else(|| BenchError::new(format!("call {} never ran", call.id)))?;
-        let ready = if call.is_async { sent[call.sealed_at] } else { done };
+        let ready = if call.early { sent[call.sealed_at] } else { done };
         bound = bound.max(ready + body);
     }
     Ok(RunTimes {

@@ -6,7 +6,7 @@ use std::collections::VecDeque;
 use std::fmt::Write as _;
 use std::time::Instant;
 
-use headstart::scheduler::{Action, Prepared, Scheduler};
+use headstart::bench_internals::{Action, Prepared, Scheduler};
 use headstart::ExecutionMode;
 use serde::Serialize;
 

@@ -154,7 +154,7 @@ impl SessionModel {
                     index,
                     id: format!("call-{call}"),
                     name: "fetch".to_owned(),
-                    is_async: false,
+                    early: false,
                 },
             ));
             for piece in [r#"{"ms": "#.to_owned(), format!("{tool_ms}}}")] {

@@ -56,16 +56,16 @@ impl CallLog {
 #[derive(Debug, Clone)]
 pub struct BenchTool {
     name: String,
-    is_async: bool,
+    early: bool,
     log: Option<Arc<CallLog>>,
 }
 
 impl BenchTool {
-    /// A tool called `name`, early-executable when `is_async`, logging into `log` if given.
-    pub fn new(name: impl Into<String>, is_async: bool, log: Option<Arc<CallLog>>) -> Self {
+    /// A tool called `name`, early when `early`, logging into `log` if given.
+    pub fn new(name: impl Into<String>, early: bool, log: Option<Arc<CallLog>>) -> Self {
         BenchTool {
             name: name.into(),
-            is_async,
+            early,
             log,
         }
     }
@@ -77,8 +77,8 @@ impl Tool for BenchTool {
         &self.name
     }
 
-    fn is_async(&self) -> bool {
-        self.is_async
+    fn early(&self) -> bool {
+        self.early
     }
 
     async fn execute(&self, arguments: Arguments, context: ToolContext) -> Result<ToolOutput, ToolError> {

@@ -3,7 +3,7 @@
 //! to completion; the same is measured with one worker on a fresh SQLite file, in the same run, for comparison
 //! (docs/performance.md).
 //!
-//! Every session runs a small scenario on the wall clock: two async calls while the model streams, one sync call,
+//! Every session runs a small scenario on the wall clock: two early calls while the model streams, one sync call,
 //! then a final answer (20 ms and 10 ms tools, ~40 ms of model per request), 7 transcript commits.
 
 use std::path::Path;

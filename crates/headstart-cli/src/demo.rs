@@ -38,7 +38,7 @@ pub fn run(args: &Args) -> u8 {
         }
     };
     println!("headstart demo: {}", demo::PROMPT);
-    println!("(simulated model at 40 tokens/s; lookup_crate is async and runs while the model streams; write_file is sync)\n");
+    println!("(simulated model at 40 tokens/s; lookup_crate is early and runs while the model streams; write_file is sync)\n");
     let mut view = View::new(live);
     let outcome = runtime.block_on(demo::run(&args.db, out_dir.clone(), |event, at_ms| {
         view.event(event, at_ms)

@@ -36,7 +36,7 @@ struct Cli {
 enum Command {
     /// Turn a recorded provider stream (SSE text or a YAML cassette) into delta logs.
     Convert(convert::Args),
-    /// Run the demo: a simulated model streaming on the wall clock, async lookups overlapping it.
+    /// Run the demo: a simulated model streaming on the wall clock, early lookups overlapping it.
     Demo(demo::Args),
     /// Run an agent on a real model (OpenAI, Anthropic, Gemini or a compatible server) with built-in read-only
     /// tools, and show what early execution saved.

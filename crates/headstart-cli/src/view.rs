@@ -6,7 +6,7 @@ use std::collections::{HashMap, VecDeque};
 use std::time::Duration;
 
 use headstart::core::DeltaEvent;
-use headstart::{AgentEvent, Message, TurnOutcome};
+use headstart::{AgentEvent, Message, ResponseOutcome};
 use headstart_timeline::Timeline;
 use indicatif::{MultiProgress, ProgressBar, ProgressStyle};
 
@@ -74,7 +74,7 @@ trait Render {
 
 /// `request N settled (stop reason)`, with the error when the response failed (a timeout, a refused stream); the
 /// error may quote the provider, so it is made visible.
-fn settled(request: u32, outcome: &TurnOutcome) -> String {
+fn settled(request: u32, outcome: &ResponseOutcome) -> String {
     match &outcome.error {
         Some(error) => format!(
             "request {request} settled ({}: {})",
@@ -111,7 +111,7 @@ impl Render for PlainView {
     fn event(&mut self, event: &AgentEvent, at_ms: f64) {
         let at = at_ms / 1000.0;
         match event {
-            AgentEvent::TurnStart { request } => println!("[{at:6.2}s] request {request} starts"),
+            AgentEvent::ResponseStart { request } => println!("[{at:6.2}s] request {request} starts"),
             AgentEvent::MessageUpdate {
                 delta: DeltaEvent::TextDelta { delta, .. },
                 ..
@@ -141,7 +141,7 @@ impl Render for PlainView {
                 let mark = if *is_error { "✗" } else { "✓" };
                 println!("[{at:6.2}s] {mark} {label} done in {:.2}s", (at_ms - started) / 1000.0);
             }
-            AgentEvent::TurnEnd { request, outcome } => {
+            AgentEvent::ResponseEnd { request, outcome } => {
                 println!("[{at:6.2}s] {}", settled(*request, outcome));
             }
             _ => {}
@@ -209,7 +209,7 @@ fn spinner_style(template: &str) -> ProgressStyle {
 impl Render for LiveView {
     fn event(&mut self, event: &AgentEvent, at_ms: f64) {
         match event {
-            AgentEvent::TurnStart { request } => {
+            AgentEvent::ResponseStart { request } => {
                 self.tail.clear();
                 self.model.set_prefix(format!("model (request {request})"));
             }
@@ -249,7 +249,7 @@ impl Render for LiveView {
                     bar.finish_with_message(format!("{label} {mark} in {seconds:.2}s"));
                 }
             }
-            AgentEvent::TurnEnd { request, outcome } => {
+            AgentEvent::ResponseEnd { request, outcome } => {
                 self.model.set_message(settled(*request, outcome));
             }
             _ => {}

@@ -134,7 +134,7 @@ async fn each_recorded_conversation_is_stored_as_recorded() {
             dir.path(),
             &server,
             provider,
-            &["run", "--max-turns", &turns_arg, "--timeline", "run.svg", "Go."],
+            &["run", "--max-requests", &turns_arg, "--timeline", "run.svg", "Go."],
         ))
         .await;
         assert!(output.status.success(), "{name}: {:?}", output.status);

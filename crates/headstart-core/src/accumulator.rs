@@ -219,7 +219,7 @@ impl Accumulator {
                 index,
                 id,
                 name,
-                is_async,
+                early,
             } => {
                 let index = *index;
                 self.check_can_open(index)?;
@@ -233,7 +233,7 @@ impl Accumulator {
                     Block::ToolCall {
                         id: id.clone(),
                         name: name.clone(),
-                        flagged_async: *is_async,
+                        flagged_async: *early,
                         raw: String::new(),
                         sealed: None,
                     },

@@ -113,7 +113,7 @@ pub enum DeltaEvent {
         name: String,
         /// The provider marks this call early-executable regardless of the tool's own flag.
         #[serde(rename = "async", default, skip_serializing_if = "std::ops::Not::not")]
-        is_async: bool,
+        early: bool,
     },
     /// A raw fragment of the call's JSON argument text.
     ToolcallDelta {

@@ -106,7 +106,7 @@ fn stream(kind: Kind, n: usize) -> (Cost, Cost) {
                 index: 0,
                 id: "c".into(),
                 name: "t".into(),
-                is_async: false,
+                early: false,
             },
             DeltaEvent::ToolcallEnd {
                 index: 0,

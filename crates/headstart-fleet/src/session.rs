@@ -144,7 +144,7 @@ fn store_ending(error: &StoreError) -> Ending {
 
 fn stop_ending(stop: Option<AgentStop>) -> Ending {
     match stop {
-        Some(AgentStop::Completed | AgentStop::Terminated | AgentStop::MaxTurns) => {
+        Some(AgentStop::Completed | AgentStop::Terminated | AgentStop::MaxRequests) => {
             Ending::Finish(SessionEnd::Completed)
         }
         Some(AgentStop::Cancelled) => Ending::Finish(SessionEnd::Released),

@@ -65,8 +65,8 @@ impl ToolPolicy {
 /// Flags a user sets for one tool, whatever the server says; `None` leaves a flag to the policy.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Override {
-    /// Early-executable.
-    pub is_async: Option<bool>,
+    /// Early: its calls may start before the response ends ([`headstart::Tool::early`]).
+    pub early: Option<bool>,
     /// Safe to run twice.
     pub idempotent: Option<bool>,
     /// `Some(None)` removes the conflict key, `Some(Some(key))` sets one.
@@ -76,10 +76,16 @@ pub struct Override {
 }
 
 impl Override {
-    /// Sets `is_async`.
-    pub fn is_async(mut self, value: bool) -> Self {
-        self.is_async = Some(value);
+    /// Sets `early`.
+    pub fn early(mut self, value: bool) -> Self {
+        self.early = Some(value);
         self
+    }
+
+    /// The name [`Override::early`] had before issue 20.
+    #[deprecated(note = "renamed to `Override::early`")]
+    pub fn is_async(self, value: bool) -> Self {
+        self.early(value)
     }
 
     /// Sets `idempotent`.
@@ -104,9 +110,9 @@ impl Override {
 /// The flags headstart applies to one MCP tool, each with the reason it has its value.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct ToolFlags {
-    /// Early-executable ([`headstart::Tool::is_async`]).
+    /// Early ([`headstart::Tool::early`]); `async` when serialized, the wire's word.
     #[serde(rename = "async")]
-    pub is_async: bool,
+    pub early: bool,
     /// Safe to run twice ([`headstart::Tool::idempotent`]).
     pub idempotent: bool,
     /// Every call's conflict key ([`headstart::Tool::conflict_key`]).
@@ -126,7 +132,7 @@ impl ToolFlags {
     fn untrusted(server: &str) -> Self {
         let why = "server not trusted: annotations ignored";
         ToolFlags {
-            is_async: false,
+            early: false,
             idempotent: false,
             conflict_key: Some(server_conflict_key(server)),
             sequential: false,
@@ -148,7 +154,7 @@ impl ToolFlags {
     fn from_annotations(server: &str, annotations: Option<&ToolAnnotations>) -> Self {
         let read_only = annotations.and_then(|a| a.read_only_hint).unwrap_or(false);
         let idempotent_hint = annotations.and_then(|a| a.idempotent_hint).unwrap_or(false);
-        let (is_async, async_why) = if read_only {
+        let (early, early_why) = if read_only {
             (true, "trusted server: readOnlyHint, so it may start early")
         } else {
             (
@@ -173,12 +179,12 @@ impl ToolFlags {
             )
         };
         ToolFlags {
-            is_async,
+            early,
             idempotent,
             conflict_key,
             sequential: false,
             reasons: BTreeMap::from([
-                ("async", async_why.to_owned()),
+                ("async", early_why.to_owned()),
                 ("idempotent", idempotent_why.to_owned()),
                 ("conflict_key", key_why.to_owned()),
                 (
@@ -191,8 +197,8 @@ impl ToolFlags {
 
     fn apply(&mut self, user: &Override) {
         let why = || "set by the user's override".to_owned();
-        if let Some(value) = user.is_async {
-            self.is_async = value;
+        if let Some(value) = user.early {
+            self.early = value;
             self.reasons.insert("async", why());
         }
         if let Some(value) = user.idempotent {
@@ -221,16 +227,16 @@ mod tests {
     #[test]
     fn untrusted_ignores_annotations() {
         let flags = ToolPolicy::untrusted().flags("s", "t", Some(&read_only().idempotent(true)));
-        assert!(!flags.is_async);
+        assert!(!flags.early);
         assert!(!flags.idempotent);
         assert_eq!(flags.conflict_key.as_deref(), Some("mcp:s"));
         assert!(flags.reasons["async"].contains("not trusted"));
     }
 
     #[test]
-    fn trusted_read_only_is_async_idempotent_and_keyless() {
+    fn trusted_read_only_is_early_idempotent_and_keyless() {
         let flags = ToolPolicy::trusted().flags("s", "t", Some(&read_only()));
-        assert!(flags.is_async);
+        assert!(flags.early);
         assert!(flags.idempotent);
         assert_eq!(flags.conflict_key, None);
         assert!(!flags.sequential);
@@ -240,28 +246,26 @@ mod tests {
     fn trusted_writer_keeps_order_and_idempotent_hint_counts() {
         let writer = ToolAnnotations::new().read_only(false).idempotent(true);
         let flags = ToolPolicy::trusted().flags("s", "t", Some(&writer));
-        assert!(!flags.is_async);
+        assert!(!flags.early);
         assert!(flags.idempotent);
         assert_eq!(flags.conflict_key.as_deref(), Some("mcp:s"));
         let bare = ToolPolicy::trusted().flags("s", "t", None);
-        assert!(!bare.is_async && !bare.idempotent);
+        assert!(!bare.early && !bare.idempotent);
         assert_eq!(bare.conflict_key.as_deref(), Some("mcp:s"));
     }
 
     #[test]
     fn overrides_beat_the_policy_and_say_so() {
-        let policy = ToolPolicy::untrusted().with_override(
-            "t",
-            Override::default().is_async(true).conflict_key(None).sequential(true),
-        );
+        let policy = ToolPolicy::untrusted()
+            .with_override("t", Override::default().early(true).conflict_key(None).sequential(true));
         let flags = policy.flags("s", "t", None);
-        assert!(flags.is_async && flags.sequential);
+        assert!(flags.early && flags.sequential);
         assert_eq!(flags.conflict_key, None);
         assert_eq!(flags.reasons["async"], "set by the user's override");
         assert!(
             !flags.idempotent,
             "a flag the override leaves alone keeps the policy's value"
         );
-        assert!(!policy.flags("s", "other", None).is_async);
+        assert!(!policy.flags("s", "other", None).early);
     }
 }

@@ -80,12 +80,21 @@ impl Tool for McpTool {
         self.parameters.clone()
     }
 
-    fn is_async(&self) -> bool {
-        self.flags.is_async
+    fn early(&self) -> bool {
+        self.flags.early
     }
 
-    fn execution_mode(&self) -> Option<ExecutionMode> {
-        self.flags.sequential.then_some(ExecutionMode::Sequential)
+    // Callers of the deprecated name get the same answer until it goes.
+    fn is_async(&self) -> bool {
+        self.flags.early
+    }
+
+    fn execution_mode(&self) -> ExecutionMode {
+        if self.flags.sequential {
+            ExecutionMode::Sequential
+        } else {
+            ExecutionMode::Parallel
+        }
     }
 
     fn conflict_key(&self, _arguments: &Arguments) -> Option<String> {

@@ -207,10 +207,10 @@ async fn lists_tools_with_prefixed_names_schemas_and_untrusted_flags() {
     );
     // The server says read-only and idempotent; untrusted, that changes nothing.
     for tool in &tools {
-        assert!(!tool.is_async(), "{} is async", tool.name());
+        assert!(!tool.early(), "{} is async", tool.name());
         assert!(!tool.idempotent(), "{} is idempotent", tool.name());
         assert_eq!(tool.conflict_key(&Default::default()).as_deref(), Some("mcp:test"));
-        assert_eq!(tool.execution_mode(), None);
+        assert_eq!(tool.execution_mode(), headstart::ExecutionMode::Parallel);
     }
     assert!(fixture.seen.calls().is_empty(), "listing calls nothing");
 }
@@ -222,22 +222,22 @@ async fn trusted_annotations_and_overrides_set_the_flags() {
     let tools = fixture.client.tools(&policy).await.expect("tools/list succeeds");
     let by_name = |name: &str| tools.iter().find(|tool| tool.mcp_name() == name).expect("listed");
     let lookup = by_name("lookup");
-    assert!(lookup.is_async() && lookup.idempotent());
+    assert!(lookup.early() && lookup.idempotent());
     assert_eq!(lookup.conflict_key(&Default::default()), None);
     let write = by_name("write");
-    assert!(!write.is_async() && !write.idempotent());
-    assert_eq!(write.execution_mode(), Some(headstart::ExecutionMode::Sequential));
+    assert!(!write.early() && !write.idempotent());
+    assert_eq!(write.execution_mode(), headstart::ExecutionMode::Sequential);
     assert_eq!(
         write.conflict_key(&Default::default()),
         None,
         "the override removed the key"
     );
     let block = by_name("block");
-    assert!(!block.is_async());
+    assert!(!block.early());
     assert!(block.idempotent(), "idempotentHint counts on a trusted server");
     assert_eq!(block.conflict_key(&Default::default()).as_deref(), Some("mcp:test"));
 
-    let typo = ToolPolicy::trusted().with_override("wrte", Override::default().is_async(true));
+    let typo = ToolPolicy::trusted().with_override("wrte", Override::default().early(true));
     let error = fixture
         .client
         .tools(&typo)

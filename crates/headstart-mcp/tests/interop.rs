@@ -47,7 +47,7 @@ async fn lists_server_everything_tools_and_flags_them() {
     for tool in &untrusted {
         assert!(valid_for_providers(tool.name()), "{}", tool.name());
         assert!(tool.name().starts_with("everything__"), "{}", tool.name());
-        assert!(!tool.is_async(), "untrusted, {} is sync", tool.name());
+        assert!(!tool.early(), "untrusted, {} is sync", tool.name());
         assert_eq!(
             tool.conflict_key(&Default::default()).as_deref(),
             Some("mcp:everything")
@@ -64,9 +64,9 @@ async fn lists_server_everything_tools_and_flags_them() {
     };
     // echo says readOnlyHint: true; toggle-simulated-logging says readOnlyHint: false, idempotentHint: false.
     let echo = flags("echo");
-    assert!(echo.is_async && echo.idempotent && echo.conflict_key.is_none());
+    assert!(echo.early && echo.idempotent && echo.conflict_key.is_none());
     let toggle = flags("toggle-simulated-logging");
-    assert!(!toggle.is_async && !toggle.idempotent);
+    assert!(!toggle.early && !toggle.idempotent);
     assert_eq!(toggle.conflict_key.as_deref(), Some("mcp:everything"));
     // Every schema the server publishes compiles.
     let mut toolbox = Toolbox::new();

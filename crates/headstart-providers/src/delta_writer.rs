@@ -135,7 +135,7 @@ impl DeltaWriter<'_> {
             index,
             id,
             name,
-            is_async: false,
+            early: false,
         });
         Ok(index)
     }

@@ -48,7 +48,7 @@ impl Tool for Arithmetic {
                "required": ["x", "y"]})
     }
 
-    fn is_async(&self) -> bool {
+    fn early(&self) -> bool {
         true
     }
 
@@ -360,7 +360,7 @@ async fn a_stream_reset_after_committed_calls_continues_from_their_results() {
     // The broken response is stored as failed, its calls kept; the transcript is valid to continue.
     let failed = events
         .iter()
-        .filter(|e| matches!(e, AgentEvent::TurnEnd { outcome, .. } if outcome.stop_reason.is_abnormal()))
+        .filter(|e| matches!(e, AgentEvent::ResponseEnd { outcome, .. } if outcome.stop_reason.is_abnormal()))
         .count();
     assert_eq!(failed, 1);
     let context = store.model_context(&session).await.unwrap();

@@ -178,7 +178,7 @@ async fn a_gigabyte_of_ordinary_deltas_is_stopped_at_the_block_limit() {
     let error = events
         .iter()
         .find_map(|event| match event {
-            AgentEvent::TurnEnd { outcome, .. } => outcome.error.clone(),
+            AgentEvent::ResponseEnd { outcome, .. } => outcome.error.clone(),
             _ => None,
         })
         .expect("the turn ended with an error");

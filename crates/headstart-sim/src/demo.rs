@@ -1,5 +1,5 @@
 //! The demo: a simulated streaming model answering "research three crates and write a summary file" on the wall
-//! clock, with async lookups interleaved in its text and a sync file write at the end.
+//! clock, with early lookups interleaved in its text and a sync file write at the end.
 //!
 //! Shared by `headstart demo` (which adds a live terminal view) and `examples/simulated_model.rs`. Nothing here
 //! needs a network or configuration: the model's responses and the lookups' answers are scripted, the waits real.
@@ -85,7 +85,7 @@ impl Script {
                 index,
                 id: id.to_owned(),
                 name: name.to_owned(),
-                is_async: false,
+                early: false,
             },
         );
         let text = arguments.to_string();
@@ -181,7 +181,7 @@ impl Model for DemoModel {
     }
 }
 
-/// `lookup_crate`: an async (early-executable) lookup that takes 300–1200 ms.
+/// `lookup_crate`: an early lookup that takes 300–1200 ms.
 #[derive(Debug, Clone, Copy)]
 pub struct LookupCrate;
 
@@ -221,7 +221,7 @@ impl Tool for LookupCrate {
         json!({"type": "object", "properties": {"name": {"type": "string"}}, "required": ["name"]})
     }
 
-    fn is_async(&self) -> bool {
+    fn early(&self) -> bool {
         true
     }
 

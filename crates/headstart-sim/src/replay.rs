@@ -305,7 +305,7 @@ impl Recorder {
     fn record(&mut self, event: &AgentEvent, at: Ms) {
         self.events.push(EventReport::from_event(event, at));
         match event {
-            AgentEvent::TurnStart { request } => self.requests.push(RequestReport {
+            AgentEvent::ResponseStart { request } => self.requests.push(RequestReport {
                 request: *request,
                 started_ms: at,
                 stream_end_ms: None,
@@ -319,7 +319,7 @@ impl Recorder {
                     request.stream_end_ms = Some(at);
                 }
             }
-            AgentEvent::TurnEnd { outcome, .. } => {
+            AgentEvent::ResponseEnd { outcome, .. } => {
                 if let Some(request) = self.requests.last_mut() {
                     request.settled_ms = Some(at);
                     request.stop_reason = Some(outcome.stop_reason);

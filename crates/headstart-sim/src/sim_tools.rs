@@ -6,8 +6,8 @@ use std::time::Duration;
 use async_trait::async_trait;
 use headstart::core::ContentBlock;
 use headstart::{
-    Arguments, Decision, ExecutionMode, HookError, ResultDraft, ResultOverride, Tool, ToolCall, ToolContext, ToolError,
-    ToolHook, ToolOutput,
+    Arguments, Decision, ExecutionMode, ResultDraft, ResultOverride, Tool, ToolCall, ToolContext, ToolError, ToolHook,
+    ToolOutput,
 };
 use serde_json::Value;
 use tokio::time::Instant;
@@ -73,12 +73,12 @@ impl Tool for SimTool {
         self.spec.parameters.clone()
     }
 
-    fn is_async(&self) -> bool {
-        self.spec.is_async
+    fn early(&self) -> bool {
+        self.spec.early
     }
 
-    fn execution_mode(&self) -> Option<ExecutionMode> {
-        self.spec.execution_mode
+    fn execution_mode(&self) -> ExecutionMode {
+        self.spec.execution_mode.unwrap_or_default()
     }
 
     fn conflict_key(&self, arguments: &Arguments) -> Option<String> {
@@ -171,7 +171,7 @@ impl SimHooks {
 
 #[async_trait]
 impl ToolHook for SimHooks {
-    async fn before_tool_call(&self, call: &ToolCall, _arguments: &Arguments) -> Result<Decision, HookError> {
+    async fn before_tool_call(&self, call: &ToolCall, _arguments: &Arguments) -> Result<Decision, ToolError> {
         let reason = self
             .spec
             .block
@@ -184,7 +184,7 @@ impl ToolHook for SimHooks {
         })
     }
 
-    async fn after_tool_call(&self, call: &ToolCall, _result: &ResultDraft) -> Result<ResultOverride, HookError> {
+    async fn after_tool_call(&self, call: &ToolCall, _result: &ResultDraft) -> Result<ResultOverride, ToolError> {
         let Some(after) = self
             .spec
             .after

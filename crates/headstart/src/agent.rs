@@ -9,10 +9,12 @@ use tokio_util::task::TaskTracker;
 use tracing::Instrument;
 
 use crate::engine::{request_after, Engine, Run};
-use crate::event::{AgentEvent, AgentStop, Role};
-use crate::queue::{Emitter, EventStream};
-use crate::response::{drive_response, Turn};
-use crate::telemetry::{self, ChatSpan};
+use crate::events::event::{AgentEvent, AgentStop, Role};
+use crate::events::outbox::Outbox;
+use crate::events::queue::EventStream;
+use crate::recovery::{expects_answer, RecoveryPolicy, Resumed};
+use crate::response::drive::{drive_response, DrivenResponse};
+use crate::response::telemetry::{self, ChatSpan};
 
 /// An agent: a model and an [`Engine`].
 #[derive(Clone)]
@@ -42,7 +44,7 @@ impl Agent {
 
     /// Appends `prompt` to `session` and runs the loop: each request's context is the canonical model view from
     /// the store (contract §7.3); another request follows while the last response admitted calls and neither
-    /// terminated nor failed (contract §3.6), up to `max_turns`. Cancelling `cancel`, or dropping the returned
+    /// terminated nor failed (contract §3.6), up to `max_requests`. Cancelling `cancel`, or dropping the returned
     /// stream, aborts the current response, cancels running calls, settles every admitted call and ends the run
     /// (contract §5.5, §6.7). `AgentEnd` is always the last event.
     ///
@@ -56,10 +58,30 @@ impl Agent {
     }
 
     /// Runs the loop on a session without a new prompt (after recovery, say): the model sees the stored context.
-    /// Requests are numbered after the last stored one; `max_turns` counts the requests of this run. A session whose
-    /// transcript already ends with a final answer (no calls, a normal stop) ends at once as `Completed`.
+    /// Requests are numbered after the last stored one; `max_requests` counts the requests of this run. A session whose
+    /// stored conversation does not wait for the model ([`expects_answer`]: it is empty, ends with a final answer, or
+    /// has calls without results) ends at once as `Completed`.
     pub fn resume(&self, session: &SessionId, cancel: CancellationToken) -> EventStream {
         self.run_inner(session.clone(), None, cancel)
+    }
+
+    /// Resumes `session` after a crash (contract §7.4): gives every unfinished call its result under `policy`, then,
+    /// if the stored conversation still expects the model to answer ([`expects_answer`]), continues the agent loop
+    /// from the stored transcript ([`Agent::resume`]).
+    ///
+    /// # Panics
+    ///
+    /// Outside a tokio runtime.
+    pub async fn resume_after_crash(
+        &self,
+        session: &SessionId,
+        policy: RecoveryPolicy,
+        cancel: CancellationToken,
+    ) -> Result<Resumed, StoreError> {
+        let recovered = self.engine().recover(session, policy).await?;
+        let context = self.engine().store().model_context(session).await?;
+        let events = expects_answer(&context).then(|| self.resume(session, cancel));
+        Ok(Resumed { recovered, events })
     }
 
     fn run_inner(&self, session: SessionId, prompt: Option<UserMessage>, cancel: CancellationToken) -> EventStream {
@@ -94,7 +116,7 @@ async fn run_loop(
     prompt: Option<UserMessage>,
     cancel: &CancellationToken,
     tasks: &TaskTracker,
-    out: &mut Emitter,
+    out: &mut Outbox,
 ) -> AgentStop {
     out.push(AgentEvent::AgentStart {
         session: session.clone(),
@@ -107,13 +129,17 @@ async fn run_loop(
         Ok(log) => log,
         Err(error) => return store_stop(&error),
     };
-    // Resuming a loop that had already ended (its owner stopped between the final answer and finishing the
-    // session): there is nothing to ask the model.
-    if prompt.is_none() && answered(&log) {
-        return AgentStop::Completed;
-    }
     let first_request = request_after(&log);
     drop(log);
+    // Resuming a loop that had already ended (its owner stopped between the final answer and finishing the
+    // session): there is nothing to ask the model.
+    if prompt.is_none() {
+        match store.model_context(session).await {
+            Ok(context) if !expects_answer(&context) => return AgentStop::Completed,
+            Ok(_) => {}
+            Err(error) => return store_stop(&error),
+        }
+    }
     if let Some(prompt) = prompt {
         out.push(AgentEvent::MessageStart { role: Role::User });
         out.flush();
@@ -125,15 +151,15 @@ async fn run_loop(
             Err(error) => return store_stop(&error),
         }
     }
-    let max_turns = engine.config().max_turns;
+    let max_requests = engine.config().max_requests;
     let mut continuations = engine.config().continue_after_failed_stream.unwrap_or(0);
     let mut request = first_request;
     loop {
         if cancel.is_cancelled() {
             return AgentStop::Cancelled;
         }
-        if request - first_request >= max_turns {
-            return AgentStop::MaxTurns;
+        if request - first_request >= max_requests {
+            return AgentStop::MaxRequests;
         }
         out.flush();
         let context = match store.model_context(session).await {
@@ -157,13 +183,13 @@ async fn run_loop(
                 return AgentStop::Error(error.into_message());
             }
         };
-        let shared = Arc::clone(engine.shared());
-        let turn = Turn {
+        let parts = Arc::clone(engine.parts());
+        let response = DrivenResponse {
             session: session.clone(),
             request,
             chat,
         };
-        let outcome = drive_response(shared, turn, stream, cancel, tasks, out).await;
+        let outcome = drive_response(parts, response, stream, cancel, tasks, out).await;
         request += 1;
         if let Some(failure) = outcome.store_failure {
             return if outcome.fenced {
@@ -191,19 +217,6 @@ async fn run_loop(
         if !outcome.wants_continuation() {
             return AgentStop::Completed;
         }
-    }
-}
-
-/// Whether the stored transcript ends with a final answer: a response that ended normally without calls, which
-/// asks for no continuation (contract §3.6).
-fn answered(log: &[headstart_store::StoredMessage]) -> bool {
-    match log.last().map(|stored| &stored.message) {
-        Some(Message::Assistant(answer)) => {
-            !answer.stop_reason.is_abnormal()
-                && answer.stop_reason != headstart_core::StopReason::ToolUse
-                && answer.tool_calls().next().is_none()
-        }
-        _ => false,
     }
 }
 

@@ -24,7 +24,7 @@ fn default_max_calls_per_response() -> Option<usize> {
 }
 
 /// Engine-wide settings. Non-exhaustive: start from `EngineConfig::default()` and use the setters
-/// (`EngineConfig::default().max_turns(8).early_execution(false)`).
+/// (`EngineConfig::default().max_requests(8).early_execution(false)`).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[non_exhaustive]
 pub struct EngineConfig {
@@ -39,9 +39,11 @@ pub struct EngineConfig {
     /// Default [`DEFAULT_MAX_CALLS_PER_RESPONSE`] (128); `None` is unbounded.
     #[serde(default = "default_max_calls_per_response")]
     pub max_calls_per_response: Option<usize>,
-    /// The agent loop stops quietly after this many model requests (contract §5.7).
-    pub max_turns: u32,
-    /// Commit prefixes and start async calls mid-stream (contract §3). `false` turns headstart into an end-of-stream
+    /// The agent loop stops quietly after this many model requests of one run (contract §5.7); `max_turns` in the
+    /// contract, scenarios and serialized configurations, its name before issue 20.
+    #[serde(alias = "max_turns")]
+    pub max_requests: u32,
+    /// Commit prefixes and start early calls mid-stream (contract §3). `false` turns headstart into an end-of-stream
     /// batching loop (every call waits for the end of the response), which is what benchmarks compare against.
     pub early_execution: bool,
     /// Continuing after a failed stream (contract §3.6.4): when a response ends in `error` after at least one of its
@@ -73,10 +75,16 @@ impl EngineConfig {
         self
     }
 
-    /// Sets [`EngineConfig::max_turns`].
-    pub fn max_turns(mut self, max_turns: u32) -> Self {
-        self.max_turns = max_turns;
+    /// Sets [`EngineConfig::max_requests`].
+    pub fn max_requests(mut self, max_requests: u32) -> Self {
+        self.max_requests = max_requests;
         self
+    }
+
+    /// The name [`EngineConfig::max_requests`] had before issue 20.
+    #[deprecated(note = "renamed to `max_requests`: the limit counts model requests")]
+    pub fn max_turns(self, max_turns: u32) -> Self {
+        self.max_requests(max_turns)
     }
 
     /// Sets [`EngineConfig::early_execution`].
@@ -104,10 +112,27 @@ impl Default for EngineConfig {
             tool_execution: ExecutionMode::Parallel,
             max_in_flight: Some(DEFAULT_MAX_IN_FLIGHT),
             max_calls_per_response: default_max_calls_per_response(),
-            max_turns: 32,
+            max_requests: 32,
             early_execution: true,
             continue_after_failed_stream: None,
             capture_content: false,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::EngineConfig;
+
+    #[test]
+    #[allow(deprecated)]
+    fn max_requests_keeps_its_old_name_in_code_and_in_serialized_configurations() {
+        assert_eq!(EngineConfig::default().max_turns(3).max_requests, 3);
+        let mut json = serde_json::to_value(EngineConfig::default().max_requests(5)).expect("serializes");
+        let fields = json.as_object_mut().expect("an object");
+        let limit = fields.remove("max_requests").expect("serialized under its name");
+        fields.insert("max_turns".to_owned(), limit);
+        let config: EngineConfig = serde_json::from_value(json).expect("the old name deserializes");
+        assert_eq!(config.max_requests, 5);
     }
 }

@@ -12,35 +12,37 @@ use tracing::Instrument;
 
 use crate::clock::{Clock, SystemClock};
 use crate::config::EngineConfig;
-use crate::hooks::Hooks;
-use crate::lease_guard::LeaseGuard;
-use crate::queue::{Emitter, EventStream};
-use crate::response::{drive_response, Turn};
-use crate::shared::Shared;
-pub use crate::shared::TurnIdSource;
-use crate::telemetry::ChatSpan;
-use crate::toolbox::Toolbox;
+use crate::events::outbox::Outbox;
+use crate::events::queue::EventStream;
+use crate::parts::EngineParts;
+pub use crate::parts::TurnIdSource;
+use crate::recovery::{recover_with_tools, RecoveredCall, RecoveryPolicy};
+use crate::response::drive::{drive_response, DrivenResponse};
+use crate::response::lease_guard::LeaseGuard;
+use crate::response::telemetry::ChatSpan;
+use crate::tools::hooks::Hooks;
+use crate::tools::toolbox::Toolbox;
 
 /// What one run (a wrapped response, or an agent loop) is made of: its tasks, its cancellation (the caller's
 /// token's child, also cancelled when the consumer drops the stream), and both ends of its event queue.
 pub(crate) struct Run {
     pub tasks: TaskTracker,
     pub cancel: CancellationToken,
-    pub out: Emitter,
+    pub out: Outbox,
     pub events: EventStream,
 }
 
 /// The early-execution engine. Cheap to clone; share one per process.
 #[derive(Clone)]
 pub struct Engine {
-    pub(crate) shared: Arc<Shared>,
+    pub(crate) parts: Arc<EngineParts>,
 }
 
 impl std::fmt::Debug for Engine {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Engine")
-            .field("toolbox", &self.shared.toolbox)
-            .field("config", &self.shared.config)
+            .field("toolbox", &self.parts.toolbox)
+            .field("config", &self.parts.config)
             .finish_non_exhaustive()
     }
 }
@@ -61,27 +63,27 @@ impl Engine {
 
     /// The transcript store.
     pub fn store(&self) -> &Arc<dyn TranscriptStore> {
-        &self.shared.store
+        &self.parts.store
     }
 
     /// The tools.
     pub fn toolbox(&self) -> &Toolbox {
-        &self.shared.toolbox
+        &self.parts.toolbox
     }
 
     /// The configuration.
     pub fn config(&self) -> &EngineConfig {
-        &self.shared.config
+        &self.parts.config
     }
 
     /// The clock timestamps are read from.
     pub fn clock(&self) -> &Arc<dyn Clock> {
-        &self.shared.clock
+        &self.parts.clock
     }
 
     /// Creates a session in the store, stamped with the engine's clock.
     pub async fn create_session(&self) -> Result<SessionId, StoreError> {
-        self.shared.store.create_session(self.shared.clock.now_us()).await
+        self.parts.store.create_session(self.parts.clock.now_us()).await
     }
 
     /// The request number `session`'s next response gets: one past the highest request of its stored assistant
@@ -91,7 +93,7 @@ impl Engine {
     /// process (a fleet worker) ran the session's previous requests. A response whose every commit failed left no
     /// fragment, and its number is given again: nothing durable refers to it.
     pub async fn next_request(&self, session: &SessionId) -> Result<u32, StoreError> {
-        let log = self.shared.store.load_log(session).await?;
+        let log = self.parts.store.load_log(session).await?;
         Ok(request_after(&log))
     }
 
@@ -114,12 +116,12 @@ impl Engine {
     }
 
     /// Wraps one model response (request number `request` of `session`) and returns its agent events, from
-    /// `TurnStart` to `TurnEnd` (contract §3, §6).
+    /// `ResponseStart` to `ResponseEnd` (contract §3, §6).
     ///
-    /// The engine reads `stream` on a task of its own, at the stream's pace, whatever the consumer does: each async
+    /// The engine reads `stream` on a task of its own, at the stream's pace, whatever the consumer does: each early
     /// tool call is committed with its transcript prefix the moment it is sealed, and only then starts; sync calls
-    /// run as one batch after the stream ends. `TurnEnd` comes once every call has its durable result, and carries
-    /// the [`TurnOutcome`](crate::TurnOutcome) the agent loop decides on. Cancelling `cancel`, or dropping the
+    /// run as one batch after the stream ends. `ResponseEnd` comes once every call has its durable result, and carries
+    /// the [`ResponseOutcome`](crate::ResponseOutcome) the agent loop decides on. Cancelling `cancel`, or dropping the
     /// returned stream, ends the response as `aborted` ("cancelled by the caller"), cancels running calls and
     /// settles every admitted call (contract §5.5, §6.7).
     ///
@@ -136,15 +138,15 @@ impl Engine {
             mut out,
             events,
         } = self.open_run(&cancel);
-        let shared = Arc::clone(&self.shared);
+        let parts = Arc::clone(&self.parts);
         let session = session.clone();
         let tracker = tasks.clone();
         // The engine's task belongs to the caller's span; the model is the caller's, so the `chat` span names none.
-        let chat = ChatSpan::open(&session, request, None, None, self.shared.clock.now_us());
+        let chat = ChatSpan::open(&session, request, None, None, self.parts.clock.now_us());
         tasks.spawn(
             async move {
-                let turn = Turn { session, request, chat };
-                drive_response(shared, turn, stream, &cancel, &tracker, &mut out).await;
+                let response = DrivenResponse { session, request, chat };
+                drive_response(parts, response, stream, &cancel, &tracker, &mut out).await;
             }
             .instrument(tracing::Span::current()),
         );
@@ -161,13 +163,20 @@ impl Engine {
         Run {
             tasks,
             cancel,
-            out: Emitter::new(sink, Arc::clone(&self.shared.clock)),
+            out: Outbox::new(sink, Arc::clone(&self.parts.clock)),
             events,
         }
     }
 
-    pub(crate) fn shared(&self) -> &Arc<Shared> {
-        &self.shared
+    /// The engine's parts, for the responses and recoveries it drives.
+    pub(crate) fn parts(&self) -> &Arc<EngineParts> {
+        &self.parts
+    }
+
+    /// Recovers `session` with `policy` (contract §7.4), using this engine's tools and hooks for re-execution. Calls
+    /// run one at a time in admission order.
+    pub async fn recover(&self, session: &SessionId, policy: RecoveryPolicy) -> Result<Vec<RecoveredCall>, StoreError> {
+        recover_with_tools(&self.parts, session, policy).await
     }
 }
 
@@ -225,7 +234,7 @@ impl EngineBuilder {
     /// The engine.
     pub fn build(self) -> Engine {
         Engine {
-            shared: Arc::new(Shared {
+            parts: Arc::new(EngineParts {
                 store: self.store,
                 toolbox: Arc::new(self.toolbox),
                 hooks: self.hooks,

@@ -1,7 +1,7 @@
 //! # headstart
 //!
 //! Streaming early execution for LLM agents. headstart wraps a model's delta stream; the moment a call to an
-//! **async** tool is sealed (`toolcall_end`), it commits the transcript prefix — everything the model said up to
+//! **early** tool is sealed (`toolcall_end`), it commits the transcript prefix — everything the model said up to
 //! and including that call — durably, and only then starts the tool, while the model keeps generating. Calls to
 //! other tools wait for the end of the stream and run as one batch. Every executed call has a durable owner in
 //! the transcript, so a crash never leaves a side effect nobody can account for.
@@ -13,6 +13,10 @@
 //! - [`Agent`]: the multi-request loop over a [`Model`];
 //! - [`AgentEvent`]: the single ordered event stream a consumer observes;
 //! - re-exported layers: [`core`] (model types, delta events, accumulator) and [`store`] (transcript store).
+//!
+//! Errors on the tool path, one type per role: a typed tool's body returns a [`ToolFailure`] (`?` on any error); a
+//! dynamic [`Tool`], a [layer](layer::ToolMiddleware) or a [`ToolHook`] returns a [`ToolError`], whose message is the
+//! error result the model reads; registering a tool can fail with a [`ToolboxError`].
 //!
 //! ## Wrapping your model stream
 //!
@@ -44,7 +48,7 @@
 //! // Your provider adapter's output: any Stream<Item = Result<DeltaEvent, ModelError>>.
 //! let deltas = futures::stream::iter([
 //!     DeltaEvent::Start { model: None, response_id: None },
-//!     DeltaEvent::ToolcallStart { index: 0, id: "c1".into(), name: "lookup".into(), is_async: false },
+//!     DeltaEvent::ToolcallStart { index: 0, id: "c1".into(), name: "lookup".into(), early: false },
 //!     DeltaEvent::ToolcallDelta { index: 0, delta: r#"{"q": "tokio"}"#.into() },
 //!     DeltaEvent::ToolcallEnd { index: 0, arguments: None },
 //!     DeltaEvent::Done { stop_reason: DoneReason::ToolUse, usage: Usage::default() },
@@ -69,35 +73,25 @@
 //! # }
 //! ```
 //!
+//! The same call reads as a stream adapter with [`ModelStreamExt`]: `deltas.early_execute(&engine, &session,
+//! cancel).await?`.
+//!
 //! A tool whose behaviour is decided at run time (an MCP server's, a plugin's) implements the object-safe [`Tool`]
 //! trait instead, over untyped [`Arguments`].
 //!
 //! For the whole multi-request loop, implement [`Model`] and use [`Agent::run`].
 #![warn(missing_docs)]
 
-mod admission;
 mod agent;
 mod clock;
 mod config;
 mod engine;
-mod event;
-mod execute;
-mod hooks;
-pub mod layer;
-mod lease_guard;
-mod panic;
-mod prepare;
-mod queue;
+mod events;
+mod parts;
 mod recovery;
 mod response;
-mod runner;
-pub mod scheduler;
-mod shared;
-mod telemetry;
-mod tool;
-mod toolbox;
-mod typed;
-mod updates;
+mod stream_ext;
+mod tools;
 
 pub use headstart_core as core;
 pub use headstart_store as store;
@@ -108,18 +102,26 @@ pub use agent::Agent;
 pub use clock::{Clock, SystemClock, TokioClock};
 pub use config::{EngineConfig, ExecutionMode, DEFAULT_MAX_CALLS_PER_RESPONSE, DEFAULT_MAX_IN_FLIGHT};
 pub use engine::{Engine, EngineBuilder, TurnIdSource};
-pub use event::{AgentEvent, AgentStop, Role, TurnOutcome};
-pub use hooks::{Decision, HookError, Hooks, ResultDraft, ResultOverride, ToolHook};
-pub use lease_guard::{LeaseGuard, LEASE_MAY_HAVE_EXPIRED};
-pub use queue::{Emitted, EventStream};
+#[allow(deprecated)]
+pub use events::event::TurnOutcome;
+pub use events::event::{AgentEvent, AgentStop, ResponseOutcome, Role};
+pub use events::queue::{Emitted, EventStream};
 pub use recovery::{
     expects_answer, recover_all, recover_session, RecoveredCall, RecoveryAction, RecoveryPolicy, Resumed, INTERRUPTED,
 };
-pub use response::{CANCELLED_BY_CALLER, MISSING_TERMINAL};
-pub use tool::{Arguments, Tool, ToolContext, ToolError, ToolOutput};
-pub use toolbox::{Toolbox, ToolboxError};
-pub use typed::{schema_for, tool_fn, ToolFailure, ToolFn};
-pub use updates::UpdateSink;
+pub use response::ending::{CANCELLED_BY_CALLER, MISSING_TERMINAL};
+pub use response::lease_guard::{LeaseGuard, LEASE_MAY_HAVE_EXPIRED};
+pub use stream_ext::ModelStreamExt;
+#[allow(deprecated)]
+pub use tools::error::HookError;
+pub use tools::error::{ToolError, ToolFailure};
+pub use tools::hooks::{Decision, Hooks, ResultDraft, ResultOverride, ToolHook};
+pub use tools::layer;
+pub use tools::output::ToolOutput;
+pub use tools::tool::{Arguments, Tool, ToolContext};
+pub use tools::toolbox::{Toolbox, ToolboxError};
+pub use tools::typed::{schema_for, tool_fn, ToolFn};
+pub use tools::updates::UpdateSink;
 
 pub use headstart_core::{
     DeltaEvent, DeltaStream, Message, Model, ModelError, ModelErrorKind, ModelRequest, StopReason, ToolCall,
@@ -127,3 +129,11 @@ pub use headstart_core::{
 };
 pub use headstart_store::{SessionId, SqliteStore, TranscriptStore};
 pub use tokio_util::sync::CancellationToken;
+
+/// Engine internals that headstart's own benchmarks drive directly (the `bench-internals` feature, which only
+/// `headstart-bench` enables). Not part of the public API: no stability promise, hidden from the docs.
+#[cfg(feature = "bench-internals")]
+#[doc(hidden)]
+pub mod bench_internals {
+    pub use crate::response::scheduler::{Action, Prepared, Scheduler};
+}

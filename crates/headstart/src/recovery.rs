@@ -13,13 +13,12 @@ use headstart_store::{RunEnd, RunOutcome, RunState, SessionId, StoreError, Trans
 use serde::Serialize;
 use tokio_util::sync::CancellationToken;
 
-use crate::agent::Agent;
-use crate::engine::Engine;
-use crate::execute::execute;
-use crate::lease_guard::CallGate;
-use crate::prepare::prepare;
-use crate::queue::EventStream;
-use crate::updates::UpdateSink;
+use crate::events::queue::EventStream;
+use crate::parts::EngineParts;
+use crate::response::execute::execute;
+use crate::response::lease_guard::CallGate;
+use crate::response::prepare::prepare;
+use crate::tools::updates::UpdateSink;
 
 /// The result text of a call interrupted by a crash (contract §7.4).
 pub const INTERRUPTED: &str =
@@ -148,107 +147,112 @@ fn recovered_call(
     }
 }
 
-impl Engine {
-    /// Recovers `session` with `policy`, using this engine's tools and hooks for re-execution. Calls run one at
-    /// a time in admission order.
-    pub async fn recover(&self, session: &SessionId, policy: RecoveryPolicy) -> Result<Vec<RecoveredCall>, StoreError> {
-        let store = self.store().as_ref();
-        let mut recovered = Vec::new();
-        for unfinished in store.unfinished_calls(session).await? {
-            let idempotent = self
-                .toolbox()
-                .get(&unfinished.call.name)
-                .is_some_and(|tool| tool.idempotent());
-            let call = if policy == RecoveryPolicy::ReExecuteIdempotent && idempotent {
-                self.reexecute(session, &unfinished).await?
-            } else {
-                fail_call(store, session, &unfinished, self.clock().now_us()).await?
-            };
-            recovered.push(call);
-        }
-        Ok(recovered)
-    }
-
-    async fn reexecute(&self, session: &SessionId, unfinished: &UnfinishedCall) -> Result<RecoveredCall, StoreError> {
-        let call = Arc::new(unfinished.call.clone());
-        let had_started = had_started(unfinished);
-        let gate = CallGate::new(
-            session.clone(),
-            unfinished.run.request,
-            self.shared().lease_guard.clone(),
-        );
-        let prepared = match gate.refusal() {
-            // The lease may have expired (contract §7.5.4): the call is not run again; its result says why.
-            Some(refused) => Err((refused.outcome, refused.into_result(&call))),
-            None => prepare(&call, self.toolbox(), &self.shared().hooks)
-                .await
-                .map_err(|immediate| (immediate.outcome, ToolResultMessage::error(&call, immediate.text))),
+/// Recovers `session` with `policy`, re-executing with the engine's tools and hooks ([`Engine::recover`](crate::Engine::recover)).
+/// Calls run one at a time in admission order.
+pub(crate) async fn recover_with_tools(
+    parts: &EngineParts,
+    session: &SessionId,
+    policy: RecoveryPolicy,
+) -> Result<Vec<RecoveredCall>, StoreError> {
+    let store = parts.store.as_ref();
+    let mut recovered = Vec::new();
+    for unfinished in store.unfinished_calls(session).await? {
+        let idempotent = parts
+            .toolbox
+            .get(&unfinished.call.name)
+            .is_some_and(|tool| tool.idempotent());
+        let call = if policy == RecoveryPolicy::ReExecuteIdempotent && idempotent {
+            reexecute(parts, session, &unfinished).await?
+        } else {
+            fail_call(store, session, &unfinished, parts.clock.now_us()).await?
         };
-        let (result, run) = match prepared {
-            Err((outcome, result)) => (
-                result,
-                RunEnd {
-                    state: RunState::Skipped,
-                    outcome,
-                    started_at_us: None,
-                },
-            ),
-            Ok(ready) => {
-                let started_at_us = self.clock().now_us();
-                // Like a live start: the mark says the call began again, should this run crash too.
-                self.store()
-                    .mark_started(session, &unfinished.run.key(), started_at_us)
-                    .await?;
-                // Recovery has no event stream: updates go nowhere.
-                let context = gate.context(&call.id, CancellationToken::new(), UpdateSink::disconnected());
-                let executed = execute(ready, Arc::clone(&call), self.shared().hooks.clone(), context).await;
-                let run = RunEnd {
-                    state: executed.run_state(),
-                    outcome: executed.outcome,
-                    started_at_us: Some(started_at_us),
-                };
-                (executed.into_result(&call), run)
-            }
-        };
-        let result_seq = self
-            .store()
-            .append_tool_result(
-                session,
-                unfinished.run.request,
-                &result,
-                Some(run),
-                self.clock().now_us(),
-            )
-            .await?;
-        Ok(recovered_call(
-            session,
-            unfinished,
-            had_started,
-            RecoveryAction::ReExecuted,
-            result_seq,
-        ))
+        recovered.push(call);
     }
+    Ok(recovered)
 }
 
-/// Whether a stored conversation still waits for the model (contract §7.4): its canonical context ends with the user's
-/// prompt (the crash came before any response was stored), or with the results of a response that stopped to use
-/// tools (stop reason `tool_use`; a response cut by a crash has only its prefix fragments, which say so too).
+/// Runs an unfinished call of an idempotent tool again, through the same gate, preparation and hooks as a live call.
+async fn reexecute(
+    parts: &EngineParts,
+    session: &SessionId,
+    unfinished: &UnfinishedCall,
+) -> Result<RecoveredCall, StoreError> {
+    let call = Arc::new(unfinished.call.clone());
+    let had_started = had_started(unfinished);
+    let gate = CallGate::new(session.clone(), unfinished.run.request, parts.lease_guard.clone());
+    let prepared = match gate.refusal() {
+        // The lease may have expired (contract §7.5.4): the call is not run again; its result says why.
+        Some(refused) => Err((refused.outcome, refused.into_result(&call))),
+        None => prepare(&call, &parts.toolbox, &parts.hooks)
+            .await
+            .map_err(|immediate| (immediate.outcome, ToolResultMessage::error(&call, immediate.text))),
+    };
+    let (result, run) = match prepared {
+        Err((outcome, result)) => (
+            result,
+            RunEnd {
+                state: RunState::Skipped,
+                outcome,
+                started_at_us: None,
+            },
+        ),
+        Ok(ready) => {
+            let started_at_us = parts.clock.now_us();
+            // Like a live start: the mark says the call began again, should this run crash too.
+            parts
+                .store
+                .mark_started(session, &unfinished.run.key(), started_at_us)
+                .await?;
+            // Recovery has no event stream: updates go nowhere.
+            let context = gate.context(&call.id, CancellationToken::new(), UpdateSink::disconnected());
+            let executed = execute(ready, Arc::clone(&call), parts.hooks.clone(), context).await;
+            let run = RunEnd {
+                state: executed.run_state(),
+                outcome: executed.outcome,
+                started_at_us: Some(started_at_us),
+            };
+            (executed.into_result(&call), run)
+        }
+    };
+    let result_seq = parts
+        .store
+        .append_tool_result(
+            session,
+            unfinished.run.request,
+            &result,
+            Some(run),
+            parts.clock.now_us(),
+        )
+        .await?;
+    Ok(recovered_call(
+        session,
+        unfinished,
+        had_started,
+        RecoveryAction::ReExecuted,
+        result_seq,
+    ))
+}
+
+/// Whether a stored conversation waits for the model (contract §3.6.12, §7.4.3): its canonical context ends with the
+/// user's prompt (the crash came before any response was stored), with results for the model to read, or with a
+/// response without calls that stopped for tools or failed. It does not when it is empty, when it ends with a final
+/// answer (a response that ended normally, `stop` or `length`, without calls), or when its last response has calls
+/// without results (recovery gives them theirs first).
+///
+/// The one rule both ask: [`Agent::resume`](crate::Agent::resume) (a loop resumed on a conversation that does not
+/// wait ends at once as `completed`) and [`Agent::resume_after_crash`](crate::Agent::resume_after_crash).
 pub fn expects_answer(context: &[Message]) -> bool {
     match context.last() {
-        Some(Message::User(_)) => true,
-        Some(Message::ToolResult(_)) => context
-            .iter()
-            .rev()
-            .find_map(|message| match message {
-                Message::Assistant(assistant) => Some(assistant.stop_reason == StopReason::ToolUse),
-                _ => None,
-            })
-            .unwrap_or(false),
-        Some(Message::Assistant(_)) | None => false,
+        None => false,
+        Some(Message::User(_) | Message::ToolResult(_)) => true,
+        Some(Message::Assistant(last)) => {
+            last.tool_calls().next().is_none()
+                && (last.stop_reason.is_abnormal() || last.stop_reason == StopReason::ToolUse)
+        }
     }
 }
 
-/// What [`Agent::resume_after_crash`] did: the calls it recovered, and the continued run when the conversation
+/// What [`Agent::resume_after_crash`](crate::Agent::resume_after_crash) did: the calls it recovered, and the continued run when the conversation
 /// still expected an answer.
 #[derive(Debug)]
 pub struct Resumed {
@@ -258,23 +262,57 @@ pub struct Resumed {
     pub events: Option<EventStream>,
 }
 
-impl Agent {
-    /// Resumes `session` after a crash (contract §7.4): gives every unfinished call its result under `policy`, then,
-    /// if the stored conversation still expects the model to answer ([`expects_answer`]), continues the agent loop
-    /// from the stored transcript ([`Agent::resume`]).
-    ///
-    /// # Panics
-    ///
-    /// Outside a tokio runtime.
-    pub async fn resume_after_crash(
-        &self,
-        session: &SessionId,
-        policy: RecoveryPolicy,
-        cancel: CancellationToken,
-    ) -> Result<Resumed, StoreError> {
-        let recovered = self.engine().recover(session, policy).await?;
-        let context = self.engine().store().model_context(session).await?;
-        let events = expects_answer(&context).then(|| self.resume(session, cancel));
-        Ok(Resumed { recovered, events })
+#[cfg(test)]
+mod tests {
+    use headstart_core::{AssistantMessage, ContentBlock, Message, StopReason, ToolArguments, ToolCall};
+    use headstart_core::{ToolResultMessage, Usage, UserMessage};
+
+    use super::expects_answer;
+
+    fn response(stop_reason: StopReason, with_call: bool) -> Message {
+        let mut content = vec![ContentBlock::text("…")];
+        if with_call {
+            content.push(ContentBlock::ToolCall(ToolCall {
+                id: "c1".to_owned(),
+                name: "fetch".to_owned(),
+                arguments: ToolArguments::Valid(serde_json::Map::new()),
+            }));
+        }
+        Message::Assistant(AssistantMessage {
+            turn_id: "t".to_owned(),
+            stop_reason,
+            content,
+            usage: Usage::default(),
+            model: None,
+            error_message: None,
+        })
+    }
+
+    fn result() -> Message {
+        let call = ToolCall {
+            id: "c1".to_owned(),
+            name: "fetch".to_owned(),
+            arguments: ToolArguments::Valid(serde_json::Map::new()),
+        };
+        Message::ToolResult(ToolResultMessage::error(&call, "interrupted"))
+    }
+
+    #[test]
+    fn a_conversation_waits_for_the_model_unless_empty_answered_or_missing_results() {
+        let user = || Message::User(UserMessage::new("hi"));
+        let cases = [
+            (vec![], false),
+            (vec![user()], true),
+            (vec![user(), response(StopReason::ToolUse, true), result()], true),
+            (vec![user(), response(StopReason::Stop, true), result()], true),
+            (vec![user(), response(StopReason::Stop, false)], false),
+            (vec![user(), response(StopReason::Length, false)], false),
+            (vec![user(), response(StopReason::Error, false)], true),
+            (vec![user(), response(StopReason::ToolUse, false)], true),
+            (vec![user(), response(StopReason::ToolUse, true)], false),
+        ];
+        for (context, expected) in cases {
+            assert_eq!(expects_answer(&context), expected, "{context:?}");
+        }
     }
 }

@@ -278,7 +278,7 @@ impl Tool for FetchUrl {
                "required": ["url"]})
     }
 
-    fn is_async(&self) -> bool {
+    fn early(&self) -> bool {
         true
     }
 

@@ -46,7 +46,7 @@ impl Tool for ReadFile {
                "required": ["path"]})
     }
 
-    fn is_async(&self) -> bool {
+    fn early(&self) -> bool {
         true
     }
 
@@ -83,7 +83,7 @@ impl Tool for ListDir {
         json!({"type": "object", "properties": {"path": {"type": "string", "description": "e.g. src, or ."}}})
     }
 
-    fn is_async(&self) -> bool {
+    fn early(&self) -> bool {
         true
     }
 

@@ -12,7 +12,7 @@
 //!
 //! [`MAX_OUTPUT_BYTES`]: output::MAX_OUTPUT_BYTES
 //!
-//! All three have no side effect, so they are async (they start while the model still streams) and idempotent
+//! All three have no side effect, so they are early (they start while the model still streams) and idempotent
 //! (recovery may run them again). A tool that writes would be declared sync, so that it runs only once the response
 //! is complete (contract §4).
 

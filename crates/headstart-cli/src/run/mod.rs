@@ -145,7 +145,7 @@ async fn finish(
         db.display()
     );
     Ok(match stop {
-        AgentStop::Completed | AgentStop::Terminated | AgentStop::MaxTurns => 0,
+        AgentStop::Completed | AgentStop::Terminated | AgentStop::MaxRequests => 0,
         AgentStop::Cancelled => 130,
         AgentStop::ResponseFailed | AgentStop::Error(_) | AgentStop::Fenced(_) => {
             eprintln!("headstart: the run stopped: {stop:?}");

@@ -61,9 +61,10 @@ pub struct ModelArgs {
     /// A system prompt, e.g. `--system "Answer in one paragraph."`.
     #[arg(long)]
     system: Option<String>,
-    /// The loop stops after this many model requests, e.g. `--max-turns 8`.
-    #[arg(long, default_value_t = 32, value_name = "N")]
-    max_turns: u32,
+    /// The loop stops after this many model requests, e.g. `--max-requests 8` (`--max-turns`, its old name, still
+    /// works).
+    #[arg(long, alias = "max-turns", default_value_t = 32, value_name = "N")]
+    pub(super) max_requests: u32,
     /// At most this many tool calls of one response run; the calls past it get an error result and never run
     /// (contract §4.6.4), e.g. `--max-calls-per-response 32`.
     #[arg(long, default_value_t = headstart::DEFAULT_MAX_CALLS_PER_RESPONSE, value_name = "N",
@@ -284,7 +285,7 @@ impl ModelArgs {
         let model = self.model()?;
         let toolbox = builtin_tools::toolbox(&self.builtin_config(transcript)?, extra).map_err(Failure::Failed)?;
         let config = EngineConfig::default()
-            .max_turns(self.max_turns)
+            .max_requests(self.max_requests)
             .max_calls_per_response(Some(self.max_calls_per_response))
             .max_in_flight(Some(self.max_in_flight))
             .continue_after_failed_stream((self.continue_after_failure > 0).then_some(self.continue_after_failure));

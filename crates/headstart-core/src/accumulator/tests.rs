@@ -60,7 +60,7 @@ fn call_start(index: usize, id: &str, name: &str) -> DeltaEvent {
         index,
         id: id.to_owned(),
         name: name.to_owned(),
-        is_async: false,
+        early: false,
     }
 }
 
@@ -69,7 +69,7 @@ fn async_call_start(index: usize, id: &str, name: &str) -> DeltaEvent {
         index,
         id: id.to_owned(),
         name: name.to_owned(),
-        is_async: true,
+        early: true,
     }
 }
 
@@ -1243,8 +1243,8 @@ fn arb_event() -> impl Strategy<Value = DeltaEvent> {
         3 => (index(), delta()).prop_map(|(index, delta)| DeltaEvent::ThinkingDelta { index, delta }),
         2 => (index(), prop::option::of("[a-z]{0,3}"))
             .prop_map(|(index, signature)| DeltaEvent::ThinkingEnd { index, signature }),
-        3 => (index(), id, "[a-z]{1,3}", any::<bool>()).prop_map(|(index, id, name, is_async)| {
-            DeltaEvent::ToolcallStart { index, id: id.to_owned(), name, is_async }
+        3 => (index(), id, "[a-z]{1,3}", any::<bool>()).prop_map(|(index, id, name, early)| {
+            DeltaEvent::ToolcallStart { index, id: id.to_owned(), name, early }
         }),
         3 => (index(), delta()).prop_map(|(index, delta)| DeltaEvent::ToolcallDelta { index, delta }),
         2 => (index(), override_value).prop_map(|(index, arguments)| DeltaEvent::ToolcallEnd { index, arguments }),
@@ -1319,7 +1319,7 @@ fn arb_block() -> impl Strategy<Value = GenBlock> {
         ("(?s).{0,20}", arb_cuts(), prop::option::of("[A-Za-z0-9+/=]{1,12}"))
             .prop_map(|(text, cuts, signature)| GenBlock::Thinking(text, cuts, signature)),
         ("[a-z_]{1,8}", any::<bool>(), args, arb_cuts())
-            .prop_map(|(name, is_async, args, cuts)| GenBlock::Call(name, is_async, args, cuts)),
+            .prop_map(|(name, early, args, cuts)| GenBlock::Call(name, early, args, cuts)),
     ]
 }
 
@@ -1395,13 +1395,13 @@ fn render(message: &GenMessage) -> (Vec<DeltaEvent>, Vec<ContentBlock>) {
                     signature: signature.clone(),
                 });
             }
-            GenBlock::Call(name, is_async, args, cuts) => {
+            GenBlock::Call(name, early, args, cuts) => {
                 let id = format!("call_{index}");
                 events.push_back(DeltaEvent::ToolcallStart {
                     index,
                     id: id.clone(),
                     name: name.clone(),
-                    is_async: *is_async,
+                    early: *early,
                 });
                 let (streamed, end, arguments) = match args {
                     GenArgs::Object { value, pretty } => {
@@ -1585,9 +1585,9 @@ proptest! {
         prop_assert_eq!(acc.content(0..acc.len()), expected_content.clone());
         for (index, block) in expected_content.iter().enumerate() {
             prop_assert_eq!(acc.tool_call(index), block.as_tool_call().cloned());
-            if let GenBlock::Call(name, is_async, ..) = &message.blocks[index] {
+            if let GenBlock::Call(name, early, ..) = &message.blocks[index] {
                 prop_assert_eq!(acc.call_name(index), Some(name.as_str()));
-                prop_assert_eq!(acc.call_flagged_async(index), Some(*is_async));
+                prop_assert_eq!(acc.call_flagged_async(index), Some(*early));
             }
         }
     }

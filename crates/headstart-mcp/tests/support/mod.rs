@@ -20,7 +20,7 @@ pub fn call(index: usize, id: &str, name: &str, arguments: Value) -> [DeltaEvent
             index,
             id: id.into(),
             name: name.into(),
-            is_async: false,
+            early: false,
         },
         DeltaEvent::ToolcallEnd {
             index,

@@ -142,9 +142,9 @@ pub struct ToolSpec {
     /// Description for the model.
     #[serde(default)]
     pub description: String,
-    /// Early-executable.
+    /// Early: its calls may start before the stream ends (`"async"` in scenario files).
     #[serde(default, rename = "async")]
-    pub is_async: bool,
+    pub early: bool,
     /// Per-tool execution mode.
     pub execution_mode: Option<ExecutionMode>,
     /// JSON Schema of the arguments.
@@ -205,9 +205,9 @@ pub struct ConfigSpec {
     /// Bound on executing calls.
     #[serde(default)]
     pub max_in_flight: Option<usize>,
-    /// Bound on model requests.
-    #[serde(default = "default_max_turns")]
-    pub max_turns: u32,
+    /// Bound on model requests (`"max_turns"` in scenario files).
+    #[serde(default = "default_max_requests", rename = "max_turns")]
+    pub max_requests: u32,
 }
 
 impl Default for ConfigSpec {
@@ -215,12 +215,12 @@ impl Default for ConfigSpec {
         ConfigSpec {
             tool_execution: ExecutionMode::Parallel,
             max_in_flight: None,
-            max_turns: default_max_turns(),
+            max_requests: default_max_requests(),
         }
     }
 }
 
-fn default_max_turns() -> u32 {
+fn default_max_requests() -> u32 {
     8
 }
 
@@ -230,7 +230,7 @@ impl ConfigSpec {
         EngineConfig::default()
             .tool_execution(self.tool_execution)
             .max_in_flight(self.max_in_flight)
-            .max_turns(self.max_turns)
+            .max_requests(self.max_requests)
             .early_execution(true)
     }
 }

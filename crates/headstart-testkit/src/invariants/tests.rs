@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use headstart::core::model::{ContentBlock, Usage};
 use headstart::store::{RunOutcome, RunState};
-use headstart::{AgentStop, Message, Role, StopReason, TurnOutcome};
+use headstart::{AgentStop, Message, Role, StopReason, ResponseOutcome};
 use headstart_timeline::report::{EventReport, Ms, ToolRunReport, TranscriptEntry};
 use serde_json::json;
 
@@ -82,7 +82,7 @@ fn end(id: &str) -> AgentEvent {
 /// The events of [`session`] as `Engine::wrap` emits them: 0 `turn_start`; 1–2 fragment #2; 3 start c1; 4–5
 /// fragment #4; 6 start c2, 7 end c2, 8–9 its result; 10 end c1, 11–12 its result; 13 `turn_end`.
 fn turn_events(log: &[StoredMessage]) -> Vec<AgentEvent> {
-    let mut events = vec![AgentEvent::TurnStart { request: 0 }];
+    let mut events = vec![AgentEvent::ResponseStart { request: 0 }];
     events.extend(message_end(&log[1]));
     events.push(start("c1"));
     events.extend(message_end(&log[3]));
@@ -91,10 +91,10 @@ fn turn_events(log: &[StoredMessage]) -> Vec<AgentEvent> {
     events.extend(message_end(&log[4]));
     events.push(end("c1"));
     events.extend(message_end(&log[2]));
-    events.push(AgentEvent::TurnEnd {
+    events.push(AgentEvent::ResponseEnd {
         request: 0,
         outcome: {
-            let mut outcome = TurnOutcome::new(StopReason::ToolUse, 2);
+            let mut outcome = ResponseOutcome::new(StopReason::ToolUse, 2);
             outcome.committed_prefixes = 1;
             outcome
         },
@@ -235,7 +235,7 @@ fn each_event_rule_can_fail() {
             },
         ),
         (
-            |events| events.push(AgentEvent::TurnStart { request: 1 }),
+            |events| events.push(AgentEvent::ResponseStart { request: 1 }),
             InvariantViolation::EventCount {
                 event: "turn_start",
                 count: 2,

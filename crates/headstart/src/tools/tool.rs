@@ -3,77 +3,16 @@
 use std::time::Duration;
 
 use async_trait::async_trait;
-use headstart_core::model::ContentBlock;
 use serde_json::{Map, Value};
 use tokio_util::sync::CancellationToken;
 
 use crate::config::ExecutionMode;
-use crate::updates::UpdateSink;
+use crate::tools::error::ToolError;
+use crate::tools::output::ToolOutput;
+use crate::tools::updates::UpdateSink;
 
 /// A tool's arguments: always a JSON object once a call reaches `execute`.
 pub type Arguments = Map<String, Value>;
-
-/// What a tool body returns (and what partial updates carry).
-#[derive(Debug, Clone, Default, PartialEq)]
-pub struct ToolOutput {
-    /// What the model sees.
-    pub content: Vec<ContentBlock>,
-    /// Structured data for the application (not sent to the model).
-    pub details: Value,
-    /// Ask the agent loop to stop after this call's batch (contract §5.6).
-    pub terminate: bool,
-}
-
-impl ToolOutput {
-    /// An output holding one text block.
-    pub fn text(text: impl Into<String>) -> Self {
-        ToolOutput {
-            content: vec![ContentBlock::text(text)],
-            ..ToolOutput::default()
-        }
-    }
-
-    /// Sets `details`.
-    pub fn with_details(mut self, details: Value) -> Self {
-        self.details = details;
-        self
-    }
-
-    /// Sets `terminate`.
-    pub fn with_terminate(mut self, terminate: bool) -> Self {
-        self.terminate = terminate;
-        self
-    }
-}
-
-/// A tool body's failure; its message becomes the error result's text (contract §5.4).
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("{message}")]
-pub struct ToolError {
-    /// What went wrong.
-    pub message: String,
-}
-
-impl ToolError {
-    /// A failure with this message.
-    pub fn new(message: impl Into<String>) -> Self {
-        ToolError {
-            message: message.into(),
-        }
-    }
-}
-
-impl From<String> for ToolError {
-    fn from(message: String) -> Self {
-        ToolError { message }
-    }
-}
-
-impl From<&str> for ToolError {
-    fn from(message: &str) -> Self {
-        ToolError::new(message)
-    }
-}
 
 /// What a call's body gets besides its arguments.
 #[derive(Debug, Clone)]
@@ -125,16 +64,28 @@ pub trait Tool: Send + Sync {
         serde_json::json!({"type": "object"})
     }
 
-    /// Early-executable: the call may start as soon as it is sealed, while the model keeps streaming (contract §3.1).
-    /// Only flag tools whose result the model does not need before it finishes the response, and whose effects
-    /// are safe to start before the model has finished talking.
+    /// Early: the call may start as soon as it is sealed, while the model keeps streaming (contract §3.1; the
+    /// wire and scenario files flag such a tool `async`). Only flag tools whose result the model does not need before
+    /// it finishes the response, and whose effects are safe to start before the model has finished talking.
+    ///
+    /// Defaults to what the deprecated [`Tool::is_async`] says, so a tool written before the rename keeps its flag.
+    fn early(&self) -> bool {
+        #[allow(deprecated)]
+        self.is_async()
+    }
+
+    /// The name [`Tool::early`] had before issue 20 (`execute` is async for every tool, so the name misled).
+    /// Implement `early` instead; the engine asks `early`, whose default asks this. Callers should ask `early` too:
+    /// a tool that implements only `early` answers `false` here.
+    #[deprecated(note = "renamed to `Tool::early`: implement and call `early` instead")]
     fn is_async(&self) -> bool {
         false
     }
 
-    /// `Some(Sequential)` fences this tool's batch (contract §4.4).
-    fn execution_mode(&self) -> Option<ExecutionMode> {
-        None
+    /// `Sequential` fences this tool's batch: its calls run one at a time, after every earlier batch settled
+    /// (contract §4.4). `Parallel` (the default) leaves the tool to the engine's [`EngineConfig::tool_execution`](crate::EngineConfig::tool_execution).
+    fn execution_mode(&self) -> ExecutionMode {
+        ExecutionMode::Parallel
     }
 
     /// Calls with equal keys run in source order; different keys run in parallel (contract §4.5).

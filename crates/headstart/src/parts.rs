@@ -6,14 +6,15 @@ use headstart_store::TranscriptStore;
 
 use crate::clock::Clock;
 use crate::config::EngineConfig;
-use crate::hooks::Hooks;
-use crate::lease_guard::LeaseGuard;
-use crate::toolbox::Toolbox;
+use crate::response::lease_guard::LeaseGuard;
+use crate::tools::hooks::Hooks;
+use crate::tools::toolbox::Toolbox;
 
 /// Generates a `turn_id` for a response whose provider gave no response id.
 pub type TurnIdSource = Arc<dyn Fn(u32) -> String + Send + Sync>;
 
-pub(crate) struct Shared {
+/// The parts of an [`Engine`](crate::Engine), shared by its clones and by every response it drives.
+pub(crate) struct EngineParts {
     pub store: Arc<dyn TranscriptStore>,
     pub toolbox: Arc<Toolbox>,
     pub hooks: Hooks,

@@ -8,10 +8,10 @@ use futures::FutureExt;
 use headstart_core::{ToolArguments, ToolCall};
 use headstart_store::RunOutcome;
 
-use crate::hooks::{Decision, Hooks};
-use crate::panic::panic_message;
-use crate::tool::{Arguments, Tool};
-use crate::toolbox::Toolbox;
+use crate::response::panic::panic_message;
+use crate::tools::hooks::{Decision, Hooks};
+use crate::tools::tool::{Arguments, Tool};
+use crate::tools::toolbox::Toolbox;
 
 /// A call that passed preparation.
 pub(crate) struct ReadyCall {

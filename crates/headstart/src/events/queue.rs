@@ -16,7 +16,7 @@ use futures::Stream;
 use tokio_util::sync::{CancellationToken, DropGuard};
 use tokio_util::task::TaskTracker;
 
-use crate::event::AgentEvent;
+use crate::events::event::AgentEvent;
 
 /// An agent event with the engine's clock reading when the engine emitted it.
 #[derive(Debug, Clone)]
@@ -29,7 +29,7 @@ pub struct Emitted {
 
 /// What the queue holds. Each batch is led by the time the engine handed it over: one clock reading per batch, not
 /// a stamp on every event, so a text delta costs nothing but its event.
-enum Entry {
+pub(crate) enum Entry {
     /// The engine's clock when it handed over the events that follow.
     Stamp(i64),
     Event(AgentEvent),
@@ -38,10 +38,11 @@ enum Entry {
 }
 
 /// Entries in order, as the engine hands them over and the consumer takes them.
-type Entries = VecDeque<Entry>;
+pub(crate) type Entries = VecDeque<Entry>;
 
+/// The queue's contents and both sides' flags, under its lock.
 #[derive(Default)]
-struct State {
+struct QueueState {
     /// Undelivered entries.
     entries: Entries,
     /// Position of `entries[0]` in the run's entries.
@@ -55,13 +56,14 @@ struct State {
     abandoned: bool,
 }
 
+/// The queue itself, shared by the engine's [`EventSink`] and the consumer's [`EventStream`].
 #[derive(Default)]
-struct Shared {
-    state: Mutex<State>,
+struct Queue {
+    state: Mutex<QueueState>,
 }
 
-impl Shared {
-    fn lock(&self) -> MutexGuard<'_, State> {
+impl Queue {
+    fn lock(&self) -> MutexGuard<'_, QueueState> {
         // A panic while holding this lock cannot leave the queue half-updated in a way that matters (every
         // critical section is a few plain pushes and pops), so a poisoned lock is used as is.
         self.state.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
@@ -71,16 +73,16 @@ impl Shared {
 /// The engine's end of the queue.
 #[derive(Clone)]
 pub(crate) struct EventSink {
-    shared: Arc<Shared>,
+    queue: Arc<Queue>,
 }
 
 impl EventSink {
     /// Appends a batch (leaving `batch` empty) and wakes the consumer. Never waits. When the consumer has taken
     /// everything, the batch's storage is handed over whole instead of moved entry by entry. `tool_events` says
     /// whether the batch holds a tool call's event: only then can an update be coalesced.
-    fn push_batch(&self, batch: &mut Entries, tool_events: bool) {
+    pub(crate) fn push_batch(&self, batch: &mut Entries, tool_events: bool) {
         let waker = {
-            let mut state = self.shared.lock();
+            let mut state = self.queue.lock();
             if state.abandoned {
                 batch.clear();
                 return;
@@ -103,7 +105,7 @@ impl EventSink {
     /// No more events: the consumer's stream ends once it has taken what is queued.
     pub fn close(&self) {
         let waker = {
-            let mut state = self.shared.lock();
+            let mut state = self.queue.lock();
             state.closed = true;
             state.consumer.take()
         };
@@ -113,7 +115,7 @@ impl EventSink {
     }
 }
 
-impl State {
+impl QueueState {
     /// Coalesces updates: a call's update that the consumer has not taken yet (queued, or earlier in `batch`) is
     /// superseded by a newer one of the same call; any other event of the call closes that window.
     fn note_updates(&mut self, batch: &mut Entries) {
@@ -162,7 +164,7 @@ impl State {
 /// admitted call its one stored result, and then ends its tasks; [`EventStream::settled`] waits for that.
 #[must_use = "streams do nothing unless polled; dropping this one cancels the run"]
 pub struct EventStream {
-    shared: Arc<Shared>,
+    queue: Arc<Queue>,
     /// Entries already taken out of the shared queue.
     local: Entries,
     /// The stamp of the batch the next event belongs to.
@@ -186,12 +188,12 @@ impl EventStream {
     /// A stream fed by the returned sink; `cancel` is cancelled when the stream is dropped; `tasks` tracks every
     /// task of the run.
     pub(crate) fn channel(cancel: CancellationToken, tasks: TaskTracker) -> (EventSink, EventStream) {
-        let shared = Arc::new(Shared::default());
+        let queue = Arc::new(Queue::default());
         let sink = EventSink {
-            shared: Arc::clone(&shared),
+            queue: Arc::clone(&queue),
         };
         let stream = EventStream {
-            shared,
+            queue,
             local: VecDeque::new(),
             at_us: 0,
             done: false,
@@ -226,7 +228,7 @@ impl EventStream {
         if self.done {
             return Poll::Ready(false);
         }
-        let mut state = self.shared.lock();
+        let mut state = self.queue.lock();
         if state.entries.is_empty() {
             if state.closed {
                 self.done = true;
@@ -267,7 +269,7 @@ impl EventStream {
 impl Drop for EventStream {
     fn drop(&mut self) {
         // Nothing more is taken: later events are dropped instead of queued for nobody.
-        let mut state = self.shared.lock();
+        let mut state = self.queue.lock();
         state.abandoned = true;
         state.entries.clear();
         state.pending_update.clear();
@@ -283,81 +285,12 @@ impl Stream for EventStream {
     }
 }
 
-/// The engine's side of a run's events: events of one step are collected here and handed to the queue together,
-/// stamped with the engine's clock at that moment. Dropping it (the run ended, or its task unwound) closes the
-/// queue, so the consumer's stream always ends.
-pub(crate) struct Emitter {
-    sink: EventSink,
-    clock: Arc<dyn crate::clock::Clock>,
-    /// Events not yet handed to the queue, after a placeholder stamp set when they are.
-    outbox: Entries,
-    /// The outbox holds a tool call's event (see [`EventSink::push_batch`]).
-    tool_events: bool,
-}
-
-/// Events collected before a flush is forced, so a consumer on another thread sees a long burst progressively.
-const FLUSH_AT: usize = 256;
-
-impl Emitter {
-    pub fn new(sink: EventSink, clock: Arc<dyn crate::clock::Clock>) -> Self {
-        Emitter {
-            sink,
-            clock,
-            outbox: VecDeque::new(),
-            tool_events: false,
-        }
-    }
-
-    /// Emits an event (queued with the next flush).
-    #[inline]
-    pub fn push(&mut self, event: AgentEvent) {
-        self.push_with(|| event);
-    }
-
-    /// Emits the event `make` builds. Room in the outbox is made before the event is built, so no reallocation sits
-    /// between building it and writing it into its slot: built first and moved in, a `message_update` was copied
-    /// through the stack around that possible call, and the copy (a store-forwarding stall) was the largest cost of
-    /// a text delta.
-    #[inline(always)]
-    pub fn push_with(&mut self, make: impl FnOnce() -> AgentEvent) {
-        if self.outbox.is_empty() {
-            self.outbox.push_back(Entry::Stamp(0));
-        }
-        if self.outbox.len() == self.outbox.capacity() {
-            self.outbox.reserve(FLUSH_AT + 2);
-        }
-        let event = make();
-        self.tool_events |= event.tool_call_id().is_some();
-        self.outbox.push_back(Entry::Event(event));
-        if self.outbox.len() > FLUSH_AT {
-            self.flush();
-        }
-    }
-
-    /// Hands the collected events to the consumer's queue.
-    pub fn flush(&mut self) {
-        let Some(stamp) = self.outbox.front_mut() else {
-            return;
-        };
-        *stamp = Entry::Stamp(self.clock.now_us());
-        self.sink
-            .push_batch(&mut self.outbox, std::mem::take(&mut self.tool_events));
-    }
-}
-
-impl Drop for Emitter {
-    fn drop(&mut self) {
-        self.flush();
-        self.sink.close();
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use futures::StreamExt;
 
     use super::*;
-    use crate::tool::ToolOutput;
+    use crate::tools::output::ToolOutput;
 
     fn update(call: &str, text: &str) -> AgentEvent {
         AgentEvent::ToolExecutionUpdate {
@@ -440,9 +373,6 @@ mod tests {
             "dropping the stream is cancellation by the caller"
         );
         push(&sink, vec![update("a", "1")]);
-        assert!(
-            sink.shared.lock().entries.is_empty(),
-            "events for nobody are not queued"
-        );
+        assert!(sink.queue.lock().entries.is_empty(), "events for nobody are not queued");
     }
 }

@@ -9,9 +9,9 @@ use std::sync::Arc;
 use headstart_store::{idempotency_key, CallKey, RunOutcome, SessionId};
 use tokio_util::sync::CancellationToken;
 
-use crate::execute::Executed;
-use crate::tool::ToolContext;
-use crate::updates::UpdateSink;
+use crate::response::execute::Executed;
+use crate::tools::tool::ToolContext;
+use crate::tools::updates::UpdateSink;
 
 /// Asked by the engine immediately before each call's `execute` (live or re-executed by recovery): may the
 /// worker still start a side effect for this session? Configure it with

@@ -20,17 +20,17 @@ use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 use tracing::{Instrument, Span};
 
-use crate::admission::Admission;
 use crate::config::EngineConfig;
-use crate::execute::{execute, Executed};
-use crate::hooks::Hooks;
-use crate::lease_guard::CallGate;
-use crate::prepare::{prepare, Immediate, ReadyCall};
-use crate::scheduler::{Action, Prepared, Scheduler};
-use crate::telemetry::{self, CallTiming};
-use crate::tool::ToolOutput;
-use crate::toolbox::Toolbox;
-use crate::updates::{UpdateBoard, UpdateSink};
+use crate::response::admission::Admission;
+use crate::response::execute::{execute, Executed};
+use crate::response::lease_guard::CallGate;
+use crate::response::prepare::{prepare, Immediate, ReadyCall};
+use crate::response::scheduler::{Action, Prepared, Scheduler};
+use crate::response::telemetry::{self, CallTiming};
+use crate::tools::hooks::Hooks;
+use crate::tools::output::ToolOutput;
+use crate::tools::toolbox::Toolbox;
+use crate::tools::updates::{UpdateBoard, UpdateSink};
 
 /// Something that happened to a call.
 pub(crate) enum RunnerEvent {

@@ -36,77 +36,9 @@ use serde::de::DeserializeOwned;
 use serde_json::Value;
 
 use crate::config::ExecutionMode;
-use crate::tool::{Arguments, Tool, ToolContext, ToolError, ToolOutput};
-
-/// A typed tool body's failure: any `std::error::Error` converts into it, so `?` works on `io::Error`,
-/// `serde_json::Error`, `reqwest::Error`, a [`ToolError`]… Its text (the error and its sources) becomes the call's
-/// error result.
-///
-/// It deliberately does not implement `std::error::Error` itself (like `anyhow::Error`): that is what makes the
-/// blanket `From<E: Error>` coherent. Build one from a message with [`ToolFailure::msg`].
-pub struct ToolFailure(Box<dyn std::error::Error + Send + Sync + 'static>);
-
-impl ToolFailure {
-    /// A failure with this message.
-    pub fn msg(message: impl Into<String>) -> Self {
-        ToolFailure(Box::new(ToolError::new(message)))
-    }
-
-    /// The underlying error.
-    pub fn as_error(&self) -> &(dyn std::error::Error + Send + Sync + 'static) {
-        self.0.as_ref()
-    }
-}
-
-impl<E: std::error::Error + Send + Sync + 'static> From<E> for ToolFailure {
-    fn from(error: E) -> Self {
-        ToolFailure(Box::new(error))
-    }
-}
-
-impl fmt::Display for ToolFailure {
-    /// The error, then each source, joined by `": "` (what the model reads).
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}", self.0)?;
-        let mut source = self.0.source();
-        while let Some(cause) = source {
-            write!(f, ": {cause}")?;
-            source = cause.source();
-        }
-        Ok(())
-    }
-}
-
-impl fmt::Debug for ToolFailure {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_tuple("ToolFailure").field(&self.0).finish()
-    }
-}
-
-impl From<ToolFailure> for ToolError {
-    fn from(failure: ToolFailure) -> Self {
-        ToolError::new(failure.to_string())
-    }
-}
-
-impl From<String> for ToolOutput {
-    fn from(text: String) -> Self {
-        ToolOutput::text(text)
-    }
-}
-
-impl From<&str> for ToolOutput {
-    fn from(text: &str) -> Self {
-        ToolOutput::text(text)
-    }
-}
-
-impl From<Value> for ToolOutput {
-    /// The value's JSON text for the model, and the value itself as `details`.
-    fn from(value: Value) -> Self {
-        ToolOutput::text(value.to_string()).with_details(value)
-    }
-}
+use crate::tools::error::{ToolError, ToolFailure};
+use crate::tools::output::ToolOutput;
+use crate::tools::tool::{Arguments, Tool, ToolContext};
 
 /// The JSON Schema of `A` as a tool's `parameters`: `schemars`' draft 2020-12 output (`$defs` included) without
 /// the `$schema` key, which providers do not want inside a tool definition.
@@ -125,7 +57,7 @@ pub struct ToolFn<A, F> {
     name: String,
     description: String,
     parameters: Value,
-    is_async: bool,
+    early: bool,
     idempotent: bool,
     sequential: bool,
     timeout: Option<Duration>,
@@ -138,7 +70,7 @@ pub struct ToolFn<A, F> {
 /// what the model sees and what calls are validated against (contract §5.2). The body returns anything that converts
 /// into a [`ToolOutput`] (`String`, `&str`, `serde_json::Value`, `ToolOutput`) or a [`ToolFailure`].
 ///
-/// By default the tool is sync, not idempotent, without timeout or conflict key; the builder methods set those.
+/// By default the tool is not early, not idempotent, without timeout or conflict key; the builder methods set those.
 pub fn tool_fn<A, F, Fut, O>(name: impl Into<String>, body: F) -> ToolFn<A, F>
 where
     A: DeserializeOwned + JsonSchema + Send + 'static,
@@ -150,7 +82,7 @@ where
         name: name.into(),
         description: String::new(),
         parameters: schema_for::<A>(),
-        is_async: false,
+        early: false,
         idempotent: false,
         sequential: false,
         timeout: None,
@@ -167,9 +99,9 @@ impl<A, F> ToolFn<A, F> {
         self
     }
 
-    /// Early-executable ([`Tool::is_async`]): starts as soon as the call is sealed.
+    /// Early ([`Tool::early`]): starts as soon as the call is sealed.
     pub fn early(mut self) -> Self {
-        self.is_async = true;
+        self.early = true;
         self
     }
 
@@ -203,7 +135,7 @@ impl<A, F> fmt::Debug for ToolFn<A, F> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("ToolFn")
             .field("name", &self.name)
-            .field("is_async", &self.is_async)
+            .field("early", &self.early)
             .field("idempotent", &self.idempotent)
             .finish_non_exhaustive()
     }
@@ -233,12 +165,21 @@ where
         self.parameters.clone()
     }
 
-    fn is_async(&self) -> bool {
-        self.is_async
+    fn early(&self) -> bool {
+        self.early
     }
 
-    fn execution_mode(&self) -> Option<ExecutionMode> {
-        self.sequential.then_some(ExecutionMode::Sequential)
+    // Callers of the deprecated name get the same answer until it goes.
+    fn is_async(&self) -> bool {
+        self.early
+    }
+
+    fn execution_mode(&self) -> ExecutionMode {
+        if self.sequential {
+            ExecutionMode::Sequential
+        } else {
+            ExecutionMode::Parallel
+        }
     }
 
     fn conflict_key(&self, arguments: &Arguments) -> Option<String> {
@@ -270,7 +211,6 @@ mod tests {
     use serde::Deserialize;
 
     use super::*;
-    use crate::toolbox::Toolbox;
 
     /// A nested type, so the schema has `$defs`.
     #[derive(Deserialize, JsonSchema)]
@@ -308,29 +248,10 @@ mod tests {
     }
 
     #[test]
-    fn the_schema_has_defs_and_compiles_and_validates() {
-        let tool = read_tool();
-        let schema = tool.parameters();
-        assert!(schema.get("$schema").is_none());
-        assert!(schema["$defs"]["Range"].is_object(), "{schema}");
-        let toolbox = Toolbox::new().with(tool).expect("the schema compiles");
-        assert!(toolbox
-            .validate("read", &arguments(serde_json::json!({"path": "a"})))
-            .is_ok());
-        let bad = arguments(serde_json::json!({"path": "a", "lines": {"from": "x", "to": 2}}));
-        let violations = toolbox.validate("read", &bad).expect_err("a string is not a u32");
-        // `Option<Range>` is an `anyOf` over the `$defs` reference and null: the reference resolved and failed.
-        assert!(
-            violations[0].starts_with("/lines: ") && violations[0].contains("anyOf"),
-            "{violations:?}"
-        );
-    }
-
-    #[test]
     fn flags_and_conflict_key_come_from_the_builder() {
         let tool = read_tool();
-        assert!(tool.is_async() && tool.idempotent());
-        assert_eq!(tool.execution_mode(), None);
+        assert!(tool.early() && tool.idempotent());
+        assert_eq!(tool.execution_mode(), ExecutionMode::Parallel);
         let key = tool.conflict_key(&arguments(serde_json::json!({"path": "/etc/x"})));
         assert_eq!(key.as_deref(), Some("/etc/x"));
     }
@@ -368,15 +289,5 @@ mod tests {
             "{}",
             error.message
         );
-    }
-
-    #[test]
-    fn a_failure_shows_its_sources() {
-        #[derive(Debug, thiserror::Error)]
-        #[error("outer")]
-        struct Outer(#[source] std::io::Error);
-        let failure = ToolFailure::from(Outer(std::io::Error::other("inner")));
-        assert_eq!(failure.to_string(), "outer: inner");
-        assert_eq!(ToolError::from(ToolFailure::msg("plain")).message, "plain");
     }
 }

@@ -20,7 +20,7 @@ use headstart_store::{RunOutcome, SessionId};
 use tracing::field::Empty;
 use tracing::Span;
 
-use crate::execute::Executed;
+use crate::response::execute::Executed;
 
 /// The `invoke_agent` span of a run on `session`.
 pub(crate) fn invoke_agent(session: &SessionId, provider: Option<&str>, model: Option<&str>) -> Span {

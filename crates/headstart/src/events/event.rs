@@ -7,7 +7,10 @@
 //! 4. per call: `ToolExecutionStart` → `ToolExecutionUpdate`* → `ToolExecutionEnd` → its result's
 //!    `MessageStart`/`MessageEnd`;
 //! 5. tool events interleave with later model events; results become durable in completion order;
-//! 6. `TurnEnd` follows every result of the response; `AgentEnd` is last and appears once.
+//! 6. `ResponseEnd` follows every result of the response; `AgentEnd` is last and appears once.
+//!
+//! Reports and the contract name events by their wire names ([`AgentEvent::type_name`]): `ResponseStart` and
+//! `ResponseEnd` are `turn_start` and `turn_end` there, names kept so that stored reports stay byte-identical.
 //!
 //! Events are observation: the engine never waits for its consumer (contract §6); events queue in order, none lost.
 //! `MessageEnd` follows the message's durable write; when that write failed, its `seq` is `None` and the message is
@@ -19,7 +22,7 @@ use headstart_core::{DeltaEvent, Message, StopReason, ToolCall};
 use headstart_store::{RunOutcome, SessionId};
 use serde::Serialize;
 
-use crate::tool::ToolOutput;
+use crate::tools::output::ToolOutput;
 
 /// Who a message is from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
@@ -53,11 +56,11 @@ impl Role {
     }
 }
 
-/// How a response ended, as the loop sees it. Non-exhaustive: it grows with what the loop decides on; outside
-/// this crate, make one with [`TurnOutcome::new`].
+/// How a response ended, as the loop sees it (carried by [`AgentEvent::ResponseEnd`]). Non-exhaustive: it grows with
+/// what the loop decides on; outside this crate, make one with [`ResponseOutcome::new`].
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
-pub struct TurnOutcome {
+pub struct ResponseOutcome {
     /// The response's stop reason.
     pub stop_reason: StopReason,
     /// The error message of an `error`/`aborted` response.
@@ -74,11 +77,11 @@ pub struct TurnOutcome {
     pub fenced: bool,
 }
 
-impl TurnOutcome {
+impl ResponseOutcome {
     /// A response that ended with `stop_reason` after admitting `admitted` calls, without error, termination or
     /// store failure (set those fields afterwards).
     pub fn new(stop_reason: StopReason, admitted: usize) -> Self {
-        TurnOutcome {
+        ResponseOutcome {
             stop_reason,
             error: None,
             admitted,
@@ -117,14 +120,27 @@ pub enum AgentStop {
     ResponseFailed,
     /// The caller cancelled.
     Cancelled,
-    /// `max_turns` requests were made.
-    MaxTurns,
+    /// [`EngineConfig::max_requests`](crate::EngineConfig::max_requests) requests were made. Reported as
+    /// `max_turns`, its name before issue 20.
+    #[serde(rename = "max_turns")]
+    MaxRequests,
     /// The run could not go on: a store failure, or a model request that could not be made.
     Error(String),
     /// A write was fenced (contract §7.5.2): another worker holds the session now, or it was finished. This worker
     /// must stop the session without retrying; nothing of the refused write was stored.
     Fenced(String),
 }
+
+impl AgentStop {
+    /// The name [`AgentStop::MaxRequests`] had before issue 20.
+    #[deprecated(note = "renamed to `AgentStop::MaxRequests`: the limit counts model requests")]
+    #[allow(non_upper_case_globals)]
+    pub const MaxTurns: AgentStop = AgentStop::MaxRequests;
+}
+
+/// The name [`ResponseOutcome`] had before issue 20.
+#[deprecated(note = "renamed to `ResponseOutcome`")]
+pub type TurnOutcome = ResponseOutcome;
 
 /// One event of an agent run. Non-exhaustive: new kinds of events may be added, so a `match` needs a `_` arm.
 #[derive(Debug, Clone)]
@@ -135,9 +151,9 @@ pub enum AgentEvent {
         /// The session.
         session: SessionId,
     },
-    /// A model request began.
-    TurnStart {
-        /// 0-based request index.
+    /// The response to a model request began (`turn_start` in reports).
+    ResponseStart {
+        /// The 0-based number of the request it answers.
         request: u32,
     },
     /// A message began: a user prompt, an assistant fragment, or a tool result.
@@ -181,12 +197,12 @@ pub enum AgentEvent {
         /// How it ended; `None` for calls never admitted ("not executed", contract §3.5).
         outcome: Option<RunOutcome>,
     },
-    /// A model request and all its calls are done.
-    TurnEnd {
-        /// 0-based request index.
+    /// A response and all its calls are done (`turn_end` in reports).
+    ResponseEnd {
+        /// The 0-based number of the request it answers.
         request: u32,
         /// How it ended.
-        outcome: TurnOutcome,
+        outcome: ResponseOutcome,
     },
     /// The run is over; always the last event.
     AgentEnd {
@@ -200,14 +216,14 @@ impl AgentEvent {
     pub fn type_name(&self) -> &'static str {
         match self {
             AgentEvent::AgentStart { .. } => "agent_start",
-            AgentEvent::TurnStart { .. } => "turn_start",
+            AgentEvent::ResponseStart { .. } => "turn_start",
             AgentEvent::MessageStart { .. } => "message_start",
             AgentEvent::MessageUpdate { .. } => "message_update",
             AgentEvent::MessageEnd { .. } => "message_end",
             AgentEvent::ToolExecutionStart { .. } => "tool_execution_start",
             AgentEvent::ToolExecutionUpdate { .. } => "tool_execution_update",
             AgentEvent::ToolExecutionEnd { .. } => "tool_execution_end",
-            AgentEvent::TurnEnd { .. } => "turn_end",
+            AgentEvent::ResponseEnd { .. } => "turn_end",
             AgentEvent::AgentEnd { .. } => "agent_end",
         }
     }
@@ -230,5 +246,25 @@ impl AgentEvent {
             AgentEvent::MessageUpdate { .. } => Some(Role::Assistant),
             _ => None,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use headstart_core::StopReason;
+
+    use super::*;
+
+    #[test]
+    #[allow(deprecated)]
+    fn the_names_before_issue_20_still_work_and_reports_keep_their_words() {
+        assert!(matches!(AgentStop::MaxRequests, AgentStop::MaxTurns));
+        let outcome: TurnOutcome = ResponseOutcome::new(StopReason::Stop, 0);
+        assert!(!outcome.wants_continuation());
+        let stop = serde_json::to_value(AgentStop::MaxRequests).expect("serializes");
+        assert_eq!(stop["reason"], "max_turns");
+        let start = AgentEvent::ResponseStart { request: 0 };
+        let end = AgentEvent::ResponseEnd { request: 0, outcome };
+        assert_eq!((start.type_name(), end.type_name()), ("turn_start", "turn_end"));
     }
 }

@@ -11,7 +11,8 @@ use headstart_core::model::ContentBlock;
 use headstart_core::ToolCall;
 use serde_json::Value;
 
-use crate::tool::Arguments;
+use crate::tools::error::ToolError;
+use crate::tools::tool::Arguments;
 
 /// What a `before_tool_call` hook decided.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -20,23 +21,6 @@ pub enum Decision {
     Continue,
     /// Do not run it; the call gets an error result with the reason, or "tool execution was blocked".
     Block(Option<String>),
-}
-
-/// A hook failure; its message becomes the call's error result.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("{message}")]
-pub struct HookError {
-    /// What went wrong.
-    pub message: String,
-}
-
-impl HookError {
-    /// A failure with this message.
-    pub fn new(message: impl Into<String>) -> Self {
-        HookError {
-            message: message.into(),
-        }
-    }
 }
 
 /// A result as the `after_tool_call` hooks see it.
@@ -88,12 +72,12 @@ impl ResultOverride {
 pub trait ToolHook: Send + Sync {
     /// Runs during preparation, after validation, one call at a time in source order (contract §4.1), so it may have
     /// side effects (approval prompts, auth refresh, rate limits).
-    async fn before_tool_call(&self, _call: &ToolCall, _arguments: &Arguments) -> Result<Decision, HookError> {
+    async fn before_tool_call(&self, _call: &ToolCall, _arguments: &Arguments) -> Result<Decision, ToolError> {
         Ok(Decision::Continue)
     }
 
     /// Runs after an executed call's body returned; only executed calls reach it.
-    async fn after_tool_call(&self, _call: &ToolCall, _result: &ResultDraft) -> Result<ResultOverride, HookError> {
+    async fn after_tool_call(&self, _call: &ToolCall, _result: &ResultDraft) -> Result<ResultOverride, ToolError> {
         Ok(ResultOverride::default())
     }
 }
@@ -129,7 +113,7 @@ impl Hooks {
     }
 
     /// Runs the `before` hooks in order; the first block or error ends the chain.
-    pub async fn before(&self, call: &ToolCall, arguments: &Arguments) -> Result<Decision, HookError> {
+    pub async fn before(&self, call: &ToolCall, arguments: &Arguments) -> Result<Decision, ToolError> {
         for hook in &self.hooks {
             if let Decision::Block(reason) = hook.before_tool_call(call, arguments).await? {
                 return Ok(Decision::Block(reason));
@@ -139,7 +123,7 @@ impl Hooks {
     }
 
     /// Runs the `after` hooks in order, applying each override before the next hook sees the draft.
-    pub async fn after(&self, call: &ToolCall, mut draft: ResultDraft) -> Result<ResultDraft, HookError> {
+    pub async fn after(&self, call: &ToolCall, mut draft: ResultDraft) -> Result<ResultDraft, ToolError> {
         for hook in &self.hooks {
             hook.after_tool_call(call, &draft).await?.apply(&mut draft);
         }

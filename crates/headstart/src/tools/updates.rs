@@ -10,7 +10,7 @@ use std::task::{Context, Poll};
 
 use futures::task::AtomicWaker;
 
-use crate::tool::ToolOutput;
+use crate::tools::output::ToolOutput;
 
 #[derive(Default)]
 struct Pending {

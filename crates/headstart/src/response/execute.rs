@@ -9,10 +9,10 @@ use headstart_core::{ToolCall, ToolResultMessage};
 use headstart_store::{RunOutcome, RunState};
 use serde_json::Value;
 
-use crate::hooks::{Hooks, ResultDraft};
-use crate::panic::panic_message;
-use crate::prepare::ReadyCall;
-use crate::tool::ToolContext;
+use crate::response::panic::panic_message;
+use crate::response::prepare::ReadyCall;
+use crate::tools::hooks::{Hooks, ResultDraft};
+use crate::tools::tool::ToolContext;
 
 /// The settled result of an executed call.
 #[derive(Debug, Clone, PartialEq)]

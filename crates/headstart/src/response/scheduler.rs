@@ -196,11 +196,13 @@ impl Scheduler {
     }
 
     /// Number of calls admitted so far.
+    #[cfg(test)]
     pub fn len(&self) -> usize {
         self.calls.len()
     }
 
     /// `true` before any call is admitted.
+    #[cfg(test)]
     pub fn is_empty(&self) -> bool {
         self.calls.is_empty()
     }
