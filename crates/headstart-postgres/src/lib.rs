@@ -119,7 +119,9 @@ impl Default for PgOptions {
 /// **Errors.** PostgreSQL and pool errors are classified in one place (`errors.rs`): constraint violations are
 /// [`StoreError::Conflict`], a dead or unreachable server, a dropped connection or no free connection in time
 /// [`StoreError::Unavailable`], deadlocks and lock timeouts [`StoreError::Locked`], a full disk
-/// [`StoreError::Full`]. Nothing from the server is unwrapped; the URL's password never appears in an error.
+/// [`StoreError::Full`]. The `tokio_postgres::Error` stays behind the store's error as its
+/// [`source`](std::error::Error::source), its SQLSTATE as [`StoreError::sqlstate`]. Nothing from the server is
+/// unwrapped; the URL's password never appears in an error.
 ///
 /// **Connections.** TCP (with TLS by rustls unless `sslmode=disable`) or Unix sockets (never TLS, as libpq), from
 /// a `postgresql://` URL (the scheme in any case) or a `key=value` string, with libpq's meanings: `sslmode`
@@ -219,7 +221,7 @@ impl PgStore {
         let label = redact(url);
         let refused = |message: String| StoreError::Open {
             path: label.clone(),
-            message,
+            message: message.into(),
         };
         let environment = options.environment.unwrap_or_else(PgEnvironment::from_process);
         let target =
@@ -255,7 +257,7 @@ impl PgStore {
             .build()
             .map_err(|err| StoreError::Open {
                 path: label.clone(),
-                message: format!("cannot build the connection pool: {err}"),
+                message: format!("cannot build the connection pool: {err}").into(),
             })?;
         let what = "connect";
         let mut client =
@@ -263,7 +265,10 @@ impl PgStore {
                 |err| match (pool_error(err, what, Stage::Opening(&label)), &passfile_note) {
                     (StoreError::Open { path, message }, Some(note)) => StoreError::Open {
                         path,
-                        message: format!("{message} ({note})"),
+                        message: {
+                            let noted = format!("{message} ({note})");
+                            message.with_message(noted)
+                        },
                     },
                     (err, _) => err,
                 },
@@ -316,9 +321,8 @@ impl PgStore {
                 let row = tx
                     .query_one(sql::SETTINGS, &[])
                     .await
-                    .map_err(|err| pg_error(&err, what, Stage::Running))?;
-                row.try_get(0)
-                    .map_err(|err| StoreError::Decode(format!("{what}: {}", errors::describe(&err))))
+                    .map_err(|err| pg_error(err, what, Stage::Running))?;
+                row.try_get(0).map_err(|err| errors::decode_error(err, what))
             })
         })
         .await
@@ -338,7 +342,7 @@ impl PgStore {
         let inner = Arc::clone(&self.inner);
         let task = tokio::spawn(async move {
             let what = what.as_str();
-            let fail = |err: tokio_postgres::Error| pg_error(&err, what, Stage::Running);
+            let fail = |err: tokio_postgres::Error| pg_error(err, what, Stage::Running);
             let mut op = Some(op);
             // A pooled connection the server has dropped since (a restart, an administrator) is found out only
             // when used: its BEGIN fails. Nothing was done then, so the next connection is tried; each failure
@@ -369,9 +373,9 @@ impl PgStore {
                     tx.batch_execute(sql::RELAX_COMMIT).await.map_err(fail)?;
                 }
                 let Some(op) = op.take() else {
-                    return Err(StoreError::Backend(format!(
-                        "{what}: internal error: the operation ran twice"
-                    )));
+                    return Err(StoreError::Backend(
+                        format!("{what}: internal error: the operation ran twice").into(),
+                    ));
                 };
                 // On error, dropping the transaction rolls it back before the connection is reused.
                 let value = op(&tx, what).await?;
@@ -381,18 +385,23 @@ impl PgStore {
         });
         match task.await {
             Ok(outcome) => outcome,
-            Err(err) if err.is_panic() => Err(StoreError::Backend("a store operation panicked".to_owned())),
-            Err(err) => Err(StoreError::Backend(format!("a store operation did not run: {err}"))),
+            Err(err) if err.is_panic() => Err(StoreError::Backend("a store operation panicked".into())),
+            Err(err) => Err(StoreError::Backend(
+                format!("a store operation did not run: {err}").into(),
+            )),
         }
     }
 
     /// Refuses to create sessions through a fenced handle (it writes only its leased session).
     fn unfenced(&self, what: &str) -> Result<(), StoreError> {
         match self.lease() {
-            Some(lease) => Err(StoreError::Conflict(format!(
-                "{what}: this handle holds the lease on session {} and writes nothing else",
-                lease.session
-            ))),
+            Some(lease) => Err(StoreError::Conflict(
+                format!(
+                    "{what}: this handle holds the lease on session {} and writes nothing else",
+                    lease.session
+                )
+                .into(),
+            )),
             None => Ok(()),
         }
     }

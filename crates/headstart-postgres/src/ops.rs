@@ -15,14 +15,14 @@ use headstart_store::{
 use tokio_postgres::types::{FromSql, ToSql};
 use tokio_postgres::Row;
 
-use crate::errors::{describe, pg_error, Stage};
+use crate::errors::{decode_error, pg_error, Stage};
 use crate::sql;
 
 type Params<'a> = &'a [&'a (dyn ToSql + Sync)];
 
 /// Runs a statement (prepared once per connection) and returns its rows.
 async fn query(tx: &Transaction<'_>, statement: &str, params: Params<'_>, what: &str) -> Result<Vec<Row>, StoreError> {
-    let fail = |err: tokio_postgres::Error| pg_error(&err, what, Stage::Running);
+    let fail = |err: tokio_postgres::Error| pg_error(err, what, Stage::Running);
     let prepared = tx.prepare_cached(statement).await.map_err(fail)?;
     tx.query(&prepared, params).await.map_err(fail)
 }
@@ -34,7 +34,7 @@ async fn query_opt(
     params: Params<'_>,
     what: &str,
 ) -> Result<Option<Row>, StoreError> {
-    let fail = |err: tokio_postgres::Error| pg_error(&err, what, Stage::Running);
+    let fail = |err: tokio_postgres::Error| pg_error(err, what, Stage::Running);
     let prepared = tx.prepare_cached(statement).await.map_err(fail)?;
     tx.query_opt(&prepared, params).await.map_err(fail)
 }
@@ -43,12 +43,12 @@ async fn query_opt(
 async fn query_one(tx: &Transaction<'_>, statement: &str, params: Params<'_>, what: &str) -> Result<Row, StoreError> {
     query_opt(tx, statement, params, what)
         .await?
-        .ok_or_else(|| StoreError::Backend(format!("{what}: a statement that returns one row returned none")))
+        .ok_or_else(|| StoreError::Backend(format!("{what}: a statement that returns one row returned none").into()))
 }
 
 /// [`query`] for a statement without rows; returns how many rows it changed.
 async fn execute(tx: &Transaction<'_>, statement: &str, params: Params<'_>, what: &str) -> Result<u64, StoreError> {
-    let fail = |err: tokio_postgres::Error| pg_error(&err, what, Stage::Running);
+    let fail = |err: tokio_postgres::Error| pg_error(err, what, Stage::Running);
     let prepared = tx.prepare_cached(statement).await.map_err(fail)?;
     tx.execute(&prepared, params).await.map_err(fail)
 }
@@ -56,7 +56,7 @@ async fn execute(tx: &Transaction<'_>, statement: &str, params: Params<'_>, what
 /// Column `index` of `row`; a value of another type than the schema's is [`StoreError::Decode`].
 fn get<'r, T: FromSql<'r>>(row: &'r Row, index: usize, what: &str) -> Result<T, StoreError> {
     row.try_get(index)
-        .map_err(|err| StoreError::Decode(format!("{what}: column {index}: {}", describe(&err))))
+        .map_err(|err| decode_error(err, &format!("{what}: column {index}")))
 }
 
 fn lease_row(row: &Row, what: &str) -> Result<LeaseRow, StoreError> {
@@ -178,9 +178,9 @@ pub(crate) async fn commit_fragment(
     at_us: i64,
 ) -> Result<u64, StoreError> {
     let Message::Assistant(assistant) = fragment else {
-        return Err(StoreError::Backend(format!(
-            "{what}: the fragment is not an assistant message"
-        )));
+        return Err(StoreError::Backend(
+            format!("{what}: the fragment is not an assistant message").into(),
+        ));
     };
     lock_session(tx, session, fence, what).await?;
     backend::check_admissions(what, assistant, admitted)?;
@@ -242,7 +242,9 @@ pub(crate) async fn append_tool_result(
     at_us: i64,
 ) -> Result<u64, StoreError> {
     let Message::ToolResult(tool_result) = result else {
-        return Err(StoreError::Backend(format!("{what}: the message is not a tool result")));
+        return Err(StoreError::Backend(
+            format!("{what}: the message is not a tool result").into(),
+        ));
     };
     let call = CallKey::new(request, &*tool_result.tool_call_id);
     let call_id = call.call_id.as_str();
@@ -275,9 +277,9 @@ pub(crate) async fn append_tool_result(
         )
         .await?;
         if changed != 1 {
-            return Err(StoreError::Conflict(format!(
-                "{what}: the run of call {call} could not be ended"
-            )));
+            return Err(StoreError::Conflict(
+                format!("{what}: the run of call {call} could not be ended").into(),
+            ));
         }
     }
     backend::seq_u64(seq, session, "seq")

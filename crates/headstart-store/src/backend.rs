@@ -21,22 +21,22 @@ use crate::StoreError;
 /// reads back byte for byte.
 pub fn encode(message: &Message, what: &str) -> Result<String, StoreError> {
     serde_json::to_string(message)
-        .map_err(|err| StoreError::Backend(format!("{what}: cannot encode the message: {err}")))
+        .map_err(|err| StoreError::Backend(format!("{what}: cannot encode the message: {err}").into()))
 }
 
 /// Decodes the stored body of message `seq` of `session`.
 pub fn decode(session: &str, seq: i64, body: &str) -> Result<Message, StoreError> {
     serde_json::from_str(body).map_err(|err| {
-        StoreError::Decode(format!(
-            "session {session}, message seq {seq}: the stored body is not a valid message: {err}"
-        ))
+        StoreError::Decode(
+            format!("session {session}, message seq {seq}: the stored body is not a valid message: {err}").into(),
+        )
     })
 }
 
 /// A stored integer that must be a sequence number or a count (not negative).
 pub fn seq_u64(value: i64, session: &str, column: &str) -> Result<u64, StoreError> {
     u64::try_from(value)
-        .map_err(|_| StoreError::Decode(format!("session {session}: {column} {value} is not a sequence number")))
+        .map_err(|_| StoreError::Decode(format!("session {session}: {column} {value} is not a sequence number").into()))
 }
 
 /// The role name a message is stored with, and its `turn_id` for assistant fragments.
@@ -75,17 +75,20 @@ impl MessageRow {
         } = self;
         let message = decode(session, seq, &body)?;
         if message.role() != role {
-            return Err(StoreError::Decode(format!(
-                "session {session}, message seq {seq}: stored with role {role} but its body is a {} message",
-                message.role()
-            )));
+            return Err(StoreError::Decode(
+                format!(
+                    "session {session}, message seq {seq}: stored with role {role} but its body is a {} message",
+                    message.role()
+                )
+                .into(),
+            ));
         }
         let request = request
             .map(|request| {
                 u32::try_from(request).map_err(|_| {
-                    StoreError::Decode(format!(
-                        "session {session}, message seq {seq}: request {request} is out of range"
-                    ))
+                    StoreError::Decode(
+                        format!("session {session}, message seq {seq}: request {request} is out of range").into(),
+                    )
                 })
             })
             .transpose()?;
@@ -126,7 +129,9 @@ pub struct RunRow {
 impl RunRow {
     /// Checks the row and turns it into a [`ToolRun`].
     pub fn validate(self, session: &str) -> Result<ToolRun, StoreError> {
-        let bad = |what: String| StoreError::Decode(format!("session {session}, run of call {}: {what}", self.call_id));
+        let bad = |what: String| {
+            StoreError::Decode(format!("session {session}, run of call {}: {what}", self.call_id).into())
+        };
         let state = RunState::parse(&self.state).ok_or_else(|| bad(format!("unknown state {:?}", self.state)))?;
         let outcome = match &self.outcome {
             None => None,
@@ -163,9 +168,9 @@ pub fn owning_call(
     body: Option<&str>,
 ) -> Result<ToolCall, StoreError> {
     let missing = |why: &str| {
-        StoreError::Decode(format!(
-            "session {session}, run of call {call_id}: its fragment (message seq {fragment_seq}) {why}"
-        ))
+        StoreError::Decode(
+            format!("session {session}, run of call {call_id}: its fragment (message seq {fragment_seq}) {why}").into(),
+        )
     };
     let body = body.ok_or_else(|| missing("is missing"))?;
     match decode(session, fragment_seq, body)? {
@@ -185,19 +190,21 @@ pub fn owning_call(
 pub fn check_admissions(what: &str, fragment: &AssistantMessage, admitted: &[AdmittedCall]) -> Result<(), StoreError> {
     for (position, call) in admitted.iter().enumerate() {
         if !fragment.tool_calls().any(|c| c.id == call.call_id) {
-            return Err(StoreError::Conflict(format!(
-                "{what}: admitted call {} is not a tool call of the fragment",
-                call.call_id
-            )));
+            return Err(StoreError::Conflict(
+                format!(
+                    "{what}: admitted call {} is not a tool call of the fragment",
+                    call.call_id
+                )
+                .into(),
+            ));
         }
         if admitted[..position]
             .iter()
             .any(|earlier| earlier.call_id == call.call_id)
         {
-            return Err(StoreError::Conflict(format!(
-                "{what}: call {} is admitted twice in one commit",
-                call.call_id
-            )));
+            return Err(StoreError::Conflict(
+                format!("{what}: call {} is admitted twice in one commit", call.call_id).into(),
+            ));
         }
     }
     Ok(())
@@ -205,15 +212,18 @@ pub fn check_admissions(what: &str, fragment: &AssistantMessage, admitted: &[Adm
 
 /// The error for admitting call `call` again: its response already has a run for it, in state `state`.
 pub fn already_admitted(what: &str, call: &CallKey, state: &str) -> StoreError {
-    StoreError::Conflict(format!(
-        "{what}: call {} is already admitted in this response (request {}; its run is {state})",
-        call.call_id, call.request
-    ))
+    StoreError::Conflict(
+        format!(
+            "{what}: call {} is already admitted in this response (request {}; its run is {state})",
+            call.call_id, call.request
+        )
+        .into(),
+    )
 }
 
 /// The error for a write through a handle opened for reading only; `label` names the store.
 pub fn read_only(label: &str, what: &str) -> StoreError {
-    StoreError::ReadOnly(format!("{label}: cannot {what}: the store was opened read-only"))
+    StoreError::ReadOnly(format!("{label}: cannot {what}: the store was opened read-only").into())
 }
 
 /// The states a run can end in.
@@ -232,17 +242,18 @@ pub fn check_result(
     let has_ended =
         |state: &str, result_seq: Option<i64>| result_seq.is_some() || !matches!(state, "admitted" | "started");
     match (run, existing) {
-        (Some(_), None) => Err(StoreError::Conflict(format!("{what}: call {call} has no admitted run"))),
-        (Some(end), Some(_)) if !is_end_state(end.state) => Err(StoreError::Conflict(format!(
-            "{what}: a run cannot end in state {}",
-            end.state.as_str()
-        ))),
-        (_, Some((state, result_seq))) if has_ended(state, result_seq) => Err(StoreError::Conflict(format!(
-            "{what}: the run of call {call} already ended ({state})"
-        ))),
-        (None, Some(_)) => Err(StoreError::Conflict(format!(
-            "{what}: call {call} has an open run, which its result must end"
-        ))),
+        (Some(_), None) => Err(StoreError::Conflict(
+            format!("{what}: call {call} has no admitted run").into(),
+        )),
+        (Some(end), Some(_)) if !is_end_state(end.state) => Err(StoreError::Conflict(
+            format!("{what}: a run cannot end in state {}", end.state.as_str()).into(),
+        )),
+        (_, Some((state, result_seq))) if has_ended(state, result_seq) => Err(StoreError::Conflict(
+            format!("{what}: the run of call {call} already ended ({state})").into(),
+        )),
+        (None, Some(_)) => Err(StoreError::Conflict(
+            format!("{what}: call {call} has an open run, which its result must end").into(),
+        )),
         _ => Ok(()),
     }
 }
@@ -267,10 +278,13 @@ pub struct LeaseRow {
 pub fn check_fence(what: &str, session: &str, row: Option<&LeaseRow>, fence: Option<&Lease>) -> Result<(), StoreError> {
     if let Some(lease) = fence {
         if lease.session.0 != session {
-            return Err(StoreError::Conflict(format!(
-                "{what}: this handle holds the lease on session {} and writes nothing else",
-                lease.session
-            )));
+            return Err(StoreError::Conflict(
+                format!(
+                    "{what}: this handle holds the lease on session {} and writes nothing else",
+                    lease.session
+                )
+                .into(),
+            ));
         }
     }
     let Some(row) = row else {
@@ -349,7 +363,7 @@ impl SessionRow {
         let messages = seq_u64(self.messages, &id, "message count")?;
         let epoch = seq_u64(self.epoch, &id, "epoch")?;
         let state = SessionState::parse(&self.state)
-            .ok_or_else(|| StoreError::Decode(format!("session {id}: unknown state {:?}", self.state)))?;
+            .ok_or_else(|| StoreError::Decode(format!("session {id}: unknown state {:?}", self.state).into()))?;
         Ok(SessionInfo {
             id: SessionId(id),
             created_at_us: self.created_at_us,
@@ -402,7 +416,7 @@ pub fn limit_i64(limit: usize) -> i64 {
 pub fn check_owner(owner: &str) -> Result<(), StoreError> {
     if owner.trim().is_empty() {
         return Err(StoreError::Conflict(
-            "claim sessions: the worker's name is empty".to_owned(),
+            "claim sessions: the worker's name is empty".into(),
         ));
     }
     Ok(())

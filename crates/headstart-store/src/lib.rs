@@ -35,7 +35,7 @@ pub mod owner;
 mod sqlite;
 mod types;
 
-pub use error::StoreError;
+pub use error::{DatabaseCode, Detail, StoreError};
 pub use layer::{Layered, Write, WriteFuture, WriteLayer, Written};
 pub use lease::{idempotency_key, Claim, Lease, SessionEnd, SessionQueue};
 pub use sqlite::{SqliteOptions, SqliteStore};

@@ -326,7 +326,7 @@ pub async fn duplicate_admission_is_a_conflict_and_stores_nothing<F: Fixture>(fi
         .await
         .expect_err("duplicate call id");
     assert!(
-        matches!(&err, StoreError::Conflict(m) if m.contains("c1") && m.contains("already admitted")),
+        matches!(&err, StoreError::Conflict(m) if m.message().contains("c1") && m.message().contains("already admitted")),
         "{err:?}"
     );
     // Twice within one commit.
@@ -381,7 +381,7 @@ pub async fn a_call_id_repeated_by_another_response_is_another_call<F: Fixture>(
         .await
         .expect_err("call_0 twice in request 1");
     assert!(
-        matches!(&err, StoreError::Conflict(m) if m.contains("call_0") && m.contains("already admitted")),
+        matches!(&err, StoreError::Conflict(m) if m.message().contains("call_0") && m.message().contains("already admitted")),
         "{err:?}"
     );
     assert_eq!(store.load_log(&session).await.expect("log").len(), 3, "nothing stored");
@@ -413,7 +413,7 @@ pub async fn a_call_id_repeated_by_another_response_is_another_call<F: Fixture>(
         .await
         .expect_err("request 1's call_0 already has its result");
     assert!(
-        matches!(&err, StoreError::Conflict(m) if m.contains("already ended")),
+        matches!(&err, StoreError::Conflict(m) if m.message().contains("already ended")),
         "{err:?}"
     );
     let err = store
@@ -421,7 +421,7 @@ pub async fn a_call_id_repeated_by_another_response_is_another_call<F: Fixture>(
         .await
         .expect_err("request 2 admitted no call_0");
     assert!(
-        matches!(&err, StoreError::Conflict(m) if m.contains("no admitted run")),
+        matches!(&err, StoreError::Conflict(m) if m.message().contains("no admitted run")),
         "{err:?}"
     );
 
@@ -470,7 +470,7 @@ pub async fn results_for_missing_or_ended_runs_are_conflicts_and_store_nothing<F
         .await
         .expect_err("no run");
     assert!(
-        matches!(&err, StoreError::Conflict(m) if m.contains("ghost")),
+        matches!(&err, StoreError::Conflict(m) if m.message().contains("ghost")),
         "{err:?}"
     );
     let err = store
@@ -500,7 +500,7 @@ pub async fn results_for_missing_or_ended_runs_are_conflicts_and_store_nothing<F
         .await
         .expect_err("already ended");
     assert!(
-        matches!(&err, StoreError::Conflict(m) if m.contains("already ended")),
+        matches!(&err, StoreError::Conflict(m) if m.message().contains("already ended")),
         "{err:?}"
     );
 
@@ -759,8 +759,11 @@ pub async fn a_fault_between_fragment_and_runs_stores_neither<F: Fixture>(fixtur
     }
     let before = snapshot(&store, &session).await;
     let failed = commit_one(&store, &session, "c1").await;
-    assert!(failed.is_err(), "{failed:?}");
     assert!(!is_fenced(&failed), "{failed:?}");
+    let err = failed.expect_err("a run insert failed");
+    // The database raised it: its own error and code stay behind the store's.
+    assert!(std::error::Error::source(&err).is_some(), "{err:?}");
+    assert!(err.code().is_some(), "{err:?}");
     assert_eq!(
         snapshot(&store, &session).await,
         before,
@@ -792,11 +795,14 @@ pub async fn an_undecodable_body_names_its_session_and_seq<F: Fixture>(fixture: 
     }
     let err = store.load_log(&session).await.expect_err("decoded garbage");
     assert!(
-        matches!(&err, StoreError::Decode(m) if m.contains(&session.0) && m.contains("seq 2")),
+        matches!(&err, StoreError::Decode(m) if m.message().contains(&session.0) && m.message().contains("seq 2")),
         "{err:?}"
     );
     let err = store.unfinished_calls(&session).await.expect_err("decoded garbage");
-    assert!(matches!(&err, StoreError::Decode(m) if m.contains("seq 2")), "{err:?}");
+    assert!(
+        matches!(&err, StoreError::Decode(m) if m.message().contains("seq 2")),
+        "{err:?}"
+    );
 }
 
 /// Recovery's view (contract §7.4): what one handle committed before it went away, another connection lists as

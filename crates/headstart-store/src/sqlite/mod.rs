@@ -41,7 +41,7 @@ use crate::lease::{Claim, Lease, SessionEnd, SessionQueue};
 use crate::types::{
     AdmittedCall, CallKey, Durability, RunEnd, SessionId, SessionInfo, StoredMessage, ToolRun, UnfinishedCall,
 };
-use crate::{StoreError, TranscriptStore};
+use crate::{Detail, StoreError, TranscriptStore};
 
 /// The label of an in-memory database in error messages.
 const MEMORY_LABEL: &str = ":memory:";
@@ -127,8 +127,10 @@ impl Default for SqliteOptions {
 /// **Schema.** All SQL is in `sql.rs`; the ordered migrations are `sql::MIGRATIONS` and the `schema_version` table
 /// records how many are applied. A database with a newer version is refused ([`StoreError::NewerSchema`]).
 ///
-/// **Errors.** SQLite failures are classified in one function (`errors::sqlite_error`); nothing from the database
-/// or the file system is unwrapped, and a poisoned mutex or a panicked operation becomes [`StoreError::Backend`].
+/// **Errors.** SQLite failures are classified in one function (`errors::sqlite_error`), which keeps the
+/// `rusqlite::Error` as the error's [`source`](std::error::Error::source) and its extended result code as
+/// [`StoreError::code`]; nothing from the database or the file system is unwrapped, and a poisoned mutex or a
+/// panicked operation becomes [`StoreError::Backend`].
 ///
 /// **Fleets.** The store implements [`SessionQueue`] too (contract §7.5), for a fleet of worker processes on one
 /// machine sharing one file: a claim is a write transaction, which SQLite serializes with every other writer of the
@@ -202,9 +204,10 @@ impl SqliteStore {
             .is_readonly(rusqlite::MAIN_DB)
             .map_err(fail("check whether the database is writable"))?
         {
-            return Err(StoreError::ReadOnly(format!(
-                "{label}: the file cannot be written (open it with SqliteStore::open_read_only to inspect it)"
-            )));
+            return Err(StoreError::ReadOnly(
+                format!("{label}: the file cannot be written (open it with SqliteStore::open_read_only to inspect it)")
+                    .into(),
+            ));
         }
         let mode: String = conn
             .query_row(sql::SET_JOURNAL_MODE_WAL, [], |row| row.get(0))
@@ -212,7 +215,7 @@ impl SqliteStore {
         if !mode.eq_ignore_ascii_case("wal") {
             return Err(StoreError::Open {
                 path: label,
-                message: format!("cannot switch to WAL journal mode (the journal mode stays {mode:?})"),
+                message: format!("cannot switch to WAL journal mode (the journal mode stays {mode:?})").into(),
             });
         }
         let synchronous = match options.durability {
@@ -250,13 +253,13 @@ impl SqliteStore {
             Ok(_) => {
                 return Err(StoreError::Open {
                     path: label,
-                    message: "not a regular file".to_owned(),
+                    message: "not a regular file".into(),
                 })
             }
             Err(err) => {
                 return Err(StoreError::Open {
                     path: label,
-                    message: err.to_string(),
+                    message: Detail::caused_by(err.to_string(), None, Arc::new(err)),
                 })
             }
         }
@@ -350,7 +353,7 @@ impl SqliteStore {
             .inner
             .conn
             .lock()
-            .map_err(|_| StoreError::Backend("the database connection is unusable".to_owned()))?;
+            .map_err(|_| StoreError::Backend("the database connection is unusable".into()))?;
         conn.execute_batch(statement)
             .map_err(|err| sqlite_error(err, "set query_only", None))
     }
@@ -379,7 +382,8 @@ impl SqliteStore {
             let mut guard = inner.conn.lock().map_err(|_| {
                 StoreError::Backend(
                     "the database connection is unusable: an earlier store operation panicked while holding it"
-                        .to_owned(),
+                        .to_owned()
+                        .into(),
                 )
             })?;
             let result = op(&mut guard);
@@ -393,8 +397,10 @@ impl SqliteStore {
         let task = tokio::task::spawn_blocking(locked);
         match task.await {
             Ok(result) => result,
-            Err(err) if err.is_panic() => Err(StoreError::Backend("a store operation panicked".to_owned())),
-            Err(err) => Err(StoreError::Backend(format!("a store operation did not run: {err}"))),
+            Err(err) if err.is_panic() => Err(StoreError::Backend("a store operation panicked".into())),
+            Err(err) => Err(StoreError::Backend(
+                format!("a store operation did not run: {err}").into(),
+            )),
         }
     }
 }
@@ -418,7 +424,7 @@ impl SqliteStore {
                     // Detached: the leader hands every outcome back through the jobs' channels.
                     drop(tokio::task::spawn_blocking(move || ticket.lead()));
                 }
-                Err(_) => return Err(StoreError::Backend("the write queue is unusable".to_owned())),
+                Err(_) => return Err(StoreError::Backend("the write queue is unusable".into())),
             }
         } else {
             self.run(move |conn| {
@@ -429,7 +435,7 @@ impl SqliteStore {
         }
         match outcome.await {
             Ok(result) => result,
-            Err(_) => Err(StoreError::Backend("a store operation panicked".to_owned())),
+            Err(_) => Err(StoreError::Backend("a store operation panicked".into())),
         }
     }
 }
@@ -468,7 +474,7 @@ fn create_owner_only(path: &Path, label: &str) -> Result<(), StoreError> {
         Err(err) if err.kind() == std::io::ErrorKind::AlreadyExists => Ok(()),
         Err(err) => Err(StoreError::Open {
             path: label.to_owned(),
-            message: format!("cannot create the file: {err}"),
+            message: Detail::caused_by(format!("cannot create the file: {err}"), None, Arc::new(err)),
         }),
     }
 }
@@ -488,10 +494,13 @@ impl SqliteStore {
         };
         self.writable(&what)?;
         if let Some(lease) = self.lease() {
-            return Err(StoreError::Conflict(format!(
-                "{what}: this handle holds the lease on session {} and writes nothing else",
-                lease.session
-            )));
+            return Err(StoreError::Conflict(
+                format!(
+                    "{what}: this handle holds the lease on session {} and writes nothing else",
+                    lease.session
+                )
+                .into(),
+            ));
         }
         let id = uuid::Uuid::now_v7().to_string();
         let session = id.clone();

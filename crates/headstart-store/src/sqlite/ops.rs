@@ -169,9 +169,9 @@ pub(super) fn commit_fragment(
     at_us: i64,
 ) -> Result<u64, StoreError> {
     let Message::Assistant(assistant) = fragment else {
-        return Err(StoreError::Backend(format!(
-            "{what}: the fragment is not an assistant message"
-        )));
+        return Err(StoreError::Backend(
+            format!("{what}: the fragment is not an assistant message").into(),
+        ));
     };
     check_write(conn, session, fence, what)?;
     // Validate every admitted call before writing anything (the transaction would roll back anyway; this gives
@@ -247,7 +247,9 @@ pub(super) fn append_tool_result(
     at_us: i64,
 ) -> Result<u64, StoreError> {
     let Message::ToolResult(tool_result) = result else {
-        return Err(StoreError::Backend(format!("{what}: the message is not a tool result")));
+        return Err(StoreError::Backend(
+            format!("{what}: the message is not a tool result").into(),
+        ));
     };
     let call = CallKey::new(request, &*tool_result.tool_call_id);
     let request = i64::from(request);
@@ -280,9 +282,9 @@ pub(super) fn append_tool_result(
         )
         .map_err(ctx(what))?;
         if changed != 1 {
-            return Err(StoreError::Conflict(format!(
-                "{what}: the run of call {call} could not be ended"
-            )));
+            return Err(StoreError::Conflict(
+                format!("{what}: the run of call {call} could not be ended").into(),
+            ));
         }
     }
     seq_u64(seq, session, "seq")
