@@ -43,8 +43,8 @@ use std::time::{Duration, Instant};
 
 use async_trait::async_trait;
 use deadpool_postgres::{Hook, HookError, Manager, ManagerConfig, Pool, RecyclingMethod, Runtime, Transaction};
-use headstart_core::model::{AssistantMessage, Message, ToolResultMessage, UserMessage};
-use headstart_store::backend::{self, Op};
+use headstart_core::model::{AssistantMessage, ToolResultMessage, UserMessage};
+use headstart_store::backend::{self, EncodedMessage, Op};
 use headstart_store::{
     AdmittedCall, CallKey, Claim, Durability, Lease, RunEnd, SessionEnd, SessionId, SessionInfo, SessionQueue,
     StoreError, StoredMessage, ToolRun, TranscriptStore, UnfinishedCall, Write,
@@ -415,7 +415,7 @@ impl PgStore {
         self.unfenced(&what)?;
         let id = uuid::Uuid::now_v7().to_string();
         let session = id.clone();
-        let prompt = prompt.map(|prompt| Message::User(prompt.clone()));
+        let prompt = prompt.map(|prompt| EncodedMessage::user(prompt, &what)).transpose()?;
         self.run(what, access, move |tx, what| {
             Box::pin(async move { ops::create_session(tx, what, &session, prompt.as_ref(), at_us).await })
         })
@@ -440,7 +440,7 @@ impl TranscriptStore for PgStore {
     async fn append_user(&self, session: &SessionId, message: &UserMessage, at_us: i64) -> Result<u64, StoreError> {
         let what = Op::Write(Write::AppendUser { session }).to_string();
         let (fence, session) = (self.fence.clone(), session.0.clone());
-        let message = Message::User(message.clone());
+        let message = EncodedMessage::user(message, &what)?;
         self.run(what, Access::WriteRelaxable, move |tx, what| {
             Box::pin(async move { ops::append_user(tx, what, fence.as_deref(), &session, &message, at_us).await })
         })
@@ -469,7 +469,8 @@ impl TranscriptStore for PgStore {
             Access::Write
         };
         let (fence, session) = (self.fence.clone(), session.0.clone());
-        let fragment = Message::Assistant(fragment.clone());
+        let invalid = backend::check_admissions(&what, fragment, admitted).err();
+        let fragment = EncodedMessage::assistant(fragment, &what)?;
         let admitted = admitted.to_vec();
         self.run(what, access, move |tx, what| {
             Box::pin(async move {
@@ -481,6 +482,7 @@ impl TranscriptStore for PgStore {
                     request,
                     &fragment,
                     &admitted,
+                    invalid,
                     at_us,
                 )
                 .await
@@ -514,10 +516,11 @@ impl TranscriptStore for PgStore {
         })
         .to_string();
         let (fence, session) = (self.fence.clone(), session.0.clone());
-        let result = Message::ToolResult(result.clone());
+        let call = CallKey::new(request, &*result.tool_call_id);
+        let result = EncodedMessage::tool_result(result, &what)?;
         self.run(what, Access::WriteRelaxable, move |tx, what| {
             Box::pin(async move {
-                ops::append_tool_result(tx, what, fence.as_deref(), &session, request, &result, run, at_us).await
+                ops::append_tool_result(tx, what, fence.as_deref(), &session, &call, &result, run, at_us).await
             })
         })
         .await

@@ -6,8 +6,7 @@
 use std::time::{Duration, Instant};
 
 use deadpool_postgres::Transaction;
-use headstart_core::model::Message;
-use headstart_store::backend::{self, ClaimedRow, LeaseRow, MessageRow, RunRow, SessionRow};
+use headstart_store::backend::{self, ClaimedRow, EncodedMessage, LeaseRow, MessageRow, RunRow, SessionRow};
 use headstart_store::{
     AdmittedCall, CallKey, Claim, Lease, RunEnd, SessionEnd, SessionInfo, SessionState, StoreError, StoredMessage,
     ToolRun, UnfinishedCall,
@@ -93,18 +92,23 @@ async fn require_session(tx: &Transaction<'_>, session: &str, what: &str) -> Res
 async fn insert_message(
     tx: &Transaction<'_>,
     session: &str,
-    message: &Message,
+    message: &EncodedMessage,
     request: Option<u32>,
     at_us: i64,
     what: &str,
 ) -> Result<i64, StoreError> {
-    let body = backend::encode(message, what)?;
-    let (role, turn_id) = backend::role_and_turn(message);
     let request = request.map(i64::from);
     let row = query_one(
         tx,
         sql::INSERT_MESSAGE,
-        &[&session, &role, &request, &turn_id, &at_us, &body],
+        &[
+            &session,
+            &message.role,
+            &request,
+            &message.turn_id,
+            &at_us,
+            &message.body,
+        ],
         what,
     )
     .await?;
@@ -120,7 +124,7 @@ pub(crate) async fn create_session(
     tx: &Transaction<'_>,
     what: &str,
     session: &str,
-    prompt: Option<&Message>,
+    prompt: Option<&EncodedMessage>,
     at_us: i64,
 ) -> Result<(), StoreError> {
     let state = match prompt {
@@ -158,7 +162,7 @@ pub(crate) async fn append_user(
     what: &str,
     fence: Option<&Lease>,
     session: &str,
-    message: &Message,
+    message: &EncodedMessage,
     at_us: i64,
 ) -> Result<u64, StoreError> {
     lock_session(tx, session, fence, what).await?;
@@ -166,6 +170,8 @@ pub(crate) async fn append_user(
     backend::seq_u64(seq, session, "seq")
 }
 
+/// `invalid` is what [`backend::check_admissions`] found wrong with `admitted`, checked before the operation was
+/// spawned and reported after the session's own checks.
 #[allow(clippy::too_many_arguments)] // one per column written, each named at the call site
 pub(crate) async fn commit_fragment(
     tx: &Transaction<'_>,
@@ -173,17 +179,15 @@ pub(crate) async fn commit_fragment(
     fence: Option<&Lease>,
     session: &str,
     request: u32,
-    fragment: &Message,
+    fragment: &EncodedMessage,
     admitted: &[AdmittedCall],
+    invalid: Option<StoreError>,
     at_us: i64,
 ) -> Result<u64, StoreError> {
-    let Message::Assistant(assistant) = fragment else {
-        return Err(StoreError::Backend(
-            format!("{what}: the fragment is not an assistant message").into(),
-        ));
-    };
     lock_session(tx, session, fence, what).await?;
-    backend::check_admissions(what, assistant, admitted)?;
+    if let Some(invalid) = invalid {
+        return Err(invalid);
+    }
     let call_ids: Vec<&str> = admitted.iter().map(|call| call.call_id.as_str()).collect();
     let request_i64 = i64::from(request);
     if !admitted.is_empty() {
@@ -236,19 +240,13 @@ pub(crate) async fn append_tool_result(
     what: &str,
     fence: Option<&Lease>,
     session: &str,
-    request: u32,
-    result: &Message,
+    call: &CallKey,
+    result: &EncodedMessage,
     run: Option<RunEnd>,
     at_us: i64,
 ) -> Result<u64, StoreError> {
-    let Message::ToolResult(tool_result) = result else {
-        return Err(StoreError::Backend(
-            format!("{what}: the message is not a tool result").into(),
-        ));
-    };
-    let call = CallKey::new(request, &*tool_result.tool_call_id);
     let call_id = call.call_id.as_str();
-    let request_i64 = i64::from(request);
+    let request_i64 = i64::from(call.request);
     lock_session(tx, session, fence, what).await?;
     let existing = query_opt(tx, sql::RUN_STATE, &[&session, &request_i64, &call_id], what).await?;
     let existing: Option<(String, Option<i64>)> = existing
@@ -257,8 +255,8 @@ pub(crate) async fn append_tool_result(
     let existing = existing
         .as_ref()
         .map(|(state, result_seq)| (state.as_str(), *result_seq));
-    backend::check_result(what, &call, run.as_ref(), existing)?;
-    let seq = insert_message(tx, session, result, Some(request), at_us, what).await?;
+    backend::check_result(what, call, run.as_ref(), existing)?;
+    let seq = insert_message(tx, session, result, Some(call.request), at_us, what).await?;
     if let Some(end) = run {
         let changed = execute(
             tx,

@@ -8,7 +8,8 @@
 use std::fmt;
 use std::time::{Duration, Instant};
 
-use headstart_core::model::{AssistantMessage, Message, ToolCall};
+use headstart_core::model::{AssistantMessage, Message, ToolCall, ToolResultMessage, UserMessage};
+use serde::Serialize;
 
 use crate::layer::Write;
 use crate::lease::{Lease, SessionEnd};
@@ -20,8 +21,11 @@ use crate::StoreError;
 /// The stored text of a message: its serde JSON, stored as text (never re-encoded by the database) so that it
 /// reads back byte for byte.
 pub fn encode(message: &Message, what: &str) -> Result<String, StoreError> {
-    serde_json::to_string(message)
-        .map_err(|err| StoreError::Backend(format!("{what}: cannot encode the message: {err}").into()))
+    serde_json::to_string(message).map_err(|err| encode_failed(what, &err))
+}
+
+fn encode_failed(what: &str, err: &serde_json::Error) -> StoreError {
+    StoreError::Backend(format!("{what}: cannot encode the message: {err}").into())
 }
 
 /// Decodes the stored body of message `seq` of `session`.
@@ -39,13 +43,62 @@ pub fn seq_u64(value: i64, session: &str, column: &str) -> Result<u64, StoreErro
         .map_err(|_| StoreError::Decode(format!("session {session}: {column} {value} is not a sequence number").into()))
 }
 
-/// The role name a message is stored with, and its `turn_id` for assistant fragments.
-pub fn role_and_turn(message: &Message) -> (&'static str, Option<&str>) {
-    let turn_id = match message {
-        Message::Assistant(fragment) => Some(fragment.turn_id.as_str()),
-        _ => None,
-    };
-    (message.role(), turn_id)
+/// A message encoded for its row. A backend encodes it on the caller's side, before the write is queued, so the
+/// write carries the row's columns rather than a copy of the message.
+#[derive(Debug, Clone)]
+pub struct EncodedMessage {
+    /// `role`: `user`, `assistant` or `tool_result`.
+    pub role: &'static str,
+    /// `turn_id`: an assistant fragment's response id (`None` for other messages).
+    pub turn_id: Option<String>,
+    /// `body`: the message as [`encode`] writes it.
+    pub body: String,
+}
+
+impl EncodedMessage {
+    /// A user prompt; `what` names the write in errors.
+    pub fn user(message: &UserMessage, what: &str) -> Result<Self, StoreError> {
+        Self::encode(MessageRef::User(message), None, what)
+    }
+
+    /// An assistant fragment; `what` names the write in errors.
+    pub fn assistant(fragment: &AssistantMessage, what: &str) -> Result<Self, StoreError> {
+        Self::encode(MessageRef::Assistant(fragment), Some(fragment.turn_id.clone()), what)
+    }
+
+    /// A tool result; `what` names the write in errors.
+    pub fn tool_result(result: &ToolResultMessage, what: &str) -> Result<Self, StoreError> {
+        Self::encode(MessageRef::ToolResult(result), None, what)
+    }
+
+    fn encode(message: MessageRef<'_>, turn_id: Option<String>, what: &str) -> Result<Self, StoreError> {
+        Ok(Self {
+            role: message.role(),
+            turn_id,
+            body: serde_json::to_string(&message).map_err(|err| encode_failed(what, &err))?,
+        })
+    }
+}
+
+/// A [`Message`] by reference: serializes as the `Message` holding the same value does (the same tag and variant
+/// names; a test holds them equal), so a message is encoded without being cloned into a `Message`.
+#[derive(Serialize)]
+#[serde(tag = "role", rename_all = "snake_case")]
+enum MessageRef<'a> {
+    User(&'a UserMessage),
+    Assistant(&'a AssistantMessage),
+    ToolResult(&'a ToolResultMessage),
+}
+
+impl MessageRef<'_> {
+    /// [`Message::role`].
+    fn role(&self) -> &'static str {
+        match self {
+            Self::User(_) => "user",
+            Self::Assistant(_) => "assistant",
+            Self::ToolResult(_) => "tool_result",
+        }
+    }
 }
 
 /// One row of the message log, as stored.
@@ -502,5 +555,41 @@ pub fn end_state(end: &SessionEnd) -> (SessionState, Option<&str>) {
         SessionEnd::Completed => (SessionState::Completed, None),
         SessionEnd::Failed(reason) => (SessionState::Failed, Some(reason.as_str())),
         SessionEnd::Released => (SessionState::Pending, None),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use headstart_core::model::Message;
+
+    use super::EncodedMessage;
+    use crate::conformance::data::{call, prefix, result};
+
+    /// A message encoded by reference is stored exactly as the `Message` holding it (its role column included).
+    #[test]
+    fn encoded_messages_are_the_message_encoding() {
+        let lookup = call("c1", "lookup");
+        let fragment = prefix("turn-1", "looking", std::slice::from_ref(&lookup));
+        let user = headstart_core::model::UserMessage::new("hello");
+        let tool_result = result(&lookup, "found");
+        let cases = [
+            (EncodedMessage::user(&user, "w"), Message::User(user.clone())),
+            (
+                EncodedMessage::assistant(&fragment, "w"),
+                Message::Assistant(fragment.clone()),
+            ),
+            (
+                EncodedMessage::tool_result(&tool_result, "w"),
+                Message::ToolResult(tool_result.clone()),
+            ),
+        ];
+        for (encoded, message) in cases {
+            let encoded = encoded.expect("encode");
+            assert_eq!(
+                encoded.body,
+                serde_json::to_string(&message).expect("encode the message")
+            );
+            assert_eq!(encoded.role, message.role());
+        }
     }
 }

@@ -30,12 +30,12 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use async_trait::async_trait;
-use headstart_core::model::{AssistantMessage, Message, ToolResultMessage, UserMessage};
+use headstart_core::model::{AssistantMessage, ToolResultMessage, UserMessage};
 use rusqlite::{Connection, OpenFlags};
 
 use self::errors::sqlite_error;
 use self::group::{Write, WriteQueue};
-use crate::backend::{self, Op};
+use crate::backend::{self, EncodedMessage, Op};
 use crate::layer::Write as WriteOp;
 use crate::lease::{Claim, Lease, SessionEnd, SessionQueue};
 use crate::types::{
@@ -504,7 +504,7 @@ impl SqliteStore {
         }
         let id = uuid::Uuid::now_v7().to_string();
         let session = id.clone();
-        let prompt = prompt.map(|prompt| Message::User(prompt.clone()));
+        let prompt = prompt.map(|prompt| EncodedMessage::user(prompt, &what)).transpose()?;
         self.write(what, move |conn, what| {
             ops::create_session(conn, what, &session, prompt.as_ref(), at_us)
         })
@@ -527,7 +527,7 @@ impl TranscriptStore for SqliteStore {
         let what = Op::Write(WriteOp::AppendUser { session }).to_string();
         self.writable(&what)?;
         let (fence, session) = (self.fence.clone(), session.0.clone());
-        let message = Message::User(message.clone());
+        let message = EncodedMessage::user(message, &what)?;
         self.write(what, move |conn, what| {
             ops::append_user(conn, what, fence.as_deref(), &session, &message, at_us)
         })
@@ -551,7 +551,8 @@ impl TranscriptStore for SqliteStore {
         .to_string();
         self.writable(&what)?;
         let (fence, session) = (self.fence.clone(), session.0.clone());
-        let fragment = Message::Assistant(fragment.clone());
+        let invalid = backend::check_admissions(&what, fragment, admitted).err();
+        let fragment = EncodedMessage::assistant(fragment, &what)?;
         let admitted = admitted.to_vec();
         self.write(what, move |conn, what| {
             ops::commit_fragment(
@@ -562,6 +563,7 @@ impl TranscriptStore for SqliteStore {
                 request,
                 &fragment,
                 &admitted,
+                invalid.as_ref(),
                 at_us,
             )
         })
@@ -595,9 +597,10 @@ impl TranscriptStore for SqliteStore {
         .to_string();
         self.writable(&what)?;
         let (fence, session) = (self.fence.clone(), session.0.clone());
-        let result = Message::ToolResult(result.clone());
+        let call = CallKey::new(request, &*result.tool_call_id);
+        let result = EncodedMessage::tool_result(result, &what)?;
         self.write(what, move |conn, what| {
-            ops::append_tool_result(conn, what, fence.as_deref(), &session, request, &result, run, at_us)
+            ops::append_tool_result(conn, what, fence.as_deref(), &session, &call, &result, run, at_us)
         })
         .await
     }
