@@ -38,15 +38,15 @@ pub(super) trait Job: Send {
     fn finish(self: Box<Self>, outcome: Result<(), StoreError>);
 }
 
-/// A typed write: `op` performs it, `reply` receives its value once it is durable.
-pub(super) struct Write<T, F> {
+/// A write of a typed value as a [`Job`]: `op` performs it, `reply` receives its value once it is durable.
+pub(super) struct WriteJob<T, F> {
     what: String,
     op: F,
     value: Option<T>,
     reply: oneshot::Sender<Result<T, StoreError>>,
 }
 
-impl<T, F> Write<T, F>
+impl<T, F> WriteJob<T, F>
 where
     T: Send + 'static,
     F: Fn(&Connection, &str) -> Result<T, StoreError> + Send + 'static,
@@ -54,7 +54,7 @@ where
     /// A job and the receiver of its outcome.
     pub fn queued(what: String, op: F) -> (Box<dyn Job>, oneshot::Receiver<Result<T, StoreError>>) {
         let (reply, receiver) = oneshot::channel();
-        let job = Write {
+        let job = WriteJob {
             what,
             op,
             value: None,
@@ -64,7 +64,7 @@ where
     }
 }
 
-impl<T, F> Job for Write<T, F>
+impl<T, F> Job for WriteJob<T, F>
 where
     T: Send + 'static,
     F: Fn(&Connection, &str) -> Result<T, StoreError> + Send + 'static,
@@ -81,7 +81,7 @@ where
     }
 
     fn finish(self: Box<Self>, outcome: Result<(), StoreError>) {
-        let Write { what, value, reply, .. } = *self;
+        let WriteJob { what, value, reply, .. } = *self;
         let result = outcome.and_then(|()| {
             value.ok_or_else(|| StoreError::Backend(format!("{what}: internal error: the write kept no value").into()))
         });

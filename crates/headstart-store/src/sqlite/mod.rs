@@ -34,9 +34,9 @@ use headstart_core::model::{AssistantMessage, ToolResultMessage, UserMessage};
 use rusqlite::{Connection, OpenFlags};
 
 use self::errors::sqlite_error;
-use self::group::{Write, WriteQueue};
+use self::group::{WriteJob, WriteQueue};
 use crate::backend::{self, EncodedMessage, Op};
-use crate::layer::Write as WriteOp;
+use crate::layer::Write;
 use crate::lease::{Claim, Lease, SessionEnd, SessionQueue};
 use crate::types::{
     AdmittedCall, CallKey, Durability, RunEnd, SessionId, SessionInfo, StoredMessage, ToolRun, UnfinishedCall,
@@ -415,7 +415,7 @@ impl SqliteStore {
         T: Send + 'static,
         F: Fn(&Connection, &str) -> Result<T, StoreError> + Send + 'static,
     {
-        let (job, outcome) = Write::queued(what, op);
+        let (job, outcome) = WriteJob::queued(what, op);
         if self.inner.group_commit {
             match self.inner.writes.push(job) {
                 Ok(false) => {}
@@ -490,7 +490,7 @@ impl SqliteStore {
     async fn insert_session(&self, prompt: Option<&UserMessage>, at_us: i64) -> Result<SessionId, StoreError> {
         let what = match prompt {
             Some(_) => Op::Submit.to_string(),
-            None => Op::Write(WriteOp::CreateSession).to_string(),
+            None => Op::Write(Write::CreateSession).to_string(),
         };
         self.writable(&what)?;
         if let Some(lease) = self.lease() {
@@ -524,7 +524,7 @@ impl TranscriptStore for SqliteStore {
     }
 
     async fn append_user(&self, session: &SessionId, message: &UserMessage, at_us: i64) -> Result<u64, StoreError> {
-        let what = Op::Write(WriteOp::AppendUser { session }).to_string();
+        let what = Op::Write(Write::AppendUser { session }).to_string();
         self.writable(&what)?;
         let (fence, session) = (self.fence.clone(), session.0.clone());
         let message = EncodedMessage::user(message, &what)?;
@@ -542,7 +542,7 @@ impl TranscriptStore for SqliteStore {
         admitted: &[AdmittedCall],
         at_us: i64,
     ) -> Result<u64, StoreError> {
-        let what = Op::Write(WriteOp::CommitFragment {
+        let what = Op::Write(Write::CommitFragment {
             session,
             request,
             fragment,
@@ -571,7 +571,7 @@ impl TranscriptStore for SqliteStore {
     }
 
     async fn mark_started(&self, session: &SessionId, call: &CallKey, at_us: i64) -> Result<(), StoreError> {
-        let what = Op::Write(WriteOp::MarkStarted { session, call }).to_string();
+        let what = Op::Write(Write::MarkStarted { session, call }).to_string();
         self.writable(&what)?;
         let (fence, session) = (self.fence.clone(), session.0.clone());
         let call = call.clone();
@@ -589,7 +589,7 @@ impl TranscriptStore for SqliteStore {
         run: Option<RunEnd>,
         at_us: i64,
     ) -> Result<u64, StoreError> {
-        let what = Op::Write(WriteOp::AppendToolResult {
+        let what = Op::Write(Write::AppendToolResult {
             session,
             request,
             result,
