@@ -12,8 +12,9 @@ use super::errors::sqlite_error;
 use super::schema::LATEST_VERSION;
 use super::*;
 use crate::conformance::data::{admit, call, commit_one, finished, key, prefix, result, store_with_session};
-use crate::types::RunState;
+use crate::types::{RunState, SessionId};
 use crate::DatabaseCode;
+use crate::{SessionQueue, TranscriptStore};
 
 fn db_path(dir: &tempfile::TempDir) -> std::path::PathBuf {
     dir.path().join("transcript.db")
