@@ -3,6 +3,8 @@
 //! errors with the `what` it is given. Validation, decoding and fencing decisions are `headstart_store::backend`'s,
 //! shared with every backend.
 
+use std::future::Future;
+use std::pin::Pin;
 use std::time::{Duration, Instant};
 
 use deadpool_postgres::Transaction;
@@ -16,6 +18,21 @@ use tokio_postgres::Row;
 
 use crate::errors::{decode_error, pg_error, Stage};
 use crate::sql;
+
+/// A boxed operation future borrowing its transaction.
+pub(crate) type OpFuture<'a, T> = Pin<Box<dyn Future<Output = Result<T, StoreError>> + Send + 'a>>;
+
+/// What kind of transaction an operation runs in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Access {
+    /// Repeatable read, read only.
+    Read,
+    /// Read committed, committed at `synchronous_commit` on or above.
+    Write,
+    /// A transcript write that admits no call: relaxed to `synchronous_commit = off` under
+    /// [`Durability::Normal`](headstart_store::Durability::Normal).
+    WriteRelaxable,
+}
 
 type Params<'a> = &'a [&'a (dyn ToSql + Sync)];
 

@@ -1,5 +1,5 @@
-//! The conformance suite: what every [`TranscriptStore`] and [`SessionQueue`] must do, as async test cases that run
-//! on any backend.
+//! The conformance suite: what every [`TranscriptStore`](crate::TranscriptStore) and
+//! [`SessionQueue`](crate::SessionQueue) must do, as async test cases that run on any backend.
 //!
 //! A backend's test file describes how to get a fresh database ([`Fixture`]) and expands
 //! [`conformance_tests!`](crate::conformance_tests), which generates one `#[tokio::test]` per case, so each case
