@@ -23,153 +23,22 @@
 //! Sealed arguments nested deeper than [`MAX_ARGUMENT_DEPTH`](crate::model::MAX_ARGUMENT_DEPTH) (64 levels) make
 //! the call invalid rather than ending the response, like any other unusable argument text.
 
-use std::collections::{BTreeSet, HashSet};
-use std::fmt;
+mod block;
+mod limits;
+#[cfg(test)]
+mod tests;
+mod violation;
 
+use std::collections::{BTreeSet, HashSet};
+
+use self::block::Block;
+use self::limits::serialized_len_within;
 use crate::delta::{DeltaEvent, ErrorReason};
 use crate::model::{AssistantMessage, ContentBlock, StopReason, ToolArguments, ToolCall, Usage};
 
-/// The most bytes one text or thinking block, or the argument text of one tool call, may hold: 16 MiB.
-pub const MAX_BLOCK_BYTES: usize = 16 * 1024 * 1024;
-
-/// The most bytes a whole response may stream in (deltas, call ids and names, signatures, argument overrides):
-/// 64 MiB.
-pub const MAX_RESPONSE_BYTES: usize = 64 * 1024 * 1024;
-
-/// The most content blocks a response may open: 100,000.
-pub const MAX_BLOCKS: usize = 100_000;
-
-/// The kind of a content block, as named in errors.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum BlockKind {
-    /// A text block.
-    Text,
-    /// A reasoning block.
-    Thinking,
-    /// A tool call block.
-    ToolCall,
-}
-
-impl BlockKind {
-    /// The `*_delta` event that appends `delta` to the block of this kind at `index`.
-    #[inline]
-    pub fn delta(self, index: usize, delta: String) -> DeltaEvent {
-        match self {
-            BlockKind::Text => DeltaEvent::TextDelta { index, delta },
-            BlockKind::Thinking => DeltaEvent::ThinkingDelta { index, delta },
-            BlockKind::ToolCall => DeltaEvent::ToolcallDelta { index, delta },
-        }
-    }
-
-    /// The wire name of [`BlockKind::delta`]'s event, as [`DeltaEvent::type_name`] spells it.
-    pub fn delta_type_name(self) -> &'static str {
-        // An empty `String` does not allocate: this only asks the event's own name.
-        self.delta(0, String::new()).type_name()
-    }
-}
-
-impl fmt::Display for BlockKind {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(match self {
-            BlockKind::Text => "text",
-            BlockKind::Thinking => "thinking",
-            BlockKind::ToolCall => "tool call",
-        })
-    }
-}
-
-/// What was wrong with a rejected event.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum Violation {
-    /// The first event was not `start`.
-    #[error("the stream did not begin with start")]
-    BeforeStart,
-    /// `start` arrived twice.
-    #[error("a second start")]
-    SecondStart,
-    /// A delta or end addressed an index with no open block.
-    #[error("index {index} is not open")]
-    NotOpen {
-        /// The addressed index.
-        index: usize,
-    },
-    /// A delta or end addressed an open block of another kind.
-    #[error("index {index} is a {found} block, not {expected}")]
-    WrongKind {
-        /// The addressed index.
-        index: usize,
-        /// The kind the event is for.
-        expected: BlockKind,
-        /// The kind of the open block.
-        found: BlockKind,
-    },
-    /// A block started at an index other than the next unused one.
-    #[error("block started at index {index}, expected the next unused index {expected}")]
-    NotNextIndex {
-        /// The index the event used.
-        index: usize,
-        /// The next unused index.
-        expected: usize,
-    },
-    /// A tool call reused an id.
-    #[error("tool call id {id:?} is already used in this response")]
-    DuplicateId {
-        /// The repeated id.
-        id: String,
-    },
-    /// `done` arrived while blocks were open.
-    #[error("done while blocks {open:?} are still open")]
-    DoneWithOpenBlocks {
-        /// The indices still open.
-        open: Vec<usize>,
-    },
-    /// An event arrived after `done`/`error`.
-    #[error("event after the response ended")]
-    AfterEnd,
-    /// A block's text (for a tool call: its argument text) would grow past [`MAX_BLOCK_BYTES`].
-    #[error("{} at index {index} would exceed the limit of {limit} bytes", block_contents(*kind))]
-    BlockTooLarge {
-        /// The block's index.
-        index: usize,
-        /// The block's kind.
-        kind: BlockKind,
-        /// The limit ([`MAX_BLOCK_BYTES`]).
-        limit: usize,
-    },
-    /// The response would stream in more than [`MAX_RESPONSE_BYTES`].
-    #[error("the response's content would exceed the limit of {limit} bytes")]
-    ResponseTooLarge {
-        /// The limit ([`MAX_RESPONSE_BYTES`]).
-        limit: usize,
-    },
-    /// The response would open more than [`MAX_BLOCKS`] blocks.
-    #[error("the response would have more than {limit} content blocks")]
-    TooManyBlocks {
-        /// The limit ([`MAX_BLOCKS`]).
-        limit: usize,
-    },
-}
-
-/// What a block's size limit applies to, as named in [`Violation::BlockTooLarge`].
-fn block_contents(kind: BlockKind) -> &'static str {
-    match kind {
-        BlockKind::Text => "text",
-        BlockKind::Thinking => "thinking text",
-        BlockKind::ToolCall => "tool call arguments",
-    }
-}
-
-/// A rejected event: its 0-based position in the stream, its type, and the violation.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("protocol violation at event {position} ({event}): {violation}")]
-pub struct AccumulatorError {
-    /// 0-based position of the event in the response stream.
-    pub position: usize,
-    /// The event's `type`.
-    pub event: &'static str,
-    /// What was wrong.
-    pub violation: Violation,
-}
+pub use self::block::BlockKind;
+pub use self::limits::{MAX_BLOCKS, MAX_BLOCK_BYTES, MAX_RESPONSE_BYTES};
+pub use self::violation::{AccumulatorError, Violation};
 
 /// What applying an event did, for callers that react to it (the engine's commit trigger).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -186,52 +55,6 @@ pub enum Applied {
     Sealed(usize),
     /// The response ended (`done` or `error`).
     Ended,
-}
-
-#[derive(Debug, Clone)]
-enum Block {
-    Text {
-        text: String,
-    },
-    Thinking {
-        text: String,
-        signature: Option<String>,
-    },
-    ToolCall {
-        id: String,
-        name: String,
-        flagged_async: bool,
-        raw: String,
-        sealed: Option<ToolArguments>,
-    },
-}
-
-impl Block {
-    fn kind(&self) -> BlockKind {
-        match self {
-            Block::Text { .. } => BlockKind::Text,
-            Block::Thinking { .. } => BlockKind::Thinking,
-            Block::ToolCall { .. } => BlockKind::ToolCall,
-        }
-    }
-
-    fn to_content(&self) -> ContentBlock {
-        match self {
-            Block::Text { text } => ContentBlock::Text { text: text.clone() },
-            Block::Thinking { text, signature } => ContentBlock::Thinking {
-                thinking: text.clone(),
-                signature: signature.clone(),
-            },
-            Block::ToolCall {
-                id, name, raw, sealed, ..
-            } => ContentBlock::ToolCall(ToolCall {
-                id: id.clone(),
-                name: name.clone(),
-                // An unsealed call (cut off by an error) is parsed strictly like a sealed one; it never executes.
-                arguments: sealed.clone().unwrap_or_else(|| ToolArguments::parse(raw)),
-            }),
-        }
-    }
 }
 
 /// How the response ended.
@@ -631,33 +454,3 @@ impl Accumulator {
         }
     }
 }
-
-/// Counts serialized bytes, failing once past a limit so an oversized value is not serialized whole.
-struct ByteCounter {
-    bytes: usize,
-    limit: usize,
-}
-
-impl std::io::Write for ByteCounter {
-    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        self.bytes = self.bytes.saturating_add(buf.len());
-        if self.bytes > self.limit {
-            return Err(std::io::Error::other("over the limit"));
-        }
-        Ok(buf.len())
-    }
-
-    fn flush(&mut self) -> std::io::Result<()> {
-        Ok(())
-    }
-}
-
-/// The serialized length of `value` if it is at most `limit` bytes; stops serializing once past it.
-fn serialized_len_within(value: &serde_json::Value, limit: usize) -> Option<usize> {
-    let mut counter = ByteCounter { bytes: 0, limit };
-    serde_json::to_writer(&mut counter, value).ok()?;
-    Some(counter.bytes)
-}
-
-#[cfg(test)]
-mod tests;
