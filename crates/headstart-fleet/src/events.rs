@@ -45,7 +45,8 @@ pub enum WorkerEvent {
         session: SessionId,
     },
     /// A claim or a renewal failed: the store is down, unreachable, or refused it. The worker neither claims nor
-    /// renews before `retry_in` has passed, a wait that doubles with each failure in a row ([`WorkerConfig::retry`](crate::WorkerConfig::retry))
+    /// renews before `retry_in` has passed, a wait that doubles with each failure in a row
+    /// ([`WorkerConfig::retry`](crate::WorkerConfig::retry))
     /// and starts over after a success: one event per wait, however long the store stays away.
     StoreUnreachable {
         /// What failed, and why.

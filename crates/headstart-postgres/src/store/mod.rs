@@ -235,7 +235,8 @@ impl PgStore {
         })
     }
 
-    /// A handle on the same database whose every write is conditional on `lease` (see [`SessionQueue::fenced`](headstart_store::SessionQueue::fenced)).
+    /// A handle on the same database whose every write is conditional on `lease` (see
+    /// [`SessionQueue::fenced`](headstart_store::SessionQueue::fenced)).
     pub fn fenced(&self, lease: &Lease) -> PgStore {
         PgStore {
             inner: Arc::clone(&self.inner),

@@ -3,7 +3,8 @@
 //! of it.
 //!
 //! A backend reads rows in its own types, hands the raw values to these functions, and gets the record types and
-//! the [`StoreError`](crate::StoreError)s every backend must give (their wording included: the conformance suite checks it).
+//! the [`StoreError`](crate::StoreError)s every backend must give (their wording included: the conformance suite
+//! checks it).
 
 mod messages;
 mod op;

@@ -24,7 +24,8 @@ pub async fn duplicate_admission_is_a_conflict_and_stores_nothing<F: Fixture>(fi
         .await
         .expect_err("duplicate call id");
     assert!(
-        matches!(&err, StoreError::Conflict(m) if m.message().contains("c1") && m.message().contains("already admitted")),
+        matches!(&err, StoreError::Conflict(m)
+            if m.message().contains("c1") && m.message().contains("already admitted")),
         "{err:?}"
     );
     // Twice within one commit.
@@ -79,7 +80,8 @@ pub async fn a_call_id_repeated_by_another_response_is_another_call<F: Fixture>(
         .await
         .expect_err("call_0 twice in request 1");
     assert!(
-        matches!(&err, StoreError::Conflict(m) if m.message().contains("call_0") && m.message().contains("already admitted")),
+        matches!(&err, StoreError::Conflict(m)
+            if m.message().contains("call_0") && m.message().contains("already admitted")),
         "{err:?}"
     );
     assert_eq!(store.load_log(&session).await.expect("log").len(), 3, "nothing stored");

@@ -116,9 +116,9 @@ impl Default for SqliteOptions {
 /// necessarily a power loss.
 ///
 /// **Checkpoints.** SQLite's automatic checkpoint runs inside the commit that grows the WAL past 1,000 pages, and
-/// that commit's caller waits for it (10 ms and more for 4 MB). The store checkpoints instead (`PASSIVE`, at the
-/// same threshold) after the commit, once its writers have their replies: between groups, in the group-commit
-/// leader.
+/// that commit's caller waits for it (the copy into the database file and its sync). The store checkpoints instead
+/// (`PASSIVE`, at the same threshold) after the commit, once its writers have their replies: between groups, in the
+/// group-commit leader.
 ///
 /// **Schema.** All SQL is in `sql.rs`; the ordered migrations are `sql::MIGRATIONS` and the `schema_version` table
 /// records how many are applied. A database with a newer version is refused ([`StoreError::NewerSchema`]).
@@ -128,11 +128,11 @@ impl Default for SqliteOptions {
 /// [`StoreError::code`]; nothing from the database or the file system is unwrapped, and a poisoned mutex or a
 /// panicked operation becomes [`StoreError::Backend`].
 ///
-/// **Fleets.** The store implements [`SessionQueue`](crate::SessionQueue) too (contract §7.5), for a fleet of worker processes on one
-/// machine sharing one file: a claim is a write transaction, which SQLite serializes with every other writer of the
-/// file, so no two claimers ever get the same session, and a fenced write checks its lease in its own write
-/// transaction. Lease times use the machine's clock (SQLite's `unixepoch`). For workers on several machines, use
-/// the PostgreSQL store.
+/// **Fleets.** The store implements [`SessionQueue`](crate::SessionQueue) too (contract §7.5), for a fleet of worker
+/// processes on one machine sharing one file: a claim is a write transaction, which SQLite serializes with every
+/// other writer of the file, so no two claimers ever get the same session, and a fenced write checks its lease in its
+/// own write transaction. Lease times use the machine's clock (SQLite's `unixepoch`). For workers on several
+/// machines, use the PostgreSQL store.
 #[derive(Clone)]
 pub struct SqliteStore {
     inner: Arc<Inner>,
@@ -296,7 +296,8 @@ impl SqliteStore {
         }
     }
 
-    /// A handle on the same database whose every write is conditional on `lease` (see [`SessionQueue::fenced`](crate::SessionQueue::fenced)).
+    /// A handle on the same database whose every write is conditional on `lease` (see
+    /// [`SessionQueue::fenced`](crate::SessionQueue::fenced)).
     pub fn fenced(&self, lease: &Lease) -> SqliteStore {
         SqliteStore {
             inner: Arc::clone(&self.inner),
