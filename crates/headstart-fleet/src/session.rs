@@ -7,7 +7,8 @@ use futures::StreamExt;
 use headstart::store::{Layered, SessionEnd, StoreError, Write, WriteFuture, WriteLayer, Written};
 use headstart::{Agent, AgentEvent, AgentStop, SessionId};
 
-use crate::{Context, Held, WorkerEvent};
+use crate::context::{Context, Held};
+use crate::events::WorkerEvent;
 
 /// Stops a session whose lease is gone: marks it lost (so it is not finished here) and cancels its run.
 pub(crate) fn lose(context: &Context, session: &SessionId, held: &Held, reason: &str) {

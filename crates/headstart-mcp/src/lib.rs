@@ -23,11 +23,13 @@
 //! an [`Override`] sets flags per tool whatever the server says.
 #![warn(missing_docs)]
 
+mod connection;
 mod content;
 mod error;
 mod limits;
 mod names;
 mod policy;
+mod progress;
 mod server;
 mod stdio;
 #[cfg(feature = "testing")]

@@ -7,8 +7,8 @@ use async_trait::async_trait;
 use headstart::{Arguments, ExecutionMode, Tool, ToolContext, ToolError, ToolOutput};
 use serde_json::Value;
 
+use crate::connection::Connection;
 use crate::policy::ToolFlags;
-use crate::server::Connection;
 
 /// One tool of an MCP server: its `inputSchema` as parameters, its flags from a [`crate::ToolPolicy`].
 pub struct McpTool {

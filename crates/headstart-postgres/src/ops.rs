@@ -3,11 +3,12 @@
 //! errors with the `what` it is given. Validation, decoding and fencing decisions are `headstart_store::backend`'s,
 //! shared with every backend.
 
+use std::future::Future;
+use std::pin::Pin;
 use std::time::{Duration, Instant};
 
 use deadpool_postgres::Transaction;
-use headstart_core::model::Message;
-use headstart_store::backend::{self, ClaimedRow, LeaseRow, MessageRow, RunRow, SessionRow};
+use headstart_store::backend::{self, ClaimedRow, EncodedMessage, LeaseRow, MessageRow, RunRow, SessionRow};
 use headstart_store::{
     AdmittedCall, CallKey, Claim, Lease, RunEnd, SessionEnd, SessionInfo, SessionState, StoreError, StoredMessage,
     ToolRun, UnfinishedCall,
@@ -15,14 +16,29 @@ use headstart_store::{
 use tokio_postgres::types::{FromSql, ToSql};
 use tokio_postgres::Row;
 
-use crate::errors::{describe, pg_error, Stage};
+use crate::errors::{decode_error, pg_error, Stage};
 use crate::sql;
+
+/// A boxed operation future borrowing its transaction.
+pub(crate) type OpFuture<'a, T> = Pin<Box<dyn Future<Output = Result<T, StoreError>> + Send + 'a>>;
+
+/// What kind of transaction an operation runs in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Access {
+    /// Repeatable read, read only.
+    Read,
+    /// Read committed, committed at `synchronous_commit` on or above.
+    Write,
+    /// A transcript write that admits no call: relaxed to `synchronous_commit = off` under
+    /// [`Durability::Normal`](headstart_store::Durability::Normal).
+    WriteRelaxable,
+}
 
 type Params<'a> = &'a [&'a (dyn ToSql + Sync)];
 
 /// Runs a statement (prepared once per connection) and returns its rows.
 async fn query(tx: &Transaction<'_>, statement: &str, params: Params<'_>, what: &str) -> Result<Vec<Row>, StoreError> {
-    let fail = |err: tokio_postgres::Error| pg_error(&err, what, Stage::Running);
+    let fail = |err: tokio_postgres::Error| pg_error(err, what, Stage::Running);
     let prepared = tx.prepare_cached(statement).await.map_err(fail)?;
     tx.query(&prepared, params).await.map_err(fail)
 }
@@ -34,7 +50,7 @@ async fn query_opt(
     params: Params<'_>,
     what: &str,
 ) -> Result<Option<Row>, StoreError> {
-    let fail = |err: tokio_postgres::Error| pg_error(&err, what, Stage::Running);
+    let fail = |err: tokio_postgres::Error| pg_error(err, what, Stage::Running);
     let prepared = tx.prepare_cached(statement).await.map_err(fail)?;
     tx.query_opt(&prepared, params).await.map_err(fail)
 }
@@ -43,12 +59,12 @@ async fn query_opt(
 async fn query_one(tx: &Transaction<'_>, statement: &str, params: Params<'_>, what: &str) -> Result<Row, StoreError> {
     query_opt(tx, statement, params, what)
         .await?
-        .ok_or_else(|| StoreError::Backend(format!("{what}: a statement that returns one row returned none")))
+        .ok_or_else(|| StoreError::Backend(format!("{what}: a statement that returns one row returned none").into()))
 }
 
 /// [`query`] for a statement without rows; returns how many rows it changed.
 async fn execute(tx: &Transaction<'_>, statement: &str, params: Params<'_>, what: &str) -> Result<u64, StoreError> {
-    let fail = |err: tokio_postgres::Error| pg_error(&err, what, Stage::Running);
+    let fail = |err: tokio_postgres::Error| pg_error(err, what, Stage::Running);
     let prepared = tx.prepare_cached(statement).await.map_err(fail)?;
     tx.execute(&prepared, params).await.map_err(fail)
 }
@@ -56,7 +72,7 @@ async fn execute(tx: &Transaction<'_>, statement: &str, params: Params<'_>, what
 /// Column `index` of `row`; a value of another type than the schema's is [`StoreError::Decode`].
 fn get<'r, T: FromSql<'r>>(row: &'r Row, index: usize, what: &str) -> Result<T, StoreError> {
     row.try_get(index)
-        .map_err(|err| StoreError::Decode(format!("{what}: column {index}: {}", describe(&err))))
+        .map_err(|err| decode_error(err, &format!("{what}: column {index}")))
 }
 
 fn lease_row(row: &Row, what: &str) -> Result<LeaseRow, StoreError> {
@@ -93,18 +109,23 @@ async fn require_session(tx: &Transaction<'_>, session: &str, what: &str) -> Res
 async fn insert_message(
     tx: &Transaction<'_>,
     session: &str,
-    message: &Message,
+    message: &EncodedMessage,
     request: Option<u32>,
     at_us: i64,
     what: &str,
 ) -> Result<i64, StoreError> {
-    let body = backend::encode(message, what)?;
-    let (role, turn_id) = backend::role_and_turn(message);
     let request = request.map(i64::from);
     let row = query_one(
         tx,
         sql::INSERT_MESSAGE,
-        &[&session, &role, &request, &turn_id, &at_us, &body],
+        &[
+            &session,
+            &message.role,
+            &request,
+            &message.turn_id,
+            &at_us,
+            &message.body,
+        ],
         what,
     )
     .await?;
@@ -120,7 +141,7 @@ pub(crate) async fn create_session(
     tx: &Transaction<'_>,
     what: &str,
     session: &str,
-    prompt: Option<&Message>,
+    prompt: Option<&EncodedMessage>,
     at_us: i64,
 ) -> Result<(), StoreError> {
     let state = match prompt {
@@ -158,7 +179,7 @@ pub(crate) async fn append_user(
     what: &str,
     fence: Option<&Lease>,
     session: &str,
-    message: &Message,
+    message: &EncodedMessage,
     at_us: i64,
 ) -> Result<u64, StoreError> {
     lock_session(tx, session, fence, what).await?;
@@ -166,6 +187,8 @@ pub(crate) async fn append_user(
     backend::seq_u64(seq, session, "seq")
 }
 
+/// `invalid` is what [`backend::check_admissions`] found wrong with `admitted`, checked before the operation was
+/// spawned and reported after the session's own checks.
 #[allow(clippy::too_many_arguments)] // one per column written, each named at the call site
 pub(crate) async fn commit_fragment(
     tx: &Transaction<'_>,
@@ -173,17 +196,15 @@ pub(crate) async fn commit_fragment(
     fence: Option<&Lease>,
     session: &str,
     request: u32,
-    fragment: &Message,
+    fragment: &EncodedMessage,
     admitted: &[AdmittedCall],
+    invalid: Option<StoreError>,
     at_us: i64,
 ) -> Result<u64, StoreError> {
-    let Message::Assistant(assistant) = fragment else {
-        return Err(StoreError::Backend(format!(
-            "{what}: the fragment is not an assistant message"
-        )));
-    };
     lock_session(tx, session, fence, what).await?;
-    backend::check_admissions(what, assistant, admitted)?;
+    if let Some(invalid) = invalid {
+        return Err(invalid);
+    }
     let call_ids: Vec<&str> = admitted.iter().map(|call| call.call_id.as_str()).collect();
     let request_i64 = i64::from(request);
     if !admitted.is_empty() {
@@ -236,17 +257,13 @@ pub(crate) async fn append_tool_result(
     what: &str,
     fence: Option<&Lease>,
     session: &str,
-    request: u32,
-    result: &Message,
+    call: &CallKey,
+    result: &EncodedMessage,
     run: Option<RunEnd>,
     at_us: i64,
 ) -> Result<u64, StoreError> {
-    let Message::ToolResult(tool_result) = result else {
-        return Err(StoreError::Backend(format!("{what}: the message is not a tool result")));
-    };
-    let call = CallKey::new(request, &*tool_result.tool_call_id);
     let call_id = call.call_id.as_str();
-    let request_i64 = i64::from(request);
+    let request_i64 = i64::from(call.request);
     lock_session(tx, session, fence, what).await?;
     let existing = query_opt(tx, sql::RUN_STATE, &[&session, &request_i64, &call_id], what).await?;
     let existing: Option<(String, Option<i64>)> = existing
@@ -255,8 +272,8 @@ pub(crate) async fn append_tool_result(
     let existing = existing
         .as_ref()
         .map(|(state, result_seq)| (state.as_str(), *result_seq));
-    backend::check_result(what, &call, run.as_ref(), existing)?;
-    let seq = insert_message(tx, session, result, Some(request), at_us, what).await?;
+    backend::check_result(what, call, run.as_ref(), existing)?;
+    let seq = insert_message(tx, session, result, Some(call.request), at_us, what).await?;
     if let Some(end) = run {
         let changed = execute(
             tx,
@@ -275,9 +292,9 @@ pub(crate) async fn append_tool_result(
         )
         .await?;
         if changed != 1 {
-            return Err(StoreError::Conflict(format!(
-                "{what}: the run of call {call} could not be ended"
-            )));
+            return Err(StoreError::Conflict(
+                format!("{what}: the run of call {call} could not be ended").into(),
+            ));
         }
     }
     backend::seq_u64(seq, session, "seq")

@@ -11,7 +11,7 @@ pub const LATEST_VERSION: i64 = sql::MIGRATIONS.len() as i64;
 
 /// Reads the stored schema version: `None` when there is no `schema_version` table.
 async fn stored_version<C: tokio_postgres::GenericClient>(client: &C, label: &str) -> Result<Option<i64>, StoreError> {
-    let fail = |what: &'static str| move |err: tokio_postgres::Error| pg_error(&err, what, Stage::Opening(label));
+    let fail = |what: &'static str| move |err: tokio_postgres::Error| pg_error(err, what, Stage::Opening(label));
     let exists: bool = client
         .query_one(sql::SCHEMA_VERSION_TABLE_EXISTS, &[])
         .await
@@ -47,7 +47,7 @@ pub(crate) async fn check<C: tokio_postgres::GenericClient>(client: &C, label: &
     };
     Err(StoreError::Open {
         path: label.to_owned(),
-        message,
+        message: message.into(),
     })
 }
 
@@ -61,7 +61,7 @@ fn newer(found: i64) -> StoreError {
 /// Applies the missing migrations in one transaction, under an advisory lock so that workers starting together
 /// migrate once. `label` names the database in errors.
 pub(crate) async fn migrate(client: &mut Client, label: &str) -> Result<(), StoreError> {
-    let fail = |what: &'static str| move |err: tokio_postgres::Error| pg_error(&err, what, Stage::Opening(label));
+    let fail = |what: &'static str| move |err: tokio_postgres::Error| pg_error(err, what, Stage::Opening(label));
 
     // Fast path without the lock: an up-to-date database (the common case) needs nothing.
     match stored_version(&***client, label).await? {
@@ -89,7 +89,8 @@ pub(crate) async fn migrate(client: &mut Client, label: &str) -> Result<(), Stor
                         "the schema {} holds tables but no schema_version table: it is not a headstart transcript \
                          store",
                         sql::SCHEMA
-                    ),
+                    )
+                    .into(),
                 });
             }
             tx.batch_execute(sql::CREATE_SCHEMA_VERSION)
@@ -101,8 +102,9 @@ pub(crate) async fn migrate(client: &mut Client, label: &str) -> Result<(), Stor
     if found > LATEST_VERSION {
         return Err(newer(found));
     }
-    let applied = usize::try_from(found)
-        .map_err(|_| StoreError::Corrupt(format!("{label}: schema_version holds the invalid version {found}")))?;
+    let applied = usize::try_from(found).map_err(|_| {
+        StoreError::Corrupt(format!("{label}: schema_version holds the invalid version {found}").into())
+    })?;
     for step in &sql::MIGRATIONS[applied..] {
         tx.batch_execute(step).await.map_err(fail("apply a schema migration"))?;
     }

@@ -100,7 +100,7 @@ async fn a_version_1_database_reads_back_and_then_takes_repeated_call_ids() {
         .await
         .expect_err("a version 1 schema read-only");
     assert!(
-        matches!(&err, StoreError::Open { message, .. } if message.contains("older")),
+        matches!(&err, StoreError::Open { message, .. } if message.message().contains("older")),
         "{err:?}"
     );
     let store = PgStore::connect(database.url(), PgOptions::default())

@@ -160,7 +160,7 @@ async fn a_newer_schema_and_a_foreign_headstart_schema_are_refused() {
         .await
         .expect_err("a foreign schema");
     assert!(
-        matches!(&err, StoreError::Open { message, .. } if message.contains("schema_version")),
+        matches!(&err, StoreError::Open { message, .. } if message.message().contains("schema_version")),
         "{err:?}"
     );
     let tables = foreign
@@ -219,6 +219,41 @@ async fn bodies_are_stored_as_the_exact_json_text() {
             .expect("body");
         assert_eq!(body, serde_json::to_string(&stored.message).expect("encode"));
     }
+}
+
+/// The server's error stays behind the store's: its SQLSTATE through [`StoreError::sqlstate`], the driver's error
+/// as the source, while the message still says what failed.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_server_error_keeps_its_sqlstate_and_the_driver_error() {
+    let Some(fixture) = fixture().await else { return };
+    let store = fixture.store();
+    let session = store_with_session(&store).await;
+    assert!(fixture.fail_run_inserts(true).await);
+    let err = commit_one(&store, &session, "c1")
+        .await
+        .expect_err("the trigger raised");
+    assert!(
+        matches!(&err, StoreError::Backend(_)),
+        "raise_exception is no known class: {err:?}"
+    );
+    assert!(err.to_string().contains("injected fault"), "{err}");
+    assert_eq!(err.sqlstate(), Some("P0001"), "{err:?}");
+    let driver = std::error::Error::source(&err)
+        .and_then(|source| source.downcast_ref::<tokio_postgres::Error>())
+        .expect("the driver's error is the source");
+    assert_eq!(driver.code(), Some(&tokio_postgres::error::SqlState::RAISE_EXCEPTION));
+
+    // While connecting too: a database that does not exist (invalid_catalog_name).
+    let missing = fixture
+        .database
+        .url()
+        .replace(fixture.database.name(), "headstart_no_such_database");
+    let err = PgStore::connect(&missing, PgOptions::default())
+        .await
+        .expect_err("no such database");
+    assert!(matches!(&err, StoreError::Open { .. }), "{err:?}");
+    assert_eq!(err.sqlstate(), Some("3D000"), "{err:?}");
+    assert!(std::error::Error::source(&err).is_some_and(|source| source.is::<tokio_postgres::Error>()));
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -458,7 +493,7 @@ async fn a_read_only_handle_creates_nothing_reads_and_refuses_every_write() {
         .await
         .expect_err("an empty database holds no store to read");
     assert!(
-        matches!(&refused, StoreError::Open { message, .. } if message.contains("no headstart store")),
+        matches!(&refused, StoreError::Open { message, .. } if message.message().contains("no headstart store")),
         "{refused:?}"
     );
     assert!(
@@ -490,7 +525,7 @@ async fn a_read_only_handle_creates_nothing_reads_and_refuses_every_write() {
     for write in writes {
         let error = write.expect_err("a read-only handle writes nothing");
         assert!(
-            matches!(&error, StoreError::ReadOnly(message) if message.contains("opened read-only")),
+            matches!(&error, StoreError::ReadOnly(message) if message.message().contains("opened read-only")),
             "{error:?}"
         );
     }

@@ -33,78 +33,15 @@ pub mod layer;
 pub mod lease;
 pub mod owner;
 mod sqlite;
+mod transcript;
 mod types;
 
-pub use error::StoreError;
+pub use error::{DatabaseCode, Detail, StoreError};
 pub use layer::{Layered, Write, WriteFuture, WriteLayer, Written};
 pub use lease::{idempotency_key, Claim, Lease, SessionEnd, SessionQueue};
 pub use sqlite::{SqliteOptions, SqliteStore};
+pub use transcript::TranscriptStore;
 pub use types::{
     AdmittedCall, CallKey, Durability, RunEnd, RunOutcome, RunState, SessionId, SessionInfo, SessionState,
     StoredMessage, ToolRun, UnfinishedCall,
 };
-
-use async_trait::async_trait;
-use headstart_core::model::{AssistantMessage, Message, ToolResultMessage, UserMessage};
-
-/// Durable storage of transcripts (contract §7).
-///
-/// Times are microseconds on the caller's clock (`at_us`): the engine passes wall-clock time since the Unix epoch
-/// in production and virtual time in replays, so the store never reads a clock itself.
-#[async_trait]
-pub trait TranscriptStore: Send + Sync {
-    /// Creates a new, empty session and returns its id.
-    async fn create_session(&self, at_us: i64) -> Result<SessionId, StoreError>;
-
-    /// Lists the stored sessions, oldest first.
-    async fn sessions(&self) -> Result<Vec<SessionInfo>, StoreError>;
-
-    /// Appends a user prompt; returns its sequence number.
-    async fn append_user(&self, session: &SessionId, message: &UserMessage, at_us: i64) -> Result<u64, StoreError>;
-
-    /// Writes an assistant fragment of model request `request` together with the `admitted` run records of
-    /// `admitted` (a subset of the fragment's calls, in admission order), in one transaction. Returns the
-    /// fragment's sequence number once it is durable. On error nothing was written.
-    async fn commit_fragment(
-        &self,
-        session: &SessionId,
-        request: u32,
-        fragment: &AssistantMessage,
-        admitted: &[AdmittedCall],
-        at_us: i64,
-    ) -> Result<u64, StoreError>;
-
-    /// Records that an admitted call's `execute` began (`admitted → started`). A no-op for a run that already
-    /// ended, so a late write can never move a run backwards.
-    async fn mark_started(&self, session: &SessionId, call: &CallKey, at_us: i64) -> Result<(), StoreError>;
-
-    /// Appends a tool result for the call `result.tool_call_id` of request `request` (the call's [`CallKey`]) and,
-    /// when `run` is given, ends the call's run record with it, in one transaction. Calls that were never admitted
-    /// ("not executed", contract §3.5) have no run and pass `None`.
-    async fn append_tool_result(
-        &self,
-        session: &SessionId,
-        request: u32,
-        result: &ToolResultMessage,
-        run: Option<RunEnd>,
-        at_us: i64,
-    ) -> Result<u64, StoreError>;
-
-    /// The session's durable log, in write order.
-    async fn load_log(&self, session: &SessionId) -> Result<Vec<StoredMessage>, StoreError>;
-
-    /// The session's tool runs, in admission order.
-    async fn tool_runs(&self, session: &SessionId) -> Result<Vec<ToolRun>, StoreError>;
-
-    /// Calls admitted but without a result (contract §7.4), in admission order.
-    async fn unfinished_calls(&self, session: &SessionId) -> Result<Vec<UnfinishedCall>, StoreError>;
-
-    /// The canonical model context for the next request (contract §7.3): each result follows the call of its own
-    /// request, so a call id repeated by later responses is paired with the right result.
-    async fn model_context(&self, session: &SessionId) -> Result<Vec<Message>, StoreError> {
-        let log = self.load_log(session).await?;
-        Ok(headstart_core::context::model_context_by_request(
-            log.iter().map(|stored| (stored.request, &stored.message)),
-        ))
-    }
-}

@@ -186,7 +186,7 @@ impl SessionQueue for Switched {
             .expect("not poisoned")
             .push(tokio::time::Instant::now());
         if self.fails() {
-            return Err(StoreError::Backend(UNREACHABLE.to_owned()));
+            return Err(StoreError::Backend(UNREACHABLE.into()));
         }
         if self.claim_nothing.load(Ordering::SeqCst) {
             return Ok(Vec::new());
@@ -195,7 +195,7 @@ impl SessionQueue for Switched {
     }
     async fn renew(&self, leases: &[Lease], lease: Duration) -> Result<Vec<Lease>, StoreError> {
         if self.fails() {
-            return Err(StoreError::Backend(UNREACHABLE.to_owned()));
+            return Err(StoreError::Backend(UNREACHABLE.into()));
         }
         if self.lose_renewals.load(Ordering::SeqCst) {
             return Ok(Vec::new());

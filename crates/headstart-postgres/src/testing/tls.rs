@@ -2,8 +2,8 @@
 //! over TLS (`pg_hba.conf`: `hostssl … scram-sha-256`, `hostnossl … reject`), with a certificate for `localhost`
 //! only, signed by a certificate authority the harness makes (rcgen). Tests connect as [`USER`] with a password;
 //! the harness itself uses the superuser over the cluster's Unix socket. One cluster per test process, started on
-//! first use and stopped, its folder deleted, when the process ends however it ends (the guardian of the parent
-//! module).
+//! first use and stopped, its folder deleted, when the process ends however it ends (the guardian of
+//! `cluster.rs`).
 
 use std::fs;
 use std::os::unix::fs::PermissionsExt;
@@ -19,7 +19,10 @@ use rcgen::{
 use tokio::sync::OnceCell;
 use tokio_postgres::config::Host;
 
-use super::{connect, describe, encode, launch, quote_ident, unavailable, Address, SUPERUSER};
+use super::address::{encode, quote_ident, Address};
+use super::cluster::{launch, SUPERUSER};
+use super::{connect, unavailable};
+use crate::errors::describe;
 
 /// The role the tests connect as (with [`TlsCluster::password`]).
 pub const USER: &str = "headstart_tls";

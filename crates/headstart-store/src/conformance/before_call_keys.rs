@@ -107,7 +107,7 @@ impl OldSession {
             .await
             .expect_err("a again within request 2");
         assert!(
-            matches!(&err, StoreError::Conflict(m) if m.contains("already admitted")),
+            matches!(&err, StoreError::Conflict(m) if m.message().contains("already admitted")),
             "{err:?}"
         );
         assert_eq!(store.unfinished_calls(&session).await.expect("unfinished").len(), 1);

@@ -17,7 +17,7 @@ use std::path::{Path, PathBuf};
 use fs4::FileExt;
 use fs4::TryLockError;
 
-use super::{decide, Holder, ProcessRecord, Refusal, Take};
+use super::holder::{decide, Holder, ProcessRecord, Refusal, Take};
 use crate::types::SessionId;
 
 /// The namespace of the lock file names of session ids that are not plain (the bytes of `"headstart\0owners"`).

@@ -1,12 +1,12 @@
 //! Checkpoints off the commit path.
 //!
 //! By default SQLite checkpoints the WAL inside the `COMMIT` that grows it past 1,000 pages: that commit's caller
-//! waits while every page is copied into the database file and synced (10 to 13 ms for 4 MB on the benchmark
-//! machine). Any commit can be that one, a prefix commit between a call's seal and its start included. The store
-//! replaces SQLite's automatic checkpoint with its own: a WAL hook notes how many pages the WAL holds after each
-//! commit, and the code that made the commit checkpoints (`PASSIVE`) once the writers it committed for have their
-//! replies. The WAL stays as bounded as before; the wait moves to where nobody is waiting on it (the group-commit
-//! leader between groups), or, with group commit off, to the end of the write that crossed the threshold.
+//! waits while every page is copied into the database file and synced. Any commit can be that one, a prefix commit
+//! between a call's seal and its start included. The store replaces SQLite's automatic checkpoint with its own: a
+//! WAL hook notes how many pages the WAL holds after each commit, and the code that made the commit checkpoints
+//! (`PASSIVE`) once the writers it committed for have their replies. The WAL stays as bounded as before; the wait
+//! moves to where nobody is waiting on it (the group-commit leader between groups), or, with group commit off, to
+//! the end of the write that crossed the threshold.
 //!
 //! The page count travels in a thread-local: SQLite calls the hook inside `COMMIT`, on the thread that runs it, and
 //! every commit path calls [`if_due`] on that same thread right after, while it still holds the connection.

@@ -17,12 +17,12 @@
 //! in a fresh transaction (each job is a function of its inputs, safe to run again on a clean slate).
 
 use std::panic::AssertUnwindSafe;
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 
-use rusqlite::{ffi, Connection};
+use rusqlite::Connection;
 use tokio::sync::oneshot;
 
-use super::errors::sqlite_error;
+use super::errors::{shared_sqlite_error, sqlite_error};
 use crate::StoreError;
 
 /// The most writes one group commits together (bounds the latency of the group's first write).
@@ -38,15 +38,15 @@ pub(super) trait Job: Send {
     fn finish(self: Box<Self>, outcome: Result<(), StoreError>);
 }
 
-/// A typed write: `op` performs it, `reply` receives its value once it is durable.
-pub(super) struct Write<T, F> {
+/// A write of a typed value as a [`Job`]: `op` performs it, `reply` receives its value once it is durable.
+pub(super) struct WriteJob<T, F> {
     what: String,
     op: F,
     value: Option<T>,
     reply: oneshot::Sender<Result<T, StoreError>>,
 }
 
-impl<T, F> Write<T, F>
+impl<T, F> WriteJob<T, F>
 where
     T: Send + 'static,
     F: Fn(&Connection, &str) -> Result<T, StoreError> + Send + 'static,
@@ -54,7 +54,7 @@ where
     /// A job and the receiver of its outcome.
     pub fn queued(what: String, op: F) -> (Box<dyn Job>, oneshot::Receiver<Result<T, StoreError>>) {
         let (reply, receiver) = oneshot::channel();
-        let job = Write {
+        let job = WriteJob {
             what,
             op,
             value: None,
@@ -64,7 +64,7 @@ where
     }
 }
 
-impl<T, F> Job for Write<T, F>
+impl<T, F> Job for WriteJob<T, F>
 where
     T: Send + 'static,
     F: Fn(&Connection, &str) -> Result<T, StoreError> + Send + 'static,
@@ -81,9 +81,9 @@ where
     }
 
     fn finish(self: Box<Self>, outcome: Result<(), StoreError>) {
-        let Write { what, value, reply, .. } = *self;
+        let WriteJob { what, value, reply, .. } = *self;
         let result = outcome.and_then(|()| {
-            value.ok_or_else(|| StoreError::Backend(format!("{what}: internal error: the write kept no value")))
+            value.ok_or_else(|| StoreError::Backend(format!("{what}: internal error: the write kept no value").into()))
         });
         // The caller may have stopped waiting (its future was dropped): the write stands regardless.
         let _ = reply.send(result);
@@ -158,7 +158,7 @@ impl WriteQueue {
                 }
                 Err(_) => {
                     for job in jobs {
-                        job.finish(Err(StoreError::Backend(POISONED.to_owned())));
+                        job.finish(Err(StoreError::Backend(POISONED.into())));
                     }
                 }
             }
@@ -183,23 +183,16 @@ fn control(conn: &Connection, sql: &str) -> rusqlite::Result<()> {
     conn.prepare_cached(sql)?.execute([]).map(|_| ())
 }
 
-/// One SQLite error, re-stated for each job it fails (a `rusqlite::Error` cannot be cloned).
-fn for_each_job(err: &rusqlite::Error) -> impl Fn(&str) -> StoreError + '_ {
-    move |what| {
-        let copy = match err {
-            rusqlite::Error::SqliteFailure(failure, message) => {
-                rusqlite::Error::SqliteFailure(*failure, message.clone())
-            }
-            other => rusqlite::Error::SqliteFailure(ffi::Error::new(ffi::SQLITE_ERROR), Some(other.to_string())),
-        };
-        sqlite_error(copy, what, None)
-    }
+/// One SQLite error, stated for each job it fails (the jobs share the error as their source).
+fn for_each_job(err: rusqlite::Error) -> impl Fn(&str) -> StoreError {
+    let err = Arc::new(err);
+    move |what| shared_sqlite_error(&err, what, None)
 }
 
 /// One transaction over `jobs`; returns the jobs to run again when SQLite rolled the transaction back by itself.
 fn commit_round(conn: &mut Connection, jobs: Vec<Box<dyn Job>>) -> Vec<Box<dyn Job>> {
     if let Err(err) = control(conn, "BEGIN IMMEDIATE") {
-        let error = for_each_job(&err);
+        let error = for_each_job(err);
         for job in jobs {
             let failure = error(job.what());
             job.finish(Err(failure));
@@ -247,7 +240,7 @@ fn commit_round(conn: &mut Connection, jobs: Vec<Box<dyn Job>>) -> Vec<Box<dyn J
             }
         }
         Err(err) => {
-            let error = for_each_job(&err);
+            let error = for_each_job(err);
             roll_back(conn);
             for job in written {
                 let failure = error(job.what());
@@ -285,9 +278,8 @@ fn roll_back(conn: &Connection) {
 fn run_caught(job: &mut dyn Job, conn: &Connection) -> Result<(), StoreError> {
     match std::panic::catch_unwind(AssertUnwindSafe(|| job.run(conn))) {
         Ok(result) => result,
-        Err(_) => Err(StoreError::Backend(format!(
-            "{}: a store operation panicked",
-            job.what()
-        ))),
+        Err(_) => Err(StoreError::Backend(
+            format!("{}: a store operation panicked", job.what()).into(),
+        )),
     }
 }

@@ -10,6 +10,7 @@
 //! operations synchronously on a connection, `errors` classifies SQLite errors, `checkpoint` checkpoints the WAL off
 //! the commit path, `read_only` opens a file without writing to it or beside it.
 
+mod blocking;
 #[cfg(test)]
 mod call_key_migration;
 mod checkpoint;
@@ -23,25 +24,20 @@ mod schema;
 mod sql;
 #[cfg(test)]
 mod tests;
+mod traits;
 
 use std::fmt;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-use async_trait::async_trait;
-use headstart_core::model::{AssistantMessage, Message, ToolResultMessage, UserMessage};
 use rusqlite::{Connection, OpenFlags};
 
 use self::errors::sqlite_error;
-use self::group::{Write, WriteQueue};
-use crate::backend::{self, Op};
-use crate::layer::Write as WriteOp;
-use crate::lease::{Claim, Lease, SessionEnd, SessionQueue};
-use crate::types::{
-    AdmittedCall, CallKey, Durability, RunEnd, SessionId, SessionInfo, StoredMessage, ToolRun, UnfinishedCall,
-};
-use crate::{StoreError, TranscriptStore};
+use self::group::WriteQueue;
+use crate::lease::Lease;
+use crate::types::Durability;
+use crate::{Detail, StoreError};
 
 /// The label of an in-memory database in error messages.
 const MEMORY_LABEL: &str = ":memory:";
@@ -120,21 +116,23 @@ impl Default for SqliteOptions {
 /// necessarily a power loss.
 ///
 /// **Checkpoints.** SQLite's automatic checkpoint runs inside the commit that grows the WAL past 1,000 pages, and
-/// that commit's caller waits for it (10 ms and more for 4 MB). The store checkpoints instead (`PASSIVE`, at the
-/// same threshold) after the commit, once its writers have their replies: between groups, in the group-commit
-/// leader.
+/// that commit's caller waits for it (the copy into the database file and its sync). The store checkpoints instead
+/// (`PASSIVE`, at the same threshold) after the commit, once its writers have their replies: between groups, in the
+/// group-commit leader.
 ///
 /// **Schema.** All SQL is in `sql.rs`; the ordered migrations are `sql::MIGRATIONS` and the `schema_version` table
 /// records how many are applied. A database with a newer version is refused ([`StoreError::NewerSchema`]).
 ///
-/// **Errors.** SQLite failures are classified in one function (`errors::sqlite_error`); nothing from the database
-/// or the file system is unwrapped, and a poisoned mutex or a panicked operation becomes [`StoreError::Backend`].
+/// **Errors.** SQLite failures are classified in one function (`errors::sqlite_error`), which keeps the
+/// `rusqlite::Error` as the error's [`source`](std::error::Error::source) and its extended result code as
+/// [`StoreError::code`]; nothing from the database or the file system is unwrapped, and a poisoned mutex or a
+/// panicked operation becomes [`StoreError::Backend`].
 ///
-/// **Fleets.** The store implements [`SessionQueue`] too (contract §7.5), for a fleet of worker processes on one
-/// machine sharing one file: a claim is a write transaction, which SQLite serializes with every other writer of the
-/// file, so no two claimers ever get the same session, and a fenced write checks its lease in its own write
-/// transaction. Lease times use the machine's clock (SQLite's `unixepoch`). For workers on several machines, use
-/// the PostgreSQL store.
+/// **Fleets.** The store implements [`SessionQueue`](crate::SessionQueue) too (contract §7.5), for a fleet of worker
+/// processes on one machine sharing one file: a claim is a write transaction, which SQLite serializes with every
+/// other writer of the file, so no two claimers ever get the same session, and a fenced write checks its lease in its
+/// own write transaction. Lease times use the machine's clock (SQLite's `unixepoch`). For workers on several
+/// machines, use the PostgreSQL store.
 #[derive(Clone)]
 pub struct SqliteStore {
     inner: Arc<Inner>,
@@ -202,9 +200,10 @@ impl SqliteStore {
             .is_readonly(rusqlite::MAIN_DB)
             .map_err(fail("check whether the database is writable"))?
         {
-            return Err(StoreError::ReadOnly(format!(
-                "{label}: the file cannot be written (open it with SqliteStore::open_read_only to inspect it)"
-            )));
+            return Err(StoreError::ReadOnly(
+                format!("{label}: the file cannot be written (open it with SqliteStore::open_read_only to inspect it)")
+                    .into(),
+            ));
         }
         let mode: String = conn
             .query_row(sql::SET_JOURNAL_MODE_WAL, [], |row| row.get(0))
@@ -212,7 +211,7 @@ impl SqliteStore {
         if !mode.eq_ignore_ascii_case("wal") {
             return Err(StoreError::Open {
                 path: label,
-                message: format!("cannot switch to WAL journal mode (the journal mode stays {mode:?})"),
+                message: format!("cannot switch to WAL journal mode (the journal mode stays {mode:?})").into(),
             });
         }
         let synchronous = match options.durability {
@@ -250,13 +249,13 @@ impl SqliteStore {
             Ok(_) => {
                 return Err(StoreError::Open {
                     path: label,
-                    message: "not a regular file".to_owned(),
+                    message: "not a regular file".into(),
                 })
             }
             Err(err) => {
                 return Err(StoreError::Open {
                     path: label,
-                    message: err.to_string(),
+                    message: Detail::caused_by(err.to_string(), None, Arc::new(err)),
                 })
             }
         }
@@ -297,7 +296,8 @@ impl SqliteStore {
         }
     }
 
-    /// A handle on the same database whose every write is conditional on `lease` (see [`SessionQueue::fenced`]).
+    /// A handle on the same database whose every write is conditional on `lease` (see
+    /// [`SessionQueue::fenced`](crate::SessionQueue::fenced)).
     pub fn fenced(&self, lease: &Lease) -> SqliteStore {
         SqliteStore {
             inner: Arc::clone(&self.inner),
@@ -350,107 +350,9 @@ impl SqliteStore {
             .inner
             .conn
             .lock()
-            .map_err(|_| StoreError::Backend("the database connection is unusable".to_owned()))?;
+            .map_err(|_| StoreError::Backend("the database connection is unusable".into()))?;
         conn.execute_batch(statement)
             .map_err(|err| sqlite_error(err, "set query_only", None))
-    }
-
-    /// Refuses writes on a store opened with [`open_read_only`](Self::open_read_only), before touching SQLite.
-    fn writable(&self, what: &str) -> Result<(), StoreError> {
-        if self.inner.read_only {
-            let label = self
-                .inner
-                .path
-                .as_deref()
-                .map_or_else(|| MEMORY_LABEL.to_owned(), |path| path.display().to_string());
-            return Err(backend::read_only(&label, what));
-        }
-        Ok(())
-    }
-
-    /// Runs `op` on the connection on tokio's blocking pool (see the module documentation for why).
-    async fn run<T, F>(&self, op: F) -> Result<T, StoreError>
-    where
-        T: Send + 'static,
-        F: FnOnce(&mut Connection) -> Result<T, StoreError> + Send + 'static,
-    {
-        let inner = Arc::clone(&self.inner);
-        let locked = move || {
-            let mut guard = inner.conn.lock().map_err(|_| {
-                StoreError::Backend(
-                    "the database connection is unusable: an earlier store operation panicked while holding it"
-                        .to_owned(),
-                )
-            })?;
-            let result = op(&mut guard);
-            // A write made alone (group commit off) may have grown the WAL past the checkpoint threshold.
-            checkpoint::if_due(&guard);
-            result
-        };
-        if self.inner.inline {
-            return locked();
-        }
-        let task = tokio::task::spawn_blocking(locked);
-        match task.await {
-            Ok(result) => result,
-            Err(err) if err.is_panic() => Err(StoreError::Backend("a store operation panicked".to_owned())),
-            Err(err) => Err(StoreError::Backend(format!("a store operation did not run: {err}"))),
-        }
-    }
-}
-
-impl SqliteStore {
-    /// Performs a write: `op` runs inside an `IMMEDIATE` transaction and names itself in errors with `what`; the
-    /// result comes back once the transaction is durable. With group commit on, the write joins the queue of the
-    /// group-commit leader (starting one on the blocking pool if none runs, see `group.rs`); off, it runs alone
-    /// through [`SqliteStore::run`].
-    async fn write<T, F>(&self, what: String, op: F) -> Result<T, StoreError>
-    where
-        T: Send + 'static,
-        F: Fn(&Connection, &str) -> Result<T, StoreError> + Send + 'static,
-    {
-        let (job, outcome) = Write::queued(what, op);
-        if self.inner.group_commit {
-            match self.inner.writes.push(job) {
-                Ok(false) => {}
-                Ok(true) => {
-                    let ticket = LeaderTicket(Some(Arc::clone(&self.inner)));
-                    // Detached: the leader hands every outcome back through the jobs' channels.
-                    drop(tokio::task::spawn_blocking(move || ticket.lead()));
-                }
-                Err(_) => return Err(StoreError::Backend("the write queue is unusable".to_owned())),
-            }
-        } else {
-            self.run(move |conn| {
-                group::commit_alone(conn, job);
-                Ok(())
-            })
-            .await?;
-        }
-        match outcome.await {
-            Ok(result) => result,
-            Err(_) => Err(StoreError::Backend("a store operation panicked".to_owned())),
-        }
-    }
-}
-
-/// The right to lead the write queue, handed to a blocking task. If the task never runs (its runtime is shutting
-/// down), dropping the ticket gives the role back, so that a later write starts a new leader.
-struct LeaderTicket(Option<Arc<Inner>>);
-
-impl LeaderTicket {
-    fn lead(mut self) {
-        if let Some(inner) = self.0.take() {
-            inner.writes.lead(&inner.conn);
-        }
-    }
-}
-
-impl Drop for LeaderTicket {
-    fn drop(&mut self) {
-        if let Some(inner) = self.0.take() {
-            inner.writes.resign();
-        }
     }
 }
 
@@ -468,7 +370,7 @@ fn create_owner_only(path: &Path, label: &str) -> Result<(), StoreError> {
         Err(err) if err.kind() == std::io::ErrorKind::AlreadyExists => Ok(()),
         Err(err) => Err(StoreError::Open {
             path: label.to_owned(),
-            message: format!("cannot create the file: {err}"),
+            message: Detail::caused_by(format!("cannot create the file: {err}"), None, Arc::new(err)),
         }),
     }
 }
@@ -477,182 +379,6 @@ fn create_owner_only(path: &Path, label: &str) -> Result<(), StoreError> {
 #[cfg(not(unix))]
 fn create_owner_only(_path: &Path, _label: &str) -> Result<(), StoreError> {
     Ok(())
-}
-
-impl SqliteStore {
-    /// Creates a session: `unqueued`, or `pending` with `prompt` as its first message (`SessionQueue::submit`).
-    async fn insert_session(&self, prompt: Option<&UserMessage>, at_us: i64) -> Result<SessionId, StoreError> {
-        let what = match prompt {
-            Some(_) => Op::Submit.to_string(),
-            None => Op::Write(WriteOp::CreateSession).to_string(),
-        };
-        self.writable(&what)?;
-        if let Some(lease) = self.lease() {
-            return Err(StoreError::Conflict(format!(
-                "{what}: this handle holds the lease on session {} and writes nothing else",
-                lease.session
-            )));
-        }
-        let id = uuid::Uuid::now_v7().to_string();
-        let session = id.clone();
-        let prompt = prompt.map(|prompt| Message::User(prompt.clone()));
-        self.write(what, move |conn, what| {
-            ops::create_session(conn, what, &session, prompt.as_ref(), at_us)
-        })
-        .await?;
-        Ok(SessionId(id))
-    }
-}
-
-#[async_trait]
-impl TranscriptStore for SqliteStore {
-    async fn create_session(&self, at_us: i64) -> Result<SessionId, StoreError> {
-        self.insert_session(None, at_us).await
-    }
-
-    async fn sessions(&self) -> Result<Vec<SessionInfo>, StoreError> {
-        self.run(ops::sessions).await
-    }
-
-    async fn append_user(&self, session: &SessionId, message: &UserMessage, at_us: i64) -> Result<u64, StoreError> {
-        let what = Op::Write(WriteOp::AppendUser { session }).to_string();
-        self.writable(&what)?;
-        let (fence, session) = (self.fence.clone(), session.0.clone());
-        let message = Message::User(message.clone());
-        self.write(what, move |conn, what| {
-            ops::append_user(conn, what, fence.as_deref(), &session, &message, at_us)
-        })
-        .await
-    }
-
-    async fn commit_fragment(
-        &self,
-        session: &SessionId,
-        request: u32,
-        fragment: &AssistantMessage,
-        admitted: &[AdmittedCall],
-        at_us: i64,
-    ) -> Result<u64, StoreError> {
-        let what = Op::Write(WriteOp::CommitFragment {
-            session,
-            request,
-            fragment,
-            admitted,
-        })
-        .to_string();
-        self.writable(&what)?;
-        let (fence, session) = (self.fence.clone(), session.0.clone());
-        let fragment = Message::Assistant(fragment.clone());
-        let admitted = admitted.to_vec();
-        self.write(what, move |conn, what| {
-            ops::commit_fragment(
-                conn,
-                what,
-                fence.as_deref(),
-                &session,
-                request,
-                &fragment,
-                &admitted,
-                at_us,
-            )
-        })
-        .await
-    }
-
-    async fn mark_started(&self, session: &SessionId, call: &CallKey, at_us: i64) -> Result<(), StoreError> {
-        let what = Op::Write(WriteOp::MarkStarted { session, call }).to_string();
-        self.writable(&what)?;
-        let (fence, session) = (self.fence.clone(), session.0.clone());
-        let call = call.clone();
-        self.write(what, move |conn, what| {
-            ops::mark_started(conn, what, fence.as_deref(), &session, &call, at_us)
-        })
-        .await
-    }
-
-    async fn append_tool_result(
-        &self,
-        session: &SessionId,
-        request: u32,
-        result: &ToolResultMessage,
-        run: Option<RunEnd>,
-        at_us: i64,
-    ) -> Result<u64, StoreError> {
-        let what = Op::Write(WriteOp::AppendToolResult {
-            session,
-            request,
-            result,
-        })
-        .to_string();
-        self.writable(&what)?;
-        let (fence, session) = (self.fence.clone(), session.0.clone());
-        let result = Message::ToolResult(result.clone());
-        self.write(what, move |conn, what| {
-            ops::append_tool_result(conn, what, fence.as_deref(), &session, request, &result, run, at_us)
-        })
-        .await
-    }
-
-    async fn load_log(&self, session: &SessionId) -> Result<Vec<StoredMessage>, StoreError> {
-        let session = session.clone();
-        self.run(move |conn| ops::load_log(conn, &session)).await
-    }
-
-    async fn tool_runs(&self, session: &SessionId) -> Result<Vec<ToolRun>, StoreError> {
-        let session = session.clone();
-        self.run(move |conn| ops::tool_runs(conn, &session)).await
-    }
-
-    async fn unfinished_calls(&self, session: &SessionId) -> Result<Vec<UnfinishedCall>, StoreError> {
-        let session = session.clone();
-        self.run(move |conn| ops::unfinished_calls(conn, &session)).await
-    }
-}
-
-#[async_trait]
-impl SessionQueue for SqliteStore {
-    async fn submit(&self, prompt: &UserMessage, at_us: i64) -> Result<SessionId, StoreError> {
-        self.insert_session(Some(prompt), at_us).await
-    }
-
-    async fn claim(&self, owner: &str, lease: Duration, limit: usize) -> Result<Vec<Claim>, StoreError> {
-        crate::backend::check_owner(owner)?;
-        let what = Op::Claim(owner).to_string();
-        self.writable(&what)?;
-        if limit == 0 {
-            return Ok(Vec::new());
-        }
-        let sent = Instant::now();
-        let owner = owner.to_owned();
-        self.write(what, move |conn, what| {
-            ops::claim(conn, what, &owner, lease, limit, sent)
-        })
-        .await
-    }
-
-    async fn renew(&self, leases: &[Lease], lease: Duration) -> Result<Vec<Lease>, StoreError> {
-        let what = Op::Renew(leases).to_string();
-        self.writable(&what)?;
-        if leases.is_empty() {
-            return Ok(Vec::new());
-        }
-        let sent = Instant::now();
-        let leases = leases.to_vec();
-        self.write(what, move |conn, what| ops::renew(conn, what, &leases, lease, sent))
-            .await
-    }
-
-    async fn finish(&self, lease: &Lease, end: SessionEnd) -> Result<(), StoreError> {
-        let what = Op::Finish(lease, &end).to_string();
-        self.writable(&what)?;
-        let lease = lease.clone();
-        self.write(what, move |conn, what| ops::finish(conn, what, &lease, &end))
-            .await
-    }
-
-    fn fenced(&self, lease: &Lease) -> Arc<dyn TranscriptStore> {
-        Arc::new(SqliteStore::fenced(self, lease))
-    }
 }
 
 /// Sizes the statement cache and fills it with the write path's statements ([`sql::HOT_PATH`]).

@@ -5,12 +5,11 @@
 
 use std::time::{Duration, Instant};
 
-use headstart_core::model::Message;
 use rusqlite::{params, Connection, OptionalExtension, Row, Transaction, TransactionBehavior};
 
 use super::errors::sqlite_error;
 use super::sql;
-use crate::backend::{self, ClaimedRow, LeaseRow, MessageRow, Op, RunRow, SessionRow};
+use crate::backend::{self, ClaimedRow, EncodedMessage, LeaseRow, MessageRow, Op, RunRow, SessionRow};
 use crate::lease::{Claim, Lease, SessionEnd};
 use crate::types::{
     AdmittedCall, CallKey, RunEnd, SessionId, SessionInfo, SessionState, StoredMessage, ToolRun, UnfinishedCall,
@@ -84,18 +83,24 @@ fn seq_u64(value: i64, session: &str, column: &str) -> Result<u64, StoreError> {
 fn insert_message(
     conn: &Connection,
     session: &str,
-    message: &Message,
+    message: &EncodedMessage,
     request: Option<u32>,
     at_us: i64,
     what: &str,
 ) -> Result<i64, StoreError> {
-    let body = backend::encode(message, what)?;
-    let (role, turn_id) = backend::role_and_turn(message);
     let seq = next_seq(conn, session, what)?;
     execute_cached(
         conn,
         sql::INSERT_MESSAGE,
-        params![session, seq, role, request.map(i64::from), turn_id, at_us, body],
+        params![
+            session,
+            seq,
+            message.role,
+            request.map(i64::from),
+            message.turn_id,
+            at_us,
+            message.body
+        ],
     )
     .map_err(ctx(what))?;
     Ok(seq)
@@ -106,7 +111,7 @@ pub(super) fn create_session(
     conn: &Connection,
     what: &str,
     session: &str,
-    prompt: Option<&Message>,
+    prompt: Option<&EncodedMessage>,
     at_us: i64,
 ) -> Result<(), StoreError> {
     let state = match prompt {
@@ -149,7 +154,7 @@ pub(super) fn append_user(
     what: &str,
     fence: Option<&Lease>,
     session: &str,
-    message: &Message,
+    message: &EncodedMessage,
     at_us: i64,
 ) -> Result<u64, StoreError> {
     check_write(conn, session, fence, what)?;
@@ -157,6 +162,8 @@ pub(super) fn append_user(
     seq_u64(seq, session, "seq")
 }
 
+/// `invalid` is what [`backend::check_admissions`] found wrong with `admitted`, checked before the write was queued
+/// and reported after the session's own checks.
 #[allow(clippy::too_many_arguments)] // one per column written, each named at the call site
 pub(super) fn commit_fragment(
     conn: &Connection,
@@ -164,19 +171,15 @@ pub(super) fn commit_fragment(
     fence: Option<&Lease>,
     session: &str,
     request: u32,
-    fragment: &Message,
+    fragment: &EncodedMessage,
     admitted: &[AdmittedCall],
+    invalid: Option<&StoreError>,
     at_us: i64,
 ) -> Result<u64, StoreError> {
-    let Message::Assistant(assistant) = fragment else {
-        return Err(StoreError::Backend(format!(
-            "{what}: the fragment is not an assistant message"
-        )));
-    };
     check_write(conn, session, fence, what)?;
-    // Validate every admitted call before writing anything (the transaction would roll back anyway; this gives
-    // the caller a precise message).
-    backend::check_admissions(what, assistant, admitted)?;
+    if let Some(invalid) = invalid {
+        return Err(invalid.clone());
+    }
     for call in admitted {
         let existing: Option<String> = query_row_cached(
             conn,
@@ -241,16 +244,12 @@ pub(super) fn append_tool_result(
     what: &str,
     fence: Option<&Lease>,
     session: &str,
-    request: u32,
-    result: &Message,
+    call: &CallKey,
+    result: &EncodedMessage,
     run: Option<RunEnd>,
     at_us: i64,
 ) -> Result<u64, StoreError> {
-    let Message::ToolResult(tool_result) = result else {
-        return Err(StoreError::Backend(format!("{what}: the message is not a tool result")));
-    };
-    let call = CallKey::new(request, &*tool_result.tool_call_id);
-    let request = i64::from(request);
+    let request = i64::from(call.request);
     check_write(conn, session, fence, what)?;
     let existing: Option<(String, Option<i64>)> =
         query_row_cached(conn, sql::RUN_STATE, params![session, request, call.call_id], |row| {
@@ -261,7 +260,7 @@ pub(super) fn append_tool_result(
     let existing = existing
         .as_ref()
         .map(|(state, result_seq)| (state.as_str(), *result_seq));
-    backend::check_result(what, &call, run.as_ref(), existing)?;
+    backend::check_result(what, call, run.as_ref(), existing)?;
     let seq = insert_message(conn, session, result, Some(call.request), at_us, what)?;
     if let Some(end) = run {
         let changed = execute_cached(
@@ -280,9 +279,9 @@ pub(super) fn append_tool_result(
         )
         .map_err(ctx(what))?;
         if changed != 1 {
-            return Err(StoreError::Conflict(format!(
-                "{what}: the run of call {call} could not be ended"
-            )));
+            return Err(StoreError::Conflict(
+                format!("{what}: the run of call {call} could not be ended").into(),
+            ));
         }
     }
     seq_u64(seq, session, "seq")

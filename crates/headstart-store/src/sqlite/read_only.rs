@@ -53,11 +53,14 @@ pub(super) fn open(path: &Path, label: &str, busy_timeout: Duration) -> Result<C
         Ok(conn) => Ok(conn),
         Err((code, error)) => match fallback(code, wal_size(path)) {
             Fallback::Immutable => connect(path, label, busy_timeout, true).map_err(|(_, error)| error),
-            Fallback::WalPending => Err(StoreError::ReadOnly(format!(
-                "{label}: its directory cannot be written, so SQLite cannot build the WAL index it needs, and the \
+            Fallback::WalPending => Err(StoreError::ReadOnly(
+                format!(
+                    "{label}: its directory cannot be written, so SQLite cannot build the WAL index it needs, and the \
                  WAL beside it holds commits the file lacks; copy the database with its -wal file to a writable \
                  directory to read it"
-            ))),
+                )
+                .into(),
+            )),
             Fallback::None => Err(error),
         },
     }

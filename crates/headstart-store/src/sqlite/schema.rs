@@ -32,8 +32,7 @@ fn newer(found: i64) -> StoreError {
 fn not_headstart(label: &str) -> StoreError {
     StoreError::Open {
         path: label.to_owned(),
-        message: "the database holds tables but no schema_version table: it is not a headstart transcript store"
-            .to_owned(),
+        message: "the database holds tables but no schema_version table: it is not a headstart transcript store".into(),
     }
 }
 
@@ -89,7 +88,7 @@ pub(super) fn refuse_foreign(conn: &Connection, label: &str) -> Result<(), Store
         Contents::Empty | Contents::Headstart => Ok(()),
         Contents::Foreign(message) => Err(StoreError::Open {
             path: label.to_owned(),
-            message,
+            message: message.into(),
         }),
     }
 }
@@ -125,8 +124,9 @@ pub(super) fn migrate(conn: &mut Connection, label: &str) -> Result<(), StoreErr
     if found > LATEST_VERSION {
         return Err(newer(found));
     }
-    let applied = usize::try_from(found)
-        .map_err(|_| StoreError::Corrupt(format!("{label}: schema_version holds the invalid version {found}")))?;
+    let applied = usize::try_from(found).map_err(|_| {
+        StoreError::Corrupt(format!("{label}: schema_version holds the invalid version {found}").into())
+    })?;
     for step in &sql::MIGRATIONS[applied..] {
         tx.execute_batch(step).map_err(fail("apply a schema migration"))?;
     }
@@ -144,11 +144,12 @@ pub(super) fn check_read_only(conn: &Connection, label: &str) -> Result<(), Stor
             path: label.to_owned(),
             message: format!(
                 "schema version {found} is older than {LATEST_VERSION}; open it once read-write to upgrade it"
-            ),
+            )
+            .into(),
         }),
         None => Err(StoreError::Open {
             path: label.to_owned(),
-            message: "no schema_version table: not a headstart transcript store".to_owned(),
+            message: "no schema_version table: not a headstart transcript store".into(),
         }),
     }
 }

@@ -12,7 +12,9 @@ use super::errors::sqlite_error;
 use super::schema::LATEST_VERSION;
 use super::*;
 use crate::conformance::data::{admit, call, commit_one, finished, key, prefix, result, store_with_session};
-use crate::types::RunState;
+use crate::types::{RunState, SessionId};
+use crate::DatabaseCode;
+use crate::{SessionQueue, TranscriptStore};
 
 fn db_path(dir: &tempfile::TempDir) -> std::path::PathBuf {
     dir.path().join("transcript.db")
@@ -187,7 +189,7 @@ async fn a_write_on_a_read_only_connection_is_read_only() {
         .await
         .expect_err("write on a query-only connection");
     assert!(
-        matches!(&err, StoreError::ReadOnly(m) if m.contains("commit a fragment")),
+        matches!(&err, StoreError::ReadOnly(m) if m.message().contains("commit a fragment")),
         "{err:?}"
     );
     assert_eq!(store.load_log(&session).await.expect("log").len(), 1);
@@ -230,9 +232,10 @@ async fn a_file_that_is_not_a_database_is_corrupt() {
     std::fs::write(&path, &garbage).expect("write garbage");
     let err = SqliteStore::open(&path, SqliteOptions::default()).expect_err("garbage opened");
     assert!(
-        matches!(&err, StoreError::Corrupt(m) if m.contains("transcript.db")),
+        matches!(&err, StoreError::Corrupt(m) if m.message().contains("transcript.db")),
         "{err:?}"
     );
+    assert_eq!(sqlite_code_behind(&err), ffi::SQLITE_NOTADB, "{err:?}");
     let err = SqliteStore::open_read_only(&path).expect_err("garbage opened read-only");
     assert!(matches!(err, StoreError::Corrupt(_)), "{err:?}");
     assert_eq!(
@@ -257,7 +260,7 @@ async fn a_version_1_database_is_upgraded_and_its_sessions_stay_out_of_the_queue
     }
     let err = SqliteStore::open_read_only(&path).expect_err("an old schema opened read-only");
     assert!(
-        matches!(&err, StoreError::Open { message, .. } if message.contains("older")),
+        matches!(&err, StoreError::Open { message, .. } if message.message().contains("older")),
         "{err:?}"
     );
     let store = SqliteStore::open(&path, SqliteOptions::default()).expect("open and upgrade");
@@ -344,7 +347,7 @@ async fn a_foreign_database_is_refused_before_anything_is_written() {
         let before = files_of(&path);
         let err = SqliteStore::open(&path, SqliteOptions::default()).expect_err(case);
         assert!(
-            matches!(&err, StoreError::Open { message, .. } if message.contains("schema_version")),
+            matches!(&err, StoreError::Open { message, .. } if message.message().contains("schema_version")),
             "{case}: {err:?}"
         );
         let err = SqliteStore::open_read_only(&path).expect_err(case);
@@ -393,7 +396,10 @@ async fn a_full_database_fails_the_commit_and_keeps_earlier_data() {
         .commit_fragment(&session, 1, &huge, &admit(&[&big]), 50)
         .await
         .expect_err("a commit beyond the size cap");
-    assert!(matches!(&err, StoreError::Full(m) if m.contains(&session.0)), "{err:?}");
+    assert!(
+        matches!(&err, StoreError::Full(m) if m.message().contains(&session.0)),
+        "{err:?}"
+    );
     let log = store.load_log(&session).await.expect("earlier data stays readable");
     assert_eq!(log.iter().map(|m| m.seq).collect::<Vec<_>>(), vec![1, 2]);
     let runs = store.tool_runs(&session).await.expect("runs");
@@ -421,9 +427,10 @@ async fn a_lock_held_by_another_connection_is_locked() {
         .await
         .expect_err("commit while locked");
     assert!(
-        matches!(&err, StoreError::Locked(m) if m.contains("commit a fragment")),
+        matches!(&err, StoreError::Locked(m) if m.message().contains("commit a fragment")),
         "{err:?}"
     );
+    assert_eq!(sqlite_code_behind(&err), ffi::SQLITE_BUSY, "{err:?}");
     // Readers are not blocked in WAL mode.
     assert_eq!(store.load_log(&session).await.expect("log").len(), 1);
     other.execute_batch("ROLLBACK").expect("release the lock");
@@ -442,7 +449,7 @@ async fn a_poisoned_connection_is_an_error_not_a_panic() {
     assert!(joined.is_err());
     let err = store.create_session(1).await.expect_err("used a poisoned connection");
     assert!(
-        matches!(&err, StoreError::Backend(m) if m.contains("panicked")),
+        matches!(&err, StoreError::Backend(m) if m.message().contains("panicked")),
         "{err:?}"
     );
 }
@@ -487,6 +494,7 @@ fn sqlite_errors_map_to_store_errors() {
         let err = sqlite_error(failure(code), "do the thing", None);
         assert!(expected(&err), "code {code}: {err:?}");
         assert!(err.to_string().contains("do the thing"), "{err}");
+        assert_eq!(sqlite_code_behind(&err), code, "{err:?}");
     }
     let err = sqlite_error(failure(ffi::SQLITE_CANTOPEN), "open the database", Some("/x/t.db"));
     assert!(
@@ -495,11 +503,22 @@ fn sqlite_errors_map_to_store_errors() {
     );
     let err = sqlite_error(failure(ffi::SQLITE_NOTADB), "read the database", Some("/x/t.db"));
     assert!(
-        matches!(&err, StoreError::Corrupt(m) if m.contains("/x/t.db")),
+        matches!(&err, StoreError::Corrupt(m) if m.message().contains("/x/t.db")),
         "{err:?}"
     );
     let err = sqlite_error(rusqlite::Error::IntegralValueOutOfRange(0, -1), "read", None);
     assert!(matches!(err, StoreError::Decode(_)), "{err:?}");
+}
+
+/// The extended code of the `rusqlite::Error` behind `err`, checked to be the one [`StoreError::code`] gives.
+fn sqlite_code_behind(err: &StoreError) -> i32 {
+    let source = std::error::Error::source(err).expect("the SQLite error is the source");
+    let Some(rusqlite::Error::SqliteFailure(failure, _)) = source.downcast_ref::<rusqlite::Error>() else {
+        panic!("the source is not a SQLite failure: {source:?}");
+    };
+    assert_eq!(err.code(), Some(&DatabaseCode::Sqlite(failure.extended_code)));
+    assert_eq!(err.sqlstate(), None);
+    failure.extended_code
 }
 
 // ---- group commit --------------------------------------------------------------------------------------------
@@ -597,7 +616,7 @@ async fn group_commit_keeps_each_write_atomic_ordered_and_visible_to_the_next() 
     let outcomes = as_one_group(&store, writes).await;
     assert_eq!(outcomes[0], Ok(2));
     assert!(
-        matches!(&outcomes[1], Err(StoreError::Conflict(m)) if m.contains("already admitted")),
+        matches!(&outcomes[1], Err(StoreError::Conflict(m)) if m.message().contains("already admitted")),
         "{outcomes:?}"
     );
     assert_eq!(outcomes[2], Ok(3));

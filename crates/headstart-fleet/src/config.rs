@@ -1,0 +1,67 @@
+//! What an application gives a worker: how to run a session ([`SessionSetup`]) and the worker's settings.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use headstart::{EngineBuilder, Model, RecoveryPolicy, SessionId, TranscriptStore};
+
+use crate::backoff::Backoff;
+
+/// How an application runs its sessions: the engine (tools, hooks, configuration) and the model of each claimed
+/// session. The worker sets the builder's store (the lease's fenced handle, passed in) and its lease guard.
+pub trait SessionSetup: Send + Sync {
+    /// The engine of `session`, built on `store` (`Engine::builder(store)` plus the application's tools).
+    fn engine(&self, session: &SessionId, store: Arc<dyn TranscriptStore>) -> EngineBuilder;
+
+    /// The model that answers `session`'s requests. A session continued after a takeover resumes from its stored
+    /// context, so the model should answer from the context it is given.
+    fn model(&self, session: &SessionId) -> Arc<dyn Model>;
+}
+
+/// A worker's settings.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct WorkerConfig {
+    /// The worker's name in the queue (the owner of its leases). Unique within the fleet, by convention: the
+    /// epoch fences even two workers that share a name.
+    pub id: String,
+    /// The most sessions it runs at once (default 8).
+    pub concurrency: usize,
+    /// How long a claim or renewal holds a session (default 10 s). Renewed every third of it.
+    pub lease: Duration,
+    /// How often it looks for work when it has room (default 250 ms).
+    pub poll_interval: Duration,
+    /// What recovery does with the unfinished calls of a session it takes over (default: re-execute calls of
+    /// idempotent tools, fail the others as interrupted).
+    pub recovery: RecoveryPolicy,
+    /// How long it waits before trying its store again after a failed claim or renewal (default: 100 ms, doubled
+    /// after each failure in a row, up to 30 s).
+    pub retry: Backoff,
+}
+
+impl WorkerConfig {
+    /// The defaults, for worker `id`.
+    pub fn new(id: impl Into<String>) -> Self {
+        WorkerConfig {
+            id: id.into(),
+            concurrency: 8,
+            lease: Duration::from_secs(10),
+            poll_interval: Duration::from_millis(250),
+            recovery: RecoveryPolicy::ReExecuteIdempotent,
+            retry: Backoff::default(),
+        }
+    }
+}
+
+/// A worker configuration that cannot run.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum WorkerError {
+    /// Concurrency 0: the worker could never claim anything.
+    #[error("a worker's concurrency must be at least 1")]
+    NoConcurrency,
+    /// A lease too short to renew (under 3 ms, a third of it would round to nothing).
+    #[error("a worker's lease must be at least 3 ms (it is renewed every third of it), not {0:?}")]
+    LeaseTooShort(Duration),
+    /// An empty worker id.
+    #[error("a worker's id must not be empty")]
+    NoId,
+}

@@ -1,0 +1,63 @@
+//! What a worker's loop and its session tasks share: the worker's [`Context`] and each claimed session ([`Held`]).
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
+
+use headstart::store::{Lease, SessionEnd, SessionQueue};
+use headstart::CancellationToken;
+
+use crate::config::{SessionSetup, WorkerConfig};
+use crate::events::{Counters, WorkerEvent};
+
+pub(crate) type Observer = Arc<dyn Fn(&WorkerEvent) + Send + Sync>;
+
+/// What a worker and its session tasks share.
+pub(crate) struct Context {
+    pub(crate) queue: Arc<dyn SessionQueue>,
+    pub(crate) setup: Arc<dyn SessionSetup>,
+    pub(crate) config: WorkerConfig,
+    pub(crate) counters: Counters,
+    pub(crate) observer: Option<Observer>,
+}
+
+impl Context {
+    pub(crate) fn count_end(&self, end: &SessionEnd) {
+        let counter = match end {
+            SessionEnd::Completed => &self.counters.completed,
+            SessionEnd::Failed(_) => &self.counters.failed,
+            SessionEnd::Released => &self.counters.released,
+        };
+        counter.fetch_add(1, Ordering::Relaxed);
+    }
+
+    pub(crate) fn report(&self, event: WorkerEvent) {
+        if let Some(observer) = &self.observer {
+            observer(&event);
+        }
+    }
+}
+
+/// A claimed session as the worker's loop and the session's task both see it.
+pub(crate) struct Held {
+    /// The current lease: renewals replace it; the lease guard reads its `held_until`.
+    pub(crate) lease: Mutex<Lease>,
+    /// Stops the session's run: the lease was lost, or the worker shuts down.
+    pub(crate) cancel: CancellationToken,
+    /// Set before `cancel` when the lease was lost (the session then must not be finished by this worker).
+    pub(crate) lost: AtomicBool,
+    /// Set before the session is finished in the queue: a renewal that misses it then is no loss.
+    pub(crate) finishing: AtomicBool,
+}
+
+impl Held {
+    pub(crate) fn lease(&self) -> Lease {
+        self.lease.lock().unwrap_or_else(PoisonError::into_inner).clone()
+    }
+
+    pub(crate) fn may_have_expired(&self) -> bool {
+        self.lease
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .may_have_expired()
+    }
+}

@@ -1,0 +1,139 @@
+//! What a worker reports: each event as it happens ([`WorkerEvent`]), and its totals ([`WorkerStats`]).
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
+
+use headstart::store::SessionEnd;
+use headstart::SessionId;
+
+/// What a worker did, as it happens (for logs; see [`Worker::observe`](crate::Worker::observe)).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum WorkerEvent {
+    /// A session was claimed; `previous_owner` is set when it was taken over from a worker whose lease expired.
+    Claimed {
+        /// The session.
+        session: SessionId,
+        /// The claim's epoch.
+        epoch: u64,
+        /// The worker that held it before.
+        previous_owner: Option<String>,
+    },
+    /// Recovery gave `calls` unfinished calls of a taken-over session their result before it continued.
+    Recovered {
+        /// The session.
+        session: SessionId,
+        /// How many calls.
+        calls: usize,
+    },
+    /// The worker finished the session as `end` says.
+    Finished {
+        /// The session.
+        session: SessionId,
+        /// How.
+        end: SessionEnd,
+    },
+    /// The worker lost the session (another worker holds it now, or it ended elsewhere) and stopped it.
+    Lost {
+        /// The session.
+        session: SessionId,
+        /// How the loss showed.
+        reason: String,
+    },
+    /// A write of the session was fenced (contract §7.5.2): nothing was written.
+    FencedWrite {
+        /// The session.
+        session: SessionId,
+    },
+    /// A claim or a renewal failed: the store is down, unreachable, or refused it. The worker neither claims nor
+    /// renews before `retry_in` has passed, a wait that doubles with each failure in a row
+    /// ([`WorkerConfig::retry`](crate::WorkerConfig::retry))
+    /// and starts over after a success: one event per wait, however long the store stays away.
+    StoreUnreachable {
+        /// What failed, and why.
+        message: String,
+        /// How long the worker waits before it tries the store again.
+        retry_in: Duration,
+    },
+    /// Finishing a session in the queue failed (its lease lapses and a worker claims it again).
+    QueueError {
+        /// What failed.
+        message: String,
+    },
+}
+
+impl std::fmt::Display for WorkerEvent {
+    /// One line, as `headstart worker` logs it: the event's name, then the session (or what failed).
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            WorkerEvent::Claimed {
+                session,
+                epoch,
+                previous_owner: Some(previous),
+            } => write!(f, "claimed {session} epoch {epoch} from {previous}"),
+            WorkerEvent::Claimed { session, epoch, .. } => write!(f, "claimed {session} epoch {epoch}"),
+            WorkerEvent::Recovered { session, calls } => write!(f, "recovered {session} {calls} call(s)"),
+            WorkerEvent::Finished { session, end } => match end {
+                SessionEnd::Completed => write!(f, "finished {session} completed"),
+                SessionEnd::Failed(reason) => write!(f, "finished {session} failed: {reason}"),
+                SessionEnd::Released => write!(f, "finished {session} released"),
+            },
+            WorkerEvent::Lost { session, reason } => write!(f, "lost {session}: {reason}"),
+            WorkerEvent::FencedWrite { session } => write!(f, "fenced-write {session}"),
+            WorkerEvent::StoreUnreachable { message, retry_in } => write!(
+                f,
+                "store-unreachable cannot reach the store: {message}; retrying in {:.1} s",
+                retry_in.as_secs_f64()
+            ),
+            WorkerEvent::QueueError { message } => write!(f, "queue-error {message}"),
+        }
+    }
+}
+
+/// What a worker did over its run ([`Worker::run`](crate::Worker::run), [`Worker::stats`](crate::Worker::stats)).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct WorkerStats {
+    /// Sessions claimed.
+    pub claimed: u64,
+    /// Of which taken over from another worker.
+    pub taken_over: u64,
+    /// Unfinished calls recovery settled before sessions continued.
+    pub recovered_calls: u64,
+    /// Sessions finished as completed.
+    pub completed: u64,
+    /// Sessions finished as failed.
+    pub failed: u64,
+    /// Sessions released back to the queue (shutdown).
+    pub released: u64,
+    /// Sessions lost to another worker.
+    pub lost: u64,
+    /// Writes the store fenced.
+    pub fenced_writes: u64,
+}
+
+#[derive(Default)]
+pub(crate) struct Counters {
+    pub(crate) claimed: AtomicU64,
+    pub(crate) taken_over: AtomicU64,
+    pub(crate) recovered_calls: AtomicU64,
+    pub(crate) completed: AtomicU64,
+    pub(crate) failed: AtomicU64,
+    pub(crate) released: AtomicU64,
+    pub(crate) lost: AtomicU64,
+    pub(crate) fenced_writes: AtomicU64,
+}
+
+impl Counters {
+    pub(crate) fn snapshot(&self) -> WorkerStats {
+        let get = |counter: &AtomicU64| counter.load(Ordering::Relaxed);
+        WorkerStats {
+            claimed: get(&self.claimed),
+            taken_over: get(&self.taken_over),
+            recovered_calls: get(&self.recovered_calls),
+            completed: get(&self.completed),
+            failed: get(&self.failed),
+            released: get(&self.released),
+            lost: get(&self.lost),
+            fenced_writes: get(&self.fenced_writes),
+        }
+    }
+}

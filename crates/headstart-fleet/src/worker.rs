@@ -1,0 +1,224 @@
+//! [`Worker`]: the loop that claims sessions, renews their leases and runs each on a task of its own.
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Duration;
+
+use headstart::store::{Lease, SessionQueue, StoreError};
+use headstart::{CancellationToken, SessionId};
+use tokio::task::JoinSet;
+use tokio::time::Instant;
+
+use crate::backoff::Failures;
+use crate::config::{SessionSetup, WorkerConfig, WorkerError};
+use crate::context::{Context, Held};
+use crate::events::{Counters, WorkerEvent, WorkerStats};
+use crate::session;
+
+/// A worker of a fleet. See the [crate documentation](crate).
+pub struct Worker {
+    context: Arc<Context>,
+}
+
+impl std::fmt::Debug for Worker {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Worker")
+            .field("config", &self.context.config)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Worker {
+    /// A worker taking sessions from `queue` and running them as `setup` says.
+    pub fn new(
+        queue: Arc<dyn SessionQueue>,
+        setup: Arc<dyn SessionSetup>,
+        config: WorkerConfig,
+    ) -> Result<Self, WorkerError> {
+        if config.concurrency == 0 {
+            return Err(WorkerError::NoConcurrency);
+        }
+        if config.lease < Duration::from_millis(3) {
+            return Err(WorkerError::LeaseTooShort(config.lease));
+        }
+        if config.id.is_empty() {
+            return Err(WorkerError::NoId);
+        }
+        Ok(Worker {
+            context: Arc::new(Context {
+                queue,
+                setup,
+                config,
+                counters: Counters::default(),
+                observer: None,
+            }),
+        })
+    }
+
+    /// Calls `observer` with every [`WorkerEvent`], on the worker's tasks (keep it quick). Set it before
+    /// [`run`](Self::run).
+    pub fn observe(mut self, observer: impl Fn(&WorkerEvent) + Send + Sync + 'static) -> Self {
+        if let Some(context) = Arc::get_mut(&mut self.context) {
+            context.observer = Some(Arc::new(observer));
+        }
+        self
+    }
+
+    /// What the worker did so far.
+    pub fn stats(&self) -> WorkerStats {
+        self.context.counters.snapshot()
+    }
+
+    /// Runs until `shutdown` is cancelled: claims, renews, runs sessions. On shutdown it stops claiming, cancels
+    /// its sessions (their admitted calls settle as on any cancellation, contract §5.5), releases them to the
+    /// queue, and returns once every session task ended.
+    ///
+    /// While its store fails, it neither claims nor renews before the wait of [`WorkerConfig::retry`] has passed.
+    pub async fn run(&self, shutdown: CancellationToken) -> WorkerStats {
+        let context = &self.context;
+        let config = &context.config;
+        let renew_every = config.lease / 3;
+        let mut held: HashMap<SessionId, Arc<Held>> = HashMap::new();
+        let mut tasks: JoinSet<()> = JoinSet::new();
+        let mut task_sessions: HashMap<tokio::task::Id, SessionId> = HashMap::new();
+        let mut next_renewal = Instant::now() + renew_every;
+        let mut next_claim = Instant::now();
+        // The store is not tried again before then (a failed claim or renewal moves it on).
+        let mut retry_at = Instant::now();
+        let mut failures = Failures::default();
+        while !shutdown.is_cancelled() {
+            if held.len() < config.concurrency && Instant::now() >= next_claim {
+                next_claim = Instant::now() + config.poll_interval;
+                let claimed = self.claim(&mut held, &mut tasks, &mut task_sessions).await;
+                if let Some(at) = self.settle("claim", claimed, &mut failures) {
+                    (retry_at, next_claim) = (at, at);
+                    next_renewal = next_renewal.max(at);
+                }
+            }
+            if Instant::now() >= next_renewal {
+                next_renewal = Instant::now() + renew_every;
+                if let Some(renewed) = self.renew(&held).await {
+                    if let Some(at) = self.settle("renew", renewed, &mut failures) {
+                        // Sooner than the next third of the lease while the waits are short: the leases may still
+                        // be saved.
+                        (retry_at, next_renewal) = (at, at);
+                        next_claim = next_claim.max(at);
+                    }
+                }
+            }
+            let wake = if held.len() < config.concurrency {
+                next_claim.min(next_renewal)
+            } else {
+                next_renewal
+            };
+            tokio::select! {
+                Some(done) = tasks.join_next_with_id(), if !tasks.is_empty() => {
+                    // A task that panicked is forgotten too: its lease lapses and another worker recovers it.
+                    let id = match done {
+                        Ok((id, _)) => id,
+                        Err(error) => error.id(),
+                    };
+                    if let Some(session) = task_sessions.remove(&id) {
+                        held.remove(&session);
+                    }
+                    // Room again: look for work now rather than at the next poll (unless the store is being
+                    // left alone).
+                    next_claim = Instant::now().max(retry_at);
+                }
+                () = tokio::time::sleep_until(wake) => {}
+                () = shutdown.cancelled() => {}
+            }
+        }
+        for entry in held.values() {
+            entry.cancel.cancel();
+        }
+        while tasks.join_next().await.is_some() {}
+        self.stats()
+    }
+
+    /// After a claim or renewal: a success starts the retry schedule over; a failure is reported with its wait,
+    /// and gives the instant before which the store is not tried again.
+    fn settle(&self, operation: &str, outcome: Result<(), StoreError>, failures: &mut Failures) -> Option<Instant> {
+        let context = &self.context;
+        match outcome {
+            Ok(()) => {
+                failures.succeeded();
+                None
+            }
+            Err(error) => {
+                let retry_in = failures.failed(&context.config.retry, fastrand::f64());
+                context.report(WorkerEvent::StoreUnreachable {
+                    message: format!("{operation}: {error}"),
+                    retry_in,
+                });
+                Some(Instant::now() + retry_in)
+            }
+        }
+    }
+
+    /// Claims what there is room for and starts each claimed session's task.
+    async fn claim(
+        &self,
+        held: &mut HashMap<SessionId, Arc<Held>>,
+        tasks: &mut JoinSet<()>,
+        task_sessions: &mut HashMap<tokio::task::Id, SessionId>,
+    ) -> Result<(), StoreError> {
+        let context = &self.context;
+        let config = &context.config;
+        let room = config.concurrency - held.len();
+        let claims = context.queue.claim(&config.id, config.lease, room).await?;
+        for claim in claims {
+            let session = claim.lease.session.clone();
+            context.counters.claimed.fetch_add(1, Ordering::Relaxed);
+            if claim.previous_owner.is_some() {
+                context.counters.taken_over.fetch_add(1, Ordering::Relaxed);
+            }
+            context.report(WorkerEvent::Claimed {
+                session: session.clone(),
+                epoch: claim.lease.epoch,
+                previous_owner: claim.previous_owner.clone(),
+            });
+            let entry = Arc::new(Held {
+                lease: Mutex::new(claim.lease),
+                cancel: CancellationToken::new(),
+                lost: AtomicBool::new(false),
+                finishing: AtomicBool::new(false),
+            });
+            held.insert(session.clone(), Arc::clone(&entry));
+            let task = tasks.spawn(session::drive(Arc::clone(context), entry));
+            task_sessions.insert(task.id(), session);
+        }
+        Ok(())
+    }
+
+    /// Renews the leases of the sessions not being finished; `None` when there was none (the store was not
+    /// asked). On an error the leases keep their old deadlines: the guard stops calls once they may have lapsed.
+    async fn renew(&self, held: &HashMap<SessionId, Arc<Held>>) -> Option<Result<(), StoreError>> {
+        let context = &self.context;
+        let leases: Vec<Lease> = held
+            .values()
+            .filter(|entry| !entry.finishing.load(Ordering::SeqCst))
+            .map(|entry| entry.lease())
+            .collect();
+        if leases.is_empty() {
+            return None;
+        }
+        let renewed = match context.queue.renew(&leases, context.config.lease).await {
+            Ok(renewed) => renewed,
+            Err(error) => return Some(Err(error)),
+        };
+        let mut kept: HashMap<&SessionId, &Lease> = HashMap::new();
+        for lease in &renewed {
+            kept.insert(&lease.session, lease);
+        }
+        for (session, entry) in held {
+            match kept.get(session) {
+                Some(lease) => *entry.lease.lock().unwrap_or_else(PoisonError::into_inner) = (*lease).clone(),
+                None if entry.finishing.load(Ordering::SeqCst) => {}
+                None => session::lose(context, session, entry, "the lease could not be renewed"),
+            }
+        }
+        Some(Ok(()))
+    }
+}

@@ -1,0 +1,226 @@
+//! [`TranscriptStore`] and [`SessionQueue`] on the PostgreSQL store: each method names its operation, encodes its
+//! arguments on the caller's side and runs the operation of `ops.rs` in a transaction of its kind.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use async_trait::async_trait;
+use headstart_core::model::{AssistantMessage, ToolResultMessage, UserMessage};
+use headstart_store::backend::{self, EncodedMessage, Op};
+use headstart_store::{
+    AdmittedCall, CallKey, Claim, Lease, RunEnd, SessionEnd, SessionId, SessionInfo, SessionQueue, StoreError,
+    StoredMessage, ToolRun, TranscriptStore, UnfinishedCall, Write,
+};
+
+use super::PgStore;
+use crate::ops::{self, Access};
+
+impl PgStore {
+    /// Refuses to create sessions through a fenced handle (it writes only its leased session).
+    fn unfenced(&self, what: &str) -> Result<(), StoreError> {
+        match self.lease() {
+            Some(lease) => Err(StoreError::Conflict(
+                format!(
+                    "{what}: this handle holds the lease on session {} and writes nothing else",
+                    lease.session
+                )
+                .into(),
+            )),
+            None => Ok(()),
+        }
+    }
+
+    /// Creates a session: `unqueued`, or `pending` with `prompt` as its first message (`SessionQueue::submit`).
+    async fn insert_session(&self, prompt: Option<&UserMessage>, at_us: i64) -> Result<SessionId, StoreError> {
+        let (what, access) = match prompt {
+            Some(_) => (Op::Submit.to_string(), Access::Write),
+            None => (Op::Write(Write::CreateSession).to_string(), Access::WriteRelaxable),
+        };
+        self.unfenced(&what)?;
+        let id = uuid::Uuid::now_v7().to_string();
+        let session = id.clone();
+        let prompt = prompt.map(|prompt| EncodedMessage::user(prompt, &what)).transpose()?;
+        self.run(what, access, move |tx, what| {
+            Box::pin(async move { ops::create_session(tx, what, &session, prompt.as_ref(), at_us).await })
+        })
+        .await?;
+        Ok(SessionId(id))
+    }
+}
+
+#[async_trait]
+impl TranscriptStore for PgStore {
+    async fn create_session(&self, at_us: i64) -> Result<SessionId, StoreError> {
+        self.insert_session(None, at_us).await
+    }
+
+    async fn sessions(&self) -> Result<Vec<SessionInfo>, StoreError> {
+        self.run(Op::Sessions.to_string(), Access::Read, |tx, what| {
+            Box::pin(ops::sessions(tx, what))
+        })
+        .await
+    }
+
+    async fn append_user(&self, session: &SessionId, message: &UserMessage, at_us: i64) -> Result<u64, StoreError> {
+        let what = Op::Write(Write::AppendUser { session }).to_string();
+        let (fence, session) = (self.fence.clone(), session.0.clone());
+        let message = EncodedMessage::user(message, &what)?;
+        self.run(what, Access::WriteRelaxable, move |tx, what| {
+            Box::pin(async move { ops::append_user(tx, what, fence.as_deref(), &session, &message, at_us).await })
+        })
+        .await
+    }
+
+    async fn commit_fragment(
+        &self,
+        session: &SessionId,
+        request: u32,
+        fragment: &AssistantMessage,
+        admitted: &[AdmittedCall],
+        at_us: i64,
+    ) -> Result<u64, StoreError> {
+        let what = Op::Write(Write::CommitFragment {
+            session,
+            request,
+            fragment,
+            admitted,
+        })
+        .to_string();
+        // contract §7.5: a commit that admits calls is never relaxed below `synchronous_commit = on`.
+        let access = if admitted.is_empty() {
+            Access::WriteRelaxable
+        } else {
+            Access::Write
+        };
+        let (fence, session) = (self.fence.clone(), session.0.clone());
+        let invalid = backend::check_admissions(&what, fragment, admitted).err();
+        let fragment = EncodedMessage::assistant(fragment, &what)?;
+        let admitted = admitted.to_vec();
+        self.run(what, access, move |tx, what| {
+            Box::pin(async move {
+                ops::commit_fragment(
+                    tx,
+                    what,
+                    fence.as_deref(),
+                    &session,
+                    request,
+                    &fragment,
+                    &admitted,
+                    invalid,
+                    at_us,
+                )
+                .await
+            })
+        })
+        .await
+    }
+
+    async fn mark_started(&self, session: &SessionId, call: &CallKey, at_us: i64) -> Result<(), StoreError> {
+        let what = Op::Write(Write::MarkStarted { session, call }).to_string();
+        let (fence, session) = (self.fence.clone(), session.0.clone());
+        let call = call.clone();
+        self.run(what, Access::WriteRelaxable, move |tx, what| {
+            Box::pin(async move { ops::mark_started(tx, what, fence.as_deref(), &session, &call, at_us).await })
+        })
+        .await
+    }
+
+    async fn append_tool_result(
+        &self,
+        session: &SessionId,
+        request: u32,
+        result: &ToolResultMessage,
+        run: Option<RunEnd>,
+        at_us: i64,
+    ) -> Result<u64, StoreError> {
+        let what = Op::Write(Write::AppendToolResult {
+            session,
+            request,
+            result,
+        })
+        .to_string();
+        let (fence, session) = (self.fence.clone(), session.0.clone());
+        let call = CallKey::new(request, &*result.tool_call_id);
+        let result = EncodedMessage::tool_result(result, &what)?;
+        self.run(what, Access::WriteRelaxable, move |tx, what| {
+            Box::pin(async move {
+                ops::append_tool_result(tx, what, fence.as_deref(), &session, &call, &result, run, at_us).await
+            })
+        })
+        .await
+    }
+
+    async fn load_log(&self, session: &SessionId) -> Result<Vec<StoredMessage>, StoreError> {
+        let what = Op::LoadLog(session).to_string();
+        let session = session.0.clone();
+        self.run(what, Access::Read, move |tx, what| {
+            Box::pin(async move { ops::load_log(tx, what, &session).await })
+        })
+        .await
+    }
+
+    async fn tool_runs(&self, session: &SessionId) -> Result<Vec<ToolRun>, StoreError> {
+        let what = Op::ToolRuns(session).to_string();
+        let session = session.0.clone();
+        self.run(what, Access::Read, move |tx, what| {
+            Box::pin(async move { ops::tool_runs(tx, what, &session).await })
+        })
+        .await
+    }
+
+    async fn unfinished_calls(&self, session: &SessionId) -> Result<Vec<UnfinishedCall>, StoreError> {
+        let what = Op::UnfinishedCalls(session).to_string();
+        let session = session.0.clone();
+        self.run(what, Access::Read, move |tx, what| {
+            Box::pin(async move { ops::unfinished_calls(tx, what, &session).await })
+        })
+        .await
+    }
+}
+
+#[async_trait]
+impl SessionQueue for PgStore {
+    async fn submit(&self, prompt: &UserMessage, at_us: i64) -> Result<SessionId, StoreError> {
+        self.insert_session(Some(prompt), at_us).await
+    }
+
+    async fn claim(&self, owner: &str, lease: Duration, limit: usize) -> Result<Vec<Claim>, StoreError> {
+        backend::check_owner(owner)?;
+        if limit == 0 {
+            return Ok(Vec::new());
+        }
+        let what = Op::Claim(owner).to_string();
+        let owner = owner.to_owned();
+        let sent = Instant::now();
+        self.run(what, Access::Write, move |tx, what| {
+            Box::pin(async move { ops::claim(tx, what, &owner, lease, limit, sent).await })
+        })
+        .await
+    }
+
+    async fn renew(&self, leases: &[Lease], lease: Duration) -> Result<Vec<Lease>, StoreError> {
+        if leases.is_empty() {
+            return Ok(Vec::new());
+        }
+        let what = Op::Renew(leases).to_string();
+        let leases = leases.to_vec();
+        let sent = Instant::now();
+        self.run(what, Access::Write, move |tx, what| {
+            Box::pin(async move { ops::renew(tx, what, &leases, lease, sent).await })
+        })
+        .await
+    }
+
+    async fn finish(&self, lease: &Lease, end: SessionEnd) -> Result<(), StoreError> {
+        let what = Op::Finish(lease, &end).to_string();
+        let lease = lease.clone();
+        self.run(what, Access::Write, move |tx, what| {
+            Box::pin(async move { ops::finish(tx, what, &lease, &end).await })
+        })
+        .await
+    }
+
+    fn fenced(&self, lease: &Lease) -> Arc<dyn TranscriptStore> {
+        Arc::new(PgStore::fenced(self, lease))
+    }
+}

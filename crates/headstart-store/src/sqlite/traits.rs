@@ -1,0 +1,198 @@
+//! [`TranscriptStore`] and [`SessionQueue`] on the SQLite store: each method names its operation, refuses a write
+//! through a read-only handle, encodes its arguments on the caller's side and hands the operation of `ops.rs` to
+//! the connection.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use async_trait::async_trait;
+use headstart_core::model::{AssistantMessage, ToolResultMessage, UserMessage};
+
+use super::{ops, SqliteStore};
+use crate::backend::{self, EncodedMessage, Op};
+use crate::layer::Write;
+use crate::lease::{Claim, Lease, SessionEnd, SessionQueue};
+use crate::types::{AdmittedCall, CallKey, RunEnd, SessionId, SessionInfo, StoredMessage, ToolRun, UnfinishedCall};
+use crate::{StoreError, TranscriptStore};
+
+impl SqliteStore {
+    /// Creates a session: `unqueued`, or `pending` with `prompt` as its first message (`SessionQueue::submit`).
+    async fn insert_session(&self, prompt: Option<&UserMessage>, at_us: i64) -> Result<SessionId, StoreError> {
+        let what = match prompt {
+            Some(_) => Op::Submit.to_string(),
+            None => Op::Write(Write::CreateSession).to_string(),
+        };
+        self.writable(&what)?;
+        if let Some(lease) = self.lease() {
+            return Err(StoreError::Conflict(
+                format!(
+                    "{what}: this handle holds the lease on session {} and writes nothing else",
+                    lease.session
+                )
+                .into(),
+            ));
+        }
+        let id = uuid::Uuid::now_v7().to_string();
+        let session = id.clone();
+        let prompt = prompt.map(|prompt| EncodedMessage::user(prompt, &what)).transpose()?;
+        self.write(what, move |conn, what| {
+            ops::create_session(conn, what, &session, prompt.as_ref(), at_us)
+        })
+        .await?;
+        Ok(SessionId(id))
+    }
+}
+
+#[async_trait]
+impl TranscriptStore for SqliteStore {
+    async fn create_session(&self, at_us: i64) -> Result<SessionId, StoreError> {
+        self.insert_session(None, at_us).await
+    }
+
+    async fn sessions(&self) -> Result<Vec<SessionInfo>, StoreError> {
+        self.run(ops::sessions).await
+    }
+
+    async fn append_user(&self, session: &SessionId, message: &UserMessage, at_us: i64) -> Result<u64, StoreError> {
+        let what = Op::Write(Write::AppendUser { session }).to_string();
+        self.writable(&what)?;
+        let (fence, session) = (self.fence.clone(), session.0.clone());
+        let message = EncodedMessage::user(message, &what)?;
+        self.write(what, move |conn, what| {
+            ops::append_user(conn, what, fence.as_deref(), &session, &message, at_us)
+        })
+        .await
+    }
+
+    async fn commit_fragment(
+        &self,
+        session: &SessionId,
+        request: u32,
+        fragment: &AssistantMessage,
+        admitted: &[AdmittedCall],
+        at_us: i64,
+    ) -> Result<u64, StoreError> {
+        let what = Op::Write(Write::CommitFragment {
+            session,
+            request,
+            fragment,
+            admitted,
+        })
+        .to_string();
+        self.writable(&what)?;
+        let (fence, session) = (self.fence.clone(), session.0.clone());
+        let invalid = backend::check_admissions(&what, fragment, admitted).err();
+        let fragment = EncodedMessage::assistant(fragment, &what)?;
+        let admitted = admitted.to_vec();
+        self.write(what, move |conn, what| {
+            ops::commit_fragment(
+                conn,
+                what,
+                fence.as_deref(),
+                &session,
+                request,
+                &fragment,
+                &admitted,
+                invalid.as_ref(),
+                at_us,
+            )
+        })
+        .await
+    }
+
+    async fn mark_started(&self, session: &SessionId, call: &CallKey, at_us: i64) -> Result<(), StoreError> {
+        let what = Op::Write(Write::MarkStarted { session, call }).to_string();
+        self.writable(&what)?;
+        let (fence, session) = (self.fence.clone(), session.0.clone());
+        let call = call.clone();
+        self.write(what, move |conn, what| {
+            ops::mark_started(conn, what, fence.as_deref(), &session, &call, at_us)
+        })
+        .await
+    }
+
+    async fn append_tool_result(
+        &self,
+        session: &SessionId,
+        request: u32,
+        result: &ToolResultMessage,
+        run: Option<RunEnd>,
+        at_us: i64,
+    ) -> Result<u64, StoreError> {
+        let what = Op::Write(Write::AppendToolResult {
+            session,
+            request,
+            result,
+        })
+        .to_string();
+        self.writable(&what)?;
+        let (fence, session) = (self.fence.clone(), session.0.clone());
+        let call = CallKey::new(request, &*result.tool_call_id);
+        let result = EncodedMessage::tool_result(result, &what)?;
+        self.write(what, move |conn, what| {
+            ops::append_tool_result(conn, what, fence.as_deref(), &session, &call, &result, run, at_us)
+        })
+        .await
+    }
+
+    async fn load_log(&self, session: &SessionId) -> Result<Vec<StoredMessage>, StoreError> {
+        let session = session.clone();
+        self.run(move |conn| ops::load_log(conn, &session)).await
+    }
+
+    async fn tool_runs(&self, session: &SessionId) -> Result<Vec<ToolRun>, StoreError> {
+        let session = session.clone();
+        self.run(move |conn| ops::tool_runs(conn, &session)).await
+    }
+
+    async fn unfinished_calls(&self, session: &SessionId) -> Result<Vec<UnfinishedCall>, StoreError> {
+        let session = session.clone();
+        self.run(move |conn| ops::unfinished_calls(conn, &session)).await
+    }
+}
+
+#[async_trait]
+impl SessionQueue for SqliteStore {
+    async fn submit(&self, prompt: &UserMessage, at_us: i64) -> Result<SessionId, StoreError> {
+        self.insert_session(Some(prompt), at_us).await
+    }
+
+    async fn claim(&self, owner: &str, lease: Duration, limit: usize) -> Result<Vec<Claim>, StoreError> {
+        crate::backend::check_owner(owner)?;
+        let what = Op::Claim(owner).to_string();
+        self.writable(&what)?;
+        if limit == 0 {
+            return Ok(Vec::new());
+        }
+        let sent = Instant::now();
+        let owner = owner.to_owned();
+        self.write(what, move |conn, what| {
+            ops::claim(conn, what, &owner, lease, limit, sent)
+        })
+        .await
+    }
+
+    async fn renew(&self, leases: &[Lease], lease: Duration) -> Result<Vec<Lease>, StoreError> {
+        let what = Op::Renew(leases).to_string();
+        self.writable(&what)?;
+        if leases.is_empty() {
+            return Ok(Vec::new());
+        }
+        let sent = Instant::now();
+        let leases = leases.to_vec();
+        self.write(what, move |conn, what| ops::renew(conn, what, &leases, lease, sent))
+            .await
+    }
+
+    async fn finish(&self, lease: &Lease, end: SessionEnd) -> Result<(), StoreError> {
+        let what = Op::Finish(lease, &end).to_string();
+        self.writable(&what)?;
+        let lease = lease.clone();
+        self.write(what, move |conn, what| ops::finish(conn, what, &lease, &end))
+            .await
+    }
+
+    fn fenced(&self, lease: &Lease) -> Arc<dyn TranscriptStore> {
+        Arc::new(SqliteStore::fenced(self, lease))
+    }
+}
