@@ -40,7 +40,10 @@ fn is_test_code(relative: &Path) -> bool {
 fn source_roots() -> Vec<PathBuf> {
     let mut roots = vec![root().join("examples")];
     let crates = std::fs::read_dir(root().join("crates")).expect("crates/ lists");
-    let mut crate_dirs: Vec<PathBuf> = crates.filter_map(Result::ok).map(|entry| entry.path().join("src")).collect();
+    let mut crate_dirs: Vec<PathBuf> = crates
+        .filter_map(Result::ok)
+        .map(|entry| entry.path().join("src"))
+        .collect();
     crate_dirs.sort();
     roots.extend(crate_dirs.into_iter().filter(|dir| dir.is_dir()));
     roots
@@ -53,7 +56,11 @@ fn no_source_file_outside_tests_is_over_500_lines() {
     for dir in source_roots() {
         rust_files_below(&dir, &mut files);
     }
-    assert!(files.len() > 50, "expected the workspace's sources, found {}", files.len());
+    assert!(
+        files.len() > 50,
+        "expected the workspace's sources, found {}",
+        files.len()
+    );
     let mut long = Vec::new();
     for file in files {
         let relative = file.strip_prefix(&root).unwrap_or(&file).to_path_buf();
@@ -66,14 +73,20 @@ fn no_source_file_outside_tests_is_over_500_lines() {
             long.push(format!("{} has {lines} lines", relative.display()));
         }
     }
-    assert!(long.is_empty(), "source files over {MAX_LINES} lines (split them by idea):\n{}", long.join("\n"));
+    assert!(
+        long.is_empty(),
+        "source files over {MAX_LINES} lines (split them by idea):\n{}",
+        long.join("\n")
+    );
 }
 
 /// The module path of a source file relative to its crate's `src/`: `lib.rs` and `main.rs` are the root, `a/mod.rs`
 /// and `a.rs` are `a`, `a/b.rs` is `a::b`.
 fn module_path(relative_to_src: &Path) -> Vec<String> {
-    let mut parts: Vec<String> =
-        relative_to_src.iter().map(|part| part.to_string_lossy().trim_end_matches(".rs").to_owned()).collect();
+    let mut parts: Vec<String> = relative_to_src
+        .iter()
+        .map(|part| part.to_string_lossy().trim_end_matches(".rs").to_owned())
+        .collect();
     if matches!(parts.last().map(String::as_str), Some("mod" | "lib" | "main")) {
         parts.pop();
     }
@@ -108,7 +121,10 @@ fn named_paths(text: &str, own: &[String]) -> Vec<Vec<String>> {
                 (path, rest)
             };
             for segment in rest.split("::") {
-                let ident: String = segment.chars().take_while(|c| c.is_alphanumeric() || *c == '_').collect();
+                let ident: String = segment
+                    .chars()
+                    .take_while(|c| c.is_alphanumeric() || *c == '_')
+                    .collect();
                 if ident.is_empty() || ident.len() != segment.len() {
                     // The last segment (`{A, B}`, `Name;`, `func(`) ends the path; it may itself be a module.
                     if !ident.is_empty() {
@@ -142,7 +158,11 @@ fn mutual_imports(files: &BTreeMap<Vec<String>, String>) -> Vec<(Vec<String>, Ve
             }
         }
     }
-    edges.iter().filter(|(a, b)| a < b && edges.contains(&(b.clone(), a.clone()))).cloned().collect()
+    edges
+        .iter()
+        .filter(|(a, b)| a < b && edges.contains(&(b.clone(), a.clone())))
+        .cloned()
+        .collect()
 }
 
 #[test]
@@ -167,25 +187,46 @@ fn no_two_files_of_a_crate_import_each_other() {
         }
     }
     assert!(crates >= 10, "expected the workspace's crates, found {crates}");
-    assert!(cycles.is_empty(), "files that import each other:\n{}", cycles.join("\n"));
+    assert!(
+        cycles.is_empty(),
+        "files that import each other:\n{}",
+        cycles.join("\n")
+    );
 }
 
 #[test]
 fn mutual_imports_finds_a_two_file_cycle_and_nothing_else() {
-    let module = |path: &str| path.split("::").filter(|part| !part.is_empty()).map(str::to_owned).collect();
+    let module = |path: &str| {
+        path.split("::")
+            .filter(|part| !part.is_empty())
+            .map(str::to_owned)
+            .collect()
+    };
     let files: BTreeMap<Vec<String>, String> = [
         ("", "mod tool;\nmod updates;\npub use tool::Tool;\n"),
         ("tool", "use crate::updates::UpdateSink;\n"),
-        ("updates", "use crate::tool::{ToolOutput, Tool};\n// crate::events is a comment\n"),
-        ("events", "use super::tool::Tool;\n#[cfg(test)]\nmod tests { use crate::events::*; }\n"),
+        (
+            "updates",
+            "use crate::tool::{ToolOutput, Tool};\n// crate::events is a comment\n",
+        ),
+        (
+            "events",
+            "use super::tool::Tool;\n#[cfg(test)]\nmod tests { use crate::events::*; }\n",
+        ),
         ("events::queue", "use super::Event; use crate::Tool;\n"),
     ]
     .into_iter()
     .map(|(path, text)| (module(path), text.to_owned()))
     .collect();
     assert_eq!(mutual_imports(&files), [(module("tool"), module("updates"))]);
-    assert_eq!(named_paths("use super::super::x::Y;", &module("a::b::c")), [module("a::x::Y")]);
-    assert_eq!(named_paths("m!($crate::a); other_crate::b", &module("a")), Vec::<Vec<String>>::new());
+    assert_eq!(
+        named_paths("use super::super::x::Y;", &module("a::b::c")),
+        [module("a::x::Y")]
+    );
+    assert_eq!(
+        named_paths("m!($crate::a); other_crate::b", &module("a")),
+        Vec::<Vec<String>>::new()
+    );
     assert_eq!(module_path(Path::new("response/mod.rs")), module("response"));
     assert_eq!(module_path(Path::new("response/driver.rs")), module("response::driver"));
     assert!(is_test_code(Path::new("crates/x/src/a/tests.rs")));
@@ -216,7 +257,10 @@ fn hops(markdown: &str) -> Vec<Hop> {
         }
         if in_table && cells.len() >= 3 && !cells[1].starts_with('-') {
             let code = |cell: &str| cell.trim_matches('`').to_owned();
-            hops.push(Hop { file: code(cells[1]), function: code(cells[2]) });
+            hops.push(Hop {
+                file: code(cells[1]),
+                function: code(cells[2]),
+            });
         }
     }
     hops
@@ -224,7 +268,9 @@ fn hops(markdown: &str) -> Vec<Hop> {
 
 /// Whether `text` defines `function`: `name` as a `fn`, or `Type::name` as a `fn` in a file that names `Type`.
 fn defines(text: &str, function: &str) -> bool {
-    let (owner, name) = function.rsplit_once("::").map_or((None, function), |(owner, name)| (Some(owner), name));
+    let (owner, name) = function
+        .rsplit_once("::")
+        .map_or((None, function), |(owner, name)| (Some(owner), name));
     let name = name.trim_end_matches("()");
     let defined = text.contains(&format!("fn {name}(")) || text.contains(&format!("fn {name}<"));
     defined && owner.is_none_or(|owner| text.contains(owner.rsplit("::").next().unwrap_or(owner)))
@@ -235,7 +281,10 @@ fn architecture_names_files_and_functions_that_exist() {
     let root = root();
     let doc = std::fs::read_to_string(root.join("docs/architecture.md")).expect("docs/architecture.md exists");
     let hops = hops(&doc);
-    assert!(hops.len() >= 10, "expected the two paths' hops in docs/architecture.md, found {hops:?}");
+    assert!(
+        hops.len() >= 10,
+        "expected the two paths' hops in docs/architecture.md, found {hops:?}"
+    );
     let mut missing = Vec::new();
     for hop in &hops {
         match std::fs::read_to_string(root.join(&hop.file)) {
@@ -246,14 +295,24 @@ fn architecture_names_files_and_functions_that_exist() {
             Ok(_) => {}
         }
     }
-    assert!(missing.is_empty(), "docs/architecture.md names what does not exist:\n{}", missing.join("\n"));
+    assert!(
+        missing.is_empty(),
+        "docs/architecture.md names what does not exist:\n{}",
+        missing.join("\n")
+    );
 }
 
 #[test]
 fn hops_reads_only_file_function_tables() {
     let doc = "| step | file | function |\n|---|---|---|\n| parse | `a/b.rs` | `Parser::next` |\n\n\
                | x | y | z |\n| 1 | `c.rs` | `f` |\n";
-    assert_eq!(hops(doc), [Hop { file: "a/b.rs".into(), function: "Parser::next".into() }]);
+    assert_eq!(
+        hops(doc),
+        [Hop {
+            file: "a/b.rs".into(),
+            function: "Parser::next".into()
+        }]
+    );
     assert!(defines("impl Parser { fn next(&mut self) {} }", "Parser::next"));
     assert!(defines("pub fn run<T>(x: T) {}", "run"));
     assert!(!defines("impl Other { fn next() {} }", "Parser::next"));

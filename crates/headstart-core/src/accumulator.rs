@@ -215,12 +215,7 @@ impl Accumulator {
                     signature: None,
                 },
             ),
-            DeltaEvent::ToolcallStart {
-                index,
-                id,
-                name,
-                early,
-            } => {
+            DeltaEvent::ToolcallStart { index, id, name, early } => {
                 let index = *index;
                 self.check_can_open(index)?;
                 if self.ids.contains(id) {

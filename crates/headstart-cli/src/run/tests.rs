@@ -47,5 +47,8 @@ fn max_requests_keeps_its_old_spelling_as_a_hidden_alias() {
     };
     assert_eq!((parse("--max-requests"), parse("--max-turns")), (3, 3));
     let help = Cli::command().render_long_help().to_string();
-    assert!(help.contains("--max-requests") && !help.contains("--max-turns <"), "{help}");
+    assert!(
+        help.contains("--max-requests") && !help.contains("--max-turns <"),
+        "{help}"
+    );
 }

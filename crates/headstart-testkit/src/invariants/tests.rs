@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use headstart::core::model::{ContentBlock, Usage};
 use headstart::store::{RunOutcome, RunState};
-use headstart::{AgentStop, Message, Role, StopReason, ResponseOutcome};
+use headstart::{AgentStop, Message, ResponseOutcome, Role, StopReason};
 use headstart_timeline::report::{EventReport, Ms, ToolRunReport, TranscriptEntry};
 use serde_json::json;
 
