@@ -106,7 +106,7 @@ fn replay_inspect_and_draw(scenario: &Path, dir: &Path) -> (String, String) {
     assert!(!calls.is_empty());
 
     let inspect = stdout(&headstart(&["inspect", db.to_str().unwrap()], dir));
-    assert!(inspect.contains("── request 0 · turn "), "{inspect}");
+    assert!(inspect.contains("── request 0 · response "), "{inspect}");
     for call in &calls {
         let at = inspect
             .find(&format!("call {} ", call.id))

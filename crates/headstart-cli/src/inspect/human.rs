@@ -297,14 +297,14 @@ fn request_header(
     let fragments = format!("{} fragment{}", group.len(), plural(group.len()));
     let mut header = if ended {
         format!(
-            "  ── {name} · turn {turn} · stop {} · usage {} · {fragments} · stream end {}\n",
+            "  ── {name} · response {turn} · stop {} · usage {} · {fragments} · stream end {}\n",
             last.stop_reason,
             usage_words(&usage),
             view.at(last_stored.at_us)
         )
     } else {
         format!(
-            "  ── {name} · turn {turn} · {fragments} · ends with a call and no usage: a prefix whose stream was cut \
+            "  ── {name} · response {turn} · {fragments} · ends with a call and no usage: a prefix whose stream was cut \
              off, or a terminal fragment without usage · last fragment {}\n",
             view.at(last_stored.at_us)
         )

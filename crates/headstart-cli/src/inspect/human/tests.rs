@@ -80,7 +80,7 @@ fn groups_fragments_by_request_with_a_header() {
     let (log, runs, unfinished) = session();
     let text = render(&log, &runs, &unfinished);
     assert!(
-        text.contains("── request 0 · turn turn-0 · stop tool_use · usage 10 in / 50 out (total 60) · 2 fragments"),
+        text.contains("── request 0 · response turn-0 · stop tool_use · usage 10 in / 50 out (total 60) · 2 fragments"),
         "{text}"
     );
     assert_eq!(text.matches("── request").count(), 1);
@@ -151,7 +151,7 @@ fn unfinished_calls_are_flagged() {
     let cut = render(&log, &runs, &unfinished);
     assert!(
         cut.contains(
-            "── request 0 · turn turn-0 · 1 fragment · ends with a call and no usage: a prefix whose stream was \
+            "── request 0 · response turn-0 · 1 fragment · ends with a call and no usage: a prefix whose stream was \
              cut off, or a terminal fragment without usage · last fragment +30 ms"
         ),
         "{cut}"
