@@ -34,7 +34,7 @@ struct SaveArgs {
 }
 
 fn toolbox() -> Result<Toolbox, headstart::ToolboxError> {
-    // An async tool: safe to start as soon as the model has sealed the call.
+    // An early tool: safe to start as soon as the model has sealed the call.
     let search = tool_fn("search", |args: SearchArgs, _ctx: ToolContext| async move {
         tokio::time::sleep(Duration::from_millis(300)).await;
         Ok(format!("3 results for {}", args.q))

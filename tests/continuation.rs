@@ -42,7 +42,7 @@ impl Tool for Step {
     }
 }
 
-/// A response that seals an async call `id` at once (a committed prefix when `sealed`), then breaks.
+/// A response that seals an early call `id` at once (a committed prefix when `sealed`), then breaks.
 fn breaks_after_call(id: &str, sealed: bool) -> Vec<TimedDelta> {
     let mut events = vec![
         at(

@@ -1,8 +1,8 @@
 //! Load: 1,000 concurrent agent sessions against one SQLite file, 10 tool calls each, on one multi-thread
 //! runtime; nothing may be lost.
 //!
-//! Each session's first response streams five async calls (each committed with its own prefix and started at
-//! once), three sync calls, then two more async calls that follow a sync call (so they wait for the end batch);
+//! Each session's first response streams five early calls (each committed with its own prefix and started at
+//! once), three sync calls, then two more early calls that follow a sync call (so they wait for the end batch);
 //! its second response answers in text. Tools and streams take no time (they only yield), so the run measures the
 //! engine and the store, and stays fast in a debug build. One [`SqliteStore`] (one connection, `durability =
 //! normal`) serves every session, as the engine is meant to be deployed.

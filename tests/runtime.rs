@@ -131,7 +131,7 @@ fn dropping_the_stream_after_any_event_settles_every_admitted_call() {
     }
 }
 
-/// An async tool that runs until cancelled (or for `duration`), recording when it began and whether its token
+/// An early tool that runs until cancelled (or for `duration`), recording when it began and whether its token
 /// fired.
 struct Watched {
     duration: Duration,
@@ -161,7 +161,7 @@ impl Tool for Watched {
     }
 }
 
-/// One async call sealed at 0 ms, then `deltas` text deltas 20 ms apart, then `done(tool_use)`.
+/// One early call sealed at 0 ms, then `deltas` text deltas 20 ms apart, then `done(tool_use)`.
 fn call_then_text(deltas: u64) -> Vec<TimedDelta> {
     let mut events = vec![
         at(

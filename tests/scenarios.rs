@@ -17,7 +17,7 @@
 //! by one. Each file's `description` names the rules it pins down.
 //!
 //! - §3.1(a) an early call commits at its `toolcall_end`: 01, 02, 22 (a call flagged `async: true` in the
-//!   event is eligible though its tool is sync or unknown; `async: false` does not demote an async tool).
+//!   event is eligible though its tool is sync or unknown; `async: false` does not demote an early tool).
 //! - §3.1(b) id not yet admitted: unreachable with a valid stream (a reused id is a protocol error):
 //!   31-duplicate-id-runs-once.
 //! - §3.1(c) every earlier call eligible, text/thinking irrelevant: 03, 22-event-async-flag,

@@ -199,11 +199,7 @@ impl Tool for Scripted {
     }
 
     fn execution_mode(&self) -> ExecutionMode {
-        if self.sequential {
-            ExecutionMode::Sequential
-        } else {
-            ExecutionMode::Parallel
-        }
+        ExecutionMode::sequential_if(self.sequential)
     }
 
     fn conflict_key(&self, arguments: &Arguments) -> Option<String> {
@@ -323,11 +319,7 @@ async fn run_async(script: &Script) -> Result<Summary, Vec<String>> {
         starts: Mutex::new(Vec::new()),
     });
     let config = EngineConfig::default()
-        .tool_execution(if script.sequential {
-            ExecutionMode::Sequential
-        } else {
-            ExecutionMode::Parallel
-        })
+        .tool_execution(ExecutionMode::sequential_if(script.sequential))
         .max_in_flight(script.max_in_flight)
         .max_requests(1)
         .early_execution(!script.no_early_execution);

@@ -1,6 +1,6 @@
 //! `headstart bench admission`: from a sealed `toolcall_end` to the tool's `execute` starting.
 //!
-//! The admission path of an async call is: accumulate the `toolcall_end`, decide to commit, build the prefix
+//! The admission path of an early call is: accumulate the `toolcall_end`, decide to commit, build the prefix
 //! fragment, write it and its `admitted` run record in one durable transaction (on tokio's blocking pool), emit its
 //! `message_end`, admit the call, prepare it (lookup, schema validation, hooks), start it, and poll its body. The
 //! latency is measured from the instant the model stream hands the `toolcall_end` to the engine to the first

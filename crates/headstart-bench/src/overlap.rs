@@ -1,12 +1,12 @@
 //! `headstart bench overlap`: how much tool latency early execution hides, on the wall clock.
 //!
-//! One realistic response ([`ResponseSpec::realistic`]: text at about 60 tokens/s, six async calls of 100–800 ms
+//! One realistic response ([`ResponseSpec::realistic`]: text at about 60 tokens/s, six early calls of 100–800 ms
 //! and a final sync call) is run three ways in one process, alternating, `runs` times:
-//! - **early**: headstart as configured by default (async calls start at their `toolcall_end`);
+//! - **early**: headstart as configured by default (early calls start at their `toolcall_end`);
 //! - **batch**: the same engine with `early_execution = false`, i.e. every call waits for the end of the stream
 //!   (what most agent loops do);
 //! - **lower bound**, computed from the early run's own event times: the latest of (seal time + body time) over
-//!   the async calls and (stream end + body time) over the sync calls. Nothing that commits before it runs can
+//!   the early calls and (stream end + body time) over the sync calls. Nothing that commits before it runs can
 //!   finish earlier; `overhead_ms` = early − lower bound is what the engine adds (commits, scheduling, result
 //!   writes, event delivery).
 //!
@@ -34,7 +34,7 @@ use serde::Serialize;
 use crate::tools::{BenchTool, CallLog};
 use crate::{bench_dir, current_thread_runtime, durability_name, median, round3, BenchError, Durability};
 
-/// The name of the async tool of the response.
+/// The name of the early tool of the response.
 const ASYNC_TOOL: &str = "fetch";
 /// The name of the sync tool of the response.
 const SYNC_TOOL: &str = "apply";
@@ -75,7 +75,7 @@ impl Default for ResponseSpec {
 
 impl ResponseSpec {
     /// The default response: 96 text tokens and 56 argument tokens at 16 ms per token (≈ 60 tokens/s, 2.4 s of
-    /// streaming); six async calls (800, 500, 650, 300, 150, 100 ms), each after some text; then one sync call
+    /// streaming); six early calls (800, 500, 650, 300, 150, 100 ms), each after some text; then one sync call
     /// (200 ms) that ends the response.
     pub fn realistic() -> Self {
         let mut blocks = vec![BlockSpec::Text { tokens: 24 }];
@@ -98,7 +98,7 @@ impl ResponseSpec {
         }
     }
 
-    /// A response that takes a few milliseconds (for tests): a little text, an async call and a sync call.
+    /// A response that takes a few milliseconds (for tests): a little text, an early call and a sync call.
     pub fn tiny() -> Self {
         ResponseSpec {
             token_interval: Duration::from_millis(1),
@@ -126,7 +126,7 @@ impl ResponseSpec {
             .count()
     }
 
-    /// Number of async calls.
+    /// Number of early calls.
     pub fn async_calls(&self) -> usize {
         self.blocks
             .iter()
@@ -275,7 +275,7 @@ pub struct OverlapReport {
     /// Calls admitted per response.
     #[serde(skip)]
     pub admitted_calls: usize,
-    /// Async calls per response.
+    /// Early calls per response.
     #[serde(skip)]
     pub async_calls: usize,
     /// When the stream ends, from its start.

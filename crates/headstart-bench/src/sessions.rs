@@ -1,7 +1,7 @@
 //! `headstart bench sessions`: many concurrent agent sessions in one process against one SQLite file.
 //!
 //! Each of `sessions` concurrent tasks creates a session and runs the [`Agent`] loop on it, on the wall clock: the
-//! first response streams a little text and two calls to an async tool (each body sleeps `tool_ms`), one token
+//! first response streams a little text and two calls to an early tool (each body sleeps `tool_ms`), one token
 //! every `token_ms`, and ends with `done(tool_use)`; the loop then makes a second request, answered with a short
 //! text and `done(stop)`. Per session that is 2 executed calls and 10 durable writes (session, prompt, two prefix
 //! commits, the terminal fragment, two `started` marks, two results, the final fragment) plus two context reads.
@@ -129,7 +129,7 @@ impl SessionsReport {
     }
 }
 
-/// The model every session talks to: a response with two async calls, then a short closing text.
+/// The model every session talks to: a response with two early calls, then a short closing text.
 struct SessionModel {
     first: Vec<TimedDelta>,
     last: Vec<TimedDelta>,

@@ -18,7 +18,7 @@ use headstart::core::model::Message;
 use headstart::layer::{Around, ToolMiddleware};
 use headstart::{
     Arguments, DeltaStream, Engine, EngineBuilder, Hooks, Model, ModelError, ModelRequest, SessionId, Tool,
-    ToolContext, ToolError, ToolOutput, Toolbox, TranscriptStore,
+    ToolContext, ToolError, ToolResult, Toolbox, TranscriptStore,
 };
 use headstart_fleet::{SessionSetup, Worker, WorkerConfig, WorkerEvent, WorkerStats};
 use headstart_sim::sim_model::SimModel;
@@ -219,12 +219,7 @@ impl Touch {
 
 #[async_trait]
 impl ToolMiddleware for Touch {
-    async fn execute(
-        &self,
-        next: &dyn Tool,
-        arguments: Arguments,
-        context: ToolContext,
-    ) -> Result<ToolOutput, ToolError> {
+    async fn execute(&self, next: &dyn Tool, arguments: Arguments, context: ToolContext) -> ToolResult {
         self.touch(&context.call_id)
             .map_err(|error| ToolError::new(format!("touch failed: {error}")))?;
         next.execute(arguments, context).await

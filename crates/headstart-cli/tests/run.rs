@@ -5,7 +5,7 @@
 //! - Each wire format's recording: the run ends as the recording does, the timeline SVG is written, and the stored
 //!   responses are exactly the recorded ones (content and stop reason, converted independently).
 //! - A 429 with `Retry-After: 1`: one retry, at least a second later; nothing of the failed attempt is stored.
-//! - A connection reset after two async calls were committed and ran: with continuation on, the next request
+//! - A connection reset after two early calls were committed and ran: with continuation on, the next request
 //!   carries both calls and their results and the run completes; off, the run stops after one request.
 //! - SIGKILL while a call runs, then `headstart resume`: the call has the interrupted result, the conversation
 //!   continues, and the stored transcript is valid (`headstart_testkit::invariants`).

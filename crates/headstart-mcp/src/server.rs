@@ -69,24 +69,16 @@ impl McpServer {
         T: IntoTransport<RoleClient, E, A>,
         E: std::error::Error + Send + Sync + 'static,
     {
-        Self::establish(name.into(), transport, limits, Process::default()).await
+        Connection::establish(name.into(), transport, limits, Process::default())
+            .await
+            .map(Self::over)
     }
 
-    /// The handshake (see [`Connection::establish`]).
-    async fn establish<T, E, A>(
-        name: String,
-        transport: T,
-        limits: McpLimits,
-        process: Process,
-    ) -> Result<Self, McpError>
-    where
-        T: IntoTransport<RoleClient, E, A>,
-        E: std::error::Error + Send + Sync + 'static,
-    {
-        let connection = Connection::establish(name, transport, limits, process).await?;
-        Ok(McpServer {
+    /// A server over an established connection.
+    fn over(connection: Connection) -> Self {
+        McpServer {
             connection: Arc::new(connection),
-        })
+        }
     }
 
     /// [`McpServer::stdio_with_limits`] with the default [`McpLimits`].
@@ -126,7 +118,9 @@ impl McpServer {
             child: Some(spawned.child),
             overflow,
         };
-        Self::establish(name, transport, limits, process).await
+        Connection::establish(name, transport, limits, process)
+            .await
+            .map(Self::over)
     }
 
     /// [`McpServer::http_with_limits`] with the default [`McpLimits`].
@@ -156,7 +150,9 @@ impl McpServer {
             })?;
         let config = StreamableHttpClientTransportConfig::with_uri(url.into());
         let transport = StreamableHttpClientTransport::with_client(client, config);
-        Self::establish(name, transport, limits, Process::default()).await
+        Connection::establish(name, transport, limits, Process::default())
+            .await
+            .map(Self::over)
     }
 
     /// The server's name, the prefix of its tools' names.

@@ -90,11 +90,7 @@ impl Tool for McpTool {
     }
 
     fn execution_mode(&self) -> ExecutionMode {
-        if self.flags.sequential {
-            ExecutionMode::Sequential
-        } else {
-            ExecutionMode::Parallel
-        }
+        ExecutionMode::sequential_if(self.flags.sequential)
     }
 
     fn conflict_key(&self, _arguments: &Arguments) -> Option<String> {

@@ -111,7 +111,7 @@ fn batching_starts_early_calls_at_the_stream_end() {
 
 #[test]
 fn calls_started_after_the_stream_end_keep_their_times() {
-    // A sync call runs after the stream end; an async call ran early and partly overlapped the stream.
+    // A sync call runs after the stream end; an early call ran early and partly overlapped the stream.
     let log = vec![user(1, 0, "go"), fragment(2, 0, 200_000, StopReason::ToolUse)];
     let runs = vec![
         run("a1", 0, 20_000, Some(20_000), Some(270_000)),

@@ -13,6 +13,17 @@ pub enum ExecutionMode {
     Sequential,
 }
 
+impl ExecutionMode {
+    /// `Sequential` when `sequential` holds, else `Parallel`: the mode of a tool that carries a `sequential` flag.
+    pub fn sequential_if(sequential: bool) -> Self {
+        if sequential {
+            ExecutionMode::Sequential
+        } else {
+            ExecutionMode::Parallel
+        }
+    }
+}
+
 /// The default of [`EngineConfig::max_in_flight`].
 pub const DEFAULT_MAX_IN_FLIGHT: usize = 16;
 

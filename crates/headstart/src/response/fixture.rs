@@ -5,7 +5,7 @@
 use std::sync::Arc;
 use std::task::{Context, Poll};
 
-use headstart_core::{DeltaEvent, DoneReason, Usage};
+use headstart_core::{DeltaEvent, DoneReason, ToolArguments, ToolCall, ToolResultMessage, Usage};
 use headstart_store::{SessionId, SqliteStore, TranscriptStore};
 use schemars::JsonSchema;
 use serde::Deserialize;
@@ -20,8 +20,24 @@ use crate::events::outbox::Outbox;
 use crate::events::queue::EventStream;
 use crate::response::driver::ResponseDriver;
 use crate::response::telemetry::ChatSpan;
+use crate::response::write_queue::ResultWrite;
 use crate::tools::toolbox::Toolbox;
 use crate::tools::typed::tool_fn;
+
+/// The write of an error result `result of <id>` for a call that never started and has no run.
+pub(super) fn result_write(id: &str) -> ResultWrite {
+    let call = Arc::new(ToolCall {
+        id: id.to_owned(),
+        name: "write".to_owned(),
+        arguments: ToolArguments::Valid(serde_json::Map::new()),
+    });
+    ResultWrite {
+        result: ToolResultMessage::error(&call, format!("result of {id}")),
+        call,
+        run: None,
+        never_started: true,
+    }
+}
 
 /// No arguments.
 #[derive(Deserialize, JsonSchema)]

@@ -85,37 +85,19 @@ impl ResponseDriver<'_> {
 
 #[cfg(test)]
 mod tests {
-    use std::sync::Arc;
-
-    use headstart_core::{ToolCall, ToolResultMessage};
     use headstart_store::SessionId;
 
     use crate::config::EngineConfig;
-    use crate::response::fixture::{taken, Fixture};
-    use crate::response::write_queue::ResultWrite;
-
-    fn write(id: &str) -> ResultWrite {
-        let call = Arc::new(ToolCall {
-            id: id.to_owned(),
-            name: "write".to_owned(),
-            arguments: headstart_core::ToolArguments::Valid(serde_json::Map::new()),
-        });
-        ResultWrite {
-            result: ToolResultMessage::error(&call, "not executed"),
-            call,
-            run: None,
-            never_started: true,
-        }
-    }
+    use crate::response::fixture::{result_write, taken, Fixture};
 
     #[tokio::test]
     async fn a_result_is_shown_after_its_write_and_a_failed_write_stops_the_run() {
         let mut fixture = Fixture::new(EngineConfig::default()).await;
         let mut driver = fixture.driver();
-        driver.on_written(write("c1"), Ok(7));
+        driver.on_written(result_write("c1"), Ok(7));
         assert!(driver.store_failure.is_none());
         let failure = headstart_store::StoreError::NoSession(SessionId::from("gone").to_string());
-        driver.on_written(write("c2"), Err(failure));
+        driver.on_written(result_write("c2"), Err(failure));
         assert!(driver.store_failure.is_some(), "the loop stops after the response");
         driver.out.flush();
         drop(driver);

@@ -103,25 +103,11 @@ impl WriteQueue {
 mod tests {
     use std::sync::Arc;
 
-    use headstart_core::{ToolCall, ToolResultMessage};
     use headstart_store::{SqliteStore, TranscriptStore};
 
     use super::*;
     use crate::clock::TokioClock;
-
-    fn write(id: &str) -> ResultWrite {
-        let call = Arc::new(ToolCall {
-            id: id.to_owned(),
-            name: "write".to_owned(),
-            arguments: headstart_core::ToolArguments::Valid(serde_json::Map::new()),
-        });
-        ResultWrite {
-            result: ToolResultMessage::error(&call, format!("result of {id}")),
-            call,
-            run: None,
-            never_started: true,
-        }
-    }
+    use crate::response::fixture::result_write;
 
     #[tokio::test]
     async fn results_are_written_one_at_a_time_in_the_order_they_were_queued() {
@@ -135,7 +121,7 @@ mod tests {
         );
         assert!(queue.is_empty());
         for id in ["c1", "c2", "c3"] {
-            queue.push(write(id));
+            queue.push(result_write(id));
         }
         let mut written = Vec::new();
         while !queue.is_empty() {
@@ -167,7 +153,7 @@ mod tests {
         let session = store.create_session(0).await.expect("session");
         let mut queue = WriteQueue::new(store, session, 0, Arc::new(TokioClock::starting_now()));
         assert!(queue.take_in_flight().is_none(), "nothing in flight before a poll");
-        queue.push(write("c1"));
+        queue.push(result_write("c1"));
         queue.start_next();
         let (write, future) = queue.take_in_flight().expect("c1 is in flight");
         assert!(queue.is_empty());

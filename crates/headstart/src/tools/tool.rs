@@ -14,6 +14,9 @@ use crate::tools::updates::UpdateSink;
 /// A tool's arguments: always a JSON object once a call reaches `execute`.
 pub type Arguments = Map<String, Value>;
 
+/// What a call's body returns: its output, or the error its result reports.
+pub type ToolResult = Result<ToolOutput, ToolError>;
+
 /// What a call's body gets besides its arguments.
 #[derive(Debug, Clone)]
 pub struct ToolContext {
@@ -109,5 +112,5 @@ pub trait Tool: Send + Sync {
     }
 
     /// Runs the call.
-    async fn execute(&self, arguments: Arguments, context: ToolContext) -> Result<ToolOutput, ToolError>;
+    async fn execute(&self, arguments: Arguments, context: ToolContext) -> ToolResult;
 }

@@ -176,12 +176,12 @@ mod tests {
     use serde::Deserialize;
 
     use async_trait::async_trait;
-    use serde_json::Value;
 
     use super::Toolbox;
     use crate::tools::error::ToolError;
     use crate::tools::output::ToolOutput;
     use crate::tools::tool::{Arguments, Tool, ToolContext};
+    use crate::tools::typed::tests::{arguments, ReadArgs};
     use crate::tools::typed::tool_fn;
 
     #[derive(Deserialize, JsonSchema)]
@@ -231,26 +231,6 @@ mod tests {
             assert_eq!(output(&toolbox, name).await, format!("outer(inner({name}))"));
         }
         assert_eq!(toolbox.definitions().len(), 3);
-    }
-
-    /// A nested type, so the schema has `$defs`.
-    #[derive(Deserialize, JsonSchema)]
-    struct Range {
-        from: u32,
-        to: u32,
-    }
-
-    #[derive(Deserialize, JsonSchema)]
-    struct ReadArgs {
-        path: String,
-        lines: Option<Range>,
-    }
-
-    fn arguments(value: Value) -> Arguments {
-        match value {
-            Value::Object(map) => map,
-            other => panic!("not an object: {other}"),
-        }
     }
 
     #[test]

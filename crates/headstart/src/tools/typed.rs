@@ -175,11 +175,7 @@ where
     }
 
     fn execution_mode(&self) -> ExecutionMode {
-        if self.sequential {
-            ExecutionMode::Sequential
-        } else {
-            ExecutionMode::Parallel
-        }
+        ExecutionMode::sequential_if(self.sequential)
     }
 
     fn conflict_key(&self, arguments: &Arguments) -> Option<String> {
@@ -207,22 +203,23 @@ where
 }
 
 #[cfg(test)]
-mod tests {
+pub(super) mod tests {
     use serde::Deserialize;
 
     use super::*;
 
     /// A nested type, so the schema has `$defs`.
     #[derive(Deserialize, JsonSchema)]
-    struct Range {
-        from: u32,
-        to: u32,
+    pub(crate) struct Range {
+        pub from: u32,
+        pub to: u32,
     }
 
+    /// A file and, optionally, a range of its lines (the toolbox's tests use it too).
     #[derive(Deserialize, JsonSchema)]
-    struct ReadArgs {
-        path: String,
-        lines: Option<Range>,
+    pub(crate) struct ReadArgs {
+        pub path: String,
+        pub lines: Option<Range>,
     }
 
     fn context() -> ToolContext {
@@ -240,7 +237,7 @@ mod tests {
         .conflict_key(|args: &ReadArgs| Some(args.path.clone()))
     }
 
-    fn arguments(value: Value) -> Arguments {
+    pub(crate) fn arguments(value: Value) -> Arguments {
         match value {
             Value::Object(map) => map,
             other => panic!("not an object: {other}"),

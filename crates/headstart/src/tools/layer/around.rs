@@ -7,9 +7,7 @@ use async_trait::async_trait;
 use serde_json::Value;
 
 use crate::config::ExecutionMode;
-use crate::tools::error::ToolError;
-use crate::tools::output::ToolOutput;
-use crate::tools::tool::{Arguments, Tool, ToolContext};
+use crate::tools::tool::{Arguments, Tool, ToolContext, ToolResult};
 
 /// Turns a tool into a tool with added behaviour (tower's `Layer`, for tools).
 pub trait ToolLayer {
@@ -30,12 +28,7 @@ where
 #[async_trait]
 pub trait ToolMiddleware: Send + Sync + 'static {
     /// Runs the call through `next`.
-    async fn execute(
-        &self,
-        next: &dyn Tool,
-        arguments: Arguments,
-        context: ToolContext,
-    ) -> Result<ToolOutput, ToolError>;
+    async fn execute(&self, next: &dyn Tool, arguments: Arguments, context: ToolContext) -> ToolResult;
 }
 
 /// A tool whose execution goes through a [`ToolMiddleware`]; everything else is the inner tool's.
@@ -92,7 +85,7 @@ impl<M: ToolMiddleware> Tool for Around<M> {
     fn idempotent(&self) -> bool {
         self.inner.idempotent()
     }
-    async fn execute(&self, arguments: Arguments, context: ToolContext) -> Result<ToolOutput, ToolError> {
+    async fn execute(&self, arguments: Arguments, context: ToolContext) -> ToolResult {
         self.middleware.execute(self.inner.as_ref(), arguments, context).await
     }
 }

@@ -7,8 +7,7 @@ use tokio::sync::Semaphore;
 
 use crate::tools::error::ToolError;
 use crate::tools::layer::around::{Around, ToolLayer, ToolMiddleware};
-use crate::tools::output::ToolOutput;
-use crate::tools::tool::{Arguments, Tool, ToolContext};
+use crate::tools::tool::{Arguments, Tool, ToolContext, ToolResult};
 
 /// At most `limit` bodies of each layered tool run at once; further calls wait for a slot (a call waiting here
 /// has started for the engine: the wait counts toward its [`Tool::timeout`]). Applied with
@@ -52,12 +51,7 @@ struct Limit(Arc<Semaphore>);
 
 #[async_trait]
 impl ToolMiddleware for Limit {
-    async fn execute(
-        &self,
-        next: &dyn Tool,
-        arguments: Arguments,
-        context: ToolContext,
-    ) -> Result<ToolOutput, ToolError> {
+    async fn execute(&self, next: &dyn Tool, arguments: Arguments, context: ToolContext) -> ToolResult {
         let permit = tokio::select! {
             permit = self.0.acquire() => permit,
             () = context.cancel.cancelled() => {

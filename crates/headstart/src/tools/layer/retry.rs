@@ -5,10 +5,8 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 
-use crate::tools::error::ToolError;
 use crate::tools::layer::around::{Around, ToolLayer, ToolMiddleware};
-use crate::tools::output::ToolOutput;
-use crate::tools::tool::{Arguments, Tool, ToolContext};
+use crate::tools::tool::{Arguments, Tool, ToolContext, ToolResult};
 
 /// Retries a failed call of an idempotent tool ([`Tool::idempotent`]), waiting `backoff`, then twice that, and so
 /// on (capped by `max_backoff`). A tool that is not idempotent runs once: running a side effect twice is not a
@@ -52,12 +50,7 @@ impl ToolLayer for RetryLayer {
 
 #[async_trait]
 impl ToolMiddleware for RetryLayer {
-    async fn execute(
-        &self,
-        next: &dyn Tool,
-        arguments: Arguments,
-        context: ToolContext,
-    ) -> Result<ToolOutput, ToolError> {
+    async fn execute(&self, next: &dyn Tool, arguments: Arguments, context: ToolContext) -> ToolResult {
         if !next.idempotent() {
             return next.execute(arguments, context).await;
         }

@@ -5,10 +5,8 @@ use std::sync::Arc;
 use async_trait::async_trait;
 use tracing::{Instrument, Span};
 
-use crate::tools::error::ToolError;
 use crate::tools::layer::around::{Around, ToolLayer, ToolMiddleware};
-use crate::tools::output::ToolOutput;
-use crate::tools::tool::{Arguments, Tool, ToolContext};
+use crate::tools::tool::{Arguments, Tool, ToolContext, ToolResult};
 
 /// Runs each execution inside a span made by a function of the tool and the call: an application's own span
 /// (with its own fields) in addition to the engine's `execute_tool`; inside a [`RetryLayer`](crate::layer::RetryLayer), one per attempt.
@@ -49,12 +47,7 @@ impl<F> ToolMiddleware for InSpan<F>
 where
     F: Fn(&dyn Tool, &ToolContext) -> Span + Send + Sync + 'static,
 {
-    async fn execute(
-        &self,
-        next: &dyn Tool,
-        arguments: Arguments,
-        context: ToolContext,
-    ) -> Result<ToolOutput, ToolError> {
+    async fn execute(&self, next: &dyn Tool, arguments: Arguments, context: ToolContext) -> ToolResult {
         let span = (self.0)(next, &context);
         next.execute(arguments, context).instrument(span).await
     }

@@ -11,7 +11,7 @@ use tracing::Span;
 use super::*;
 use crate::tools::error::ToolError;
 use crate::tools::output::ToolOutput;
-use crate::tools::tool::{Arguments, Tool, ToolContext};
+use crate::tools::tool::{Arguments, Tool, ToolContext, ToolResult};
 
 /// A tool that fails its first `failures` attempts, each taking `took` (the first `slow_first` attempts take
 /// an hour instead), and records how many bodies ran at once.
@@ -50,7 +50,7 @@ impl Tool for Arc<Flaky> {
     fn idempotent(&self) -> bool {
         self.idempotent
     }
-    async fn execute(&self, _arguments: Arguments, context: ToolContext) -> Result<ToolOutput, ToolError> {
+    async fn execute(&self, _arguments: Arguments, context: ToolContext) -> ToolResult {
         let attempt = self.attempts.fetch_add(1, Ordering::SeqCst);
         let now = self.running.fetch_add(1, Ordering::SeqCst) + 1;
         self.most.fetch_max(now, Ordering::SeqCst);

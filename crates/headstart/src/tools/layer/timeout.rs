@@ -7,8 +7,7 @@ use async_trait::async_trait;
 
 use crate::tools::error::ToolError;
 use crate::tools::layer::around::{Around, ToolLayer, ToolMiddleware};
-use crate::tools::output::ToolOutput;
-use crate::tools::tool::{Arguments, Tool, ToolContext};
+use crate::tools::tool::{Arguments, Tool, ToolContext, ToolResult};
 
 /// Ends each attempt that runs longer than a limit with the error `"attempt timed out after <N>ms"`, cancelling
 /// the attempt's token. Unlike [`Tool::timeout`], which bounds the whole call and ends it as `timed_out`, this
@@ -33,12 +32,7 @@ impl ToolLayer for TimeoutLayer {
 
 #[async_trait]
 impl ToolMiddleware for TimeoutLayer {
-    async fn execute(
-        &self,
-        next: &dyn Tool,
-        arguments: Arguments,
-        context: ToolContext,
-    ) -> Result<ToolOutput, ToolError> {
+    async fn execute(&self, next: &dyn Tool, arguments: Arguments, context: ToolContext) -> ToolResult {
         // The attempt gets a token of its own: cancelling it on timeout tells the body to stop, without marking the
         // call itself cancelled.
         let attempt = context.cancel.child_token();
