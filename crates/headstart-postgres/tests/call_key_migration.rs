@@ -106,6 +106,6 @@ async fn a_version_1_database_reads_back_and_then_takes_repeated_call_ids() {
     let store = PgStore::connect(database.url(), PgOptions::default())
         .await
         .expect("connect and upgrade");
-    assert_eq!(SCHEMA_VERSION, 2);
+    assert!(SCHEMA_VERSION >= 2);
     old.check_upgraded(&store).await;
 }

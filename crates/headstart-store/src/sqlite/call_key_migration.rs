@@ -56,7 +56,7 @@ async fn a_version_2_database_reads_back_and_then_takes_repeated_call_ids() {
     }
 
     let store = SqliteStore::open(&path, SqliteOptions::default()).expect("open and upgrade");
-    assert_eq!(LATEST_VERSION, 3);
+    assert!(LATEST_VERSION >= 3);
     old.check_upgraded(&store).await;
 
     // The rebuilt tables keep their foreign keys, pointing at the renamed `messages`.
