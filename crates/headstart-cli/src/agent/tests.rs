@@ -1,7 +1,7 @@
 //! The `--mcp` and `--mcp-env` values are read as documented, and refused with a usage error otherwise.
 
-use super::failure::Failure;
 use super::mcp_flags::{McpEnv, McpSpec};
+use crate::failure::Failure;
 
 #[test]
 fn mcp_specs_name_the_server_and_split_its_command() {
@@ -30,25 +30,4 @@ fn mcp_env_names_a_variable_for_all_servers_or_one() {
     for bad in ["", "github:", ":NAME", "NAME=value"] {
         assert!(matches!(McpEnv::parse(bad), Err(Failure::Usage(_))), "{bad:?}");
     }
-}
-
-#[test]
-fn max_requests_keeps_its_old_spelling_as_a_hidden_alias() {
-    use clap::{CommandFactory, FromArgMatches};
-    #[derive(clap::Parser)]
-    struct Cli {
-        #[command(flatten)]
-        run: super::RunArgs,
-    }
-    let parse = |flag: &str| {
-        let args = ["headstart", "--provider", "openai", "--model", "m", flag, "3", "hi"];
-        let matches = Cli::command().try_get_matches_from(args).expect("parses");
-        Cli::from_arg_matches(&matches).expect("valid").run.model.max_requests
-    };
-    assert_eq!((parse("--max-requests"), parse("--max-turns")), (3, 3));
-    let help = Cli::command().render_long_help().to_string();
-    assert!(
-        help.contains("--max-requests") && !help.contains("--max-turns <"),
-        "{help}"
-    );
 }
