@@ -35,8 +35,8 @@ use scenario::ScenarioSetup;
 #[derive(clap::Args)]
 #[command(
     group(ArgGroup::new("agent").required(true).args(["provider", "scenario"])),
-    mut_arg("provider", |arg| arg.required(false)),
-    mut_arg("model", |arg| arg.required(false)),
+    mut_arg("provider", |arg| arg.required(false).requires("model")),
+    mut_arg("model", |arg| arg.required(false).requires("provider")),
     after_help = "Examples:
   headstart worker --store postgresql://agent@db/agents --id w1 --provider anthropic --model claude-sonnet-4-5
   headstart worker --store fleet.db --id w1 --provider openai-compatible --base-url http://127.0.0.1:8000/v1 \\

@@ -42,10 +42,11 @@ impl Provider {
 #[derive(clap::Args)]
 pub struct ModelArgs {
     /// The provider's API, e.g. `--provider anthropic`.
-    #[arg(long, value_enum, required = true, requires = "model")]
+    #[arg(long, value_enum, required = true)]
     pub(super) provider: Option<Provider>,
-    /// The model, e.g. `--model claude-sonnet-4-5`, `--model gpt-4.1`, `--model gemini-2.5-flash`.
-    #[arg(long, required = true, requires = "provider")]
+    /// The model, e.g. `--model claude-sonnet-4-5`, `--model gpt-4.1`, `--model gemini-2.5-flash` (a worker's
+    /// default: a session submitted with `--model` asks for its own).
+    #[arg(long, required = true)]
     pub(super) model: Option<String>,
     /// The API base URL instead of the provider's public one, e.g. `--base-url http://127.0.0.1:8000/v1`.
     #[arg(long)]
@@ -54,7 +55,8 @@ pub struct ModelArgs {
     /// OPENAI_API_KEY, ANTHROPIC_API_KEY or GEMINI_API_KEY; none for openai-compatible).
     #[arg(long, value_name = "NAME")]
     pub(super) api_key_env: Option<String>,
-    /// A system prompt, e.g. `--system "Answer in one paragraph."`.
+    /// A system prompt, e.g. `--system "Answer in one paragraph."` (a worker's default: a session submitted with
+    /// `--system` has its own).
     #[arg(long)]
     pub(super) system: Option<String>,
     /// The loop stops after this many model requests, e.g. `--max-requests 8` (`--max-turns`, its old name, still
@@ -138,7 +140,7 @@ impl ModelArgs {
             .ok_or_else(|| Failure::Usage("--provider is required (and --model with it)".to_owned()))
     }
 
-    /// The model's name (clap requires `--model` with `--provider`).
+    /// The model's name (clap requires `--model` with `--provider`, for `worker` too).
     pub(super) fn model_name(&self) -> Result<&str, Failure> {
         self.model
             .as_deref()
