@@ -3,10 +3,11 @@
 
 mod human;
 
-use headstart::store::{SessionId, SessionInfo, SessionState};
+use headstart::store::{SessionId, SessionInfo, SessionSettings, SessionState};
 use headstart_timeline::report::TranscriptEntry;
 
 use crate::store_url::{runtime, Access, StoreUrl};
+use crate::visible::{visible, Lines};
 
 /// Arguments of `headstart inspect`.
 #[derive(clap::Args)]
@@ -16,8 +17,9 @@ pub struct Args {
     /// Only this session (default: every session).
     #[arg(long)]
     session: Option<String>,
-    /// Print JSON: one object per session with its queue state (`state`, `owner`, `epoch`, `failure`) and its
-    /// transcript in the report's `transcript` shape.
+    /// Print JSON: one object per session with its queue state (`state`, `owner`, `epoch`, `failure`), the
+    /// settings it was submitted with (`settings`: `system`, `model`, null when not given) and its transcript in the
+    /// report's `transcript` shape.
     #[arg(long)]
     json: bool,
 }
@@ -62,6 +64,7 @@ fn inspect(args: &Args) -> Result<String, String> {
                     "owner": info.owner,
                     "epoch": info.epoch,
                     "failure": info.failure,
+                    "settings": info.settings,
                     "transcript": transcript,
                 }));
             } else {
@@ -78,6 +81,7 @@ fn inspect(args: &Args) -> Result<String, String> {
                     SessionState::Unqueued => out.push_str(&format!("session {session}\n")),
                     _ => out.push_str(&format!("session {session} ({})\n", queue_state(&info))),
                 }
+                out.push_str(&settings_lines(&info.settings));
                 out.push_str(&human::render(&log, &runs, &unfinished));
             }
         }
@@ -87,6 +91,19 @@ fn inspect(args: &Args) -> Result<String, String> {
         }
         Ok(out)
     })
+}
+
+/// The settings a session was submitted with, one line each (none when it has none), made visible: a system
+/// prompt may hold any character.
+fn settings_lines(settings: &SessionSettings) -> String {
+    let mut lines = String::new();
+    if let Some(model) = &settings.model {
+        lines.push_str(&format!("model: {}\n", visible(model, Lines::Escape)));
+    }
+    if let Some(system) = &settings.system {
+        lines.push_str(&format!("system prompt: {}\n", visible(system, Lines::Escape)));
+    }
+    lines
 }
 
 /// A session's place in a fleet's queue, in words: `pending`, `running by w1 (epoch 2)`, `completed by w1`, …

@@ -1,12 +1,14 @@
 //! `headstart`: run an agent on a real model, resume it after a crash, replay scenarios, inspect transcripts, run
 //! a fleet's workers.
 
+mod agent;
 mod bench;
 mod bench_fleet;
 mod builtin_tools;
 mod convert;
 mod demo;
 mod durability;
+mod failure;
 mod inspect;
 mod mcp;
 mod owner;

@@ -1,8 +1,9 @@
-//! `headstart submit --store URL [--scenario FILE] [--count N] ["PROMPT"]`: put sessions in a fleet's queue
-//! (contract §7.5); a worker claims them. Prints each new session's id.
+//! `headstart submit --store URL [--scenario FILE] [--count N] [--system TEXT] [--model NAME] ["PROMPT"]`: put
+//! sessions in a fleet's queue (contract §7.5); a worker claims them. Prints each new session's id.
 
 use std::path::PathBuf;
 
+use headstart::store::SessionSettings;
 use headstart::{Clock, SystemClock, UserMessage};
 use headstart_sim::Scenario;
 
@@ -21,6 +22,14 @@ pub struct Args {
     /// How many sessions to submit, each with the same prompt.
     #[arg(long, default_value_t = 1)]
     count: usize,
+    /// The session's own system prompt, used by the worker that runs it instead of the worker's `--system`,
+    /// e.g. `--system "Answer in one paragraph."`.
+    #[arg(long)]
+    system: Option<String>,
+    /// The model the session's requests ask for, instead of the worker's `--model` (same provider and endpoint),
+    /// e.g. `--model gpt-4.1-mini`.
+    #[arg(long)]
+    model: Option<String>,
     /// The prompt (message 1 of the session).
     prompt: Option<String>,
 }
@@ -41,13 +50,21 @@ pub fn run(args: &Args) -> u8 {
             return 2;
         }
     };
+    let settings = SessionSettings {
+        system: args.system.clone(),
+        model: args.model.clone(),
+    };
+    if settings.model.as_deref().is_some_and(|model| model.trim().is_empty()) {
+        eprintln!("headstart submit: --model needs a model name");
+        return 2;
+    }
     let submitted = runtime().and_then(|runtime| {
         runtime.block_on(async {
             let store = StoreUrl::parse(&args.store).open(Access::Create).await?;
             let message = UserMessage::new(prompt);
             for _ in 0..args.count {
                 let session = store
-                    .submit(&message, SystemClock.now_us())
+                    .submit_with(&message, &settings, SystemClock.now_us())
                     .await
                     .map_err(|error| error.to_string())?;
                 println!("{session}");

@@ -1,6 +1,10 @@
-//! `headstart worker --store URL --id NAME --scenario FILE [--concurrency N] [--lease-ms N] [--poll-ms N]
-//! [--touch-dir DIR]`: a worker of a fleet (contract §7.5, docs/fleet.md) running the simulated model and tools of
-//! a scenario on the wall clock, as `replay --clock wall` does.
+//! `headstart worker --store URL --id NAME (--provider P --model M [model and tool flags] | --scenario FILE)
+//! [--concurrency N] [--lease-ms N] [--poll-ms N]`: a worker of a fleet (contract §7.5, docs/fleet.md).
+//!
+//! With `--provider` it runs the agent `headstart run` runs, with the same flags and the same defaults
+//! (`crate::agent`): the model, the built-in tools, the MCP servers, started once and shared by all its sessions
+//! (`agent`). A session submitted with its own model or system prompt is asked with them. With `--scenario` it
+//! runs a scenario's simulated model and tools on the wall clock, for tests and demos (`scenario`).
 //!
 //! It logs one line per event to standard error (`claimed`, `recovered`, `finished`, `lost`, `fenced-write`, each
 //! followed by the session id; `queue-error` and `store-unreachable`, followed by what failed) and, when it stops
@@ -8,28 +12,37 @@
 //! its store cannot be reached it waits before trying again, 100 ms doubling up to 30 s, and logs one
 //! `store-unreachable … retrying in N s` line per wait.
 
+mod agent;
+mod scenario;
+
 use std::io::Write as _;
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
-use async_trait::async_trait;
-use headstart::core::model::Message;
-use headstart::layer::{Around, ToolMiddleware};
-use headstart::{
-    Arguments, DeltaStream, Engine, EngineBuilder, Hooks, Model, ModelError, ModelRequest, SessionId, Tool,
-    ToolContext, ToolError, ToolResult, Toolbox, TranscriptStore,
-};
+use clap::ArgGroup;
 use headstart_fleet::{SessionSetup, Worker, WorkerConfig, WorkerEvent, WorkerStats};
-use headstart_sim::sim_model::SimModel;
-use headstart_sim::sim_tools::{SimHooks, SimTool};
 use headstart_sim::Scenario;
 use serde_json::Value;
 
+use crate::agent::ModelArgs;
+use crate::failure::{failed, Failure};
 use crate::store_url::{Access, StoreUrl};
+use scenario::ScenarioSetup;
 
-/// Arguments of `headstart worker`.
+/// Arguments of `headstart worker`: exactly one of `--provider` (with `--model` and `run`'s model and tool flags)
+/// and `--scenario`.
 #[derive(clap::Args)]
+#[command(
+    group(ArgGroup::new("agent").required(true).args(["provider", "scenario"])),
+    mut_arg("provider", |arg| arg.required(false).requires("model")),
+    mut_arg("model", |arg| arg.required(false).requires("provider")),
+    after_help = "Examples:
+  headstart worker --store postgresql://agent@db/agents --id w1 --provider anthropic --model claude-sonnet-4-5
+  headstart worker --store fleet.db --id w1 --provider openai-compatible --base-url http://127.0.0.1:8000/v1 \\
+      --model qwen3 --workdir /srv/docs --mcp \"search=search-server --stdio\" --concurrency 16
+  headstart worker --store fleet.db --id w1 --scenario agent.json"
+)]
 pub struct Args {
     /// The store: a PostgreSQL connection string (postgresql://… or host=… dbname=…), or a SQLite file shared by
     /// the workers of one machine.
@@ -38,10 +51,12 @@ pub struct Args {
     /// The worker's name in the queue (unique within the fleet).
     #[arg(long)]
     id: String,
-    /// The scenario whose simulated model and tools run every session (required: a real application plugs its
-    /// own model and tools into the `headstart-fleet` library).
-    #[arg(long)]
-    scenario: PathBuf,
+    /// Run every session on this scenario's simulated model and tools, for tests and demos, instead of a real model
+    /// (`--provider`); none of the model and tool flags apply then, e.g. `--scenario agent.json`.
+    #[arg(long, value_name = "FILE", conflicts_with = "ModelArgs")]
+    scenario: Option<PathBuf>,
+    #[command(flatten)]
+    model: ModelArgs,
     /// The most sessions run at once.
     #[arg(long, default_value_t = 8)]
     concurrency: usize,
@@ -51,18 +66,57 @@ pub struct Args {
     /// How often to look for work, in milliseconds.
     #[arg(long, default_value_t = 250)]
     poll_ms: u64,
-    /// Each call's body appends one line to DIR/<session id>/<call id> when it begins.
-    #[arg(long)]
+    /// With --scenario: each call's body appends one line to DIR/<session id>/<call id> when it begins.
+    // Not `requires = "scenario"`: clap waives a requirement that conflicts with an argument given, as --scenario
+    // does with every model flag.
+    #[arg(long, conflicts_with = "ModelArgs")]
     touch_dir: Option<PathBuf>,
 }
 
-/// Runs the worker until SIGINT or SIGTERM; exit status 1 when it cannot start, 2 on bad arguments.
+/// Runs the worker until SIGINT or SIGTERM; exit status 2 on bad arguments or a missing key (refused before
+/// anything starts), 1 when it cannot start otherwise.
 pub fn run(args: &Args) -> u8 {
-    let scenario = match Scenario::load(&args.scenario) {
-        Ok(scenario) => scenario,
-        Err(error) => {
-            eprintln!("headstart worker: {error}");
-            return 2;
+    // Checked before the runtime, the store and the MCP servers: a worker that could answer nothing never claims.
+    let scenario = match &args.scenario {
+        Some(path) => match Scenario::load(path) {
+            Ok(scenario) => Some(scenario),
+            Err(error) => return Failure::Usage(error.to_string()).report("worker"),
+        },
+        None => {
+            if let Err(failure) = args.model.endpoint() {
+                return failure.report("worker");
+            }
+            None
+        }
+    };
+    let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
+        Ok(runtime) => runtime,
+        Err(error) => return failed(format!("cannot start a runtime: {error}")).report("worker"),
+    };
+    match runtime.block_on(work(args, scenario)) {
+        Ok(stats) => {
+            println!("{}", stats_json(&stats));
+            0
+        }
+        Err(failure) => failure.report("worker"),
+    }
+}
+
+/// Sets the worker up (its agent first: a bad MCP flag is refused before the store is touched) and runs it.
+async fn work(args: &Args, scenario: Option<Scenario>) -> Result<WorkerStats, Failure> {
+    let store = StoreUrl::parse(&args.store);
+    let setup: Arc<dyn SessionSetup> = match scenario {
+        Some(scenario) => Arc::new(ScenarioSetup::new(
+            scenario,
+            args.touch_dir.clone().map(|dir| (dir, args.id.clone())),
+        )),
+        None => {
+            // The file tools must not read a SQLite store's file (PostgreSQL keeps none where they could look).
+            let transcript = match &store {
+                StoreUrl::Sqlite(path) => Some(path.as_path()),
+                StoreUrl::Postgres(_) => None,
+            };
+            Arc::new(args.model.parts(transcript).await?)
         }
     };
     let config = WorkerConfig {
@@ -71,37 +125,13 @@ pub fn run(args: &Args) -> u8 {
         poll_interval: Duration::from_millis(args.poll_ms),
         ..WorkerConfig::new(args.id.clone())
     };
-    let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
-        Ok(runtime) => runtime,
-        Err(error) => {
-            eprintln!("headstart worker: cannot start a runtime: {error}");
-            return 1;
-        }
-    };
-    let stats = runtime.block_on(async {
-        let queue = StoreUrl::parse(&args.store).open(Access::Create).await?;
-        let setup = ScenarioSetup {
-            model: Arc::new(ScenarioModel(SimModel::new(scenario.turns.clone()))),
-            scenario,
-            touch: args.touch_dir.clone().map(|dir| (dir, args.id.clone())),
-        };
-        let worker = Worker::new(queue, Arc::new(setup), config)
-            .map_err(|error| error.to_string())?
-            .observe(log_event);
-        let shutdown = headstart::CancellationToken::new();
-        tokio::spawn(stop_on_signal(shutdown.clone()));
-        Ok::<WorkerStats, String>(worker.run(shutdown).await)
-    });
-    match stats {
-        Ok(stats) => {
-            println!("{}", stats_json(&stats));
-            0
-        }
-        Err(error) => {
-            eprintln!("headstart worker: {error}");
-            1
-        }
-    }
+    let queue = store.open(Access::Create).await.map_err(Failure::Failed)?;
+    let worker = Worker::new(queue, setup, config)
+        .map_err(|error| Failure::Usage(error.to_string()))?
+        .observe(log_event);
+    let shutdown = headstart::CancellationToken::new();
+    tokio::spawn(stop_on_signal(shutdown.clone()));
+    Ok(worker.run(shutdown).await)
 }
 
 /// Cancels `shutdown` on SIGINT or SIGTERM.
@@ -140,88 +170,4 @@ fn stats_json(stats: &WorkerStats) -> Value {
         "lost": stats.lost,
         "fenced_writes": stats.fenced_writes,
     })
-}
-
-/// A scenario's tools, hooks and configuration for every session; its model for every request.
-struct ScenarioSetup {
-    scenario: Scenario,
-    model: Arc<dyn Model>,
-    /// The touch directory and this worker's name (the line each touch appends).
-    touch: Option<(PathBuf, String)>,
-}
-
-impl SessionSetup for ScenarioSetup {
-    fn engine(&self, session: &SessionId, store: Arc<dyn TranscriptStore>) -> EngineBuilder {
-        let mut toolbox = Toolbox::new();
-        for spec in &self.scenario.tools {
-            let tool = SimTool::new(spec.clone(), None);
-            let registered = match &self.touch {
-                Some((dir, worker)) => toolbox.register(Around::new(
-                    Arc::new(tool),
-                    Touch {
-                        dir: dir.join(&session.0),
-                        line: format!("{worker}\n"),
-                    },
-                )),
-                None => toolbox.register(tool),
-            };
-            // Scenario loading already refused duplicate tool names, the only way registering fails.
-            if let Err(error) = registered {
-                eprintln!("headstart worker: {error}");
-            }
-        }
-        Engine::builder(store)
-            .toolbox(toolbox)
-            .hooks(Hooks::new().with(SimHooks::new(self.scenario.hooks.clone())))
-            .config(self.scenario.config.engine_config())
-    }
-
-    fn model(&self, _session: &SessionId) -> Arc<dyn Model> {
-        Arc::clone(&self.model)
-    }
-}
-
-/// The scenario's model, answering from the stored context: the response after the `n`th stored assistant
-/// message is the scenario's turn `n`, so a session resumed after a takeover goes on where it stopped (a response
-/// cut short by a crash counts as given).
-struct ScenarioModel(SimModel);
-
-#[async_trait]
-impl Model for ScenarioModel {
-    async fn stream(&self, mut request: ModelRequest) -> Result<DeltaStream, ModelError> {
-        let answered = request
-            .context
-            .iter()
-            .filter(|message| matches!(message, Message::Assistant(_)))
-            .count();
-        request.request = u32::try_from(answered).unwrap_or(u32::MAX);
-        self.0.stream(request).await
-    }
-}
-
-/// Appends a line to `dir/<call id>` before the tool's body runs, so every execution of a call is visible (a
-/// middleware of `headstart::layer`, so the tool keeps its name, schema and flags).
-struct Touch {
-    dir: PathBuf,
-    line: String,
-}
-
-impl Touch {
-    fn touch(&self, call_id: &str) -> std::io::Result<()> {
-        std::fs::create_dir_all(&self.dir)?;
-        let mut file = std::fs::OpenOptions::new()
-            .create(true)
-            .append(true)
-            .open(self.dir.join(call_id))?;
-        file.write_all(self.line.as_bytes())
-    }
-}
-
-#[async_trait]
-impl ToolMiddleware for Touch {
-    async fn execute(&self, next: &dyn Tool, arguments: Arguments, context: ToolContext) -> ToolResult {
-        self.touch(&context.call_id)
-            .map_err(|error| ToolError::new(format!("touch failed: {error}")))?;
-        next.execute(arguments, context).await
-    }
 }

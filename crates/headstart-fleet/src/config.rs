@@ -3,6 +3,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use headstart::store::SessionSettings;
 use headstart::{EngineBuilder, Model, RecoveryPolicy, SessionId, TranscriptStore};
 
 use crate::backoff::Backoff;
@@ -13,9 +14,11 @@ pub trait SessionSetup: Send + Sync {
     /// The engine of `session`, built on `store` (`Engine::builder(store)` plus the application's tools).
     fn engine(&self, session: &SessionId, store: Arc<dyn TranscriptStore>) -> EngineBuilder;
 
-    /// The model that answers `session`'s requests. A session continued after a takeover resumes from its stored
-    /// context, so the model should answer from the context it is given.
-    fn model(&self, session: &SessionId) -> Arc<dyn Model>;
+    /// The model that answers `session`'s requests. `settings` are what the session was submitted with
+    /// ([`SessionQueue::submit_with`](headstart::store::SessionQueue::submit_with)): its own model name or system
+    /// prompt, to use instead of the application's own where given. A session continued after a takeover resumes
+    /// from its stored context, so the model should answer from the context it is given.
+    fn model(&self, session: &SessionId, settings: &SessionSettings) -> Arc<dyn Model>;
 }
 
 /// A worker's settings.

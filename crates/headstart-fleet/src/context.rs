@@ -3,7 +3,7 @@
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 
-use headstart::store::{Lease, SessionEnd, SessionQueue};
+use headstart::store::{Lease, SessionEnd, SessionQueue, SessionSettings};
 use headstart::CancellationToken;
 
 use crate::config::{SessionSetup, WorkerConfig};
@@ -47,6 +47,8 @@ pub(crate) struct Held {
     pub(crate) lost: AtomicBool,
     /// Set before the session is finished in the queue: a renewal that misses it then is no loss.
     pub(crate) finishing: AtomicBool,
+    /// What the session was submitted with beyond its prompt (the claim's).
+    pub(crate) settings: SessionSettings,
 }
 
 impl Held {

@@ -20,7 +20,7 @@
 //! ```no_run
 //! # use std::sync::Arc;
 //! # use headstart::{Engine, EngineBuilder, Model, SessionId, Toolbox, TranscriptStore};
-//! # use headstart::store::{SessionQueue, SqliteStore, SqliteOptions};
+//! # use headstart::store::{SessionQueue, SessionSettings, SqliteStore, SqliteOptions};
 //! use headstart_fleet::{SessionSetup, Worker, WorkerConfig};
 //!
 //! struct MyAgent { model: Arc<dyn Model> }
@@ -29,8 +29,8 @@
 //!     fn engine(&self, _session: &SessionId, store: Arc<dyn TranscriptStore>) -> EngineBuilder {
 //!         Engine::builder(store).toolbox(Toolbox::new() /* .with(MyTool)? */)
 //!     }
-//!     fn model(&self, _session: &SessionId) -> Arc<dyn Model> {
-//!         Arc::clone(&self.model)
+//!     fn model(&self, _session: &SessionId, _settings: &SessionSettings) -> Arc<dyn Model> {
+//!         Arc::clone(&self.model) // or one asking `settings.model`, with `settings.system`, when given
 //!     }
 //! }
 //!

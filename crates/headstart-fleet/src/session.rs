@@ -86,7 +86,7 @@ pub(crate) async fn drive(context: Arc<Context>, held: Arc<Held>) {
                     calls: recovered.len(),
                 });
             }
-            let agent = Agent::new(engine, context.setup.model(&session));
+            let agent = Agent::new(engine, context.setup.model(&session, &held.settings));
             let mut events = agent.resume(&session, held.cancel.clone());
             let settled = events.settled();
             let mut stop = None;

@@ -184,6 +184,7 @@ impl Worker {
                 cancel: CancellationToken::new(),
                 lost: AtomicBool::new(false),
                 finishing: AtomicBool::new(false),
+                settings: claim.settings,
             });
             held.insert(session.clone(), Arc::clone(&entry));
             let task = tasks.spawn(session::drive(Arc::clone(context), entry));

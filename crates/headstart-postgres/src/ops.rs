@@ -10,8 +10,8 @@ use std::time::{Duration, Instant};
 use deadpool_postgres::Transaction;
 use headstart_store::backend::{self, ClaimedRow, EncodedMessage, LeaseRow, MessageRow, RunRow, SessionRow};
 use headstart_store::{
-    AdmittedCall, CallKey, Claim, Lease, RunEnd, SessionEnd, SessionInfo, SessionState, StoreError, StoredMessage,
-    ToolRun, UnfinishedCall,
+    AdmittedCall, CallKey, Claim, Lease, RunEnd, SessionEnd, SessionInfo, SessionSettings, SessionState, StoreError,
+    StoredMessage, ToolRun, UnfinishedCall,
 };
 use tokio_postgres::types::{FromSql, ToSql};
 use tokio_postgres::Row;
@@ -136,20 +136,31 @@ fn epoch_i64(epoch: u64) -> i64 {
     i64::try_from(epoch).unwrap_or(i64::MAX)
 }
 
-/// Creates session `session` (`unqueued`), or, given a prompt, submits it: `pending` with the prompt as seq 1.
+/// Creates session `session` (`unqueued`), or, given a prompt and settings, submits it: `pending` with the prompt
+/// as seq 1.
 pub(crate) async fn create_session(
     tx: &Transaction<'_>,
     what: &str,
     session: &str,
-    prompt: Option<&EncodedMessage>,
+    submitted: Option<(&EncodedMessage, &SessionSettings)>,
     at_us: i64,
 ) -> Result<(), StoreError> {
-    let state = match prompt {
-        Some(_) => SessionState::Pending,
-        None => SessionState::Unqueued,
+    let (state, system, model) = match submitted {
+        Some((_, settings)) => (
+            SessionState::Pending,
+            settings.system.as_deref(),
+            settings.model.as_deref(),
+        ),
+        None => (SessionState::Unqueued, None, None),
     };
-    execute(tx, sql::INSERT_SESSION, &[&session, &at_us, &state.as_str()], what).await?;
-    if let Some(prompt) = prompt {
+    execute(
+        tx,
+        sql::INSERT_SESSION,
+        &[&session, &at_us, &state.as_str(), &system, &model],
+        what,
+    )
+    .await?;
+    if let Some((prompt, _)) = submitted {
         insert_message(tx, session, prompt, None, at_us, what).await?;
     }
     Ok(())
@@ -168,6 +179,10 @@ pub(crate) async fn sessions(tx: &Transaction<'_>, what: &str) -> Result<Vec<Ses
                 epoch: get(row, 5, what)?,
                 lease_expires_at_us: get(row, 6, what)?,
                 failure: get(row, 7, what)?,
+                settings: SessionSettings {
+                    system: get(row, 8, what)?,
+                    model: get(row, 9, what)?,
+                },
             }
             .validate()
         })
@@ -384,6 +399,10 @@ pub(crate) async fn claim(
         let claim = Claim {
             lease: claimed_row.lease(owner, sent, lease)?,
             previous_owner: get(row, 3, what)?,
+            settings: SessionSettings {
+                system: get(row, 5, what)?,
+                model: get(row, 6, what)?,
+            },
         };
         claimed.push((ordinal, claim));
     }

@@ -124,6 +124,9 @@ pub(crate) const MIGRATIONS: &[&str] = &[
         WHERE m.role = 'tool_result' AND r.session_id = m.session_id AND r.result_seq = m.seq;
     ALTER TABLE headstart.tool_runs DROP CONSTRAINT tool_runs_pkey,
         ADD CONSTRAINT tool_runs_pkey PRIMARY KEY (session_id, request, call_id);",
+    // 3: what a session was submitted with beyond its prompt (`SessionQueue::submit_with`): its own system prompt
+    // and model, NULL for the worker's own. Existing sessions have neither. The SQLite store's version 4.
+    "ALTER TABLE headstart.sessions ADD COLUMN system_prompt TEXT, ADD COLUMN model TEXT;",
 ];
 
 // ---------------------------------------------------------------------------------------------------------------
@@ -142,15 +145,17 @@ pub(crate) const LOCK_SESSION: &str = "SELECT state, owner, epoch FROM headstart
 /// `$1` = session id. Columns: state, owner, epoch, read without a lock (why a finish was refused).
 pub(crate) const SESSION_LEASE: &str = "SELECT state, owner, epoch FROM headstart.sessions WHERE id = $1";
 
-/// `$1` = id, `$2` = created_at_us, `$3` = state (`unqueued`, or `pending` for a submitted session).
+/// `$1` = id, `$2` = created_at_us, `$3` = state (`unqueued`, or `pending` for a submitted session), `$4` =
+/// system prompt, `$5` = model (the submitted settings, NULL when not given).
 pub(crate) const INSERT_SESSION: &str =
-    "INSERT INTO headstart.sessions (id, created_at_us, state) VALUES ($1::text, $2::bigint, $3::text)";
+    "INSERT INTO headstart.sessions (id, created_at_us, state, system_prompt, model)
+    VALUES ($1::text, $2::bigint, $3::text, $4::text, $5::text)";
 
-/// Columns: id, created_at_us, message count, state, owner, epoch, lease_expires_at_us, failure
-/// (`backend::SessionRow`). Oldest first (creation time, then creation order).
+/// Columns: id, created_at_us, message count, state, owner, epoch, lease_expires_at_us, failure, system_prompt,
+/// model (`backend::SessionRow`). Oldest first (creation time, then creation order).
 pub(crate) const LIST_SESSIONS: &str = "SELECT s.id, s.created_at_us,
         (SELECT COUNT(*) FROM headstart.messages AS m WHERE m.session_id = s.id),
-        s.state, s.owner, s.epoch, s.lease_expires_at_us, s.failure
+        s.state, s.owner, s.epoch, s.lease_expires_at_us, s.failure, s.system_prompt, s.model
     FROM headstart.sessions AS s
     ORDER BY s.created_at_us, s.ordinal";
 
@@ -236,7 +241,7 @@ macro_rules! now_us {
 /// `$1` owner, `$2` limit, `$3` lease (µs). Claims the oldest claimable sessions (pending, or running with an
 /// expired lease), skipping rows another transaction holds: a concurrent claimer, or a write of the current owner
 /// (`FOR UPDATE SKIP LOCKED`: no two claimers get one session, and nobody waits). Columns: id, epoch (after the
-/// claim), lease_expires_at_us, previous owner, ordinal.
+/// claim), lease_expires_at_us, previous owner, ordinal, system_prompt, model.
 pub(crate) const CLAIM: &str = concat!(
     "WITH now AS ",
     now_us!(),
@@ -254,7 +259,7 @@ pub(crate) const CLAIM: &str = concat!(
         failure = NULL
     FROM picked, now
     WHERE s.id = picked.id
-    RETURNING s.id, s.epoch, s.lease_expires_at_us, picked.previous_owner, s.ordinal"
+    RETURNING s.id, s.epoch, s.lease_expires_at_us, picked.previous_owner, s.ordinal, s.system_prompt, s.model"
 );
 
 /// `$1` session ids, `$2` owners, `$3` epochs (same length), `$4` lease (µs). Extends each lease still held.

@@ -31,7 +31,7 @@ use std::time::{Duration, Instant};
 use async_trait::async_trait;
 use headstart_core::model::UserMessage;
 
-use crate::types::{CallKey, SessionId};
+use crate::types::{CallKey, SessionId, SessionSettings};
 use crate::{StoreError, TranscriptStore};
 
 /// A worker's hold on one session: the fencing token of its writes.
@@ -76,6 +76,9 @@ pub struct Claim {
     /// owner runs recovery (contract §7.4) before continuing. `None` for a session that was pending (submitted or
     /// released); recovery then finds nothing to do, so running it always is safe too.
     pub previous_owner: Option<String>,
+    /// What the session was submitted with beyond its prompt ([`SessionQueue::submit_with`]): the worker uses
+    /// each one given instead of its own.
+    pub settings: SessionSettings,
 }
 
 /// How a worker ends its hold on a session ([`SessionQueue::finish`]).
@@ -97,8 +100,20 @@ pub enum SessionEnd {
 #[async_trait]
 pub trait SessionQueue: TranscriptStore {
     /// Creates a `pending` session whose first message (seq 1) is `prompt`, in one transaction; a worker's claim
-    /// picks it up. `at_us` is the caller's clock, as for [`TranscriptStore::create_session`].
-    async fn submit(&self, prompt: &UserMessage, at_us: i64) -> Result<SessionId, StoreError>;
+    /// picks it up. `at_us` is the caller's clock, as for [`TranscriptStore::create_session`]. The session has no
+    /// settings of its own: [`submit_with`](Self::submit_with) with the default.
+    async fn submit(&self, prompt: &UserMessage, at_us: i64) -> Result<SessionId, StoreError> {
+        self.submit_with(prompt, &SessionSettings::default(), at_us).await
+    }
+
+    /// [`submit`](Self::submit) with `settings` stored beside the session, in the same transaction: the listing
+    /// ([`TranscriptStore::sessions`]) shows them and every [`Claim`] of the session carries them.
+    async fn submit_with(
+        &self,
+        prompt: &UserMessage,
+        settings: &SessionSettings,
+        at_us: i64,
+    ) -> Result<SessionId, StoreError>;
 
     /// Claims up to `limit` sessions for worker `owner`, oldest first: pending ones, and running ones whose lease
     /// has expired. Each claimed session becomes `running` under `owner` with its epoch incremented and a lease of

@@ -42,6 +42,6 @@ pub use lease::{idempotency_key, Claim, Lease, SessionEnd, SessionQueue};
 pub use sqlite::{SqliteOptions, SqliteStore};
 pub use transcript::TranscriptStore;
 pub use types::{
-    AdmittedCall, CallKey, Durability, RunEnd, RunOutcome, RunState, SessionId, SessionInfo, SessionState,
-    StoredMessage, ToolRun, UnfinishedCall,
+    AdmittedCall, CallKey, Durability, RunEnd, RunOutcome, RunState, SessionId, SessionInfo, SessionSettings,
+    SessionState, StoredMessage, ToolRun, UnfinishedCall,
 };

@@ -53,6 +53,25 @@ pub struct SessionInfo {
     pub lease_expires_at_us: Option<i64>,
     /// Why the session failed (state `failed`).
     pub failure: Option<String>,
+    /// What it was submitted with beyond its prompt ([`SessionQueue::submit_with`](crate::SessionQueue::submit_with)).
+    pub settings: SessionSettings,
+}
+
+/// What a session was submitted with beyond its prompt (`headstart submit --system … --model …`): a worker that
+/// runs it uses each one given instead of its own. Stored with the session; every field `None` by default.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct SessionSettings {
+    /// The system prompt, instead of the worker's.
+    pub system: Option<String>,
+    /// The model to ask, instead of the worker's.
+    pub model: Option<String>,
+}
+
+impl SessionSettings {
+    /// Whether nothing is set: the worker's own settings apply.
+    pub fn is_empty(&self) -> bool {
+        self.system.is_none() && self.model.is_none()
+    }
 }
 
 /// Where a session stands in the work queue of a fleet of workers (contract §7.5).

@@ -2,12 +2,9 @@
 //! live view, the transcript in SQLite and, at the end, the time saved against end-of-stream batching computed from
 //! the stored timings.
 //!
-//! One idea a file: `model_args` (the flags `run` and `resume` share, and the agent they describe), `mcp_flags`,
-//! `failure` (exit statuses); this file is the two commands.
+//! The model and tool flags both share are `crate::agent`'s (`worker` takes them too); this file is the two
+//! commands and the flags of their view.
 
-mod failure;
-mod mcp_flags;
-mod model_args;
 #[cfg(test)]
 mod tests;
 
@@ -25,10 +22,28 @@ use headstart::{
 };
 use headstart_timeline::{svg, Timeline};
 
+use crate::agent::ModelArgs;
+use crate::failure::{failed, Failure};
 use crate::owner;
 use crate::view::{print_savings, View};
-use failure::{failed, Failure};
-use model_args::ModelArgs;
+
+/// How `run` and `resume` show the run: the live view or plain lines, and a timeline.
+#[derive(clap::Args)]
+pub struct ViewArgs {
+    /// Also draw the run as an SVG timeline, e.g. `--timeline run.svg`.
+    #[arg(long, value_name = "OUT.svg")]
+    timeline: Option<PathBuf>,
+    /// Print plain lines instead of the live view (the default when stdout is not a terminal), e.g.
+    /// `--no-progress`.
+    #[arg(long)]
+    no_progress: bool,
+}
+
+impl ViewArgs {
+    fn live(&self) -> bool {
+        !self.no_progress && std::io::stdout().is_terminal()
+    }
+}
 
 /// Arguments of `headstart run`.
 #[derive(clap::Args)]
@@ -41,6 +56,8 @@ use model_args::ModelArgs;
 pub struct RunArgs {
     #[command(flatten)]
     model: ModelArgs,
+    #[command(flatten)]
+    view: ViewArgs,
     /// The SQLite transcript file (created if missing), e.g. `--db runs.db`.
     #[arg(long, default_value = "headstart.db", value_name = "PATH")]
     db: PathBuf,
@@ -75,6 +92,8 @@ pub struct ResumeArgs {
     rerun_idempotent: bool,
     #[command(flatten)]
     model: ModelArgs,
+    #[command(flatten)]
+    view: ViewArgs,
 }
 
 fn runtime() -> Result<tokio::runtime::Runtime, Failure> {
@@ -116,7 +135,7 @@ async fn finish(
     session: &SessionId,
     after_seq: u64,
     stop: &AgentStop,
-    args: &ModelArgs,
+    view: &ViewArgs,
     db: &Path,
 ) -> Result<u8, Failure> {
     // A continued session holds earlier runs too, whose request numbers start again at 0: only this run counts.
@@ -136,7 +155,7 @@ async fn finish(
         .collect();
     let timeline = Timeline::from_store(format!("session {session}"), &log, &runs);
     print_savings(&timeline, &format!("{stop:?}"));
-    if let Some(out) = &args.timeline {
+    if let Some(out) = &view.timeline {
         std::fs::write(out, svg::render(&timeline)).map_err(|error| failed(format!("{}: {error}", out.display())))?;
         println!("Timeline: {}", out.display());
     }
@@ -152,10 +171,6 @@ async fn finish(
             1
         }
     })
-}
-
-fn live(args: &ModelArgs) -> bool {
-    !args.no_progress && std::io::stdout().is_terminal()
 }
 
 /// The number of the last stored message of `session` (0 when it has none).
@@ -206,9 +221,7 @@ async fn run_async(args: &RunArgs) -> Result<u8, Failure> {
         }
     };
     let after_seq = last_seq(store.as_ref(), &session).await?;
-    let agent = args
-        .model
-        .agent(Arc::clone(&store), args.model.mcp_tools().await?, &args.db)?;
+    let agent = args.model.parts(Some(&args.db)).await?.agent(Arc::clone(&store));
     println!(
         "headstart run: session {session}, {} tools",
         agent.engine().toolbox().len()
@@ -216,8 +229,8 @@ async fn run_async(args: &RunArgs) -> Result<u8, Failure> {
     let cancel = CancellationToken::new();
     cancel_on_interrupt(&cancel);
     let events = agent.run(&session, UserMessage::new(&args.prompt), cancel);
-    let stop = watch(events, live(&args.model)).await;
-    finish(store.as_ref(), &session, after_seq, &stop, &args.model, &args.db).await
+    let stop = watch(events, args.view.live()).await;
+    finish(store.as_ref(), &session, after_seq, &stop, &args.view, &args.db).await
 }
 
 /// `headstart resume`: recover the session's unfinished calls and continue its loop when it awaits an answer.
@@ -251,9 +264,7 @@ async fn resume_async(args: &ResumeArgs) -> Result<u8, Failure> {
     }
     // The session is this process's while it is recovered and continued (held until this function returns).
     let _owner = owner::take(&args.db, &session, args.force).map_err(|not| failed(not.text()))?;
-    let agent = args
-        .model
-        .agent(Arc::clone(&store), args.model.mcp_tools().await?, &args.db)?;
+    let agent = args.model.parts(Some(&args.db)).await?.agent(Arc::clone(&store));
     let policy = if args.rerun_idempotent {
         RecoveryPolicy::ReExecuteIdempotent
     } else {
@@ -277,6 +288,6 @@ async fn resume_async(args: &ResumeArgs) -> Result<u8, Failure> {
         println!("session {session} is already answered: nothing to continue");
         return Ok(0);
     };
-    let stop = watch(events, live(&args.model)).await;
-    finish(store.as_ref(), &session, after_seq, &stop, &args.model, &args.db).await
+    let stop = watch(events, args.view.live()).await;
+    finish(store.as_ref(), &session, after_seq, &stop, &args.view, &args.db).await
 }

@@ -11,8 +11,8 @@ use futures::StreamExt;
 use headstart::core::model::{AssistantMessage, ToolResultMessage};
 use headstart::core::{DoneReason, Usage};
 use headstart::store::{
-    AdmittedCall, CallKey, Claim, Lease, RunEnd, SessionEnd, SessionInfo, SessionQueue, SqliteStore, StoreError,
-    StoredMessage, ToolRun, UnfinishedCall,
+    AdmittedCall, CallKey, Claim, Lease, RunEnd, SessionEnd, SessionInfo, SessionQueue, SessionSettings, SqliteStore,
+    StoreError, StoredMessage, ToolRun, UnfinishedCall,
 };
 use headstart::{
     DeltaEvent, DeltaStream, Engine, EngineBuilder, Model, ModelError, ModelRequest, SessionId, TranscriptStore,
@@ -80,7 +80,7 @@ impl SessionSetup for Setup {
     fn engine(&self, _session: &SessionId, store: Arc<dyn TranscriptStore>) -> EngineBuilder {
         Engine::builder(store)
     }
-    fn model(&self, _session: &SessionId) -> Arc<dyn Model> {
+    fn model(&self, _session: &SessionId, _settings: &SessionSettings) -> Arc<dyn Model> {
         Arc::clone(&self.0)
     }
 }
@@ -177,8 +177,13 @@ impl TranscriptStore for Switched {
 
 #[async_trait]
 impl SessionQueue for Switched {
-    async fn submit(&self, prompt: &UserMessage, at_us: i64) -> Result<SessionId, StoreError> {
-        self.inner.submit(prompt, at_us).await
+    async fn submit_with(
+        &self,
+        prompt: &UserMessage,
+        settings: &SessionSettings,
+        at_us: i64,
+    ) -> Result<SessionId, StoreError> {
+        self.inner.submit_with(prompt, settings, at_us).await
     }
     async fn claim(&self, owner: &str, lease: Duration, limit: usize) -> Result<Vec<Claim>, StoreError> {
         self.claims_at

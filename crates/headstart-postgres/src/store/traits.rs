@@ -8,8 +8,8 @@ use async_trait::async_trait;
 use headstart_core::model::{AssistantMessage, ToolResultMessage, UserMessage};
 use headstart_store::backend::{self, EncodedMessage, Op};
 use headstart_store::{
-    AdmittedCall, CallKey, Claim, Lease, RunEnd, SessionEnd, SessionId, SessionInfo, SessionQueue, StoreError,
-    StoredMessage, ToolRun, TranscriptStore, UnfinishedCall, Write,
+    AdmittedCall, CallKey, Claim, Lease, RunEnd, SessionEnd, SessionId, SessionInfo, SessionQueue, SessionSettings,
+    StoreError, StoredMessage, ToolRun, TranscriptStore, UnfinishedCall, Write,
 };
 
 use super::PgStore;
@@ -30,18 +30,28 @@ impl PgStore {
         }
     }
 
-    /// Creates a session: `unqueued`, or `pending` with `prompt` as its first message (`SessionQueue::submit`).
-    async fn insert_session(&self, prompt: Option<&UserMessage>, at_us: i64) -> Result<SessionId, StoreError> {
-        let (what, access) = match prompt {
+    /// Creates a session: `unqueued`, or `pending` with a prompt as its first message and its settings
+    /// (`SessionQueue::submit_with`).
+    async fn insert_session(
+        &self,
+        submitted: Option<(&UserMessage, &SessionSettings)>,
+        at_us: i64,
+    ) -> Result<SessionId, StoreError> {
+        let (what, access) = match submitted {
             Some(_) => (Op::Submit.to_string(), Access::Write),
             None => (Op::Write(Write::CreateSession).to_string(), Access::WriteRelaxable),
         };
         self.unfenced(&what)?;
         let id = uuid::Uuid::now_v7().to_string();
         let session = id.clone();
-        let prompt = prompt.map(|prompt| EncodedMessage::user(prompt, &what)).transpose()?;
+        let submitted = submitted
+            .map(|(prompt, settings)| Ok::<_, StoreError>((EncodedMessage::user(prompt, &what)?, settings.clone())))
+            .transpose()?;
         self.run(what, access, move |tx, what| {
-            Box::pin(async move { ops::create_session(tx, what, &session, prompt.as_ref(), at_us).await })
+            Box::pin(async move {
+                let submitted = submitted.as_ref().map(|(prompt, settings)| (prompt, settings));
+                ops::create_session(tx, what, &session, submitted, at_us).await
+            })
         })
         .await?;
         Ok(SessionId(id))
@@ -180,8 +190,13 @@ impl TranscriptStore for PgStore {
 
 #[async_trait]
 impl SessionQueue for PgStore {
-    async fn submit(&self, prompt: &UserMessage, at_us: i64) -> Result<SessionId, StoreError> {
-        self.insert_session(Some(prompt), at_us).await
+    async fn submit_with(
+        &self,
+        prompt: &UserMessage,
+        settings: &SessionSettings,
+        at_us: i64,
+    ) -> Result<SessionId, StoreError> {
+        self.insert_session(Some((prompt, settings)), at_us).await
     }
 
     async fn claim(&self, owner: &str, lease: Duration, limit: usize) -> Result<Vec<Claim>, StoreError> {

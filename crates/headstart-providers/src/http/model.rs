@@ -69,6 +69,24 @@ impl HttpModel {
         })
     }
 
+    /// This model asking `model` instead of its own and with `system` as its system prompt, each only where
+    /// given: the same client (its connection pool), key, endpoint, retries and timeouts. A fleet worker answers
+    /// a session submitted with its own model or system prompt this way.
+    pub fn with_overrides(&self, model: Option<&str>, system: Option<&str>) -> HttpModel {
+        let mut config = self.config.clone();
+        if let Some(model) = model {
+            model.clone_into(&mut config.model);
+        }
+        if let Some(system) = system {
+            config.system = Some(system.to_owned());
+        }
+        HttpModel {
+            config,
+            api_key: self.api_key.clone(),
+            client: self.client.clone(),
+        }
+    }
+
     /// The configuration.
     pub fn config(&self) -> &HttpModelConfig {
         &self.config

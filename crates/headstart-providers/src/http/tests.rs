@@ -40,3 +40,24 @@ fn a_missing_key_variable_is_a_configuration_error() {
     let model = HttpModel::new(HttpModelConfig::new(WireFormat::Anthropic, "m").with_api_key_env(None)).unwrap();
     assert!(format!("{model:?}").contains("api_key: None"));
 }
+
+#[test]
+fn overrides_change_the_model_and_system_prompt_and_nothing_else() {
+    let mut config = HttpModelConfig::new(WireFormat::Gemini, "base").with_api_key_env(None);
+    config.system = Some("worker's".to_owned());
+    let base = HttpModel::new(config).unwrap();
+    let same = base.with_overrides(None, None);
+    assert_eq!(same.request_body(&[], &[]), base.request_body(&[], &[]));
+    let both = base.with_overrides(Some("other"), Some("session's"));
+    assert_eq!(both.config().model, "other");
+    assert_eq!(both.config().system.as_deref(), Some("session's"));
+    // The model is part of a Gemini URL: the override reaches it.
+    assert!(
+        both.config().url().contains("/models/other:"),
+        "{}",
+        both.config().url()
+    );
+    let model_only = base.with_overrides(Some("other"), None);
+    assert_eq!(model_only.config().system.as_deref(), Some("worker's"));
+    assert_eq!(base.config().model, "base", "the base model is unchanged");
+}

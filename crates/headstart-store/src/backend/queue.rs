@@ -5,7 +5,7 @@ use std::time::{Duration, Instant};
 
 use super::messages::seq_u64;
 use crate::lease::{Lease, SessionEnd};
-use crate::types::{SessionId, SessionInfo, SessionState};
+use crate::types::{SessionId, SessionInfo, SessionSettings, SessionState};
 use crate::StoreError;
 
 /// The queue columns of a session row, read (and, on PostgreSQL, locked) inside a write's transaction.
@@ -104,6 +104,8 @@ pub struct SessionRow {
     pub lease_expires_at_us: Option<i64>,
     /// `failure`.
     pub failure: Option<String>,
+    /// `system_prompt` and `model`.
+    pub settings: SessionSettings,
 }
 
 impl SessionRow {
@@ -123,6 +125,7 @@ impl SessionRow {
             epoch,
             lease_expires_at_us: self.lease_expires_at_us,
             failure: self.failure,
+            settings: self.settings,
         })
     }
 }

@@ -6,7 +6,7 @@ use headstart_core::model::{Message, UserMessage};
 
 use super::fixture::Fixture;
 use super::support::{claim_exactly, info, is_fenced, LONG, PAST_SHORT, SHORT};
-use crate::types::{SessionId, SessionState};
+use crate::types::{SessionId, SessionSettings, SessionState};
 use crate::{Lease, SessionEnd, SessionQueue, StoreError, TranscriptStore};
 
 /// `submit` makes a pending session holding its prompt as seq 1, in one write.
@@ -30,6 +30,65 @@ pub async fn submit_makes_a_pending_session_with_its_prompt<F: Fixture>(fixture:
         (SessionState::Pending, None, 0, None, 5, 1)
     );
     assert_eq!(uuid::Uuid::parse_str(&session.0).map(|id| id.get_version_num()), Ok(7));
+}
+
+/// `submit_with` stores a session's own settings beside it: the listing shows them, on any handle, and every claim
+/// of the session carries them, a claim after a release too; `submit` and unqueued sessions have none.
+pub async fn submitted_settings_are_listed_and_claimed_with_the_session<F: Fixture>(fixture: &F) {
+    let store = fixture.store();
+    let own = SessionSettings {
+        system: Some("Answer in one line.\n\"Quoted\", ünïcode ✓".to_owned()),
+        model: Some("gpt-4.1-mini".to_owned()),
+    };
+    let model_only = SessionSettings {
+        system: None,
+        model: Some("m2".to_owned()),
+    };
+    let with_both = store
+        .submit_with(&UserMessage::new("a"), &own, 1)
+        .await
+        .expect("submit with settings");
+    let with_model = store
+        .submit_with(&UserMessage::new("b"), &model_only, 2)
+        .await
+        .expect("submit with a model");
+    let plain = store.submit(&UserMessage::new("c"), 3).await.expect("submit");
+    let unqueued = store.create_session(4).await.expect("unqueued");
+    let other = fixture.connect().await;
+    for (session, settings) in [
+        (&with_both, &own),
+        (&with_model, &model_only),
+        (&plain, &SessionSettings::default()),
+        (&unqueued, &SessionSettings::default()),
+    ] {
+        assert_eq!(&info(&store, session).await.settings, settings, "{session}");
+        assert_eq!(
+            &info(&other, session).await.settings,
+            settings,
+            "{session} on another handle"
+        );
+    }
+    assert!(SessionSettings::default().is_empty() && !model_only.is_empty());
+
+    let claims = claim_exactly(&store, "w1", LONG, 10, &[&with_both, &with_model, &plain]).await;
+    let claimed: Vec<(&SessionId, &SessionSettings)> = claims
+        .iter()
+        .map(|claim| (&claim.lease.session, &claim.settings))
+        .collect();
+    assert_eq!(
+        claimed,
+        [
+            (&with_both, &own),
+            (&with_model, &model_only),
+            (&plain, &SessionSettings::default())
+        ]
+    );
+    store
+        .finish(&claims[0].lease, SessionEnd::Released)
+        .await
+        .expect("release");
+    let again = claim_exactly(&store, "w2", LONG, 10, &[&with_both]).await;
+    assert_eq!(again[0].settings, own, "a later claim carries them too");
 }
 
 /// Claims hand out pending sessions oldest first, at most `limit` at a time, each once while its lease holds,

@@ -35,7 +35,7 @@ pub use self::calls::{
 pub use self::claims::{
     an_expired_lease_makes_the_session_claimable_again, claims_take_claimable_sessions_oldest_first_up_to_the_limit,
     concurrent_claimers_never_share_a_session, finish_completes_fails_or_releases,
-    submit_makes_a_pending_session_with_its_prompt,
+    submit_makes_a_pending_session_with_its_prompt, submitted_settings_are_listed_and_claimed_with_the_session,
 };
 pub use self::concurrency::{concurrent_sessions_lose_nothing, concurrent_writes_to_one_session_keep_seqs_gapless};
 pub use self::faults::{
@@ -70,6 +70,7 @@ macro_rules! conformance_tests {
             an_undecodable_body_names_its_session_and_seq,
             another_connection_lists_unfinished_calls_and_settles_them,
             submit_makes_a_pending_session_with_its_prompt,
+            submitted_settings_are_listed_and_claimed_with_the_session,
             claims_take_claimable_sessions_oldest_first_up_to_the_limit,
             a_later_claim_fences_every_write_of_the_earlier_owner,
             an_expired_lease_makes_the_session_claimable_again,

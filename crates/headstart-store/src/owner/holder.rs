@@ -182,6 +182,7 @@ pub fn decide(session: &SessionId, holder: Option<&Holder>, force: bool, now_us:
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::types::SessionSettings;
 
     fn record() -> ProcessRecord {
         ProcessRecord {
@@ -253,6 +254,7 @@ mod tests {
             epoch: 2,
             lease_expires_at_us: None,
             failure: None,
+            settings: SessionSettings::default(),
         };
         assert_eq!(Holder::of_session(&info), None, "completed: nobody holds it");
         info.state = SessionState::Running;

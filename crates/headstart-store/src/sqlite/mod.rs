@@ -21,6 +21,8 @@ mod group;
 mod ops;
 mod read_only;
 mod schema;
+#[cfg(test)]
+mod settings_migration;
 mod sql;
 #[cfg(test)]
 mod tests;

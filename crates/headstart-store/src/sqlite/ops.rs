@@ -12,7 +12,8 @@ use super::sql;
 use crate::backend::{self, ClaimedRow, EncodedMessage, LeaseRow, MessageRow, Op, RunRow, SessionRow};
 use crate::lease::{Claim, Lease, SessionEnd};
 use crate::types::{
-    AdmittedCall, CallKey, RunEnd, SessionId, SessionInfo, SessionState, StoredMessage, ToolRun, UnfinishedCall,
+    AdmittedCall, CallKey, RunEnd, SessionId, SessionInfo, SessionSettings, SessionState, StoredMessage, ToolRun,
+    UnfinishedCall,
 };
 use crate::StoreError;
 
@@ -106,20 +107,30 @@ fn insert_message(
     Ok(seq)
 }
 
-/// Creates session `session` (`unqueued`), or, given a prompt, submits it: `pending` with the prompt as seq 1.
+/// Creates session `session` (`unqueued`), or, given a prompt and settings, submits it: `pending` with the prompt
+/// as seq 1.
 pub(super) fn create_session(
     conn: &Connection,
     what: &str,
     session: &str,
-    prompt: Option<&EncodedMessage>,
+    submitted: Option<(&EncodedMessage, &SessionSettings)>,
     at_us: i64,
 ) -> Result<(), StoreError> {
-    let state = match prompt {
-        Some(_) => SessionState::Pending,
-        None => SessionState::Unqueued,
+    let (state, system, model) = match submitted {
+        Some((_, settings)) => (
+            SessionState::Pending,
+            settings.system.as_deref(),
+            settings.model.as_deref(),
+        ),
+        None => (SessionState::Unqueued, None, None),
     };
-    execute_cached(conn, sql::INSERT_SESSION, params![session, at_us, state.as_str()]).map_err(ctx(what))?;
-    if let Some(prompt) = prompt {
+    execute_cached(
+        conn,
+        sql::INSERT_SESSION,
+        params![session, at_us, state.as_str(), system, model],
+    )
+    .map_err(ctx(what))?;
+    if let Some((prompt, _)) = submitted {
         insert_message(conn, session, prompt, None, at_us, what)?;
     }
     Ok(())
@@ -141,6 +152,10 @@ pub(super) fn sessions(conn: &mut Connection) -> Result<Vec<SessionInfo>, StoreE
                     epoch: row.get(5)?,
                     lease_expires_at_us: row.get(6)?,
                     failure: row.get(7)?,
+                    settings: SessionSettings {
+                        system: row.get(8)?,
+                        model: row.get(9)?,
+                    },
                 })
             })
             .map_err(ctx(what))?;
@@ -388,11 +403,17 @@ pub(super) fn claim(
     };
     let mut claims = Vec::with_capacity(picked.len());
     for (session, previous_owner) in picked {
-        let epoch: i64 = query_row_cached(
+        let (epoch, settings): (i64, SessionSettings) = query_row_cached(
             conn,
             sql::CLAIM_SESSION,
             params![session, owner, expires_at_us],
-            |row| row.get(0),
+            |row| {
+                let settings = SessionSettings {
+                    system: row.get(1)?,
+                    model: row.get(2)?,
+                };
+                Ok((row.get(0)?, settings))
+            },
         )
         .map_err(ctx(what))?;
         let row = ClaimedRow {
@@ -403,6 +424,7 @@ pub(super) fn claim(
         claims.push(Claim {
             lease: row.lease(owner, sent, lease)?,
             previous_owner,
+            settings,
         });
     }
     Ok(claims)

@@ -168,6 +168,10 @@ pub(super) const MIGRATIONS: &[&str] = &[
     DROP TABLE messages;
     ALTER TABLE messages_v3 RENAME TO messages;
     ALTER TABLE tool_runs_v3 RENAME TO tool_runs;",
+    // 4: what a session was submitted with beyond its prompt (`SessionQueue::submit_with`): its own system prompt
+    // and model, NULL for the worker's own. Existing sessions have neither.
+    "ALTER TABLE sessions ADD COLUMN system_prompt TEXT;
+    ALTER TABLE sessions ADD COLUMN model TEXT;",
 ];
 
 // ---------------------------------------------------------------------------------------------------------------
@@ -180,14 +184,16 @@ pub(super) const SESSION_EXISTS: &str = "SELECT EXISTS (SELECT 1 FROM sessions W
 /// `?1` = session id. Columns: state, owner, epoch (the fence a write checks, `backend::LeaseRow`).
 pub(super) const SESSION_LEASE: &str = "SELECT state, owner, epoch FROM sessions WHERE id = ?1";
 
-/// `?1` = id, `?2` = created_at_us, `?3` = state (`unqueued`, or `pending` for a submitted session).
-pub(super) const INSERT_SESSION: &str = "INSERT INTO sessions (id, created_at_us, state) VALUES (?1, ?2, ?3)";
+/// `?1` = id, `?2` = created_at_us, `?3` = state (`unqueued`, or `pending` for a submitted session), `?4` =
+/// system prompt, `?5` = model (the submitted settings, NULL when not given).
+pub(super) const INSERT_SESSION: &str =
+    "INSERT INTO sessions (id, created_at_us, state, system_prompt, model) VALUES (?1, ?2, ?3, ?4, ?5)";
 
-/// Columns: id, created_at_us, message count, state, owner, epoch, lease_expires_at_us, failure
-/// (`backend::SessionRow`). Oldest first (creation time, then creation order).
+/// Columns: id, created_at_us, message count, state, owner, epoch, lease_expires_at_us, failure, system_prompt,
+/// model (`backend::SessionRow`). Oldest first (creation time, then creation order).
 pub(super) const LIST_SESSIONS: &str = "SELECT s.id, s.created_at_us,
         (SELECT COUNT(*) FROM messages AS m WHERE m.session_id = s.id),
-        s.state, s.owner, s.epoch, s.lease_expires_at_us, s.failure
+        s.state, s.owner, s.epoch, s.lease_expires_at_us, s.failure, s.system_prompt, s.model
     FROM sessions AS s
     ORDER BY s.created_at_us, s.ordinal";
 
@@ -207,11 +213,12 @@ pub(super) const CLAIMABLE: &str = "SELECT id, owner FROM sessions
     ORDER BY ordinal
     LIMIT ?2";
 
-/// `?1` session id, `?2` owner, `?3` lease expiry (µs). Returns the new epoch.
+/// `?1` session id, `?2` owner, `?3` lease expiry (µs). Returns the new epoch and the session's settings
+/// (system_prompt, model).
 pub(super) const CLAIM_SESSION: &str = "UPDATE sessions
     SET state = 'running', owner = ?2, epoch = epoch + 1, lease_expires_at_us = ?3, failure = NULL
     WHERE id = ?1
-    RETURNING epoch";
+    RETURNING epoch, system_prompt, model";
 
 /// `?1` session id, `?2` owner, `?3` epoch, `?4` new lease expiry (µs). Returns the expiry when the lease is still
 /// held, no row otherwise.

@@ -172,7 +172,10 @@ async fn a_read_only_store_reads_and_refuses_every_write() {
     ));
     // The connection itself refuses writes too (SQLite's SQLITE_READONLY, mapped): this holds even for root.
     let raw = with_conn(&store, |conn| {
-        conn.execute(sql::INSERT_SESSION, rusqlite::params!["x", 1, "unqueued"])
+        conn.execute(
+            sql::INSERT_SESSION,
+            rusqlite::params!["x", 1, "unqueued", None::<String>, None::<String>],
+        )
     });
     let err = sqlite_error(raw.expect_err("a read-only connection wrote"), "insert", None);
     assert!(matches!(err, StoreError::ReadOnly(_)), "{err:?}");

@@ -12,13 +12,20 @@ use super::{ops, SqliteStore};
 use crate::backend::{self, EncodedMessage, Op};
 use crate::layer::Write;
 use crate::lease::{Claim, Lease, SessionEnd, SessionQueue};
-use crate::types::{AdmittedCall, CallKey, RunEnd, SessionId, SessionInfo, StoredMessage, ToolRun, UnfinishedCall};
+use crate::types::{
+    AdmittedCall, CallKey, RunEnd, SessionId, SessionInfo, SessionSettings, StoredMessage, ToolRun, UnfinishedCall,
+};
 use crate::{StoreError, TranscriptStore};
 
 impl SqliteStore {
-    /// Creates a session: `unqueued`, or `pending` with `prompt` as its first message (`SessionQueue::submit`).
-    async fn insert_session(&self, prompt: Option<&UserMessage>, at_us: i64) -> Result<SessionId, StoreError> {
-        let what = match prompt {
+    /// Creates a session: `unqueued`, or `pending` with a prompt as its first message and its settings
+    /// (`SessionQueue::submit_with`).
+    async fn insert_session(
+        &self,
+        submitted: Option<(&UserMessage, &SessionSettings)>,
+        at_us: i64,
+    ) -> Result<SessionId, StoreError> {
+        let what = match submitted {
             Some(_) => Op::Submit.to_string(),
             None => Op::Write(Write::CreateSession).to_string(),
         };
@@ -34,9 +41,12 @@ impl SqliteStore {
         }
         let id = uuid::Uuid::now_v7().to_string();
         let session = id.clone();
-        let prompt = prompt.map(|prompt| EncodedMessage::user(prompt, &what)).transpose()?;
+        let submitted = submitted
+            .map(|(prompt, settings)| Ok::<_, StoreError>((EncodedMessage::user(prompt, &what)?, settings.clone())))
+            .transpose()?;
         self.write(what, move |conn, what| {
-            ops::create_session(conn, what, &session, prompt.as_ref(), at_us)
+            let submitted = submitted.as_ref().map(|(prompt, settings)| (prompt, settings));
+            ops::create_session(conn, what, &session, submitted, at_us)
         })
         .await?;
         Ok(SessionId(id))
@@ -153,8 +163,13 @@ impl TranscriptStore for SqliteStore {
 
 #[async_trait]
 impl SessionQueue for SqliteStore {
-    async fn submit(&self, prompt: &UserMessage, at_us: i64) -> Result<SessionId, StoreError> {
-        self.insert_session(Some(prompt), at_us).await
+    async fn submit_with(
+        &self,
+        prompt: &UserMessage,
+        settings: &SessionSettings,
+        at_us: i64,
+    ) -> Result<SessionId, StoreError> {
+        self.insert_session(Some((prompt, settings)), at_us).await
     }
 
     async fn claim(&self, owner: &str, lease: Duration, limit: usize) -> Result<Vec<Claim>, StoreError> {

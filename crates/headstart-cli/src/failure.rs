@@ -1,4 +1,4 @@
-//! Why `run` or `resume` could not do its work, and the exit status that says so.
+//! Why `run`, `resume` or `worker` could not do its work, and the exit status that says so.
 
 use crate::visible::{visible, Lines};
 
@@ -7,7 +7,7 @@ const USAGE: u8 = 2;
 
 /// Why a command could not do its work, and its exit status.
 #[derive(Debug)]
-pub(super) enum Failure {
+pub(crate) enum Failure {
     /// Bad usage or a missing key: exit 2.
     Usage(String),
     /// Anything else: exit 1.
@@ -15,7 +15,8 @@ pub(super) enum Failure {
 }
 
 impl Failure {
-    pub(super) fn report(&self, command: &str) -> u8 {
+    /// Prints the failure as `headstart COMMAND: …` and returns its exit status.
+    pub(crate) fn report(&self, command: &str) -> u8 {
         match self {
             // A message may quote a provider's or a server's words: made visible, never printed raw.
             Failure::Usage(message) => {
@@ -30,6 +31,7 @@ impl Failure {
     }
 }
 
-pub(super) fn failed(error: impl std::fmt::Display) -> Failure {
+/// Any error as a [`Failure::Failed`].
+pub(crate) fn failed(error: impl std::fmt::Display) -> Failure {
     Failure::Failed(error.to_string())
 }

@@ -1,6 +1,6 @@
 //! The `--mcp` and `--mcp-env` values: which servers to start, and which variables each may see.
 
-use super::failure::Failure;
+use crate::failure::Failure;
 
 /// One `--mcp` value: the server's name and its command line.
 #[derive(Debug, PartialEq, Eq)]
