@@ -3,9 +3,8 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use headstart::store::Backoff;
 use headstart::{EngineBuilder, Model, RecoveryPolicy, SessionId, TranscriptStore};
-
-use crate::backoff::Backoff;
 
 /// How an application runs its sessions: the engine (tools, hooks, configuration) and the model of each claimed
 /// session. The worker sets the builder's store (the lease's fenced handle, passed in) and its lease guard.

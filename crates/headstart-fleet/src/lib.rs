@@ -42,14 +42,13 @@
 //! ```
 #![warn(missing_docs)]
 
-mod backoff;
 mod config;
 mod context;
 mod events;
 mod session;
 mod worker;
 
-pub use crate::backoff::Backoff;
+pub use headstart::store::Backoff;
 pub use crate::config::{SessionSetup, WorkerConfig, WorkerError};
 pub use crate::events::{WorkerEvent, WorkerStats};
 pub use crate::worker::Worker;

@@ -5,12 +5,11 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
-use headstart::store::{Lease, SessionQueue, StoreError};
+use headstart::store::{Failures, Lease, SessionQueue, StoreError};
 use headstart::{CancellationToken, SessionId};
 use tokio::task::JoinSet;
 use tokio::time::Instant;
 
-use crate::backoff::Failures;
 use crate::config::{SessionSetup, WorkerConfig, WorkerError};
 use crate::context::{Context, Held};
 use crate::events::{Counters, WorkerEvent, WorkerStats};

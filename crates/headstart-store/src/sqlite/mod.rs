@@ -37,6 +37,7 @@ use self::errors::sqlite_error;
 use self::group::WriteQueue;
 use crate::lease::Lease;
 use crate::types::Durability;
+use crate::wake::Subscribers;
 use crate::{Detail, StoreError};
 
 /// The label of an in-memory database in error messages.
@@ -132,7 +133,9 @@ impl Default for SqliteOptions {
 /// processes on one machine sharing one file: a claim is a write transaction, which SQLite serializes with every
 /// other writer of the file, so no two claimers ever get the same session, and a fenced write checks its lease in its
 /// own write transaction. Lease times use the machine's clock (SQLite's `unixepoch`). For workers on several
-/// machines, use the PostgreSQL store.
+/// machines, use the PostgreSQL store. Its [wake-ups](crate::SessionQueue::wake_ups) reach only the workers of this
+/// process sharing this store object (or its clones): a submit or a release through it wakes them once it is
+/// committed. Workers in other processes poll.
 #[derive(Clone)]
 pub struct SqliteStore {
     inner: Arc<Inner>,
@@ -151,6 +154,8 @@ struct Inner {
     path: Option<PathBuf>,
     durability: Durability,
     read_only: bool,
+    /// The workers of this process waiting on this store object ([`SessionQueue::wake_ups`](crate::SessionQueue)).
+    wake: Subscribers,
 }
 
 impl fmt::Debug for SqliteStore {
@@ -291,6 +296,7 @@ impl SqliteStore {
                 path,
                 durability,
                 read_only,
+                wake: Subscribers::default(),
             }),
             fence: None,
         }

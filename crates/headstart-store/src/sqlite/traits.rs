@@ -13,6 +13,7 @@ use crate::backend::{self, EncodedMessage, Op};
 use crate::layer::Write;
 use crate::lease::{Claim, Lease, SessionEnd, SessionQueue};
 use crate::types::{AdmittedCall, CallKey, RunEnd, SessionId, SessionInfo, StoredMessage, ToolRun, UnfinishedCall};
+use crate::wake::WakeUps;
 use crate::{StoreError, TranscriptStore};
 
 impl SqliteStore {
@@ -154,7 +155,9 @@ impl TranscriptStore for SqliteStore {
 #[async_trait]
 impl SessionQueue for SqliteStore {
     async fn submit(&self, prompt: &UserMessage, at_us: i64) -> Result<SessionId, StoreError> {
-        self.insert_session(Some(prompt), at_us).await
+        let session = self.insert_session(Some(prompt), at_us).await?;
+        self.inner.wake.work();
+        Ok(session)
     }
 
     async fn claim(&self, owner: &str, lease: Duration, limit: usize) -> Result<Vec<Claim>, StoreError> {
@@ -188,11 +191,22 @@ impl SessionQueue for SqliteStore {
         let what = Op::Finish(lease, &end).to_string();
         self.writable(&what)?;
         let lease = lease.clone();
+        let released = end == SessionEnd::Released;
         self.write(what, move |conn, what| ops::finish(conn, what, &lease, &end))
-            .await
+            .await?;
+        if released {
+            self.inner.wake.work();
+        }
+        Ok(())
     }
 
     fn fenced(&self, lease: &Lease) -> Arc<dyn TranscriptStore> {
         Arc::new(SqliteStore::fenced(self, lease))
+    }
+
+    /// In-process only: the submits and releases made through this store object (or its clones), once committed.
+    /// `None` for a read-only handle, which never claims.
+    fn wake_ups(&self) -> Option<WakeUps> {
+        (!self.inner.read_only).then(|| self.inner.wake.subscribe())
     }
 }
