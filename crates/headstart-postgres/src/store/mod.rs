@@ -87,7 +87,7 @@ impl Default for PgOptions {
 /// channel [`NOTIFY_CHANNEL`](crate::NOTIFY_CHANNEL) in a statement of its own: a listener never hears of a
 /// session before it can read it. Not in the change's own transaction: PostgreSQL holds a database-wide lock from
 /// a notifying transaction's commit until its WAL is flushed, so notifying writes would commit one flush at a time
-/// (measured: 8 clients' commits fell from about 5,000/s to 400/s); a transaction that only notifies writes nothing
+/// (measured with 8 clients: from thousands of commits a second to about 400); a transaction that only notifies writes nothing
 /// to flush. A notification lost between the two (the connection dropped, the process died) costs a poll interval:
 /// notifications are hints. [`wake_ups`](headstart_store::SessionQueue::wake_ups) listens on a connection of its
 /// own (outside the pool, named [`LISTENER_NAME`](crate::LISTENER_NAME) in `pg_stat_activity`), reconnecting after
