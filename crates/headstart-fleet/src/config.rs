@@ -3,10 +3,8 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use headstart::store::SessionSettings;
+use headstart::store::{Backoff, SessionSettings};
 use headstart::{EngineBuilder, Model, RecoveryPolicy, SessionId, TranscriptStore};
-
-use crate::backoff::Backoff;
 
 /// How an application runs its sessions: the engine (tools, hooks, configuration) and the model of each claimed
 /// session. The worker sets the builder's store (the lease's fenced handle, passed in) and its lease guard.
@@ -31,7 +29,10 @@ pub struct WorkerConfig {
     pub concurrency: usize,
     /// How long a claim or renewal holds a session (default 10 s). Renewed every third of it.
     pub lease: Duration,
-    /// How often it looks for work when it has room (default 250 ms).
+    /// How often it looks for work when it has room (default 250 ms). With a queue that sends wake-ups
+    /// ([`SessionQueue::wake_ups`](headstart::store::SessionQueue::wake_ups)) it claims at once when woken, and the
+    /// poll is the fallback for a missed wake-up, so it may be seconds; but it is still how a worker finds a
+    /// session whose owner's lease expired (nothing announces an expiry): a takeover waits up to one interval.
     pub poll_interval: Duration,
     /// What recovery does with the unfinished calls of a session it takes over (default: re-execute calls of
     /// idempotent tools, fail the others as interrupted).

@@ -59,6 +59,16 @@ pub enum WorkerEvent {
         /// What failed.
         message: String,
     },
+    /// The queue's wake-ups stopped (PostgreSQL: the listening connection was lost, or could not be opened): the
+    /// worker finds new sessions by polling alone, up to one poll interval late, until
+    /// [`WakeUpsRestored`](Self::WakeUpsRestored). Reported once per outage.
+    WakeUpsLost {
+        /// Why.
+        message: String,
+    },
+    /// The queue's wake-ups work again after [`WakeUpsLost`](Self::WakeUpsLost); the worker looked for work at once,
+    /// for what it missed meanwhile.
+    WakeUpsRestored,
 }
 
 impl std::fmt::Display for WorkerEvent {
@@ -85,6 +95,10 @@ impl std::fmt::Display for WorkerEvent {
                 retry_in.as_secs_f64()
             ),
             WorkerEvent::QueueError { message } => write!(f, "queue-error {message}"),
+            WorkerEvent::WakeUpsLost { message } => {
+                write!(f, "wake-ups-lost {message}; polling until the listener is back")
+            }
+            WorkerEvent::WakeUpsRestored => write!(f, "wake-ups-restored"),
         }
     }
 }

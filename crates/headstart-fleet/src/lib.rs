@@ -4,7 +4,10 @@
 //! machines, or one SQLite file on one machine) through its [`SessionQueue`](headstart::store::SessionQueue). A
 //! [`Worker`]
 //!
-//! - claims pending sessions and sessions whose owner's lease expired, up to its concurrency limit;
+//! - claims pending sessions and sessions whose owner's lease expired, up to its concurrency limit: at once when the
+//!   queue's [wake-ups](headstart::store::SessionQueue::wake_ups) say a session was submitted or released
+//!   (PostgreSQL's `LISTEN`; a burst of them makes one claim), and every poll interval besides, so that a wake-up
+//!   that never comes costs one interval, never a session ([`WorkerEvent::WakeUpsLost`] says when they stop);
 //! - renews its leases every third of the lease time, and stops a session whose lease it lost;
 //! - runs each claimed session on an [`Engine`](headstart::Engine) of its own that writes through the lease's
 //!   fenced handle and asks the lease, on the worker's own monotonic clock, before every call's `execute` (§7.5.4);
@@ -42,14 +45,14 @@
 //! ```
 #![warn(missing_docs)]
 
-mod backoff;
+mod claim_schedule;
 mod config;
 mod context;
 mod events;
 mod session;
 mod worker;
 
-pub use crate::backoff::Backoff;
 pub use crate::config::{SessionSetup, WorkerConfig, WorkerError};
 pub use crate::events::{WorkerEvent, WorkerStats};
 pub use crate::worker::Worker;
+pub use headstart::store::Backoff;

@@ -5,12 +5,13 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
-use headstart::store::{Lease, SessionQueue, StoreError};
+use futures::StreamExt as _;
+use headstart::store::{Failures, Lease, SessionQueue, StoreError, WakeUp, WakeUps};
 use headstart::{CancellationToken, SessionId};
 use tokio::task::JoinSet;
 use tokio::time::Instant;
 
-use crate::backoff::Failures;
+use crate::claim_schedule::ClaimSchedule;
 use crate::config::{SessionSetup, WorkerConfig, WorkerError};
 use crate::context::{Context, Held};
 use crate::events::{Counters, WorkerEvent, WorkerStats};
@@ -70,9 +71,11 @@ impl Worker {
         self.context.counters.snapshot()
     }
 
-    /// Runs until `shutdown` is cancelled: claims, renews, runs sessions. On shutdown it stops claiming, cancels
-    /// its sessions (their admitted calls settle as on any cancellation, contract §5.5), releases them to the
-    /// queue, and returns once every session task ended.
+    /// Runs until `shutdown` is cancelled: claims, renews, runs sessions. While it has room it claims at its poll
+    /// interval, and at once when the queue's [`wake_ups`](SessionQueue::wake_ups) say a session is waiting (a
+    /// burst of them makes one claim); a wake-up that never comes costs one poll interval at most. On shutdown it
+    /// stops claiming, cancels its sessions (their admitted calls settle as on any cancellation, contract §5.5),
+    /// releases them to the queue, and returns once every session task ended.
     ///
     /// While its store fails, it neither claims nor renews before the wait of [`WorkerConfig::retry`] has passed.
     pub async fn run(&self, shutdown: CancellationToken) -> WorkerStats {
@@ -83,16 +86,21 @@ impl Worker {
         let mut tasks: JoinSet<()> = JoinSet::new();
         let mut task_sessions: HashMap<tokio::task::Id, SessionId> = HashMap::new();
         let mut next_renewal = Instant::now() + renew_every;
-        let mut next_claim = Instant::now();
-        // The store is not tried again before then (a failed claim or renewal moves it on).
-        let mut retry_at = Instant::now();
+        let mut schedule = ClaimSchedule::new(Instant::now(), config.poll_interval);
         let mut failures = Failures::default();
+        let mut wake_ups = context.queue.wake_ups();
+        // Whether the queue's wake-ups are down (reported once, with their return).
+        let mut wake_ups_lost = false;
         while !shutdown.is_cancelled() {
-            if held.len() < config.concurrency && Instant::now() >= next_claim {
-                next_claim = Instant::now() + config.poll_interval;
+            if held.len() < config.concurrency && schedule.due(Instant::now()) {
+                // What a burst left is answered by this claim: taken now, it wakes no second one.
+                while let Some(wake_up) = wake_ups.as_mut().and_then(WakeUps::try_next) {
+                    self.woken(wake_up, &mut schedule, &mut wake_ups_lost);
+                }
+                schedule.claiming(Instant::now());
                 let claimed = self.claim(&mut held, &mut tasks, &mut task_sessions).await;
                 if let Some(at) = self.settle("claim", claimed, &mut failures) {
-                    (retry_at, next_claim) = (at, at);
+                    schedule.claim_failed(at);
                     next_renewal = next_renewal.max(at);
                 }
             }
@@ -102,13 +110,13 @@ impl Worker {
                     if let Some(at) = self.settle("renew", renewed, &mut failures) {
                         // Sooner than the next third of the lease while the waits are short: the leases may still
                         // be saved.
-                        (retry_at, next_renewal) = (at, at);
-                        next_claim = next_claim.max(at);
+                        next_renewal = at;
+                        schedule.renewal_failed(at);
                     }
                 }
             }
             let wake = if held.len() < config.concurrency {
-                next_claim.min(next_renewal)
+                schedule.next().min(next_renewal)
             } else {
                 next_renewal
             };
@@ -124,7 +132,10 @@ impl Worker {
                     }
                     // Room again: look for work now rather than at the next poll (unless the store is being
                     // left alone).
-                    next_claim = Instant::now().max(retry_at);
+                    schedule.wake();
+                }
+                Some(wake_up) = next_wake_up(wake_ups.as_mut()), if wake_ups.is_some() => {
+                    self.woken(wake_up, &mut schedule, &mut wake_ups_lost);
                 }
                 () = tokio::time::sleep_until(wake) => {}
                 () = shutdown.cancelled() => {}
@@ -135,6 +146,25 @@ impl Worker {
         }
         while tasks.join_next().await.is_some() {}
         self.stats()
+    }
+
+    /// A wake-up from the queue: work wakes the schedule; the listener's loss and return are reported, and its
+    /// return wakes the schedule too (what was sent while it was away was missed).
+    fn woken(&self, wake_up: WakeUp, schedule: &mut ClaimSchedule, lost: &mut bool) {
+        match wake_up {
+            WakeUp::Work => schedule.wake(),
+            WakeUp::Listening => {
+                if std::mem::take(lost) {
+                    self.context.report(WorkerEvent::WakeUpsRestored);
+                }
+                schedule.wake();
+            }
+            WakeUp::Lost(message) => {
+                if !std::mem::replace(lost, true) {
+                    self.context.report(WorkerEvent::WakeUpsLost { message });
+                }
+            }
+        }
     }
 
     /// After a claim or renewal: a success starts the retry schedule over; a failure is reported with its wait,
@@ -222,4 +252,9 @@ impl Worker {
         }
         Some(Ok(()))
     }
+}
+
+/// The next wake-up of `wake_ups` (never, without them).
+async fn next_wake_up(wake_ups: Option<&mut WakeUps>) -> Option<WakeUp> {
+    wake_ups?.next().await
 }

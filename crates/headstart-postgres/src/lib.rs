@@ -27,6 +27,7 @@
 
 mod conninfo;
 mod errors;
+mod listener;
 mod ops;
 mod pgpass;
 mod schema;
@@ -37,5 +38,13 @@ pub mod testing;
 mod tls;
 
 pub use conninfo::{is_connection_string, redact, PgEnvironment};
+pub use listener::LISTENER_NAME;
 pub use schema::LATEST_VERSION as SCHEMA_VERSION;
 pub use store::{PgOptions, PgStore};
+
+/// The channel on which the queue announces its changes (`LISTEN headstart_queue`), each once it is committed.
+/// The payload is the session's new state and its id: `pending <id>` for a session submitted or released,
+/// `completed <id>` or `failed <id>` for one finished. Workers listen for the first
+/// ([`SessionQueue::wake_ups`](headstart_store::SessionQueue::wake_ups)); an application can wait on the others
+/// for its session's answer.
+pub const NOTIFY_CHANNEL: &str = sql::CHANNEL;

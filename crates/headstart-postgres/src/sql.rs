@@ -130,6 +130,33 @@ pub(crate) const MIGRATIONS: &[&str] = &[
 ];
 
 // ---------------------------------------------------------------------------------------------------------------
+// Wake-ups
+// ---------------------------------------------------------------------------------------------------------------
+
+/// The name of the queue's notification channel, as a literal for `concat!`.
+macro_rules! channel {
+    () => {
+        "headstart_queue"
+    };
+}
+
+/// The channel on which the queue announces a session that became claimable (`pending <id>`: submitted or
+/// released) or ended (`completed <id>`, `failed <id>`).
+pub(crate) const CHANNEL: &str = channel!();
+
+/// `$1` = payload. Sent on its own, right after the change it announces committed (see `PgStore`'s design notes):
+/// a transaction that writes nothing commits without waiting for a flush, so it holds PostgreSQL's notification
+/// lock only for an instant.
+pub(crate) const NOTIFY: &str = concat!("SELECT pg_notify('", channel!(), "', $1::text)");
+
+/// Run by the wake-up listener on its own connection.
+pub(crate) const LISTEN: &str = concat!("LISTEN ", channel!());
+
+/// The listener's heartbeat: a query with nothing but a comment, answered by the server without touching anything
+/// (and shown in `pg_stat_activity`, where an empty one would look like a connection that never ran a query).
+pub(crate) const HEARTBEAT: &str = "/* headstart-listener heartbeat */";
+
+// ---------------------------------------------------------------------------------------------------------------
 // Sessions
 // ---------------------------------------------------------------------------------------------------------------
 

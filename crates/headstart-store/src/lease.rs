@@ -16,6 +16,8 @@
 //!    [`finish`](SessionQueue::finish)es the session (completed, failed or released back to the queue).
 //! 4. A worker that claims a session another worker held ([`Claim::previous_owner`]) runs recovery (contract §7.4)
 //!    before continuing it.
+//! 5. While it has room, it claims when a [`wake_ups`](SessionQueue::wake_ups) stream says a session is waiting,
+//!    and polls at its interval besides: a wake-up is a hint, never needed for correctness.
 //!
 //! Lease expiry is measured on **the database's clock** (PostgreSQL's `clock_timestamp()`, the machine's clock for
 //! SQLite), never the caller's: workers on several machines share one clock that way, and virtual replay clocks
@@ -32,6 +34,7 @@ use async_trait::async_trait;
 use headstart_core::model::UserMessage;
 
 use crate::types::{CallKey, SessionId, SessionSettings};
+use crate::wake::WakeUps;
 use crate::{StoreError, TranscriptStore};
 
 /// A worker's hold on one session: the fencing token of its writes.
@@ -137,6 +140,17 @@ pub trait SessionQueue: TranscriptStore {
     /// creating sessions ([`StoreError::Conflict`]); reads pass through. Hand it to the engine that runs the
     /// session.
     fn fenced(&self, lease: &Lease) -> Arc<dyn TranscriptStore>;
+
+    /// Wake-ups for a worker waiting for work: a stream that says when a session was submitted or released, so
+    /// that an idle worker claims at once instead of at its next poll. `None` (the default) when this queue cannot
+    /// tell: its workers poll. PostgreSQL listens on a connection of its own (`LISTEN`, reconnecting when it
+    /// drops); the SQLite store tells only the workers of this process that share the store object.
+    ///
+    /// A wake-up is only a hint (see the [`wake`](crate::wake) module): a worker polls too, so a notification that
+    /// never comes delays a claim by one poll interval at most. Call it within a tokio runtime.
+    fn wake_ups(&self) -> Option<WakeUps> {
+        None
+    }
 }
 
 /// The namespace of idempotency keys (the bytes of `"headstart\0idempo"`), fixed forever: changing it would

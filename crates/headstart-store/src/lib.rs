@@ -18,14 +18,15 @@
 //! machine hold an OS lock beside a SQLite file, workers of a fleet a lease.
 //!
 //! Fleets of workers sharing one store (contract §7.5) use the [`SessionQueue`] on top: submitted sessions, claims
-//! under leases, and writes fenced by the lease's epoch (see the [`lease`] module). Single-process use never
-//! touches it.
+//! under leases, and writes fenced by the lease's epoch (see the [`lease`] module), and [`wake`]-ups that tell an
+//! idle worker a session is waiting. Single-process use never touches it.
 //!
 //! The `conformance` feature exposes the module `conformance`, the test suite every backend passes (the SQLite
 //! store in this crate's tests, PostgreSQL in `headstart-postgres`'s); enable it in dev-dependencies only.
 #![warn(missing_docs)]
 
 pub mod backend;
+mod backoff;
 #[cfg(any(test, feature = "conformance"))]
 pub mod conformance;
 mod error;
@@ -35,7 +36,9 @@ pub mod owner;
 mod sqlite;
 mod transcript;
 mod types;
+pub mod wake;
 
+pub use backoff::{Backoff, Failures};
 pub use error::{DatabaseCode, Detail, StoreError};
 pub use layer::{Layered, Write, WriteFuture, WriteLayer, Written};
 pub use lease::{idempotency_key, Claim, Lease, SessionEnd, SessionQueue};
@@ -45,3 +48,4 @@ pub use types::{
     AdmittedCall, CallKey, Durability, RunEnd, RunOutcome, RunState, SessionId, SessionInfo, SessionSettings,
     SessionState, StoredMessage, ToolRun, UnfinishedCall,
 };
+pub use wake::{WakeUp, WakeUps};

@@ -9,10 +9,11 @@ use headstart_core::model::{AssistantMessage, ToolResultMessage, UserMessage};
 use headstart_store::backend::{self, EncodedMessage, Op};
 use headstart_store::{
     AdmittedCall, CallKey, Claim, Lease, RunEnd, SessionEnd, SessionId, SessionInfo, SessionQueue, SessionSettings,
-    StoreError, StoredMessage, ToolRun, TranscriptStore, UnfinishedCall, Write,
+    SessionState, StoreError, StoredMessage, ToolRun, TranscriptStore, UnfinishedCall, WakeUps, Write,
 };
 
 use super::PgStore;
+use crate::listener::Listener;
 use crate::ops::{self, Access};
 
 impl PgStore {
@@ -47,7 +48,9 @@ impl PgStore {
         let submitted = submitted
             .map(|(prompt, settings)| Ok::<_, StoreError>((EncodedMessage::user(prompt, &what)?, settings.clone())))
             .transpose()?;
-        self.run(what, access, move |tx, what| {
+        // A submitted session is announced to the workers waiting for one.
+        let announcement = submitted.is_some().then(|| announcement(SessionState::Pending, &id));
+        self.run_announcing(what, access, announcement, move |tx, what| {
             Box::pin(async move {
                 let submitted = submitted.as_ref().map(|(prompt, settings)| (prompt, settings));
                 ops::create_session(tx, what, &session, submitted, at_us).await
@@ -56,6 +59,11 @@ impl PgStore {
         .await?;
         Ok(SessionId(id))
     }
+}
+
+/// The payload announcing that `session` is now `state` ([`NOTIFY_CHANNEL`](crate::NOTIFY_CHANNEL)).
+fn announcement(state: SessionState, session: &str) -> String {
+    format!("{} {session}", state.as_str())
 }
 
 #[async_trait]
@@ -228,8 +236,10 @@ impl SessionQueue for PgStore {
 
     async fn finish(&self, lease: &Lease, end: SessionEnd) -> Result<(), StoreError> {
         let what = Op::Finish(lease, &end).to_string();
+        let (state, _) = backend::end_state(&end);
+        let announcement = Some(announcement(state, &lease.session.0));
         let lease = lease.clone();
-        self.run(what, Access::Write, move |tx, what| {
+        self.run_announcing(what, Access::Write, announcement, move |tx, what| {
             Box::pin(async move { ops::finish(tx, what, &lease, &end).await })
         })
         .await
@@ -237,5 +247,11 @@ impl SessionQueue for PgStore {
 
     fn fenced(&self, lease: &Lease) -> Arc<dyn TranscriptStore> {
         Arc::new(PgStore::fenced(self, lease))
+    }
+
+    /// A new listening connection per call, closed when the stream is dropped (see `listener.rs`). `None` when
+    /// [`PgOptions::listen`](crate::PgOptions::listen) is off, for a read-only store, or outside a tokio runtime.
+    fn wake_ups(&self) -> Option<WakeUps> {
+        self.inner.listener.as_ref().and_then(Listener::spawn)
     }
 }

@@ -21,6 +21,23 @@ impl PgStore {
         T: Send + 'static,
         F: for<'a> FnOnce(&'a Transaction<'a>, &'a str) -> OpFuture<'a, T> + Send + 'static,
     {
+        self.run_announcing(what, access, None, op).await
+    }
+
+    /// [`run`](Self::run), then, once committed, `announcement` on the queue's channel (see the design notes on
+    /// wake-ups), from the same connection. A notification that fails is dropped: it is a hint, and the operation
+    /// succeeded.
+    pub(super) async fn run_announcing<T, F>(
+        &self,
+        what: String,
+        access: Access,
+        announcement: Option<String>,
+        op: F,
+    ) -> Result<T, StoreError>
+    where
+        T: Send + 'static,
+        F: for<'a> FnOnce(&'a Transaction<'a>, &'a str) -> OpFuture<'a, T> + Send + 'static,
+    {
         if self.inner.read_only && access != Access::Read {
             return Err(backend::read_only(&self.inner.label, &what));
         }
@@ -39,32 +56,42 @@ impl PgStore {
                     .get()
                     .await
                     .map_err(|err| pool_error(err, what, Stage::Running))?;
-                let builder = client.build_transaction();
-                let begun = match access {
-                    Access::Read => builder.isolation_level(IsolationLevel::RepeatableRead).read_only(true),
-                    Access::Write | Access::WriteRelaxable => builder.isolation_level(IsolationLevel::ReadCommitted),
-                }
-                .start()
-                .await;
-                let tx = match begun {
-                    Ok(tx) => tx,
-                    Err(err) if connection_lost(&err) && lost < inner.pool.status().max_size => {
-                        lost += 1;
-                        continue;
+                let value = {
+                    let builder = client.build_transaction();
+                    let begun = match access {
+                        Access::Read => builder.isolation_level(IsolationLevel::RepeatableRead).read_only(true),
+                        Access::Write | Access::WriteRelaxable => {
+                            builder.isolation_level(IsolationLevel::ReadCommitted)
+                        }
                     }
-                    Err(err) => return Err(fail(err)),
+                    .start()
+                    .await;
+                    let tx = match begun {
+                        Ok(tx) => tx,
+                        Err(err) if connection_lost(&err) && lost < inner.pool.status().max_size => {
+                            lost += 1;
+                            continue;
+                        }
+                        Err(err) => return Err(fail(err)),
+                    };
+                    if access == Access::WriteRelaxable && inner.durability == Durability::Normal {
+                        tx.batch_execute(sql::RELAX_COMMIT).await.map_err(fail)?;
+                    }
+                    let Some(op) = op.take() else {
+                        return Err(StoreError::Backend(
+                            format!("{what}: internal error: the operation ran twice").into(),
+                        ));
+                    };
+                    // On error, dropping the transaction rolls it back before the connection is reused.
+                    let value = op(&tx, what).await?;
+                    tx.commit().await.map_err(fail)?;
+                    value
                 };
-                if access == Access::WriteRelaxable && inner.durability == Durability::Normal {
-                    tx.batch_execute(sql::RELAX_COMMIT).await.map_err(fail)?;
+                if let Some(payload) = &announcement {
+                    if let Ok(notify) = client.prepare_cached(sql::NOTIFY).await {
+                        let _ = client.execute(&notify, &[payload]).await;
+                    }
                 }
-                let Some(op) = op.take() else {
-                    return Err(StoreError::Backend(
-                        format!("{what}: internal error: the operation ran twice").into(),
-                    ));
-                };
-                // On error, dropping the transaction rolls it back before the connection is reused.
-                let value = op(&tx, what).await?;
-                tx.commit().await.map_err(fail)?;
                 return Ok(value);
             }
         });

@@ -82,6 +82,48 @@ impl TestDatabase {
             .unwrap_or_else(|err| panic!("test database {}: {query}: {}", self.name, describe(&err)))
     }
 
+    /// The process ids of the store's wake-up listeners on this database that are listening: connected as
+    /// [`LISTENER_NAME`](crate::LISTENER_NAME), their `LISTEN` done.
+    pub async fn listeners(&self) -> Vec<i32> {
+        let query = "SELECT pid FROM pg_stat_activity
+            WHERE datname = $1 AND application_name = $2 AND state = 'idle' AND query <> ''";
+        self.client()
+            .await
+            .query(query, &[&self.name, &crate::LISTENER_NAME])
+            .await
+            .and_then(|rows| rows.iter().map(|row| row.try_get(0)).collect())
+            .unwrap_or_else(|err| panic!("test database {}: listeners: {}", self.name, describe(&err)))
+    }
+
+    /// The wake-up listener of this database once it listens, within 10 s, other than `not` (one ended before).
+    pub async fn listener(&self, not: Option<i32>) -> i32 {
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+        loop {
+            if let Some(pid) = self.listeners().await.into_iter().find(|pid| Some(*pid) != not) {
+                return pid;
+            }
+            assert!(
+                std::time::Instant::now() < deadline,
+                "no wake-up listener on {} within 10 s",
+                self.name
+            );
+            tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+        }
+    }
+
+    /// Ends the server process `pid` as an administrator would (`pg_terminate_backend`): the fault of a dropped
+    /// connection.
+    pub async fn terminate(&self, pid: i32) {
+        let ended: bool = self
+            .client()
+            .await
+            .query_one("SELECT pg_terminate_backend($1)", &[&pid])
+            .await
+            .and_then(|row| row.try_get(0))
+            .unwrap_or_else(|err| panic!("test database {}: terminate {pid}: {}", self.name, describe(&err)));
+        assert!(ended, "no server process {pid} to end");
+    }
+
     /// Whether the database has a `headstart` schema (a read-only handle must never create it).
     pub async fn has_store_schema(&self) -> bool {
         self.count("SELECT count(*) FROM information_schema.schemata WHERE schema_name = 'headstart'")

@@ -39,6 +39,7 @@ use self::errors::sqlite_error;
 use self::group::WriteQueue;
 use crate::lease::Lease;
 use crate::types::Durability;
+use crate::wake::Subscribers;
 use crate::{Detail, StoreError};
 
 /// The label of an in-memory database in error messages.
@@ -134,7 +135,9 @@ impl Default for SqliteOptions {
 /// processes on one machine sharing one file: a claim is a write transaction, which SQLite serializes with every
 /// other writer of the file, so no two claimers ever get the same session, and a fenced write checks its lease in its
 /// own write transaction. Lease times use the machine's clock (SQLite's `unixepoch`). For workers on several
-/// machines, use the PostgreSQL store.
+/// machines, use the PostgreSQL store. Its [wake-ups](crate::SessionQueue::wake_ups) reach only the workers of this
+/// process sharing this store object (or its clones): a submit or a release through it wakes them once it is
+/// committed. Workers in other processes poll.
 #[derive(Clone)]
 pub struct SqliteStore {
     inner: Arc<Inner>,
@@ -153,6 +156,8 @@ struct Inner {
     path: Option<PathBuf>,
     durability: Durability,
     read_only: bool,
+    /// The workers of this process waiting on this store object ([`SessionQueue::wake_ups`](crate::SessionQueue)).
+    wake: Subscribers,
 }
 
 impl fmt::Debug for SqliteStore {
@@ -293,6 +298,7 @@ impl SqliteStore {
                 path,
                 durability,
                 read_only,
+                wake: Subscribers::default(),
             }),
             fence: None,
         }

@@ -15,6 +15,7 @@ use crate::lease::{Claim, Lease, SessionEnd, SessionQueue};
 use crate::types::{
     AdmittedCall, CallKey, RunEnd, SessionId, SessionInfo, SessionSettings, StoredMessage, ToolRun, UnfinishedCall,
 };
+use crate::wake::WakeUps;
 use crate::{StoreError, TranscriptStore};
 
 impl SqliteStore {
@@ -169,7 +170,9 @@ impl SessionQueue for SqliteStore {
         settings: &SessionSettings,
         at_us: i64,
     ) -> Result<SessionId, StoreError> {
-        self.insert_session(Some((prompt, settings)), at_us).await
+        let session = self.insert_session(Some((prompt, settings)), at_us).await?;
+        self.inner.wake.work();
+        Ok(session)
     }
 
     async fn claim(&self, owner: &str, lease: Duration, limit: usize) -> Result<Vec<Claim>, StoreError> {
@@ -203,11 +206,22 @@ impl SessionQueue for SqliteStore {
         let what = Op::Finish(lease, &end).to_string();
         self.writable(&what)?;
         let lease = lease.clone();
+        let released = end == SessionEnd::Released;
         self.write(what, move |conn, what| ops::finish(conn, what, &lease, &end))
-            .await
+            .await?;
+        if released {
+            self.inner.wake.work();
+        }
+        Ok(())
     }
 
     fn fenced(&self, lease: &Lease) -> Arc<dyn TranscriptStore> {
         Arc::new(SqliteStore::fenced(self, lease))
+    }
+
+    /// In-process only: the submits and releases made through this store object (or its clones), once committed.
+    /// `None` for a read-only handle, which never claims.
+    fn wake_ups(&self) -> Option<WakeUps> {
+        (!self.inner.read_only).then(|| self.inner.wake.subscribe())
     }
 }

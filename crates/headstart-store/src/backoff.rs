@@ -1,5 +1,6 @@
-//! How long a worker waits before it tries its store again after a failed claim or renewal: a pure schedule, so
-//! that its figures are unit tested apart from the worker's loop.
+//! How long to wait before trying the store again after a failure (a fleet worker's claim or renewal, a
+//! PostgreSQL listener's connection): a pure schedule, so that its figures are unit tested apart from the loops
+//! that follow it.
 
 use std::time::Duration;
 
@@ -7,8 +8,9 @@ use std::time::Duration;
 /// do not all come back at the same instant.
 const JITTER: f64 = 0.25;
 
-/// A worker's retry schedule when its store fails: the first wait, doubled after each further failure up to the
-/// cap, each wait shortened by up to a quarter at random. A success starts it over.
+/// A retry schedule for when the store fails (a worker's claims and renewals, a listener's connection): the first
+/// wait, doubled after each further failure up to the cap, each wait shortened by up to a quarter at random. A
+/// success starts it over.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Backoff {
     /// The wait after the first failure (default 100 ms; at least 1 ms is used).
@@ -46,21 +48,21 @@ impl Backoff {
     }
 }
 
-/// The failures in a row of a worker's store operations, and the wait they call for.
+/// The failures in a row of operations on the store, and the wait they call for on a [`Backoff`] schedule.
 #[derive(Debug, Clone, Copy, Default)]
-pub(crate) struct Failures {
+pub struct Failures {
     count: u32,
 }
 
 impl Failures {
     /// One more failure: the wait before the next try, jittered by `unit`.
-    pub(crate) fn failed(&mut self, schedule: &Backoff, unit: f64) -> Duration {
+    pub fn failed(&mut self, schedule: &Backoff, unit: f64) -> Duration {
         self.count = self.count.saturating_add(1);
         schedule.wait(self.count, unit)
     }
 
     /// A success: the next failure waits the first step again.
-    pub(crate) fn succeeded(&mut self) {
+    pub fn succeeded(&mut self) {
         self.count = 0;
     }
 }
