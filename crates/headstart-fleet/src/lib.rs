@@ -46,6 +46,7 @@ mod backoff;
 mod config;
 mod context;
 mod events;
+pub mod metrics;
 mod session;
 mod worker;
 

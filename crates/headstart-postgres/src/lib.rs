@@ -27,6 +27,7 @@
 
 mod conninfo;
 mod errors;
+pub mod metrics;
 mod ops;
 mod pgpass;
 mod schema;
