@@ -9,6 +9,7 @@ mod demo;
 mod durability;
 mod inspect;
 mod mcp;
+mod metrics_endpoint;
 mod owner;
 mod recover;
 mod replay;

@@ -1,12 +1,14 @@
 //! `headstart worker --store URL --id NAME --scenario FILE [--concurrency N] [--lease-ms N] [--poll-ms N]
-//! [--touch-dir DIR]`: a worker of a fleet (contract §7.5, docs/fleet.md) running the simulated model and tools of
+//! [--touch-dir DIR] [--metrics ADDR]`: a worker of a fleet (contract §7.5, docs/fleet.md) running the simulated model and tools of
 //! a scenario on the wall clock, as `replay --clock wall` does.
 //!
 //! It logs one line per event to standard error (`claimed`, `recovered`, `finished`, `lost`, `fenced-write`, each
 //! followed by the session id; `queue-error` and `store-unreachable`, followed by what failed) and, when it stops
 //! (SIGINT or SIGTERM: its sessions are released), prints its totals as one JSON object on standard output. While
 //! its store cannot be reached it waits before trying again, 100 ms doubling up to 30 s, and logs one
-//! `store-unreachable … retrying in N s` line per wait.
+//! `store-unreachable … retrying in N s` line per wait. With `--metrics ADDR` it serves its metrics as Prometheus
+//! text on `http://ADDR/metrics` and logs `metrics http://ADDR/metrics` with the address bound (port 0: a free
+//! one) before it claims anything.
 
 use std::io::Write as _;
 use std::path::PathBuf;
@@ -54,6 +56,10 @@ pub struct Args {
     /// Each call's body appends one line to DIR/<session id>/<call id> when it begins.
     #[arg(long)]
     touch_dir: Option<PathBuf>,
+    /// Serve Prometheus metrics on http://ADDR/metrics, e.g. `--metrics 127.0.0.1:9464` (port 0: any free port;
+    /// the address bound is logged).
+    #[arg(long, value_name = "ADDR")]
+    metrics: Option<std::net::SocketAddr>,
 }
 
 /// Runs the worker until SIGINT or SIGTERM; exit status 1 when it cannot start, 2 on bad arguments.
@@ -80,6 +86,10 @@ pub fn run(args: &Args) -> u8 {
     };
     let stats = runtime.block_on(async {
         let queue = StoreUrl::parse(&args.store).open(Access::Create).await?;
+        if let Some(addr) = args.metrics {
+            let bound = crate::metrics_endpoint::serve(addr).await?;
+            log_line(&format!("metrics http://{bound}/metrics"));
+        }
         let setup = ScenarioSetup {
             model: Arc::new(ScenarioModel(SimModel::new(scenario.turns.clone()))),
             scenario,
@@ -125,8 +135,12 @@ async fn stop_on_signal(shutdown: headstart::CancellationToken) {
 }
 
 fn log_event(event: &WorkerEvent) {
+    log_line(&event.to_string());
+}
+
+fn log_line(line: &str) {
     // One write per line, so lines of concurrent sessions never interleave.
-    let _ = std::io::stderr().write_all(format!("{event}\n").as_bytes());
+    let _ = std::io::stderr().write_all(format!("{line}\n").as_bytes());
 }
 
 fn stats_json(stats: &WorkerStats) -> Value {

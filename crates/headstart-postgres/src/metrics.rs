@@ -8,14 +8,13 @@ use ::metrics::{counter, describe_counter};
 /// the first time a connection prepares it, and what a new connection runs once (settings, the schema check).
 pub const STATEMENTS: &str = "headstart_store_statements_total";
 
-/// Registers the description of the store's metric with the installed recorder and sets it to zero, so a scrape
-/// shows it from the start. Optional: the metric is recorded either way.
+/// Registers the description of the store's metric with the installed recorder. Optional: the metric is recorded
+/// either way. (It is not set to zero here: a process whose store is not PostgreSQL never shows it.)
 pub fn describe() {
     describe_counter!(
         STATEMENTS,
         "SQL statements the PostgreSQL store sent in its operations' transactions (BEGIN and COMMIT included)."
     );
-    counter!(STATEMENTS).increment(0);
 }
 
 /// `count` statements were sent.
