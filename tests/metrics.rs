@@ -53,9 +53,11 @@ impl TestRecorder {
     fn samples(&self, name: &str, labels: &[(&str, &str)]) -> Vec<f64> {
         let labels = labels.iter().map(|(k, v)| ((*k).to_owned(), (*v).to_owned())).collect();
         let histograms = self.histograms.lock().unwrap_or_else(PoisonError::into_inner);
-        histograms.get(&(name.to_owned(), labels)).map_or_else(Vec::new, |samples| {
-            samples.0.lock().unwrap_or_else(PoisonError::into_inner).clone()
-        })
+        histograms
+            .get(&(name.to_owned(), labels))
+            .map_or_else(Vec::new, |samples| {
+                samples.0.lock().unwrap_or_else(PoisonError::into_inner).clone()
+            })
     }
 }
 
@@ -126,7 +128,11 @@ async fn run_one_response() {
         usage: Usage::default(),
     });
     let mut events = engine
-        .wrap_next(&session, futures::stream::iter(deltas.into_iter().map(Ok)), CancellationToken::new())
+        .wrap_next(
+            &session,
+            futures::stream::iter(deltas.into_iter().map(Ok)),
+            CancellationToken::new(),
+        )
         .await
         .expect("wraps");
     while events.next().await.is_some() {}

@@ -21,7 +21,10 @@ pub struct FleetLoad {
 
 impl FleetLoad {
     /// Nothing to wait for: the CPU-only figure.
-    pub const CPU_ONLY: FleetLoad = FleetLoad { model_ms: 0, tool_ms: 0 };
+    pub const CPU_ONLY: FleetLoad = FleetLoad {
+        model_ms: 0,
+        tool_ms: 0,
+    };
 
     /// The loads a run measures: the CPU-only one, then `self` when it waits on something.
     pub fn with_cpu_only(self) -> Vec<FleetLoad> {

@@ -61,7 +61,10 @@ pub fn parse(text: &str) -> Result<Exposition, String> {
                 }
                 let sampled = page.samples.iter().any(|sample| {
                     sample.name == family
-                        || sample.name.strip_prefix(family.as_str()).is_some_and(|rest| rest.starts_with('_'))
+                        || sample
+                            .name
+                            .strip_prefix(family.as_str())
+                            .is_some_and(|rest| rest.starts_with('_'))
                 });
                 if page.types.contains_key(&family) || sampled {
                     return Err(fail("TYPE given twice, or after the family's samples".to_owned()));
@@ -93,7 +96,9 @@ impl Exposition {
             .find(|sample| {
                 sample.name == name
                     && sample.labels.len() == labels.len()
-                    && labels.iter().all(|(k, v)| sample.labels.get(*k).map(String::as_str) == Some(*v))
+                    && labels
+                        .iter()
+                        .all(|(k, v)| sample.labels.get(*k).map(String::as_str) == Some(*v))
             })
             .map(|sample| sample.value)
     }
@@ -218,7 +223,8 @@ fn is_metric_name(name: &str) -> bool {
 
 fn is_label_name(name: &str) -> bool {
     let mut chars = name.chars();
-    chars.next().is_some_and(|c| c.is_ascii_alphabetic() || c == '_') && chars.all(|c| c.is_ascii_alphanumeric() || c == '_')
+    chars.next().is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
+        && chars.all(|c| c.is_ascii_alphanumeric() || c == '_')
 }
 
 fn parse_value(text: &str) -> Result<f64, String> {
@@ -325,7 +331,9 @@ fn check_histograms(page: &Exposition) -> Result<(), String> {
             series.entry(rest).or_default().push((le, sample.value));
         }
         for (labels, buckets) in series {
-            let cumulative = buckets.windows(2).all(|pair| pair[0].0 < pair[1].0 && pair[0].1 <= pair[1].1);
+            let cumulative = buckets
+                .windows(2)
+                .all(|pair| pair[0].0 < pair[1].0 && pair[0].1 <= pair[1].1);
             if !cumulative {
                 return Err(format!("{family} {labels:?}: buckets not in order or not cumulative"));
             }

@@ -173,7 +173,11 @@ pub(crate) fn fleet_options(args: &Args) -> Option<FleetOptions> {
     let url = args.store.clone()?;
     Some(FleetOptions {
         url,
-        workers: if args.workers.is_empty() { vec![4] } else { args.workers.clone() },
+        workers: if args.workers.is_empty() {
+            vec![4]
+        } else {
+            args.workers.clone()
+        },
         sessions: args.sessions.unwrap_or(500),
         concurrency: args.concurrency.unwrap_or(16),
         load: FleetLoad {

@@ -89,7 +89,9 @@ fn respond(request: &Request<Incoming>, handle: &PrometheusHandle) -> Response<F
     }
     if request.method() != Method::GET && request.method() != Method::HEAD {
         let mut response = status(StatusCode::METHOD_NOT_ALLOWED, "only GET\n");
-        response.headers_mut().insert(ALLOW, HeaderValue::from_static("GET, HEAD"));
+        response
+            .headers_mut()
+            .insert(ALLOW, HeaderValue::from_static("GET, HEAD"));
         return response;
     }
     let mut response = Response::new(Full::new(Bytes::from(handle.render())));

@@ -241,8 +241,19 @@ async fn the_fleet_benchmark_reports_each_worker_count() {
         run_json(
             &bin,
             &[
-                "bench", "sessions", "--store", &url, "--workers", "2", "--sessions", "6", "--model-ms", "20",
-                "--tool-ms", "10", "--json",
+                "bench",
+                "sessions",
+                "--store",
+                &url,
+                "--workers",
+                "2",
+                "--sessions",
+                "6",
+                "--model-ms",
+                "20",
+                "--tool-ms",
+                "10",
+                "--json",
             ],
         )
     })
@@ -271,12 +282,28 @@ fn the_fleet_benchmark_runs_on_a_sqlite_file_with_a_list_of_worker_counts() {
     let report = run_json(
         &bin,
         &[
-            "bench", "sessions", "--store", &db, "--workers", "1,2", "--sessions", "4", "--concurrency", "2",
-            "--model-ms", "10", "--tool-ms", "5", "--json",
+            "bench",
+            "sessions",
+            "--store",
+            &db,
+            "--workers",
+            "1,2",
+            "--sessions",
+            "4",
+            "--concurrency",
+            "2",
+            "--model-ms",
+            "10",
+            "--tool-ms",
+            "5",
+            "--json",
         ],
     );
     assert_eq!(report["concurrency"], 2);
-    check_fleet_report(&report, &[("sqlite", 1, 0), ("sqlite", 2, 0), ("sqlite", 1, 10), ("sqlite", 2, 10)]);
+    check_fleet_report(
+        &report,
+        &[("sqlite", 1, 0), ("sqlite", 2, 0), ("sqlite", 1, 10), ("sqlite", 2, 10)],
+    );
 }
 
 /// The report's runs are `(store, workers, model_ms)` in this order, each with every figure.

@@ -40,7 +40,11 @@ fn the_metrics_endpoint_serves_prometheus_text_that_matches_the_worker_totals() 
         .args(["--count", &SESSIONS.to_string(), "go"])
         .output()
         .expect("run submit");
-    assert!(submitted.status.success(), "{}", String::from_utf8_lossy(&submitted.stderr));
+    assert!(
+        submitted.status.success(),
+        "{}",
+        String::from_utf8_lossy(&submitted.stderr)
+    );
 
     let mut worker = ChildGuard::spawn(
         headstart()
@@ -111,17 +115,30 @@ fn the_metrics_endpoint_serves_prometheus_text_that_matches_the_worker_totals() 
     assert_eq!(total("claimed"), SESSIONS as f64);
     assert_eq!(counter("headstart_sessions_claimed_total", &[]), total("claimed"));
     assert_eq!(counter("headstart_sessions_taken_over_total", &[]), total("taken_over"));
-    assert_eq!(counter("headstart_recovered_calls_total", &[]), total("recovered_calls"));
+    assert_eq!(
+        counter("headstart_recovered_calls_total", &[]),
+        total("recovered_calls")
+    );
     for end in ["completed", "failed", "released"] {
-        assert_eq!(counter("headstart_sessions_finished_total", &[("end", end)]), total(end), "{end}");
+        assert_eq!(
+            counter("headstart_sessions_finished_total", &[("end", end)]),
+            total(end),
+            "{end}"
+        );
     }
     assert_eq!(counter("headstart_leases_lost_total", &[]), total("lost"));
     assert_eq!(counter("headstart_fenced_writes_total", &[]), total("fenced_writes"));
     assert_eq!(counter("headstart_sessions_running", &[]), 0.0);
     // Each session: two early calls while the model streams, one sync call after it.
     let sessions = SESSIONS as f64;
-    assert_eq!(counter("headstart_tool_calls_started_total", &[("when", "early")]), 2.0 * sessions);
-    assert_eq!(counter("headstart_tool_calls_started_total", &[("when", "after_stream")]), sessions);
+    assert_eq!(
+        counter("headstart_tool_calls_started_total", &[("when", "early")]),
+        2.0 * sessions
+    );
+    assert_eq!(
+        counter("headstart_tool_calls_started_total", &[("when", "after_stream")]),
+        sessions
+    );
     for (histogram, labels) in [
         ("headstart_seal_to_start_seconds", vec![("when", "early")]),
         ("headstart_seal_to_start_seconds", vec![("when", "after_stream")]),
@@ -133,7 +150,10 @@ fn the_metrics_endpoint_serves_prometheus_text_that_matches_the_worker_totals() 
         let count = counter(&format!("{histogram}_count"), &labels);
         assert!(count >= 1.0, "{histogram} {labels:?}: {count}");
     }
-    assert_eq!(counter("headstart_seal_to_start_seconds_count", &[("when", "early")]), 2.0 * sessions);
+    assert_eq!(
+        counter("headstart_seal_to_start_seconds_count", &[("when", "early")]),
+        2.0 * sessions
+    );
     assert_eq!(counter("headstart_fragment_commit_seconds_count", &[]), 4.0 * sessions);
     // Every headstart metric is described; a SQLite worker sends no PostgreSQL statements.
     for (name, kind) in &page.types {

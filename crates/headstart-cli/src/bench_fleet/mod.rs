@@ -62,7 +62,11 @@ pub fn run(options: &FleetOptions) -> Result<FleetReport, String> {
             runs.push(run("sqlite", &sqlite.to_string_lossy(), 1)?);
         }
         for &workers in &counts {
-            runs.push(run(if postgres { "postgres" } else { "sqlite" }, &options.url, workers)?);
+            runs.push(run(
+                if postgres { "postgres" } else { "sqlite" },
+                &options.url,
+                workers,
+            )?);
         }
     }
     let mut report = FleetReport {

@@ -74,7 +74,14 @@ impl Workers {
         };
         for index in 0..count {
             let mut child = Command::new(&bin)
-                .args(["worker", "--store", url, "--id", &format!("bench-{index}"), "--scenario"])
+                .args([
+                    "worker",
+                    "--store",
+                    url,
+                    "--id",
+                    &format!("bench-{index}"),
+                    "--scenario",
+                ])
                 .arg(scenario)
                 .args(["--concurrency", &concurrency.to_string(), "--poll-ms", POLL_MS])
                 .args(["--metrics", "127.0.0.1:0"])
@@ -93,7 +100,10 @@ impl Workers {
 
     /// The next line of any worker's log, waiting until `deadline` at most.
     pub(super) fn next(&self, deadline: Instant) -> Result<Line, String> {
-        match self.lines.recv_timeout(deadline.saturating_duration_since(Instant::now())) {
+        match self
+            .lines
+            .recv_timeout(deadline.saturating_duration_since(Instant::now()))
+        {
             Ok(line) => Ok(line),
             Err(RecvTimeoutError::Timeout) => Err("the workers did not finish in time".to_owned()),
             Err(RecvTimeoutError::Disconnected) => Err("every worker's log ended".to_owned()),
@@ -105,7 +115,9 @@ impl Workers {
         let deadline = Instant::now() + within;
         let mut endpoints = vec![None; self.children.len()];
         while endpoints.iter().any(Option::is_none) {
-            let line = self.next(deadline).map_err(|_| "the workers did not start in time".to_owned())?;
+            let line = self
+                .next(deadline)
+                .map_err(|_| "the workers did not start in time".to_owned())?;
             match line.seen {
                 Seen::Metrics(addr) => endpoints[line.worker] = Some(addr),
                 Seen::Exited => return Err(format!("worker {} exited before it started", line.worker)),
