@@ -311,11 +311,14 @@ fn parse_labels<'a>(mut text: &'a str, labels: &mut BTreeMap<String, String>) ->
     }
 }
 
+/// A label set without `le`, as one histogram series' key.
+type Labels = Vec<(String, String)>;
+
 /// Every histogram: each label set's buckets have `le`, are cumulative, and end with `+Inf` equal to `_count`.
 fn check_histograms(page: &Exposition) -> Result<(), String> {
     for (family, _) in page.types.iter().filter(|(_, kind)| *kind == "histogram") {
         let bucket_name = format!("{family}_bucket");
-        let mut series: BTreeMap<Vec<(String, String)>, Vec<(f64, f64)>> = BTreeMap::new();
+        let mut series: BTreeMap<Labels, Vec<(f64, f64)>> = BTreeMap::new();
         for sample in page.samples.iter().filter(|sample| sample.name == bucket_name) {
             let le = sample
                 .labels

@@ -1,4 +1,4 @@
-//! A worker's metrics, recorded through the [`metrics`](::metrics) facade next to the totals of
+//! A worker's metrics, recorded through the `metrics` facade next to the totals of
 //! [`WorkerStats`](crate::WorkerStats): an application that installs a recorder receives them with no headstart
 //! code. The engines a worker runs record the engine's own ([`headstart::metrics`]). docs/fleet.md lists them all.
 

@@ -1,4 +1,4 @@
-//! The store's metric, recorded through the [`metrics`](::metrics) facade (docs/fleet.md lists every metric of
+//! The store's metric, recorded through the `metrics` facade (docs/fleet.md lists every metric of
 //! the workspace): an application that installs a recorder receives it with no headstart code.
 
 use ::metrics::{counter, describe_counter};

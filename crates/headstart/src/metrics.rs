@@ -1,4 +1,4 @@
-//! The engine's metrics, recorded through the [`metrics`](::metrics) facade: an application that installs a
+//! The engine's metrics, recorded through the `metrics` facade: an application that installs a
 //! recorder (a Prometheus exporter, StatsD, OpenTelemetry) receives them with no headstart code; without one they
 //! cost an atomic load each. Names follow Prometheus's conventions (`headstart_` prefix, the unit or `_total` as a
 //! suffix); docs/fleet.md lists every metric of the workspace.
