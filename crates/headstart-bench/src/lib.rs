@@ -10,6 +10,7 @@
 //! | [`deltas`] | the per-delta cost of the full adapter (with a real SQLite store) vs a bare counting loop | current-thread |
 //! | [`admission`] | sealed `toolcall_end` → the tool's `execute` starting, vs a bare SQLite commit of a same-sized row | current-thread |
 //! | [`sessions`] | thousands of concurrent agent sessions against one SQLite file: throughput and peak memory | multi-thread |
+//! | [`fleet`] | worker processes on one store (`headstart bench sessions --store`): the scenario and the report | processes |
 //!
 //! The single-response modes use a current-thread runtime: one response is one task, and a second worker thread
 //! would only add cross-thread wake-ups to what is measured (SQLite work still runs on tokio's blocking pool, as in
@@ -21,7 +22,9 @@
 
 pub mod admission;
 pub mod deltas;
+pub mod fleet;
 pub mod overlap;
+pub mod prometheus;
 pub mod scheduler;
 pub mod sessions;
 

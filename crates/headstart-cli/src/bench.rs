@@ -6,13 +6,14 @@ use std::path::PathBuf;
 use clap::ValueEnum;
 use headstart_bench::admission::{self, AdmissionOptions};
 use headstart_bench::deltas::{self, DeltaVariant, DeltasOptions};
+use headstart_bench::fleet::FleetLoad;
 use headstart_bench::overlap::{self, OverlapOptions};
 use headstart_bench::scheduler::{self, SchedulerOptions};
 use headstart_bench::sessions::{self, SessionsOptions};
 use headstart_bench::BenchError;
 use serde::Serialize;
 
-use crate::bench_fleet;
+use crate::bench_fleet::{self, FleetOptions};
 use crate::durability::DurabilityArg;
 
 /// Arguments of `headstart bench`.
@@ -33,8 +34,8 @@ pub struct Args {
     /// sessions: number of concurrent sessions (default 10000; with --store, sessions per run, default 500).
     #[arg(long)]
     sessions: Option<usize>,
-    /// sessions: measure a fleet instead: `--workers` worker processes on this PostgreSQL database (1, 2, 4, … up
-    /// to it), next to one worker on a SQLite file.
+    /// sessions: measure a fleet instead: worker processes on this store (a PostgreSQL URL, next to one worker on
+    /// a SQLite file; or a SQLite file), for each count of `--workers`, CPU-only and under `--model-ms`/`--tool-ms`.
     #[arg(long)]
     store: Option<String>,
     /// Durability of the SQLite store (and, for admission, of the floor's database).
@@ -68,13 +69,19 @@ pub struct Args {
     /// sessions: milliseconds between two deltas.
     #[arg(long, default_value_t = 10)]
     token_ms: u64,
-    /// sessions: milliseconds each tool call takes.
-    #[arg(long, default_value_t = 20)]
-    tool_ms: u64,
-    /// sessions: runtime worker threads (default: one per core); with --store, the most worker processes (default
-    /// 4).
+    /// sessions: milliseconds each tool call takes (default 20; with --store, 100).
     #[arg(long)]
-    workers: Option<usize>,
+    tool_ms: Option<u64>,
+    /// sessions with --store: milliseconds each simulated model response streams (default 200).
+    #[arg(long)]
+    model_ms: Option<u64>,
+    /// sessions with --store: the sessions each worker process runs at once (default 16).
+    #[arg(long)]
+    concurrency: Option<usize>,
+    /// sessions: runtime worker threads (default: one per core); with --store, worker process counts: a list
+    /// (`1,2,4`), or one count N for 1, 2, 4, … up to N (default 4).
+    #[arg(long, value_delimiter = ',')]
+    workers: Vec<usize>,
 }
 
 #[derive(Clone, Copy, ValueEnum)]
@@ -126,22 +133,23 @@ pub fn run(args: &Args) -> u8 {
             ..AdmissionOptions::default()
         })
         .and_then(|report| print(args.json, &report, report.table())),
-        What::Sessions if args.store.is_some() => {
-            let url = args.store.as_deref().unwrap_or_default();
-            bench_fleet::run(url, args.workers.unwrap_or(4), args.sessions.unwrap_or(500))
+        What::Sessions => match fleet_options(args) {
+            Some(options) => bench_fleet::run(&options)
                 .map_err(BenchError::new)
+                .and_then(|report| print(args.json, &report, report.table())),
+            None => in_process_workers(&args.workers).and_then(|workers| {
+                sessions::run(&SessionsOptions {
+                    sessions: args.sessions.unwrap_or(10_000),
+                    token_ms: args.token_ms,
+                    tool_ms: args.tool_ms.unwrap_or(20),
+                    durability,
+                    dir: args.dir.clone(),
+                    group_commit: !args.no_group_commit,
+                    workers,
+                })
                 .and_then(|report| print(args.json, &report, report.table()))
-        }
-        What::Sessions => sessions::run(&SessionsOptions {
-            sessions: args.sessions.unwrap_or(10_000),
-            token_ms: args.token_ms,
-            tool_ms: args.tool_ms,
-            durability,
-            dir: args.dir.clone(),
-            group_commit: !args.no_group_commit,
-            workers: args.workers,
-        })
-        .and_then(|report| print(args.json, &report, report.table())),
+            }),
+        },
         What::Scheduler => {
             let report = scheduler::run(&SchedulerOptions {
                 calls: args.calls.unwrap_or(100_000),
@@ -157,6 +165,34 @@ pub fn run(args: &Args) -> u8 {
             eprintln!("headstart bench: {error}");
             2
         }
+    }
+}
+
+/// The fleet measurement `bench sessions --store` asks for; `None` without `--store`.
+pub(crate) fn fleet_options(args: &Args) -> Option<FleetOptions> {
+    let url = args.store.clone()?;
+    Some(FleetOptions {
+        url,
+        workers: if args.workers.is_empty() {
+            vec![4]
+        } else {
+            args.workers.clone()
+        },
+        sessions: args.sessions.unwrap_or(500),
+        concurrency: args.concurrency.unwrap_or(16),
+        load: FleetLoad {
+            model_ms: args.model_ms.unwrap_or(200),
+            tool_ms: args.tool_ms.unwrap_or(100),
+        },
+    })
+}
+
+/// The in-process mode's `--workers`: one count of runtime threads at most.
+fn in_process_workers(workers: &[usize]) -> Result<Option<usize>, BenchError> {
+    match workers {
+        [] => Ok(None),
+        [threads] => Ok(Some(*threads)),
+        _ => Err(BenchError::new("--workers takes one count without --store")),
     }
 }
 

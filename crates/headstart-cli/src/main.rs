@@ -11,6 +11,7 @@ mod durability;
 mod failure;
 mod inspect;
 mod mcp;
+mod metrics_endpoint;
 mod owner;
 mod recover;
 mod replay;

@@ -1,5 +1,5 @@
 //! `headstart worker --store URL --id NAME (--provider P --model M [model and tool flags] | --scenario FILE)
-//! [--concurrency N] [--lease-ms N] [--poll-ms N]`: a worker of a fleet (contract §7.5, docs/fleet.md).
+//! [--concurrency N] [--lease-ms N] [--poll-ms N] [--metrics ADDR]`: a worker of a fleet (contract §7.5, docs/fleet.md).
 //!
 //! With `--provider` it runs the agent `headstart run` runs, with the same flags and the same defaults
 //! (`crate::agent`): the model, the built-in tools, the MCP servers, started once and shared by all its sessions
@@ -10,7 +10,9 @@
 //! followed by the session id; `queue-error` and `store-unreachable`, followed by what failed) and, when it stops
 //! (SIGINT or SIGTERM: its sessions are released), prints its totals as one JSON object on standard output. While
 //! its store cannot be reached it waits before trying again, 100 ms doubling up to 30 s, and logs one
-//! `store-unreachable … retrying in N s` line per wait.
+//! `store-unreachable … retrying in N s` line per wait. With `--metrics ADDR` it serves its metrics as Prometheus
+//! text on `http://ADDR/metrics` and logs `metrics http://ADDR/metrics` with the address bound (port 0: a free
+//! one) before it claims anything.
 
 mod agent;
 mod scenario;
@@ -71,6 +73,10 @@ pub struct Args {
     // does with every model flag.
     #[arg(long, conflicts_with = "ModelArgs")]
     touch_dir: Option<PathBuf>,
+    /// Serve Prometheus metrics on http://ADDR/metrics, e.g. `--metrics 127.0.0.1:9464` (port 0: any free port;
+    /// the address bound is logged).
+    #[arg(long, value_name = "ADDR")]
+    metrics: Option<std::net::SocketAddr>,
 }
 
 /// Runs the worker until SIGINT or SIGTERM; exit status 2 on bad arguments or a missing key (refused before
@@ -126,6 +132,10 @@ async fn work(args: &Args, scenario: Option<Scenario>) -> Result<WorkerStats, Fa
         ..WorkerConfig::new(args.id.clone())
     };
     let queue = store.open(Access::Create).await.map_err(Failure::Failed)?;
+    if let Some(addr) = args.metrics {
+        let bound = crate::metrics_endpoint::serve(addr).await.map_err(Failure::Failed)?;
+        log_line(&format!("metrics http://{bound}/metrics"));
+    }
     let worker = Worker::new(queue, setup, config)
         .map_err(|error| Failure::Usage(error.to_string()))?
         .observe(log_event);
@@ -155,8 +165,12 @@ async fn stop_on_signal(shutdown: headstart::CancellationToken) {
 }
 
 fn log_event(event: &WorkerEvent) {
+    log_line(&event.to_string());
+}
+
+fn log_line(line: &str) {
     // One write per line, so lines of concurrent sessions never interleave.
-    let _ = std::io::stderr().write_all(format!("{event}\n").as_bytes());
+    let _ = std::io::stderr().write_all(format!("{line}\n").as_bytes());
 }
 
 fn stats_json(stats: &WorkerStats) -> Value {

@@ -227,8 +227,8 @@ async fn inspecting_an_empty_postgresql_database_creates_nothing() {
     assert!(!database.has_store_schema().await, "inspect must not create the schema");
 }
 
-/// `bench sessions --store URL --json`: the SQLite baseline, then PostgreSQL with 1 and 2 worker processes, each
-/// run to completion of every session it submitted.
+/// `bench sessions --store URL --json`: for the CPU-only load and then the one given, the SQLite baseline, then
+/// PostgreSQL with 1 and 2 worker processes, each run to completion of every session it submitted.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_fleet_benchmark_reports_each_worker_count() {
     let Some(database) = testing::database().await else {
@@ -249,29 +249,96 @@ async fn the_fleet_benchmark_reports_each_worker_count() {
                 "2",
                 "--sessions",
                 "6",
+                "--model-ms",
+                "20",
+                "--tool-ms",
+                "10",
                 "--json",
             ],
         )
     })
     .await
     .expect("the benchmark ran");
-    assert_eq!(report["concurrency"], 64);
+    check_fleet_report(
+        &report,
+        &[
+            ("sqlite", 1, 0),
+            ("postgres", 1, 0),
+            ("postgres", 2, 0),
+            ("sqlite", 1, 20),
+            ("postgres", 1, 20),
+            ("postgres", 2, 20),
+        ],
+    );
+}
+
+/// `bench sessions --store FILE.db --workers 1,2 --json` on SQLite alone: its options parse, and its JSON has every
+/// key (no figure is judged).
+#[test]
+fn the_fleet_benchmark_runs_on_a_sqlite_file_with_a_list_of_worker_counts() {
+    let temp = tempfile::tempdir().expect("temp dir");
+    let bin = private_binary(temp.path());
+    let db = temp.path().join("bench.db").to_string_lossy().into_owned();
+    let report = run_json(
+        &bin,
+        &[
+            "bench",
+            "sessions",
+            "--store",
+            &db,
+            "--workers",
+            "1,2",
+            "--sessions",
+            "4",
+            "--concurrency",
+            "2",
+            "--model-ms",
+            "10",
+            "--tool-ms",
+            "5",
+            "--json",
+        ],
+    );
+    assert_eq!(report["concurrency"], 2);
+    check_fleet_report(
+        &report,
+        &[("sqlite", 1, 0), ("sqlite", 2, 0), ("sqlite", 1, 10), ("sqlite", 2, 10)],
+    );
+}
+
+/// The report's runs are `(store, workers, model_ms)` in this order, each with every figure.
+fn check_fleet_report(report: &Value, expected: &[(&str, u64, u64)]) {
+    let sessions = report["sessions"].as_u64().expect("sessions");
     let runs = report["runs"].as_array().expect("runs");
-    let shape: Vec<(&str, u64)> = runs
+    let shape: Vec<(&str, u64, u64)> = runs
         .iter()
         .map(|run| {
             (
                 run["store"].as_str().unwrap_or("?"),
                 run["workers"].as_u64().unwrap_or(0),
+                run["model_ms"].as_u64().unwrap_or(u64::MAX),
             )
         })
         .collect();
-    assert_eq!(shape, [("sqlite", 1), ("postgres", 1), ("postgres", 2)]);
+    assert_eq!(shape, expected);
     for run in runs {
-        assert_eq!(run["sessions"], 6, "{run}");
-        for figure in ["seconds", "sessions_per_s", "commits_per_s"] {
+        assert_eq!(run["sessions"], sessions, "{run}");
+        assert!(run["tool_ms"].is_u64(), "{run}");
+        for figure in ["seconds", "sessions_per_s", "commits_per_s", "vs_one_worker"] {
             let value = run[figure].as_f64().unwrap_or(0.0);
             assert!(value.is_finite() && value > 0.0, "{figure} in {run}");
+        }
+        for latency in ["submit_to_claim_ms", "seal_to_start_ms"] {
+            for q in ["p50", "p99"] {
+                let value = run[latency][q].as_f64().unwrap_or(-1.0);
+                assert!(value.is_finite() && value >= 0.0, "{latency}.{q} in {run}");
+            }
+        }
+        let statements = &run["statements_per_session"];
+        if run["store"] == "postgres" {
+            assert!(statements.as_f64().is_some_and(|n| n > 0.0), "{run}");
+        } else {
+            assert!(statements.is_null(), "{run}");
         }
     }
 }

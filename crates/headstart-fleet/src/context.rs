@@ -1,9 +1,9 @@
 //! What a worker's loop and its session tasks share: the worker's [`Context`] and each claimed session ([`Held`]).
 
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::AtomicBool;
 use std::sync::{Arc, Mutex, PoisonError};
 
-use headstart::store::{Lease, SessionEnd, SessionQueue, SessionSettings};
+use headstart::store::{Lease, SessionQueue, SessionSettings};
 use headstart::CancellationToken;
 
 use crate::config::{SessionSetup, WorkerConfig};
@@ -21,15 +21,6 @@ pub(crate) struct Context {
 }
 
 impl Context {
-    pub(crate) fn count_end(&self, end: &SessionEnd) {
-        let counter = match end {
-            SessionEnd::Completed => &self.counters.completed,
-            SessionEnd::Failed(_) => &self.counters.failed,
-            SessionEnd::Released => &self.counters.released,
-        };
-        counter.fetch_add(1, Ordering::Relaxed);
-    }
-
     pub(crate) fn report(&self, event: WorkerEvent) {
         if let Some(observer) = &self.observer {
             observer(&event);

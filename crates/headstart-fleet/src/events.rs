@@ -6,6 +6,8 @@ use std::time::Duration;
 use headstart::store::SessionEnd;
 use headstart::SessionId;
 
+use crate::metrics;
+
 /// What a worker did, as it happens (for logs; see [`Worker::observe`](crate::Worker::observe)).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum WorkerEvent {
@@ -126,17 +128,51 @@ pub struct WorkerStats {
 
 #[derive(Default)]
 pub(crate) struct Counters {
-    pub(crate) claimed: AtomicU64,
-    pub(crate) taken_over: AtomicU64,
-    pub(crate) recovered_calls: AtomicU64,
-    pub(crate) completed: AtomicU64,
-    pub(crate) failed: AtomicU64,
-    pub(crate) released: AtomicU64,
-    pub(crate) lost: AtomicU64,
-    pub(crate) fenced_writes: AtomicU64,
+    claimed: AtomicU64,
+    taken_over: AtomicU64,
+    recovered_calls: AtomicU64,
+    completed: AtomicU64,
+    failed: AtomicU64,
+    released: AtomicU64,
+    lost: AtomicU64,
+    fenced_writes: AtomicU64,
 }
 
+/// Each count goes to the worker's totals and to its metric ([`crate::metrics`]), so the two always agree.
 impl Counters {
+    pub(crate) fn count_claim(&self, taken_over: bool) {
+        self.claimed.fetch_add(1, Ordering::Relaxed);
+        if taken_over {
+            self.taken_over.fetch_add(1, Ordering::Relaxed);
+        }
+        metrics::claimed(taken_over);
+    }
+
+    pub(crate) fn count_recovered(&self, calls: u64) {
+        self.recovered_calls.fetch_add(calls, Ordering::Relaxed);
+        metrics::recovered(calls);
+    }
+
+    pub(crate) fn count_end(&self, end: &SessionEnd) {
+        let counter = match end {
+            SessionEnd::Completed => &self.completed,
+            SessionEnd::Failed(_) => &self.failed,
+            SessionEnd::Released => &self.released,
+        };
+        counter.fetch_add(1, Ordering::Relaxed);
+        metrics::finished(end);
+    }
+
+    pub(crate) fn count_lost(&self) {
+        self.lost.fetch_add(1, Ordering::Relaxed);
+        metrics::lost();
+    }
+
+    pub(crate) fn count_fenced_write(&self) {
+        self.fenced_writes.fetch_add(1, Ordering::Relaxed);
+        metrics::fenced_write();
+    }
+
     pub(crate) fn snapshot(&self) -> WorkerStats {
         let get = |counter: &AtomicU64| counter.load(Ordering::Relaxed);
         WorkerStats {

@@ -18,6 +18,10 @@
 //!   each failure in a row, from 100 ms up to 30 s ([`Backoff`]), and says so once per wait
 //!   ([`WorkerEvent::StoreUnreachable`]).
 //!
+//! It counts what it does in [`WorkerStats`] and, through the `metrics` facade, in the metrics of [`metrics`]
+//! (claims, ends, leases, fenced writes, claim time, sessions running): an application's own recorder (a
+//! Prometheus exporter, say) picks them up.
+//!
 //! The application plugs in its model and tools through [`SessionSetup`]:
 //!
 //! ```no_run
@@ -49,6 +53,7 @@ mod claim_schedule;
 mod config;
 mod context;
 mod events;
+pub mod metrics;
 mod session;
 mod worker;
 

@@ -9,13 +9,14 @@ use headstart::{Agent, AgentEvent, AgentStop, SessionId};
 
 use crate::context::{Context, Held};
 use crate::events::WorkerEvent;
+use crate::metrics;
 
 /// Stops a session whose lease is gone: marks it lost (so it is not finished here) and cancels its run.
 pub(crate) fn lose(context: &Context, session: &SessionId, held: &Held, reason: &str) {
     if held.lost.swap(true, Ordering::SeqCst) {
         return;
     }
-    context.counters.lost.fetch_add(1, Ordering::Relaxed);
+    context.counters.count_lost();
     context.report(WorkerEvent::Lost {
         session: session.clone(),
         reason: reason.to_owned(),
@@ -34,7 +35,7 @@ impl WriteLayer for FenceCounter {
         Box::pin(async move {
             let written = next.await;
             if matches!(written, Err(StoreError::Fenced(_))) {
-                self.context.counters.fenced_writes.fetch_add(1, Ordering::Relaxed);
+                self.context.counters.count_fenced_write();
                 self.context.report(WorkerEvent::FencedWrite {
                     session: self.session.clone(),
                 });
@@ -54,6 +55,7 @@ enum Ending {
 
 /// Runs a claimed session to its end in this worker.
 pub(crate) async fn drive(context: Arc<Context>, held: Arc<Held>) {
+    let _running = metrics::Running::start();
     let lease = held.lease();
     let session = lease.session.clone();
     let fenced = context.queue.fenced(&lease);
@@ -77,10 +79,7 @@ pub(crate) async fn drive(context: Arc<Context>, held: Arc<Held>) {
         Err(error) => store_ending(&error),
         Ok(recovered) => {
             if !recovered.is_empty() {
-                context
-                    .counters
-                    .recovered_calls
-                    .fetch_add(recovered.len() as u64, Ordering::Relaxed);
+                context.counters.count_recovered(recovered.len() as u64);
                 context.report(WorkerEvent::Recovered {
                     session: session.clone(),
                     calls: recovered.len(),
@@ -118,7 +117,7 @@ pub(crate) async fn drive(context: Arc<Context>, held: Arc<Held>) {
 async fn finish(context: &Context, session: &SessionId, held: &Held, end: SessionEnd) {
     match context.queue.finish(&held.lease(), end.clone()).await {
         Ok(()) => {
-            context.count_end(&end);
+            context.counters.count_end(&end);
             context.report(WorkerEvent::Finished {
                 session: session.clone(),
                 end,

@@ -15,6 +15,7 @@ use crate::claim_schedule::ClaimSchedule;
 use crate::config::{SessionSetup, WorkerConfig, WorkerError};
 use crate::context::{Context, Held};
 use crate::events::{Counters, WorkerEvent, WorkerStats};
+use crate::metrics;
 use crate::session;
 
 /// A worker of a fleet. See the [crate documentation](crate).
@@ -197,13 +198,13 @@ impl Worker {
         let context = &self.context;
         let config = &context.config;
         let room = config.concurrency - held.len();
-        let claims = context.queue.claim(&config.id, config.lease, room).await?;
+        let sent = std::time::Instant::now();
+        let claims = context.queue.claim(&config.id, config.lease, room).await;
+        metrics::claim_took(sent.elapsed());
+        let claims = claims?;
         for claim in claims {
             let session = claim.lease.session.clone();
-            context.counters.claimed.fetch_add(1, Ordering::Relaxed);
-            if claim.previous_owner.is_some() {
-                context.counters.taken_over.fetch_add(1, Ordering::Relaxed);
-            }
+            context.counters.count_claim(claim.previous_owner.is_some());
             context.report(WorkerEvent::Claimed {
                 session: session.clone(),
                 epoch: claim.lease.epoch,
@@ -239,6 +240,7 @@ impl Worker {
             Ok(renewed) => renewed,
             Err(error) => return Some(Err(error)),
         };
+        metrics::renewed(renewed.len());
         let mut kept: HashMap<&SessionId, &Lease> = HashMap::new();
         for lease in &renewed {
             kept.insert(&lease.session, lease);

@@ -28,6 +28,7 @@
 mod conninfo;
 mod errors;
 mod listener;
+pub mod metrics;
 mod ops;
 mod pgpass;
 mod schema;

@@ -17,6 +17,7 @@ use tokio_postgres::types::{FromSql, ToSql};
 use tokio_postgres::Row;
 
 use crate::errors::{decode_error, pg_error, Stage};
+use crate::metrics;
 use crate::sql;
 
 /// A boxed operation future borrowing its transaction.
@@ -40,6 +41,7 @@ type Params<'a> = &'a [&'a (dyn ToSql + Sync)];
 async fn query(tx: &Transaction<'_>, statement: &str, params: Params<'_>, what: &str) -> Result<Vec<Row>, StoreError> {
     let fail = |err: tokio_postgres::Error| pg_error(err, what, Stage::Running);
     let prepared = tx.prepare_cached(statement).await.map_err(fail)?;
+    metrics::sent(1);
     tx.query(&prepared, params).await.map_err(fail)
 }
 
@@ -52,6 +54,7 @@ async fn query_opt(
 ) -> Result<Option<Row>, StoreError> {
     let fail = |err: tokio_postgres::Error| pg_error(err, what, Stage::Running);
     let prepared = tx.prepare_cached(statement).await.map_err(fail)?;
+    metrics::sent(1);
     tx.query_opt(&prepared, params).await.map_err(fail)
 }
 
@@ -66,6 +69,7 @@ async fn query_one(tx: &Transaction<'_>, statement: &str, params: Params<'_>, wh
 async fn execute(tx: &Transaction<'_>, statement: &str, params: Params<'_>, what: &str) -> Result<u64, StoreError> {
     let fail = |err: tokio_postgres::Error| pg_error(err, what, Stage::Running);
     let prepared = tx.prepare_cached(statement).await.map_err(fail)?;
+    metrics::sent(1);
     tx.execute(&prepared, params).await.map_err(fail)
 }
 

@@ -87,6 +87,7 @@ mod clock;
 mod config;
 mod engine;
 mod events;
+pub mod metrics;
 mod parts;
 mod recovery;
 mod response;

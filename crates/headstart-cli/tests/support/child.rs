@@ -42,6 +42,11 @@ impl ChildGuard {
         self.child.stdout.take()
     }
 
+    /// The child's standard error, when it was piped.
+    pub fn stderr(&mut self) -> Option<std::process::ChildStderr> {
+        self.child.stderr.take()
+    }
+
     /// Sends `signal` (a name `kill` knows: `STOP`, `CONT`, `TERM`…) to the child, or to its group.
     pub fn signal(&self, signal: &str) {
         let target = self.target();

@@ -9,6 +9,7 @@ use tokio_postgres::IsolationLevel;
 
 use super::PgStore;
 use crate::errors::{connection_lost, pg_error, pool_error, Stage};
+use crate::metrics;
 use crate::ops::{Access, OpFuture};
 use crate::sql;
 
@@ -66,6 +67,7 @@ impl PgStore {
                     }
                     .start()
                     .await;
+                    metrics::sent(1);
                     let tx = match begun {
                         Ok(tx) => tx,
                         Err(err) if connection_lost(&err) && lost < inner.pool.status().max_size => {
@@ -75,6 +77,7 @@ impl PgStore {
                         Err(err) => return Err(fail(err)),
                     };
                     if access == Access::WriteRelaxable && inner.durability == Durability::Normal {
+                        metrics::sent(1);
                         tx.batch_execute(sql::RELAX_COMMIT).await.map_err(fail)?;
                     }
                     let Some(op) = op.take() else {
@@ -84,11 +87,13 @@ impl PgStore {
                     };
                     // On error, dropping the transaction rolls it back before the connection is reused.
                     let value = op(&tx, what).await?;
+                    metrics::sent(1);
                     tx.commit().await.map_err(fail)?;
                     value
                 };
                 if let Some(payload) = &announcement {
                     if let Ok(notify) = client.prepare_cached(sql::NOTIFY).await {
+                        metrics::sent(1);
                         let _ = client.execute(&notify, &[payload]).await;
                     }
                 }

@@ -73,6 +73,7 @@ impl ResponseDriver<'_> {
         .instrument(span)
         .await;
         self.last_commit_us = self.now_us() - started_us;
+        crate::metrics::fragment_committed(self.last_commit_us);
         match written {
             Ok((seq, admission)) => {
                 self.fragment_open = false;

@@ -182,6 +182,7 @@ impl ToolRunner {
         // The span is entered on the call's task, where the body runs, and parented to the run, not to whatever
         // the engine's task has entered.
         let span = telemetry::execute_tool(&self.parent, &call, timing, now_us, capture);
+        crate::metrics::call_started(timing.early, timing.sealed_at_us.map(|sealed| now_us - sealed));
         let body = self.tasks.spawn(
             async move {
                 let executed = execute(ready, call, hooks, context).await;

@@ -1,0 +1,203 @@
+//! `headstart bench sessions --store URL --workers N[,N…] [--model-ms MS] [--tool-ms MS] [--concurrency C]
+//! [--sessions S] [--json]`: a fleet's throughput (docs/performance.md). For each load (CPU-only, then the simulated
+//! model and tools' times given) and each worker count, S sessions run on that many `headstart worker` processes;
+//! on PostgreSQL one worker on a fresh SQLite file is measured as well, for comparison.
+//!
+//! Submission is closed-loop: the benchmark keeps `workers × concurrency` sessions submitted and unfinished,
+//! submitting the next one when a worker logs a `finished` line, so that submit→claim is the time an idle slot
+//! takes to pick a session up, not a backlog's wait. Submit→claim comes from the workers' logs, stamped as each
+//! line arrives; seal→start and the statements from each worker's `/metrics` after the run. The scenario and the
+//! report are `headstart_bench::fleet`'s.
+
+mod workers;
+
+#[cfg(test)]
+mod tests;
+
+use std::collections::{HashMap, HashSet};
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use headstart::store::SessionQueue;
+use headstart::{Clock, SystemClock, UserMessage};
+use headstart_bench::fleet::{self, FleetLoad, FleetReport, FleetRun, Quantiles};
+use headstart_bench::{percentile, prometheus};
+
+use crate::store_url::{runtime, Access, StoreUrl};
+use workers::{Line, Seen, Workers};
+
+/// A run that makes no progress for this long fails rather than hangs.
+const RUN_DEADLINE: Duration = Duration::from_secs(600);
+
+/// What `bench sessions --store` was asked for.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FleetOptions {
+    /// The store: a PostgreSQL URL (then the SQLite baseline runs too) or a SQLite file.
+    pub url: String,
+    /// `--workers` as given (see [`fleet::worker_counts`]).
+    pub workers: Vec<usize>,
+    /// Sessions per run.
+    pub sessions: usize,
+    /// Each worker's session limit.
+    pub concurrency: usize,
+    /// The I/O-bound load; the CPU-only one is measured beside it.
+    pub load: FleetLoad,
+}
+
+/// Runs every measurement and reports them.
+pub fn run(options: &FleetOptions) -> Result<FleetReport, String> {
+    let counts = fleet::worker_counts(&options.workers)?;
+    if options.sessions == 0 || options.concurrency == 0 {
+        return Err("--sessions and --concurrency must be at least 1".to_owned());
+    }
+    let dir = tempfile::tempdir().map_err(|error| format!("cannot create a temporary folder: {error}"))?;
+    let postgres = matches!(StoreUrl::parse(&options.url), StoreUrl::Postgres(_));
+    let mut runs = Vec::new();
+    for (index, load) in options.load.with_cpu_only().into_iter().enumerate() {
+        let scenario = dir.path().join(format!("fleet-bench-{index}.json"));
+        std::fs::write(&scenario, fleet::scenario(load).to_string()).map_err(|error| error.to_string())?;
+        let run = |store, url: &str, workers| measure(store, url, &scenario, workers, load, options);
+        if postgres {
+            let sqlite = dir.path().join(format!("fleet-bench-{index}.db"));
+            runs.push(run("sqlite", &sqlite.to_string_lossy(), 1)?);
+        }
+        for &workers in &counts {
+            runs.push(run(
+                if postgres { "postgres" } else { "sqlite" },
+                &options.url,
+                workers,
+            )?);
+        }
+    }
+    let mut report = FleetReport {
+        concurrency: options.concurrency,
+        sessions: options.sessions,
+        runs,
+    };
+    report.compare_with_one_worker();
+    Ok(report)
+}
+
+/// What one run saw as it went.
+#[derive(Default)]
+struct Progress {
+    /// When each submitted session was submitted, until its first claim.
+    unclaimed: HashMap<String, Instant>,
+    /// This run's sessions.
+    ours: HashSet<String>,
+    /// Submit→claim of each session (ms).
+    waits: Vec<f64>,
+    finished: usize,
+}
+
+/// Runs `options.sessions` sessions on `workers` worker processes under `load`, closed-loop.
+fn measure(
+    store_name: &'static str,
+    url: &str,
+    scenario: &Path,
+    workers: usize,
+    load: FleetLoad,
+    options: &FleetOptions,
+) -> Result<FleetRun, String> {
+    let runtime = runtime()?;
+    let store = runtime.block_on(StoreUrl::parse(url).open(Access::Create))?;
+    let fleet = Workers::start(url, scenario, workers, options.concurrency)?;
+    let endpoints = fleet.endpoints(Duration::from_secs(60))?;
+    let sessions = options.sessions;
+    let prompt = UserMessage::new("go");
+    let mut progress = Progress::default();
+    let submit = |progress: &mut Progress| -> Result<(), String> {
+        let at = Instant::now();
+        let id = runtime
+            .block_on(store.submit(&prompt, SystemClock.now_us()))
+            .map_err(|error| format!("submit: {error}"))?;
+        progress.unclaimed.insert(id.0.clone(), at);
+        progress.ours.insert(id.0);
+        Ok(())
+    };
+    let started = Instant::now();
+    let deadline = started + RUN_DEADLINE;
+    for _ in 0..(workers * options.concurrency).min(sessions) {
+        submit(&mut progress)?;
+    }
+    let mut last = started;
+    while progress.finished < sessions {
+        let Line { worker, seen, at } = fleet.next(deadline)?;
+        match seen {
+            Seen::Claimed(session) => {
+                if let Some(submitted) = progress.unclaimed.remove(&session) {
+                    let wait = at.saturating_duration_since(submitted);
+                    progress.waits.push(wait.as_secs_f64() * 1000.0);
+                }
+            }
+            Seen::Finished { session, .. } if !progress.ours.contains(&session) => {}
+            Seen::Finished {
+                completed: false, line, ..
+            } => return Err(format!("worker {worker}: {line}")),
+            Seen::Finished { .. } => {
+                progress.finished += 1;
+                last = at;
+                if progress.ours.len() < sessions {
+                    submit(&mut progress)?;
+                }
+            }
+            Seen::Exited => return Err(format!("worker {worker} exited during the run")),
+            Seen::Metrics(_) => {}
+        }
+    }
+    let seconds = last.saturating_duration_since(started).as_secs_f64();
+    let pages = endpoints
+        .iter()
+        .map(|addr| prometheus::fetch(*addr, Duration::from_secs(10)).and_then(|text| prometheus::parse(&text)))
+        .collect::<Result<Vec<_>, String>>()?;
+    drop(fleet);
+    let commits = runtime.block_on(commits(store.as_ref(), &progress.ours))?;
+    Ok(FleetRun {
+        store: store_name,
+        workers,
+        model_ms: load.model_ms,
+        tool_ms: load.tool_ms,
+        sessions,
+        seconds,
+        sessions_per_s: sessions as f64 / seconds,
+        vs_one_worker: None,
+        commits_per_s: commits as f64 / seconds,
+        submit_to_claim_ms: Quantiles {
+            p50: round2(percentile(&progress.waits, 50.0)),
+            p99: round2(percentile(&progress.waits, 99.0)),
+        },
+        seal_to_start_ms: seal_to_start(&pages),
+        statements_per_session: pages
+            .iter()
+            .filter_map(|page| page.sum(headstart_postgres::metrics::STATEMENTS))
+            .reduce(|a, b| a + b)
+            .map(|statements| round2(statements / sessions as f64)),
+    })
+}
+
+/// Seal→start of early calls over every worker's histogram.
+fn seal_to_start(pages: &[prometheus::Exposition]) -> Option<Quantiles> {
+    let buckets: Vec<(f64, f64)> = pages
+        .iter()
+        .flat_map(|page| page.buckets(headstart::metrics::SEAL_TO_START, &[("when", "early")]))
+        .collect();
+    let ms = |q| prometheus::histogram_quantile(q, &buckets).map(|seconds| round2(seconds * 1000.0));
+    Some(Quantiles {
+        p50: ms(0.5)?,
+        p99: ms(0.99)?,
+    })
+}
+
+/// The transcript messages the workers wrote for `ours` (every message but each submitted prompt).
+async fn commits(store: &dyn SessionQueue, ours: &HashSet<String>) -> Result<u64, String> {
+    let infos = store.sessions().await.map_err(|error| error.to_string())?;
+    Ok(infos
+        .iter()
+        .filter(|info| ours.contains(&info.id.0))
+        .map(|info| info.messages.saturating_sub(1))
+        .sum())
+}
+
+fn round2(value: f64) -> f64 {
+    (value * 100.0).round() / 100.0
+}

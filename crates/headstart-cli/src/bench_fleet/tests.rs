@@ -1,0 +1,60 @@
+use clap::Parser as _;
+
+use super::workers::{read_line, Seen};
+
+#[test]
+fn a_worker_log_reads_as_the_benchmark_follows_it() {
+    assert_eq!(
+        read_line("metrics http://127.0.0.1:9464/metrics"),
+        Some(Seen::Metrics("127.0.0.1:9464".parse().expect("an address")))
+    );
+    assert_eq!(
+        read_line("claimed 0192-ab epoch 2 from worker-1"),
+        Some(Seen::Claimed("0192-ab".to_owned()))
+    );
+    assert_eq!(
+        read_line("finished 0192-ab completed"),
+        Some(Seen::Finished {
+            session: "0192-ab".to_owned(),
+            completed: true,
+            line: "finished 0192-ab completed".to_owned(),
+        })
+    );
+    assert!(matches!(
+        read_line("finished 0192-ab failed: the model's last response failed"),
+        Some(Seen::Finished { completed: false, .. })
+    ));
+    assert_eq!(read_line("lost 0192-ab: gone"), None);
+    assert_eq!(read_line("metrics nonsense"), None);
+}
+
+#[test]
+fn bench_sessions_takes_a_list_of_worker_counts_and_the_load() {
+    let parsed = crate::Cli::try_parse_from([
+        "headstart",
+        "bench",
+        "sessions",
+        "--store",
+        "postgresql://agent@db/agents",
+        "--workers",
+        "1,2,4",
+        "--model-ms",
+        "200",
+        "--tool-ms",
+        "100",
+        "--concurrency",
+        "8",
+        "--json",
+    ]);
+    let Ok(crate::Cli {
+        command: crate::Command::Bench(args),
+    }) = parsed
+    else {
+        panic!("bench sessions parses");
+    };
+    let options = crate::bench::fleet_options(&args).expect("a fleet run");
+    assert_eq!(options.workers, [1, 2, 4]);
+    assert_eq!((options.load.model_ms, options.load.tool_ms), (200, 100));
+    assert_eq!(options.concurrency, 8);
+    assert_eq!(options.sessions, 500);
+}
