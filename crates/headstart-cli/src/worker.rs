@@ -7,7 +7,8 @@
 //! runs a scenario's simulated model and tools on the wall clock, for tests and demos (`scenario`).
 //!
 //! It logs one line per event to standard error (`claimed`, `recovered`, `finished`, `lost`, `fenced-write`, each
-//! followed by the session id; `queue-error` and `store-unreachable`, followed by what failed) and, when it stops
+//! followed by the session id; `queue-error` and `store-unreachable`, followed by what failed; `wake-ups-lost` and
+//! `wake-ups-restored` when the queue's listener drops and comes back) and, when it stops
 //! (SIGINT or SIGTERM: its sessions are released), prints its totals as one JSON object on standard output. While
 //! its store cannot be reached it waits before trying again, 100 ms doubling up to 30 s, and logs one
 //! `store-unreachable … retrying in N s` line per wait. With `--metrics ADDR` it serves its metrics as Prometheus
