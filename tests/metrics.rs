@@ -11,6 +11,7 @@ use headstart::core::{DoneReason, Usage};
 use headstart::metrics::{FRAGMENT_COMMIT, SEAL_TO_START, TOOL_CALLS_STARTED};
 use headstart::store::SqliteStore;
 use headstart::{tool_fn, CancellationToken, DeltaEvent, Engine, ToolContext, ToolFailure, Toolbox};
+use headstart_testkit::fixtures::deltas::sealed_call;
 use metrics::{Counter, Gauge, Histogram, HistogramFn, Key, KeyName, Metadata, Recorder, SharedString, Unit};
 
 /// A metric's name and labels, as the recorder files it.
@@ -103,20 +104,7 @@ async fn run_one_response() {
         .toolbox(toolbox)
         .build();
     let session = engine.create_session().await.expect("a session");
-    let call = |index: usize, id: &str, name: &str| {
-        [
-            DeltaEvent::ToolcallStart {
-                index,
-                id: id.into(),
-                name: name.into(),
-                early: false,
-            },
-            DeltaEvent::ToolcallEnd {
-                index,
-                arguments: Some(serde_json::json!({"q": "tokio"})),
-            },
-        ]
-    };
+    let call = |index: usize, id: &str, name: &str| sealed_call(index, id, name, serde_json::json!({"q": "tokio"}));
     let mut deltas = vec![DeltaEvent::Start {
         model: None,
         response_id: None,

@@ -170,21 +170,7 @@ fn submit_to_a_sqlite_file_and_inspect_the_queue() {
     let temp = tempfile::tempdir().expect("temp dir");
     let bin = private_binary(temp.path());
     let db = temp.path().join("queue.db");
-    let submitted = Command::new(&bin)
-        .args(["submit", "--store"])
-        .arg(&db)
-        .args(["--count", "2", "hello"])
-        .output()
-        .expect("run submit");
-    assert!(
-        submitted.status.success(),
-        "{}",
-        String::from_utf8_lossy(&submitted.stderr)
-    );
-    let ids: Vec<String> = String::from_utf8_lossy(&submitted.stdout)
-        .lines()
-        .map(str::to_owned)
-        .collect();
+    let ids = support::submit_count(&bin, &db, 2, "hello");
     assert_eq!(ids.len(), 2);
     let db = db.to_string_lossy().into_owned();
     let inspected = run_json(&bin, &["inspect", &db, "--json"]);

@@ -7,6 +7,7 @@ mod support;
 
 use std::io::{BufRead as _, BufReader, Read as _};
 use std::net::SocketAddr;
+use std::path::Path;
 use std::process::{Command, Stdio};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
@@ -34,17 +35,8 @@ fn the_metrics_endpoint_serves_prometheus_text_that_matches_the_worker_totals() 
         tool_ms: 10,
     };
     std::fs::write(&scenario_path, scenario(load).to_string()).expect("write the scenario");
-    let submitted = headstart()
-        .args(["submit", "--store"])
-        .arg(&db)
-        .args(["--count", &SESSIONS.to_string(), "go"])
-        .output()
-        .expect("run submit");
-    assert!(
-        submitted.status.success(),
-        "{}",
-        String::from_utf8_lossy(&submitted.stderr)
-    );
+    let ids = support::submit_count(Path::new(env!("CARGO_BIN_EXE_headstart")), &db, SESSIONS, "go");
+    assert_eq!(ids.len(), SESSIONS);
 
     let mut worker = ChildGuard::spawn(
         headstart()

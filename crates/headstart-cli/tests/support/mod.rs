@@ -197,3 +197,26 @@ pub fn tool_results_in(message: &Value) -> Vec<(String, String)> {
         })
         .collect()
 }
+
+/// `headstart submit --store STORE --count COUNT PROMPT` with the binary `bin`; the ids it printed, one a session.
+///
+/// # Panics
+///
+/// If submit fails (with its standard error).
+pub fn submit_count(bin: &Path, store: &Path, count: usize, prompt: &str) -> Vec<String> {
+    let submitted = std::process::Command::new(bin)
+        .args(["submit", "--store"])
+        .arg(store)
+        .args(["--count", &count.to_string(), prompt])
+        .output()
+        .expect("run submit");
+    assert!(
+        submitted.status.success(),
+        "{}",
+        String::from_utf8_lossy(&submitted.stderr)
+    );
+    String::from_utf8_lossy(&submitted.stdout)
+        .lines()
+        .map(str::to_owned)
+        .collect()
+}

@@ -11,23 +11,9 @@ use headstart::{
     AgentEvent, CancellationToken, DeltaEvent, Engine, Message, ModelError, SqliteStore, ToolOutput, Toolbox,
     TranscriptStore,
 };
-use serde_json::Value;
 
 /// The deltas of one sealed call.
-pub fn call(index: usize, id: &str, name: &str, arguments: Value) -> [DeltaEvent; 2] {
-    [
-        DeltaEvent::ToolcallStart {
-            index,
-            id: id.into(),
-            name: name.into(),
-            early: false,
-        },
-        DeltaEvent::ToolcallEnd {
-            index,
-            arguments: Some(arguments),
-        },
-    ]
-}
+pub use headstart_testkit::fixtures::deltas::sealed_call as call;
 
 /// The first delta of a response.
 pub fn start() -> DeltaEvent {
