@@ -10,8 +10,8 @@ use std::time::{Duration, Instant};
 use deadpool_postgres::Transaction;
 use headstart_store::backend::{self, ClaimedRow, EncodedMessage, LeaseRow, MessageRow, RunRow, SessionRow};
 use headstart_store::{
-    AdmittedCall, CallKey, Claim, Lease, RunEnd, SessionEnd, SessionInfo, SessionSettings, SessionState, StoreError,
-    StoredMessage, ToolRun, UnfinishedCall,
+    AdmittedCall, CallKey, Claim, Lease, RunEnd, SessionEnd, SessionInfo, SessionSettings, StoreError, StoredMessage,
+    ToolRun, UnfinishedCall,
 };
 use tokio_postgres::types::{FromSql, ToSql};
 use tokio_postgres::Row;
@@ -149,14 +149,7 @@ pub(crate) async fn create_session(
     submitted: Option<(&EncodedMessage, &SessionSettings)>,
     at_us: i64,
 ) -> Result<(), StoreError> {
-    let (state, system, model) = match submitted {
-        Some((_, settings)) => (
-            SessionState::Pending,
-            settings.system.as_deref(),
-            settings.model.as_deref(),
-        ),
-        None => (SessionState::Unqueued, None, None),
-    };
+    let (state, system, model) = backend::new_session(submitted.map(|(_, settings)| settings));
     execute(
         tx,
         sql::INSERT_SESSION,

@@ -175,6 +175,19 @@ pub fn check_owner(owner: &str) -> Result<(), StoreError> {
     Ok(())
 }
 
+/// The state, system prompt and model a new session row is stored with: `pending` with a submission's settings, or
+/// `unqueued` with none for a session created without a prompt.
+pub fn new_session(submitted: Option<&SessionSettings>) -> (SessionState, Option<&str>, Option<&str>) {
+    match submitted {
+        Some(settings) => (
+            SessionState::Pending,
+            settings.system.as_deref(),
+            settings.model.as_deref(),
+        ),
+        None => (SessionState::Unqueued, None, None),
+    }
+}
+
 /// The state a finished session is stored in, and its failure reason.
 pub fn end_state(end: &SessionEnd) -> (SessionState, Option<&str>) {
     match end {

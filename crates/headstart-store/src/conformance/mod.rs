@@ -18,6 +18,7 @@
 //! kill-after-commit) stay with it.
 
 pub mod before_call_keys;
+pub mod before_settings;
 mod calls;
 mod claims;
 mod concurrency;

@@ -12,8 +12,7 @@ use super::sql;
 use crate::backend::{self, ClaimedRow, EncodedMessage, LeaseRow, MessageRow, Op, RunRow, SessionRow};
 use crate::lease::{Claim, Lease, SessionEnd};
 use crate::types::{
-    AdmittedCall, CallKey, RunEnd, SessionId, SessionInfo, SessionSettings, SessionState, StoredMessage, ToolRun,
-    UnfinishedCall,
+    AdmittedCall, CallKey, RunEnd, SessionId, SessionInfo, SessionSettings, StoredMessage, ToolRun, UnfinishedCall,
 };
 use crate::StoreError;
 
@@ -116,14 +115,7 @@ pub(super) fn create_session(
     submitted: Option<(&EncodedMessage, &SessionSettings)>,
     at_us: i64,
 ) -> Result<(), StoreError> {
-    let (state, system, model) = match submitted {
-        Some((_, settings)) => (
-            SessionState::Pending,
-            settings.system.as_deref(),
-            settings.model.as_deref(),
-        ),
-        None => (SessionState::Unqueued, None, None),
-    };
+    let (state, system, model) = backend::new_session(submitted.map(|(_, settings)| settings));
     execute_cached(
         conn,
         sql::INSERT_SESSION,

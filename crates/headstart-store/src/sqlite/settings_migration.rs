@@ -6,8 +6,8 @@ use rusqlite::Connection;
 
 use super::schema::LATEST_VERSION;
 use super::{sql, SqliteOptions, SqliteStore};
-use crate::types::{SessionSettings, SessionState};
-use crate::{SessionQueue, TranscriptStore};
+use crate::conformance::before_settings::{check_upgraded, OLD_PROMPT};
+use crate::types::SessionId;
 
 #[tokio::test]
 async fn a_version_3_database_keeps_its_queue_and_then_stores_settings() {
@@ -27,7 +27,7 @@ async fn a_version_3_database_keeps_its_queue_and_then_stores_settings() {
             [],
         )
         .expect("a pending session");
-        let body = serde_json::to_string(&Message::User(UserMessage::new("from before"))).expect("encode");
+        let body = serde_json::to_string(&Message::User(UserMessage::new(OLD_PROMPT))).expect("encode");
         conn.execute(
             "INSERT INTO messages (session_id, seq, role, at_us, body) VALUES ('old', 1, 'user', 7, ?1)",
             [body],
@@ -39,31 +39,5 @@ async fn a_version_3_database_keeps_its_queue_and_then_stores_settings() {
     assert!(refused.to_string().contains("older"), "{refused}");
     let store = SqliteStore::open(&path, SqliteOptions::default()).expect("open and upgrade");
     assert_eq!(LATEST_VERSION, 4);
-    let sessions = store.sessions().await.expect("sessions");
-    assert_eq!(sessions.len(), 1);
-    assert_eq!(
-        (sessions[0].id.0.as_str(), sessions[0].state, sessions[0].messages),
-        ("old", SessionState::Pending, 1)
-    );
-    assert_eq!(sessions[0].settings, SessionSettings::default());
-    let log = store.load_log(&sessions[0].id).await.expect("log");
-    assert_eq!(log[0].message, Message::User(UserMessage::new("from before")));
-
-    let own = SessionSettings {
-        system: Some("Be brief.".to_owned()),
-        model: Some("m2".to_owned()),
-    };
-    let new = store
-        .submit_with(&UserMessage::new("now"), &own, 8)
-        .await
-        .expect("submit with settings");
-    let claims = store
-        .claim("w1", std::time::Duration::from_secs(60), 10)
-        .await
-        .expect("claim");
-    let claimed: Vec<(&str, &SessionSettings)> = claims
-        .iter()
-        .map(|claim| (claim.lease.session.0.as_str(), &claim.settings))
-        .collect();
-    assert_eq!(claimed, [("old", &SessionSettings::default()), (new.0.as_str(), &own)]);
+    check_upgraded(&store, &SessionId::from("old")).await;
 }
