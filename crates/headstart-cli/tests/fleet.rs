@@ -1,7 +1,13 @@
-//! Fleet crash test (contract §7.5, issue 14): three `headstart worker` processes on one PostgreSQL database run
-//! a few hundred sessions of `tests/crash/many-calls.json` (async and sync calls, with `fetch` made idempotent so
-//! recovery re-runs it). One worker is killed with SIGKILL at random moments and restarted each time; another is
-//! stopped with SIGSTOP for longer than its lease and then resumed, a zombie whose sessions were taken over.
+//! Fleet crash test (contract §7.5, issues 14 and 22): four `headstart worker` processes on one PostgreSQL database
+//! run a few hundred sessions of `tests/crash/many-calls.json`. Three run the scenario (async and sync calls, with
+//! `fetch` made idempotent so recovery re-runs it): one of them is killed with SIGKILL at random moments and
+//! restarted each time; another is stopped with SIGSTOP for longer than its lease and then resumed, a zombie whose
+//! sessions were taken over. The fourth, `agent`, runs a real agent: `--provider openai-compatible --base-url` an
+//! in-process replay server whose replies are chosen by what each request holds
+//! (`replay_server::call_then_answer`: a tool result last gets the final answer, anything else a `read_file` call
+//! of a file in the worker's directory), so it can answer any transcript, one begun by a scenario worker too. It is
+//! killed twice while it holds sessions (stopped first, so the store shows which it holds), and restarted.
+//! Sessions go to whichever worker is free, so a session begun by one kind is often finished by the other.
 //!
 //! At the end:
 //! 1. every session is `completed`;
@@ -11,16 +17,18 @@
 //!    one result, no call started before its owner was durable;
 //! 4. no call began twice, unless its tool is idempotent (recovery re-runs only those) and its session was claimed
 //!    at least as many times as the call began (one execution per claim);
-//! 5. the zombie, once resumed, lost its sessions and every write it then tried was fenced (it counts them).
+//! 5. the zombie, once resumed, lost its sessions and every write it then tried was fenced (it counts them);
+//! 6. the real agent took part: it completed sessions (it is their owner, and its answer ends some), every session
+//!    ends with one of the two final answers, and the sessions it held when it was killed were claimed again.
 //!
 //! PostgreSQL comes from `headstart_postgres::testing` (`DATABASE_URL`, or a throwaway cluster); without one the
 //! test says so loudly and passes, or fails under `HEADSTART_REQUIRE_POSTGRES=1`.
 //!
 //! Environment: `HEADSTART_FLEET_SEED` (repeat a run; the seed is printed), `HEADSTART_FLEET_SESSIONS` (default
-//! 300).
+//! 300; a run too short for the agent to be killed while it holds sessions fails 6).
 //!
 //! Every process a test starts is killed when the test ends, pass or fail ([`ChildGuard`]); the benchmark, which
-//! starts workers of its own, runs in a process group of its own, killed whole.
+//! starts workers of its own, runs in a process group of its own, killed whole. The replay server runs in the test.
 #![cfg(unix)]
 
 mod support;
@@ -34,9 +42,11 @@ use std::time::{Duration, Instant};
 use headstart::store::SessionState;
 use headstart::{Message, TranscriptStore};
 use headstart_postgres::{testing, PgOptions, PgStore};
+use headstart_providers::replay_server::call_then_answer::CallThenAnswer;
+use headstart_providers::replay_server::ReplayServer;
 use headstart_testkit::invariants::check_session;
-use serde_json::Value;
-use support::ChildGuard;
+use serde_json::{json, Value};
+use support::{workdir, ChildGuard};
 
 const SCENARIO: &str = "tests/crash/many-calls.json";
 const DEFAULT_SESSIONS: usize = 300;
@@ -46,6 +56,16 @@ const POLL_MS: u64 = 100;
 /// A fleet that stops making progress fails the test rather than hang it. The run's time is printed at the end
 /// (`cargo test -p headstart-cli --test fleet -- --nocapture`); the bound leaves room for a busy machine.
 const DEADLINE: Duration = Duration::from_secs(180);
+/// The real-agent worker's name.
+const AGENT: &str = "agent";
+/// How many times the real-agent worker is killed while it holds sessions.
+const REQUIRED_AGENT_KILLS: usize = 2;
+/// The scenario's final answer, and the real agent's.
+const SCENARIO_ANSWER: &str = "All done.";
+const AGENT_ANSWER: &str = "The notes say hello.";
+/// The replay server's pause before each SSE event: a response of about ten events takes a model's fraction of a
+/// second, so the real agent, with a concurrency of 4, takes a share of the sessions and leaves most to the scenario.
+const MODEL_EVENT_DELAY: Duration = Duration::from_millis(20);
 
 /// SplitMix64: a small seeded generator.
 struct Rng(u64);
@@ -89,20 +109,43 @@ struct Fleet {
     scenario: PathBuf,
     dir: PathBuf,
     touch: PathBuf,
+    /// The real agent's model endpoint (the replay server's `/v1`).
+    model_url: String,
+    /// The real agent's working directory, with `notes.txt`.
+    workdir: PathBuf,
 }
 
 impl Fleet {
-    /// Starts worker `id`; its standard error (the event log) goes to `<dir>/<id>.<incarnation>.log`.
+    /// Starts worker `id`: the real agent when it is [`AGENT`], the scenario otherwise. Its standard error (the
+    /// event log) goes to `<dir>/<id>.<incarnation>.log`.
     fn spawn(&self, id: &str, incarnation: usize) -> ChildGuard {
         let log = self.dir.join(format!("{id}.{incarnation}.log"));
         let out = self.dir.join(format!("{id}.{incarnation}.out"));
-        ChildGuard::spawn(
-            Command::new(&self.bin)
-                .args(["worker", "--store", &self.url, "--id", id, "--scenario"])
+        let mut command = Command::new(&self.bin);
+        command.args(["worker", "--store", &self.url, "--id", id]).args([
+            "--lease-ms",
+            &LEASE_MS.to_string(),
+            "--poll-ms",
+            &POLL_MS.to_string(),
+        ]);
+        if id == AGENT {
+            command
+                .current_dir(&self.workdir)
+                .args(["--concurrency", "4", "--provider", "openai-compatible", "--model", "m"])
+                .arg("--base-url")
+                .arg(&self.model_url)
+                .arg("--workdir")
+                .arg(&self.workdir);
+        } else {
+            command
+                .args(["--concurrency", "16", "--scenario"])
                 .arg(&self.scenario)
-                .args(["--concurrency", "16", "--lease-ms", &LEASE_MS.to_string()])
-                .args(["--poll-ms", &POLL_MS.to_string(), "--touch-dir"])
-                .arg(&self.touch)
+                .arg("--touch-dir")
+                .arg(&self.touch);
+        }
+        ChildGuard::spawn(
+            command
+                .stdin(Stdio::null())
                 .stdout(File::create(out).expect("worker stdout file"))
                 .stderr(File::create(log).expect("worker log file")),
         )
@@ -377,6 +420,28 @@ async fn unfinished(store: &PgStore) -> Vec<(String, SessionState, Option<String
         .collect()
 }
 
+/// The sessions `owner` holds (running under its name), with their epochs.
+async fn held_by(store: &PgStore, owner: &str) -> Vec<(String, u64)> {
+    let sessions = store.sessions().await.expect("list sessions");
+    sessions
+        .into_iter()
+        .filter(|info| info.state == SessionState::Running && info.owner.as_deref() == Some(owner))
+        .map(|info| (info.id.0, info.epoch))
+        .collect()
+}
+
+/// The text of the last response a session's log holds.
+fn last_answer(log: &[headstart::store::StoredMessage]) -> String {
+    let last = log.iter().rev().find_map(|stored| match &stored.message {
+        Message::Assistant(fragment) => Some(fragment),
+        _ => None,
+    });
+    last.into_iter()
+        .flat_map(|fragment| &fragment.content)
+        .filter_map(|block| block.as_text())
+        .collect()
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_fleet_survives_kills_and_a_zombie() {
     let Some(database) = testing::database().await else {
@@ -391,12 +456,27 @@ async fn a_fleet_survives_kills_and_a_zombie() {
     eprintln!("fleet test: seed {seed} (HEADSTART_FLEET_SEED={seed} repeats it), {sessions_wanted} sessions");
     let mut rng = Rng(seed);
     let temp = tempfile::tempdir().expect("temp dir");
+    // The real agent's model: any transcript gets a `read_file` of the notes, or, after a tool result, the answer.
+    let model = ReplayServer::start_choosing(
+        CallThenAnswer {
+            tool: "read_file".to_owned(),
+            arguments: json!({"path": "notes.txt"}),
+            answer: AGENT_ANSWER.to_owned(),
+        },
+        std::collections::HashMap::new(),
+        MODEL_EVENT_DELAY,
+    )
+    .await
+    .expect("start the replay server");
+    let agent_dir = workdir();
     let fleet = Fleet {
         bin: private_binary(temp.path()),
         url: database.url().to_owned(),
         scenario: fleet_scenario(temp.path()),
         dir: temp.path().to_owned(),
         touch: temp.path().join("touch"),
+        model_url: model.url("/v1"),
+        workdir: agent_dir.path().to_owned(),
     };
     let store = PgStore::connect(database.url(), PgOptions::default())
         .await
@@ -420,6 +500,8 @@ async fn a_fleet_survives_kills_and_a_zombie() {
     let mut zombie = fleet.spawn("zombie", 0);
     let mut victim_incarnation = 0;
     let mut victim = fleet.spawn("victim", victim_incarnation);
+    let mut agent_incarnation = 0;
+    let mut agent = fleet.spawn(AGENT, agent_incarnation);
 
     // The zombie stops for twice its lease plus a bit, early in the run while it holds sessions.
     let stop_at = rng.between_ms(600, 1_200);
@@ -428,6 +510,10 @@ async fn a_fleet_survives_kills_and_a_zombie() {
     let mut zombie_resumed = false;
     let mut next_kill = started + rng.between_ms(100, 500);
     let mut kills = 0;
+    // The agent is killed only while it holds sessions: stopped, the store shows which; none, it goes on.
+    let mut next_agent_kill = started + rng.between_ms(500, 1_500);
+    let mut agent_kills = 0;
+    let mut orphaned: Vec<(String, u64)> = Vec::new();
     loop {
         let now = Instant::now();
         assert!(
@@ -453,15 +539,32 @@ async fn a_fleet_survives_kills_and_a_zombie() {
             victim = fleet.spawn("victim", victim_incarnation);
             next_kill = now + rng.between_ms(100, 500);
         }
+        if agent_kills < REQUIRED_AGENT_KILLS && now >= next_agent_kill {
+            agent.signal("STOP");
+            let held = held_by(&store, AGENT).await;
+            if held.is_empty() {
+                agent.signal("CONT");
+                next_agent_kill = now + Duration::from_millis(100);
+            } else {
+                agent.kill();
+                agent_kills += 1;
+                orphaned.extend(held);
+                agent_incarnation += 1;
+                agent = fleet.spawn(AGENT, agent_incarnation);
+                next_agent_kill = now + rng.between_ms(1_000, 3_000);
+            }
+        }
         let (done, total) = completed(&store).await;
+        // With nothing left to run the agent holds nothing, so its kills are no longer waited for (6 then fails).
         if done == total && zombie_resumed && kills >= REQUIRED_KILLS {
             break;
         }
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
     let elapsed = started.elapsed();
-    // The victim may have just been restarted and not yet handle SIGTERM: it ends as it lived.
+    // The victim and the agent may have just been restarted and not yet handle SIGTERM: they end as they lived.
     victim.kill();
+    agent.kill();
     // The others stop cleanly and print their totals.
     for child in [&steady, &zombie] {
         child.signal("TERM");
@@ -485,10 +588,20 @@ async fn a_fleet_survives_kills_and_a_zombie() {
     let mut durable_calls: BTreeSet<(String, String)> = BTreeSet::new();
     let mut tool_of: BTreeMap<(String, String), String> = BTreeMap::new();
     let epochs: BTreeMap<String, u64> = infos.iter().map(|info| (info.id.0.clone(), info.epoch)).collect();
+    let mut agent_answered = 0;
     for info in &infos {
         let violations = check_session(&store, &info.id).await.expect("check a session");
         assert!(violations.is_empty(), "session {}: {violations:?}", info.id);
-        for stored in store.load_log(&info.id).await.expect("log") {
+        let log = store.load_log(&info.id).await.expect("log");
+        // 6. Every session ends with one of the two final answers.
+        let answer = last_answer(&log);
+        assert!(
+            [SCENARIO_ANSWER, AGENT_ANSWER].contains(&answer.as_str()),
+            "session {} ends with {answer:?}",
+            info.id
+        );
+        agent_answered += usize::from(answer == AGENT_ANSWER);
+        for stored in log {
             if let Message::Assistant(fragment) = &stored.message {
                 for call in fragment.tool_calls() {
                     durable_calls.insert((info.id.0.clone(), call.id.clone()));
@@ -501,6 +614,23 @@ async fn a_fleet_survives_kills_and_a_zombie() {
     // The logs: who took over and recovered what, and what the zombie did once resumed.
     let mut logs = vec![fleet.log("steady", 0), fleet.log("zombie", 0)];
     logs.extend((0..=victim_incarnation).map(|incarnation| fleet.log("victim", incarnation)));
+    let agent_logs: Vec<String> = (0..=agent_incarnation)
+        .map(|incarnation| fleet.log(AGENT, incarnation))
+        .collect();
+    // Takeovers across kinds: a session the agent claimed from a scenario worker, and the other way round.
+    let from_scenario = agent_logs
+        .iter()
+        .flat_map(|log| log.lines())
+        .filter(|line| {
+            line.starts_with("claimed ") && line.contains(" from ") && !line.ends_with(&format!(" from {AGENT}"))
+        })
+        .count();
+    let from_agent = logs
+        .iter()
+        .flat_map(|log| log.lines())
+        .filter(|line| line.starts_with("claimed ") && line.ends_with(&format!(" from {AGENT}")))
+        .count();
+    logs.extend(agent_logs);
     let recovered: BTreeSet<String> = logs
         .iter()
         .flat_map(|log| log.lines())
@@ -562,12 +692,34 @@ async fn a_fleet_survives_kills_and_a_zombie() {
     let inspected = run_json(&fleet.bin, &["inspect", &fleet.url, "--json"]);
     let inspected = inspected.as_array().expect("inspect --json gives an array");
     assert_eq!(inspected.len(), sessions_wanted);
+    let mut agent_owned = 0;
     for session in inspected {
         assert_eq!(session["state"], "completed", "{}", session["session"]);
         let owner = session["owner"].as_str().unwrap_or_default();
-        assert!(["steady", "zombie", "victim"].contains(&owner), "owner {owner}");
+        assert!(["steady", "zombie", "victim", AGENT].contains(&owner), "owner {owner}");
         assert!(session["epoch"].as_u64().is_some_and(|epoch| epoch >= 1));
+        agent_owned += usize::from(owner == AGENT);
     }
+
+    // 6. The real agent completed sessions, and the ones it held when killed were claimed again: every one is
+    // completed (1), and at least one under a later claim (one may have been finished by a write the agent had
+    // already sent when it was stopped).
+    assert!(
+        agent_owned > 0 && agent_answered > 0,
+        "the real agent completed no session: {agent_owned} owned, {agent_answered} answered by it"
+    );
+    assert!(
+        agent_kills > 0,
+        "the agent was never killed while it held sessions (seed {seed})"
+    );
+    let taken_from_agent = orphaned
+        .iter()
+        .filter(|(session, epoch)| epochs.get(session).is_some_and(|now| now > epoch))
+        .count();
+    assert!(
+        taken_from_agent > 0,
+        "no session the agent held when killed was claimed again: {orphaned:?}"
+    );
     let recovered_now = run_json(&fleet.bin, &["recover", &fleet.url, "--json"]);
     assert_eq!(
         recovered_now,
@@ -590,9 +742,13 @@ async fn a_fleet_survives_kills_and_a_zombie() {
     eprintln!(
         "fleet test: {sessions_wanted} sessions completed in {:.1} s; {kills} kills; {taken_over} takeovers; \
          {} sessions recovered; {reruns} idempotent re-runs; {} touched calls; zombie lost {lost} session(s), \
-         {fenced_lines} fenced write(s)",
+         {fenced_lines} fenced write(s); real agent: {agent_owned} sessions completed ({agent_answered} ended with \
+         its answer), {agent_kills} kills orphaning {} sessions ({taken_from_agent} claimed again), {from_agent} \
+         takeovers from it, {from_scenario} from scenario workers, {} model requests",
         elapsed.as_secs_f64(),
         recovered.len(),
         touched.len(),
+        orphaned.len(),
+        model.model_requests().len(),
     );
 }

@@ -14,6 +14,7 @@ use std::time::Duration;
 
 use headstart::core::Message;
 use headstart::store::StoredMessage;
+use headstart_providers::replay_server::chat_stream::{chat_events, ChatCall};
 use headstart_providers::replay_server::{ReplayServer, Reply, SeenRequest};
 use serde_json::{json, Value};
 
@@ -118,44 +119,15 @@ pub fn anthropic(text: Option<&str>, calls: &[(&str, &str, Value)]) -> Vec<Strin
     events
 }
 
-/// A Chat Completions response (`--provider openai` or `openai-compatible`): optional text, then tool calls `(id,
-/// name, arguments)`, `finish_reason`, a usage chunk and `[DONE]`, one chunk per SSE event.
+/// A Chat Completions response (`--provider openai` or `openai-compatible`) with an id of its own: optional text,
+/// then tool calls `(id, name, arguments)` ([`chat_events`]).
 pub fn openai_chat(text: Option<&str>, calls: &[(&str, &str, Value)]) -> Vec<String> {
     let id = format!("chatcmpl-{}", NEXT_RESPONSE.fetch_add(1, Ordering::Relaxed));
-    let chunk = |choices: Value, usage: Value| {
-        let chunk = json!({"id": id, "object": "chat.completion.chunk", "created": 0, "model": "m",
-            "choices": choices, "usage": usage});
-        format!("data: {chunk}\n\n")
-    };
-    let delta = |delta: Value, finish: Value| {
-        chunk(
-            json!([{"index": 0, "delta": delta, "finish_reason": finish}]),
-            Value::Null,
-        )
-    };
-    let mut events = vec![delta(json!({"role": "assistant", "content": ""}), Value::Null)];
-    for word in text.iter().flat_map(|text| text.split_inclusive(' ')) {
-        events.push(delta(json!({"content": word}), Value::Null));
-    }
-    for (index, (call_id, name, arguments)) in calls.iter().enumerate() {
-        events.push(delta(
-            json!({"tool_calls": [{"index": index, "id": call_id, "type": "function",
-                "function": {"name": name, "arguments": ""}}]}),
-            Value::Null,
-        ));
-        events.push(delta(
-            json!({"tool_calls": [{"index": index, "function": {"arguments": arguments.to_string()}}]}),
-            Value::Null,
-        ));
-    }
-    let finish = if calls.is_empty() { "stop" } else { "tool_calls" };
-    events.push(delta(json!({}), json!(finish)));
-    events.push(chunk(
-        json!([]),
-        json!({"prompt_tokens": 3, "completion_tokens": 9, "total_tokens": 12}),
-    ));
-    events.push("data: [DONE]\n\n".to_owned());
-    events
+    let calls: Vec<ChatCall<'_>> = calls
+        .iter()
+        .map(|(id, name, arguments)| ChatCall { id, name, arguments })
+        .collect();
+    chat_events(&id, text, &calls)
 }
 
 /// The final answer: text, no calls.

@@ -2,7 +2,10 @@
 //! `replay-server`).
 //!
 //! The k-th POST gets the k-th scripted [`Reply`]: an SSE stream sent one event at a time with a delay before each,
-//! the same stream cut off by a connection reset, or an HTTP error. GETs are answered from a table of pages (each
+//! the same stream cut off by a connection reset, or an HTTP error. Or a rule chooses each POST's reply from what
+//! it holds ([`ReplayServer::start_choosing`], [`ChooseReply`]), so that one server answers many sessions whose
+//! requests arrive in any order: [`call_then_answer`] answers any Chat Completions transcript, with replies
+//! synthesized by [`chat_stream`]. GETs are answered from a table of pages (each
 //! with its own delay), so a tool that fetches a URL has something slow to fetch; [`ReplayServer::route`] adds
 //! hostile answers to GETs (redirects, endless or trickling bodies). Every request is recorded with its headers,
 //! JSON body and arrival time.
@@ -24,6 +27,25 @@ use serde_json::Value;
 
 use crate::capture::read_capture;
 use crate::error::ProviderError;
+
+pub mod call_then_answer;
+pub mod chat_stream;
+#[cfg(test)]
+mod tests;
+
+/// Chooses the reply to each model request from the request itself, for [`ReplayServer::start_choosing`]; a
+/// closure `Fn(usize, &Value) -> Reply` is one.
+pub trait ChooseReply: Send + Sync + 'static {
+    /// The reply to the model request numbered `number` (from 0, in arrival order) whose JSON body is `body`
+    /// (`Null` when it is not JSON).
+    fn reply(&self, number: usize, body: &Value) -> Reply;
+}
+
+impl<F: Fn(usize, &Value) -> Reply + Send + Sync + 'static> ChooseReply for F {
+    fn reply(&self, number: usize, body: &Value) -> Reply {
+        self(number, body)
+    }
+}
 
 /// What the server answers to one model request.
 #[derive(Debug, Clone)]
@@ -138,8 +160,25 @@ pub struct ReplayServer {
     routes: Arc<Mutex<HashMap<String, Route>>>,
 }
 
+/// Where the model requests' replies come from.
+enum Replies {
+    /// The k-th request gets the k-th; an empty SSE body after the last.
+    Scripted(Vec<Reply>),
+    /// A rule chooses each.
+    Chosen(Box<dyn ChooseReply>),
+}
+
+impl Replies {
+    fn reply(&self, number: usize, body: &Value) -> Option<Reply> {
+        match self {
+            Replies::Scripted(replies) => replies.get(number).cloned(),
+            Replies::Chosen(rule) => Some(rule.reply(number, body)),
+        }
+    }
+}
+
 struct Script {
-    replies: Vec<Reply>,
+    replies: Replies,
     pages: HashMap<String, Page>,
     delay: Duration,
     posts: AtomicUsize,
@@ -154,6 +193,20 @@ impl ReplayServer {
     /// Starts serving on `127.0.0.1` (a free port): `replies` to the model requests in order (an empty SSE body
     /// after the last), `pages` to GETs by path, `delay` before each SSE event.
     pub async fn start(replies: Vec<Reply>, pages: HashMap<String, Page>, delay: Duration) -> std::io::Result<Self> {
+        Self::serve(Replies::Scripted(replies), pages, delay).await
+    }
+
+    /// Starts serving as [`start`](Self::start) does, but `rule` chooses every model request's reply from its body,
+    /// however many arrive and in whatever order (e.g. a [`call_then_answer::CallThenAnswer`]).
+    pub async fn start_choosing(
+        rule: impl ChooseReply,
+        pages: HashMap<String, Page>,
+        delay: Duration,
+    ) -> std::io::Result<Self> {
+        Self::serve(Replies::Chosen(Box::new(rule)), pages, delay).await
+    }
+
+    async fn serve(replies: Replies, pages: HashMap<String, Page>, delay: Duration) -> std::io::Result<Self> {
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
         let address = listener.local_addr()?;
         let recorded = Arc::new(Recorded::default());
@@ -240,6 +293,11 @@ async fn answer(
         Ok(body) => serde_json::from_slice(&body.to_bytes()).unwrap_or(Value::Null),
         Err(_) => Value::Null,
     };
+    // Chosen before the body is recorded (moved), numbered in arrival order.
+    let post = (method == "POST").then(|| {
+        let number = script.posts.fetch_add(1, Ordering::SeqCst);
+        (number, script.replies.reply(number, &body))
+    });
     lock(&recorded.requests).push(SeenRequest {
         method: method.clone(),
         path: path.clone(),
@@ -247,7 +305,7 @@ async fn answer(
         body,
         at: Instant::now(),
     });
-    if method != "POST" {
+    let Some((number, reply)) = post else {
         let route = lock(&script.routes).get(&path).cloned();
         if let Some(route) = route {
             return Ok(routed(route));
@@ -264,9 +322,8 @@ async fn answer(
         };
         tokio::time::sleep(page.delay).await;
         return Ok(response(status, &[], "text/plain", whole(page.body)));
-    }
-    let number = script.posts.fetch_add(1, Ordering::SeqCst);
-    let (events, keep) = match script.replies.get(number).cloned() {
+    };
+    let (events, keep) = match reply {
         None => (Vec::new(), None),
         Some(Reply::Events(events)) => (events, None),
         Some(Reply::ResetAfter { events, keep }) => (events, Some(keep)),
