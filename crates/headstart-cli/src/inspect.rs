@@ -7,7 +7,7 @@ use headstart::store::{SessionId, SessionInfo, SessionSettings, SessionState};
 use headstart_timeline::report::TranscriptEntry;
 
 use crate::store_url::{runtime, Access, StoreUrl};
-use crate::visible::{visible, Lines};
+use headstart_timeline::visible::{visible, Lines};
 
 /// Arguments of `headstart inspect`.
 #[derive(clap::Args)]

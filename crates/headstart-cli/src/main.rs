@@ -20,7 +20,6 @@ mod store_url;
 mod submit;
 mod timeline;
 mod view;
-mod visible;
 mod worker;
 
 use std::process::ExitCode;

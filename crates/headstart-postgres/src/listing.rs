@@ -1,4 +1,4 @@
-//! The session listing: every session, oldest first, or one page of it, newest first, paged in SQL so that a page
+//! The session listing: every session, oldest first, one session's entry, or one page of it, newest first, paged in SQL so that a page
 //! of a large store reads only its own rows.
 
 use deadpool_postgres::Transaction;
@@ -32,6 +32,16 @@ pub(crate) async fn sessions_page(
             .collect::<Result<_, _>>()?,
         total: u64::try_from(total).unwrap_or(0),
     })
+}
+
+/// One session's entry, `None` when there is no such session.
+pub(crate) async fn session(
+    tx: &Transaction<'_>,
+    what: &str,
+    session: String,
+) -> Result<Option<SessionInfo>, StoreError> {
+    let rows = query(tx, sql::ONE_SESSION, &[&session], what).await?;
+    rows.first().map(|row| session_row(row, what)?.validate()).transpose()
 }
 
 /// The columns of `sql::LIST_SESSIONS` as a row to validate.

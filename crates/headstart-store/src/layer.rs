@@ -125,6 +125,10 @@ impl<L: WriteLayer> TranscriptStore for Layered<L> {
         self.inner.sessions_page(query).await
     }
 
+    async fn session(&self, session: &SessionId) -> Result<Option<SessionInfo>, StoreError> {
+        self.inner.session(session).await
+    }
+
     async fn append_user(&self, session: &SessionId, message: &UserMessage, at_us: i64) -> Result<u64, StoreError> {
         let write = Write::AppendUser { session };
         self.layer

@@ -26,6 +26,12 @@ pub trait TranscriptStore: Send + Sync {
         Ok(query.select(self.sessions().await?))
     }
 
+    /// The listing's entry of one session, `None` when there is no such session. The default searches
+    /// [`sessions`](Self::sessions); the database backends read the one row.
+    async fn session(&self, session: &SessionId) -> Result<Option<SessionInfo>, StoreError> {
+        Ok(self.sessions().await?.into_iter().find(|info| &info.id == session))
+    }
+
     /// Appends a user prompt; returns its sequence number.
     async fn append_user(&self, session: &SessionId, message: &UserMessage, at_us: i64) -> Result<u64, StoreError>;
 

@@ -89,6 +89,14 @@ impl TranscriptStore for PgStore {
         .await
     }
 
+    async fn session(&self, session: &SessionId) -> Result<Option<SessionInfo>, StoreError> {
+        let session = session.0.clone();
+        self.run(Op::Sessions.to_string(), Access::Read, move |tx, what| {
+            Box::pin(listing::session(tx, what, session))
+        })
+        .await
+    }
+
     async fn append_user(&self, session: &SessionId, message: &UserMessage, at_us: i64) -> Result<u64, StoreError> {
         let what = Op::Write(Write::AppendUser { session }).to_string();
         let (fence, session) = (self.fence.clone(), session.0.clone());

@@ -1,4 +1,5 @@
-//! Conformance case: one page of the session listing ([`TranscriptStore::sessions_page`]).
+//! Conformance case: one page of the session listing ([`TranscriptStore::sessions_page`]) and one session's entry
+//! ([`TranscriptStore::session`]).
 
 use headstart_core::model::UserMessage;
 
@@ -6,7 +7,7 @@ use super::fixture::Fixture;
 use crate::types::{SessionId, SessionState};
 use crate::{SessionQueue, SessionsQuery, TranscriptStore};
 
-/// A page lists sessions newest first (creation time, ties: the later created first), skips and limits in that
+/// One session's entry is its listing entry; a page lists sessions newest first (creation time, ties: the later created first), skips and limits in that
 /// order, filters by state, counts every match, and agrees with the full listing read backwards.
 pub async fn sessions_page_lists_newest_first_filtered_and_counted<F: Fixture>(fixture: &F) {
     let store = fixture.store();
@@ -54,4 +55,14 @@ pub async fn sessions_page_lists_newest_first_filtered_and_counted<F: Fixture>(f
     assert_eq!(ids(failed), (vec![], 0));
     let none = store.sessions_page(&page(None, 0, 0)).await.expect("a zero limit");
     assert_eq!(ids(none), (vec![], 4));
+
+    let listed = store.sessions().await.expect("sessions");
+    let entry = store.session(&d).await.expect("one session");
+    assert_eq!(
+        entry.as_ref(),
+        listed.iter().find(|info| info.id == d),
+        "one entry, as listed"
+    );
+    let ghost = SessionId("no-such-session".to_owned());
+    assert_eq!(store.session(&ghost).await.expect("no session"), None);
 }

@@ -1,7 +1,7 @@
-//! The session listing: every session, oldest first, or one page of it, newest first, paged in SQL so that a page
+//! The session listing: every session, oldest first, one session's entry, or one page of it, newest first, paged in SQL so that a page
 //! of a large store reads only its own rows.
 
-use rusqlite::{params, Connection, Row};
+use rusqlite::{params, Connection, OptionalExtension, Row};
 
 use super::ops::{begin_read, ctx};
 use super::sql;
@@ -43,6 +43,16 @@ pub(super) fn sessions_page(conn: &mut Connection, query: &SessionsQuery) -> Res
         sessions: rows.into_iter().map(SessionRow::validate).collect::<Result<_, _>>()?,
         total: u64::try_from(total).unwrap_or(0),
     })
+}
+
+/// One session's entry, `None` when there is no such session.
+pub(super) fn session(conn: &mut Connection, session: &str) -> Result<Option<SessionInfo>, StoreError> {
+    let what = &Op::Sessions.to_string();
+    let row = conn
+        .prepare_cached(sql::ONE_SESSION)
+        .and_then(|mut stmt| stmt.query_row([session], session_row).optional())
+        .map_err(ctx(what))?;
+    row.map(SessionRow::validate).transpose()
 }
 
 /// The columns of `sql::LIST_SESSIONS` as a row to validate.

@@ -210,6 +210,13 @@ pub(super) const LIST_SESSIONS_PAGE: &str = "SELECT s.id, s.created_at_us,
     ORDER BY s.created_at_us DESC, s.ordinal DESC
     LIMIT ?2 OFFSET ?3";
 
+/// `?1` = session id. The columns of [`LIST_SESSIONS`] for that session alone.
+pub(super) const ONE_SESSION: &str = "SELECT s.id, s.created_at_us,
+        (SELECT COUNT(*) FROM messages AS m WHERE m.session_id = s.id),
+        s.state, s.owner, s.epoch, s.lease_expires_at_us, s.failure, s.system_prompt, s.model
+    FROM sessions AS s
+    WHERE s.id = ?1";
+
 /// `?1` = state (NULL: any). How many sessions [`LIST_SESSIONS_PAGE`] pages through.
 pub(super) const COUNT_SESSIONS: &str = "SELECT COUNT(*) FROM sessions WHERE ?1 IS NULL OR state = ?1";
 

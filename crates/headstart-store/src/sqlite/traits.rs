@@ -69,6 +69,11 @@ impl TranscriptStore for SqliteStore {
         self.run(move |conn| listing::sessions_page(conn, &query)).await
     }
 
+    async fn session(&self, session: &SessionId) -> Result<Option<SessionInfo>, StoreError> {
+        let session = session.0.clone();
+        self.run(move |conn| listing::session(conn, &session)).await
+    }
+
     async fn append_user(&self, session: &SessionId, message: &UserMessage, at_us: i64) -> Result<u64, StoreError> {
         let what = Op::Write(Write::AppendUser { session }).to_string();
         self.writable(&what)?;
