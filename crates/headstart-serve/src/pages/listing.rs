@@ -86,7 +86,7 @@ pub fn listing_page(params: ListParams, rows: &[Summary], total: u64) -> Markup 
                 @if params.page > 1 {
                     a rel="prev" href=(link(params.page - 1)) { "← newer" } " "
                 }
-                "page " (params.page) " of " (pages) " (" (total) " sessions)"
+                "page " (params.page) " of " (pages) " (" (total) (if total == 1 { " session)" } else { " sessions)" })
                 @if params.page < pages {
                     " " a rel="next" href=(link(params.page + 1)) { "older →" }
                 }
