@@ -101,7 +101,8 @@ pub struct ServeFlags {
     /// 127.0.0.1:7878) or `--serve 127.0.0.1:0`.
     #[arg(long, value_name = "ADDR", num_args = 0..=1, default_missing_value = DEFAULT_ADDR)]
     pub serve: Option<SocketAddr>,
-    /// With --serve: the token the server asks for (needed on any address but loopback).
+    /// With --serve: the token the server asks for (needed on any address but loopback), e.g. `--serve 0.0.0.0:7878
+    /// --serve-token 3f9c…`.
     #[arg(long, requires = "serve", value_name = "TOKEN")]
     pub serve_token: Option<String>,
 }
