@@ -10,9 +10,7 @@ use axum::body::Body;
 use axum::http::{HeaderMap, Method, Request, StatusCode};
 use axum::Router;
 use headstart::core::model::{ContentBlock, StopReason, ToolResultMessage, Usage, UserMessage};
-use headstart::store::{
-    CallKey, RunEnd, RunOutcome, RunState, SessionId, SessionQueue, SqliteOptions, SqliteStore, TranscriptStore,
-};
+use headstart::store::{CallKey, RunEnd, RunOutcome, RunState, SessionId, SessionQueue, SqliteOptions, SqliteStore};
 use headstart_serve::{router, Changes, Options, Source};
 use headstart_store::conformance::data::{admit, call, fragment, prefix, result};
 use http_body_util::BodyExt;
@@ -68,7 +66,7 @@ impl StoreFile {
 }
 
 /// Writes the [`Sample`] sessions.
-pub async fn write_sample(store: &SqliteStore) -> Sample {
+pub async fn write_sample(store: &dyn SessionQueue) -> Sample {
     let plain = store.create_session(1_000).await.expect("create");
     store
         .append_user(&plain, &UserMessage::new("Look up tokio\nand write it down"), 1_000)
@@ -186,6 +184,40 @@ pub fn server(path: &Path, options: &Options) -> Router {
         changes: Changes::DataVersion(store),
     };
     router(source, options)
+}
+
+/// Every route, several ways, the live events included: what the read-only tests do to a store.
+pub async fn browse(app: &Router, sample: &Sample) {
+    let mut uris = vec![
+        "/".to_owned(),
+        "/?state=running".to_owned(),
+        "/?page=2".to_owned(),
+        "/?page=0".to_owned(),
+        "/fleet".to_owned(),
+        "/api/sessions".to_owned(),
+        "/api/fleet".to_owned(),
+        "/sessions/ghost".to_owned(),
+        "/assets/style.css".to_owned(),
+    ];
+    for id in [&sample.plain, &sample.hostile, &sample.running, &sample.taken_over] {
+        uris.push(format!("/sessions/{id}"));
+        uris.push(format!("/api/sessions/{id}"));
+    }
+    for uri in &uris {
+        get(app, uri).await;
+        for method in [Method::POST, Method::PUT, Method::DELETE] {
+            request(app, method, uri).await;
+        }
+    }
+    let events = Request::get(format!("/sessions/{}/events", sample.plain))
+        .body(Body::empty())
+        .expect("request");
+    let mut body = app.clone().oneshot(events).await.expect("infallible").into_body();
+    tokio::time::timeout(Duration::from_secs(60), body.frame())
+        .await
+        .expect("the first event in time");
+    // A few of the watcher's polls.
+    tokio::time::sleep(Duration::from_millis(1_500)).await;
 }
 
 /// One answer, its body as text.
