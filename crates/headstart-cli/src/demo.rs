@@ -1,12 +1,15 @@
-//! `headstart demo [--db headstart.db] [--out-dir DIR] [--no-progress]`: the simulated agent run on the wall
-//! clock, with a live view (indicatif) or plain lines, and a summary of the time early execution saved.
+//! `headstart demo [--db headstart.db] [--out-dir DIR] [--no-progress] [--serve [ADDR]]`: the simulated agent run
+//! on the wall clock, with a live view (indicatif) or plain lines, and a summary of the time early execution
+//! saved; with `--serve`, the web view of the store too (`headstart serve`), live while the demo runs.
 
-use std::io::IsTerminal;
+use std::io::{BufRead, IsTerminal};
 use std::path::PathBuf;
 
 use headstart::AgentStop;
 use headstart_sim::demo::{self, DemoOutcome};
 
+use crate::serve::ServeFlags;
+use crate::store_url::{Access, StoreUrl};
 use crate::view::{print_savings, View};
 
 /// Arguments of `headstart demo`.
@@ -21,6 +24,8 @@ pub struct Args {
     /// Print plain lines instead of the live view (the default when stdout is not a terminal).
     #[arg(long)]
     no_progress: bool,
+    #[command(flatten)]
+    serve: ServeFlags,
 }
 
 /// Runs the demo; exit status 1 if it could not run.
@@ -37,6 +42,28 @@ pub fn run(args: &Args) -> u8 {
             return 1;
         }
     };
+    let served = runtime.block_on(async {
+        let store = StoreUrl::Sqlite(args.db.clone());
+        if args.serve.serve.is_some() {
+            // The server opens the file read-only: it must exist, with its schema, before the demo writes.
+            store.open(Access::Create).await?;
+        }
+        args.serve.start(&store).await
+    });
+    let url = match served {
+        Ok(url) => url,
+        Err(error) => {
+            eprintln!("headstart demo: {error}");
+            return 1;
+        }
+    };
+    if let Some(url) = &url {
+        println!("headstart demo: the live view is at {url}");
+        if std::io::stdin().is_terminal() {
+            println!("Open it, then press Enter to start the demo.");
+            let _ = std::io::stdin().lock().read_line(&mut String::new());
+        }
+    }
     println!("headstart demo: {}", demo::PROMPT);
     println!("(simulated model at 40 tokens/s; lookup_crate is early and runs while the model streams; write_file is sync)\n");
     let mut view = View::new(live);
@@ -44,7 +71,7 @@ pub fn run(args: &Args) -> u8 {
         view.event(event, at_ms)
     }));
     view.finish();
-    match outcome {
+    let code = match outcome {
         Ok(outcome) => {
             print_summary(&outcome, args, &out_dir);
             0
@@ -53,7 +80,9 @@ pub fn run(args: &Args) -> u8 {
             eprintln!("headstart demo: {error}");
             1
         }
-    }
+    };
+    runtime.block_on(args.serve.linger(url.as_deref()));
+    code
 }
 
 fn print_summary(outcome: &DemoOutcome, args: &Args, out_dir: &std::path::Path) {

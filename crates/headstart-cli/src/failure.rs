@@ -1,6 +1,6 @@
 //! Why `run`, `resume` or `worker` could not do its work, and the exit status that says so.
 
-use crate::visible::{visible, Lines};
+use headstart_timeline::visible::{visible, Lines};
 
 /// Exit status of a usage problem (a missing key, a bad flag combination), as clap uses.
 const USAGE: u8 = 2;

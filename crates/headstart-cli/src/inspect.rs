@@ -4,10 +4,10 @@
 mod human;
 
 use headstart::store::{SessionId, SessionInfo, SessionSettings, SessionState};
-use headstart_timeline::report::TranscriptEntry;
+use headstart_serve::data::{inspect_json, queue_state};
 
 use crate::store_url::{runtime, Access, StoreUrl};
-use crate::visible::{visible, Lines};
+use headstart_timeline::visible::{visible, Lines};
 
 /// Arguments of `headstart inspect`.
 #[derive(clap::Args)]
@@ -54,19 +54,7 @@ fn inspect(args: &Args) -> Result<String, String> {
             let session: SessionId = info.id.clone();
             let log = store.load_log(&session).await.map_err(|error| error.to_string())?;
             if args.json {
-                let transcript: Vec<TranscriptEntry> = log
-                    .iter()
-                    .map(|stored| TranscriptEntry::from_stored(stored, false))
-                    .collect();
-                json.push(serde_json::json!({
-                    "session": session.0,
-                    "state": info.state.as_str(),
-                    "owner": info.owner,
-                    "epoch": info.epoch,
-                    "failure": info.failure,
-                    "settings": info.settings,
-                    "transcript": transcript,
-                }));
+                json.push(inspect_json(&info, &log));
             } else {
                 let runs = store.tool_runs(&session).await.map_err(|error| error.to_string())?;
                 let unfinished = store
@@ -104,18 +92,4 @@ fn settings_lines(settings: &SessionSettings) -> String {
         lines.push_str(&format!("system prompt: {}\n", visible(system, Lines::Escape)));
     }
     lines
-}
-
-/// A session's place in a fleet's queue, in words: `pending`, `running by w1 (epoch 2)`, `completed by w1`, …
-fn queue_state(info: &SessionInfo) -> String {
-    let state = info.state.as_str();
-    let mut text = match &info.owner {
-        Some(owner) if state == "running" => format!("{state} by {owner} (epoch {})", info.epoch),
-        Some(owner) => format!("{state} by {owner}"),
-        None => state.to_owned(),
-    };
-    if let Some(failure) = &info.failure {
-        text.push_str(&format!(": {failure}"));
-    }
-    text
 }

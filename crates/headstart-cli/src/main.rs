@@ -16,11 +16,11 @@ mod owner;
 mod recover;
 mod replay;
 mod run;
+mod serve;
 mod store_url;
 mod submit;
 mod timeline;
 mod view;
-mod visible;
 mod worker;
 
 use std::process::ExitCode;
@@ -50,6 +50,8 @@ enum Command {
     Replay(replay::Args),
     /// Print a stored transcript.
     Inspect(inspect::Args),
+    /// Serve a read-only, live web view of a store: sessions, transcripts beside their timelines, the fleet.
+    Serve(serve::Args),
     /// Draw a stored session (or a replay report) as an SVG timeline, with the time saved over batching.
     Timeline(timeline::Args),
     /// Give every unfinished call (admitted, no result) the interrupted result (contract §7.4).
@@ -73,6 +75,7 @@ fn main() -> ExitCode {
         Command::Resume(args) => run::resume(&args),
         Command::Replay(args) => replay::run(&args),
         Command::Inspect(args) => inspect::run(&args),
+        Command::Serve(args) => serve::run(&args),
         Command::Timeline(args) => timeline::run(&args),
         Command::Recover(args) => recover::run(&args),
         Command::Bench(args) => bench::run(&args),

@@ -10,7 +10,7 @@ use headstart::{AgentEvent, Message, ResponseOutcome};
 use headstart_timeline::Timeline;
 use indicatif::{MultiProgress, ProgressBar, ProgressStyle};
 
-use crate::visible::{one_line, visible, Lines};
+use headstart_timeline::visible::{one_line, visible, Lines};
 
 /// Prints what the stored timings say: the run's duration and what end-of-stream batching would have taken with
 /// the same measured durations, per request too. `stop` says how the run ended.

@@ -28,6 +28,7 @@
 mod conninfo;
 mod errors;
 mod listener;
+mod listing;
 pub mod metrics;
 mod ops;
 mod pgpass;

@@ -8,10 +8,10 @@ use std::pin::Pin;
 use std::time::{Duration, Instant};
 
 use deadpool_postgres::Transaction;
-use headstart_store::backend::{self, ClaimedRow, EncodedMessage, LeaseRow, MessageRow, RunRow, SessionRow};
+use headstart_store::backend::{self, ClaimedRow, EncodedMessage, LeaseRow, MessageRow, RunRow};
 use headstart_store::{
-    AdmittedCall, CallKey, Claim, Lease, RunEnd, SessionEnd, SessionInfo, SessionSettings, StoreError, StoredMessage,
-    ToolRun, UnfinishedCall,
+    AdmittedCall, CallKey, Claim, Lease, RunEnd, SessionEnd, SessionSettings, StoreError, StoredMessage, ToolRun,
+    UnfinishedCall,
 };
 use tokio_postgres::types::{FromSql, ToSql};
 use tokio_postgres::Row;
@@ -38,7 +38,12 @@ pub(crate) enum Access {
 type Params<'a> = &'a [&'a (dyn ToSql + Sync)];
 
 /// Runs a statement (prepared once per connection) and returns its rows.
-async fn query(tx: &Transaction<'_>, statement: &str, params: Params<'_>, what: &str) -> Result<Vec<Row>, StoreError> {
+pub(crate) async fn query(
+    tx: &Transaction<'_>,
+    statement: &str,
+    params: Params<'_>,
+    what: &str,
+) -> Result<Vec<Row>, StoreError> {
     let fail = |err: tokio_postgres::Error| pg_error(err, what, Stage::Running);
     let prepared = tx.prepare_cached(statement).await.map_err(fail)?;
     metrics::sent(1);
@@ -59,7 +64,12 @@ async fn query_opt(
 }
 
 /// [`query`] for exactly one row.
-async fn query_one(tx: &Transaction<'_>, statement: &str, params: Params<'_>, what: &str) -> Result<Row, StoreError> {
+pub(crate) async fn query_one(
+    tx: &Transaction<'_>,
+    statement: &str,
+    params: Params<'_>,
+    what: &str,
+) -> Result<Row, StoreError> {
     query_opt(tx, statement, params, what)
         .await?
         .ok_or_else(|| StoreError::Backend(format!("{what}: a statement that returns one row returned none").into()))
@@ -74,7 +84,7 @@ async fn execute(tx: &Transaction<'_>, statement: &str, params: Params<'_>, what
 }
 
 /// Column `index` of `row`; a value of another type than the schema's is [`StoreError::Decode`].
-fn get<'r, T: FromSql<'r>>(row: &'r Row, index: usize, what: &str) -> Result<T, StoreError> {
+pub(crate) fn get<'r, T: FromSql<'r>>(row: &'r Row, index: usize, what: &str) -> Result<T, StoreError> {
     row.try_get(index)
         .map_err(|err| decode_error(err, &format!("{what}: column {index}")))
 }
@@ -161,29 +171,6 @@ pub(crate) async fn create_session(
         insert_message(tx, session, prompt, None, at_us, what).await?;
     }
     Ok(())
-}
-
-pub(crate) async fn sessions(tx: &Transaction<'_>, what: &str) -> Result<Vec<SessionInfo>, StoreError> {
-    let rows = query(tx, sql::LIST_SESSIONS, &[], what).await?;
-    rows.iter()
-        .map(|row| {
-            SessionRow {
-                id: get(row, 0, what)?,
-                created_at_us: get(row, 1, what)?,
-                messages: get(row, 2, what)?,
-                state: get(row, 3, what)?,
-                owner: get(row, 4, what)?,
-                epoch: get(row, 5, what)?,
-                lease_expires_at_us: get(row, 6, what)?,
-                failure: get(row, 7, what)?,
-                settings: SessionSettings {
-                    system: get(row, 8, what)?,
-                    model: get(row, 9, what)?,
-                },
-            }
-            .validate()
-        })
-        .collect()
 }
 
 pub(crate) async fn append_user(

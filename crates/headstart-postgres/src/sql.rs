@@ -186,6 +186,27 @@ pub(crate) const LIST_SESSIONS: &str = "SELECT s.id, s.created_at_us,
     FROM headstart.sessions AS s
     ORDER BY s.created_at_us, s.ordinal";
 
+/// `$1` = state (NULL: any), `$2` = limit, `$3` = offset. The columns of [`LIST_SESSIONS`], newest first: one page
+/// of the listing (`sessions_by_creation` read backwards), the message counts counted for that page only.
+pub(crate) const LIST_SESSIONS_PAGE: &str = "SELECT s.id, s.created_at_us,
+        (SELECT COUNT(*) FROM headstart.messages AS m WHERE m.session_id = s.id),
+        s.state, s.owner, s.epoch, s.lease_expires_at_us, s.failure, s.system_prompt, s.model
+    FROM headstart.sessions AS s
+    WHERE $1::text IS NULL OR s.state = $1::text
+    ORDER BY s.created_at_us DESC, s.ordinal DESC
+    LIMIT $2::bigint OFFSET $3::bigint";
+
+/// `$1` = session id. The columns of [`LIST_SESSIONS`] for that session alone.
+pub(crate) const ONE_SESSION: &str = "SELECT s.id, s.created_at_us,
+        (SELECT COUNT(*) FROM headstart.messages AS m WHERE m.session_id = s.id),
+        s.state, s.owner, s.epoch, s.lease_expires_at_us, s.failure, s.system_prompt, s.model
+    FROM headstart.sessions AS s
+    WHERE s.id = $1::text";
+
+/// `$1` = state (NULL: any). How many sessions [`LIST_SESSIONS_PAGE`] pages through.
+pub(crate) const COUNT_SESSIONS: &str =
+    "SELECT COUNT(*) FROM headstart.sessions WHERE $1::text IS NULL OR state = $1::text";
+
 // ---------------------------------------------------------------------------------------------------------------
 // Messages
 // ---------------------------------------------------------------------------------------------------------------

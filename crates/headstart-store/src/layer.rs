@@ -11,7 +11,7 @@ use async_trait::async_trait;
 use headstart_core::model::{AssistantMessage, Message, ToolResultMessage, UserMessage};
 
 use crate::types::{AdmittedCall, CallKey, RunEnd, SessionId, SessionInfo, StoredMessage, ToolRun, UnfinishedCall};
-use crate::{StoreError, TranscriptStore};
+use crate::{SessionsPage, SessionsQuery, StoreError, TranscriptStore};
 
 /// A write about to be performed.
 #[derive(Debug, Clone, Copy)]
@@ -119,6 +119,14 @@ impl<L: WriteLayer> TranscriptStore for Layered<L> {
 
     async fn sessions(&self) -> Result<Vec<SessionInfo>, StoreError> {
         self.inner.sessions().await
+    }
+
+    async fn sessions_page(&self, query: &SessionsQuery) -> Result<SessionsPage, StoreError> {
+        self.inner.sessions_page(query).await
+    }
+
+    async fn session(&self, session: &SessionId) -> Result<Option<SessionInfo>, StoreError> {
+        self.inner.session(session).await
     }
 
     async fn append_user(&self, session: &SessionId, message: &UserMessage, at_us: i64) -> Result<u64, StoreError> {

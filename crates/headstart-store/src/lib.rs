@@ -32,6 +32,7 @@ pub mod conformance;
 mod error;
 pub mod layer;
 pub mod lease;
+mod listing;
 pub mod owner;
 mod sqlite;
 mod transcript;
@@ -42,6 +43,7 @@ pub use backoff::{Backoff, Failures};
 pub use error::{DatabaseCode, Detail, StoreError};
 pub use layer::{Layered, Write, WriteFuture, WriteLayer, Written};
 pub use lease::{idempotency_key, Claim, Lease, SessionEnd, SessionQueue};
+pub use listing::{SessionsPage, SessionsQuery};
 pub use sqlite::{SqliteOptions, SqliteStore};
 pub use transcript::TranscriptStore;
 pub use types::{

@@ -3,6 +3,7 @@
 use async_trait::async_trait;
 use headstart_core::model::{AssistantMessage, Message, ToolResultMessage, UserMessage};
 
+use crate::listing::{SessionsPage, SessionsQuery};
 use crate::types::{AdmittedCall, CallKey, RunEnd, SessionId, SessionInfo, StoredMessage, ToolRun, UnfinishedCall};
 use crate::StoreError;
 
@@ -17,6 +18,19 @@ pub trait TranscriptStore: Send + Sync {
 
     /// Lists the stored sessions, oldest first.
     async fn sessions(&self) -> Result<Vec<SessionInfo>, StoreError>;
+
+    /// One page of the listing, newest first, filtered by state, with the number of matching sessions: a viewer
+    /// of a store with many sessions reads one page, not every session. The default selects from
+    /// [`sessions`](Self::sessions); the database backends page in SQL.
+    async fn sessions_page(&self, query: &SessionsQuery) -> Result<SessionsPage, StoreError> {
+        Ok(query.select(self.sessions().await?))
+    }
+
+    /// The listing's entry of one session, `None` when there is no such session. The default searches
+    /// [`sessions`](Self::sessions); the database backends read the one row.
+    async fn session(&self, session: &SessionId) -> Result<Option<SessionInfo>, StoreError> {
+        Ok(self.sessions().await?.into_iter().find(|info| &info.id == session))
+    }
 
     /// Appends a user prompt; returns its sequence number.
     async fn append_user(&self, session: &SessionId, message: &UserMessage, at_us: i64) -> Result<u64, StoreError>;

@@ -7,7 +7,8 @@
 //!   back by `headstart timeline --report`;
 //! - [`Timeline`]: model requests and tool calls on one axis, built from a stored session or from a report, and
 //!   its comparison with end-of-stream batching ([`Savings`]);
-//! - [`svg`]: the timeline as a self-contained SVG Gantt chart.
+//! - [`svg`]: the timeline as a self-contained SVG Gantt chart;
+//! - [`visible`]: outside text with its control characters shown as escapes.
 //!
 //! Pure: no I/O, no clock. Running an agent on a real provider and drawing it needs this crate, not the simulator.
 #![warn(missing_docs)]
@@ -19,6 +20,7 @@ pub mod report;
 mod savings;
 pub mod svg;
 mod timeline;
+pub mod visible;
 
 pub use format::format_ms;
 pub use report::{Report, ReportError};

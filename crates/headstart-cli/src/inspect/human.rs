@@ -8,7 +8,7 @@ use headstart::store::{RunState, StoredMessage, ToolRun, UnfinishedCall};
 use headstart::Message;
 use headstart_timeline::format_ms;
 
-use crate::visible::{visible, Lines};
+use headstart_timeline::visible::{visible, Lines};
 
 /// Width of the `#seq  +time` column; content lines are indented by it.
 const GUTTER: usize = 19;

@@ -25,6 +25,8 @@ use headstart_timeline::{svg, Timeline};
 use crate::agent::ModelArgs;
 use crate::failure::{failed, Failure};
 use crate::owner;
+use crate::serve::ServeFlags;
+use crate::store_url::StoreUrl;
 use crate::view::{print_savings, View};
 
 /// How `run` and `resume` show the run: the live view or plain lines, and a timeline.
@@ -68,6 +70,8 @@ pub struct RunArgs {
     /// gone or hung (without it, a session another process runs is refused, naming that process), e.g. `--force`.
     #[arg(long, requires = "session")]
     force: bool,
+    #[command(flatten)]
+    serve: ServeFlags,
     /// What to ask, e.g. `"Which crates does this workspace have?"`.
     prompt: String,
 }
@@ -189,11 +193,19 @@ pub fn run(args: &RunArgs) -> u8 {
     if let Err(failure) = args.model.endpoint() {
         return failure.report("run");
     }
-    let result = runtime().and_then(|runtime| runtime.block_on(run_async(args)));
+    let result = runtime().and_then(|runtime| {
+        runtime.block_on(async {
+            let (code, url) = run_async(args).await?;
+            // Served after the run's ownership of its session is let go (another process may resume it).
+            args.serve.linger(url.as_deref()).await;
+            Ok(code)
+        })
+    });
     result.unwrap_or_else(|failure| failure.report("run"))
 }
 
-async fn run_async(args: &RunArgs) -> Result<u8, Failure> {
+/// The run; its exit status and the URL of the server `--serve` started.
+async fn run_async(args: &RunArgs) -> Result<(u8, Option<String>), Failure> {
     let store: Arc<dyn TranscriptStore> =
         Arc::new(SqliteStore::open(&args.db, SqliteOptions::default()).map_err(failed)?);
     // The session is this process's while the run lasts (held until this function returns).
@@ -226,11 +238,20 @@ async fn run_async(args: &RunArgs) -> Result<u8, Failure> {
         "headstart run: session {session}, {} tools",
         agent.engine().toolbox().len()
     );
+    let url = args
+        .serve
+        .start(&StoreUrl::Sqlite(args.db.clone()))
+        .await
+        .map_err(failed)?;
+    if let Some(url) = &url {
+        println!("headstart run: the live view is at {url} (this session: /sessions/{session})");
+    }
     let cancel = CancellationToken::new();
     cancel_on_interrupt(&cancel);
     let events = agent.run(&session, UserMessage::new(&args.prompt), cancel);
     let stop = watch(events, args.view.live()).await;
-    finish(store.as_ref(), &session, after_seq, &stop, &args.view, &args.db).await
+    let code = finish(store.as_ref(), &session, after_seq, &stop, &args.view, &args.db).await?;
+    Ok((code, url))
 }
 
 /// `headstart resume`: recover the session's unfinished calls and continue its loop when it awaits an answer.

@@ -9,11 +9,13 @@ use headstart_core::model::{AssistantMessage, ToolResultMessage, UserMessage};
 use headstart_store::backend::{self, EncodedMessage, Op};
 use headstart_store::{
     AdmittedCall, CallKey, Claim, Lease, RunEnd, SessionEnd, SessionId, SessionInfo, SessionQueue, SessionSettings,
-    SessionState, StoreError, StoredMessage, ToolRun, TranscriptStore, UnfinishedCall, WakeUps, Write,
+    SessionState, SessionsPage, SessionsQuery, StoreError, StoredMessage, ToolRun, TranscriptStore, UnfinishedCall,
+    WakeUps, Write,
 };
 
 use super::PgStore;
 use crate::listener::Listener;
+use crate::listing;
 use crate::ops::{self, Access};
 
 impl PgStore {
@@ -74,7 +76,23 @@ impl TranscriptStore for PgStore {
 
     async fn sessions(&self) -> Result<Vec<SessionInfo>, StoreError> {
         self.run(Op::Sessions.to_string(), Access::Read, |tx, what| {
-            Box::pin(ops::sessions(tx, what))
+            Box::pin(listing::sessions(tx, what))
+        })
+        .await
+    }
+
+    async fn sessions_page(&self, query: &SessionsQuery) -> Result<SessionsPage, StoreError> {
+        let query = *query;
+        self.run(Op::Sessions.to_string(), Access::Read, move |tx, what| {
+            Box::pin(listing::sessions_page(tx, what, query))
+        })
+        .await
+    }
+
+    async fn session(&self, session: &SessionId) -> Result<Option<SessionInfo>, StoreError> {
+        let session = session.0.clone();
+        self.run(Op::Sessions.to_string(), Access::Read, move |tx, what| {
+            Box::pin(listing::session(tx, what, session))
         })
         .await
     }

@@ -26,6 +26,7 @@ pub mod data;
 mod faults;
 mod fencing;
 mod fixture;
+mod listing;
 mod support;
 mod transcript;
 
@@ -45,6 +46,7 @@ pub use self::faults::{
 };
 pub use self::fencing::{a_later_claim_fences_every_write_of_the_earlier_owner, writes_without_the_lease_are_refused};
 pub use self::fixture::Fixture;
+pub use self::listing::sessions_page_lists_newest_first_filtered_and_counted;
 pub use self::transcript::{
     message_bodies_round_trip_byte_for_byte, result_carries_a_start_time_that_mark_started_never_wrote,
     round_trip_keeps_write_order_runs_and_unfinished_calls,
@@ -64,6 +66,7 @@ macro_rules! conformance_tests {
             results_for_missing_or_ended_runs_are_conflicts_and_store_nothing,
             unknown_session_is_no_session,
             sessions_are_uuidv7_listed_oldest_first_with_message_counts,
+            sessions_page_lists_newest_first_filtered_and_counted,
             message_bodies_round_trip_byte_for_byte,
             concurrent_sessions_lose_nothing,
             concurrent_writes_to_one_session_keep_seqs_gapless,

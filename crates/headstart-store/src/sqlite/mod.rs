@@ -18,6 +18,7 @@ mod checkpoint;
 mod conformance;
 mod errors;
 mod group;
+mod listing;
 mod ops;
 mod read_only;
 mod schema;
@@ -342,6 +343,17 @@ impl SqliteStore {
     /// The durability of commits (for in-memory and read-only stores, which never sync, the default).
     pub fn durability(&self) -> Durability {
         self.inner.durability
+    }
+
+    /// SQLite's `PRAGMA data_version` on this handle's one connection: it changes whenever another connection, in
+    /// this process or another, commits to the file (never on this handle's own writes). A reader polls it to
+    /// notice writes without reading the data, as `headstart serve`'s live pages do.
+    pub async fn data_version(&self) -> Result<i64, StoreError> {
+        self.run(|conn| {
+            conn.query_row(sql::DATA_VERSION, [], |row| row.get(0))
+                .map_err(|err| sqlite_error(err, "read the data version", None))
+        })
+        .await
     }
 
     /// Test hook (not part of the API): turns `PRAGMA query_only` on or off for this store's connection, so that

@@ -9,15 +9,13 @@ use rusqlite::{params, Connection, OptionalExtension, Row, Transaction, Transact
 
 use super::errors::sqlite_error;
 use super::sql;
-use crate::backend::{self, ClaimedRow, EncodedMessage, LeaseRow, MessageRow, Op, RunRow, SessionRow};
+use crate::backend::{self, ClaimedRow, EncodedMessage, LeaseRow, MessageRow, Op, RunRow};
 use crate::lease::{Claim, Lease, SessionEnd};
-use crate::types::{
-    AdmittedCall, CallKey, RunEnd, SessionId, SessionInfo, SessionSettings, StoredMessage, ToolRun, UnfinishedCall,
-};
+use crate::types::{AdmittedCall, CallKey, RunEnd, SessionId, SessionSettings, StoredMessage, ToolRun, UnfinishedCall};
 use crate::StoreError;
 
 /// Maps rusqlite errors of one operation, naming the operation.
-fn ctx(what: &str) -> impl Fn(rusqlite::Error) -> StoreError + '_ {
+pub(super) fn ctx(what: &str) -> impl Fn(rusqlite::Error) -> StoreError + '_ {
     move |err| sqlite_error(err, what, None)
 }
 
@@ -36,7 +34,7 @@ where
     conn.prepare_cached(sql)?.query_row(params, map)
 }
 
-fn begin_read<'c>(conn: &'c mut Connection, what: &str) -> Result<Transaction<'c>, StoreError> {
+pub(super) fn begin_read<'c>(conn: &'c mut Connection, what: &str) -> Result<Transaction<'c>, StoreError> {
     conn.transaction_with_behavior(TransactionBehavior::Deferred)
         .map_err(ctx(what))
 }
@@ -126,34 +124,6 @@ pub(super) fn create_session(
         insert_message(conn, session, prompt, None, at_us, what)?;
     }
     Ok(())
-}
-
-pub(super) fn sessions(conn: &mut Connection) -> Result<Vec<SessionInfo>, StoreError> {
-    let what = &Op::Sessions.to_string();
-    let tx = begin_read(conn, what)?;
-    let rows = {
-        let mut stmt = tx.prepare_cached(sql::LIST_SESSIONS).map_err(ctx(what))?;
-        let rows = stmt
-            .query_map([], |row| {
-                Ok(SessionRow {
-                    id: row.get(0)?,
-                    created_at_us: row.get(1)?,
-                    messages: row.get(2)?,
-                    state: row.get(3)?,
-                    owner: row.get(4)?,
-                    epoch: row.get(5)?,
-                    lease_expires_at_us: row.get(6)?,
-                    failure: row.get(7)?,
-                    settings: SessionSettings {
-                        system: row.get(8)?,
-                        model: row.get(9)?,
-                    },
-                })
-            })
-            .map_err(ctx(what))?;
-        rows.collect::<Result<Vec<_>, _>>().map_err(ctx(what))?
-    };
-    rows.into_iter().map(SessionRow::validate).collect()
 }
 
 pub(super) fn append_user(

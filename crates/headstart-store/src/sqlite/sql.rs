@@ -197,6 +197,29 @@ pub(super) const LIST_SESSIONS: &str = "SELECT s.id, s.created_at_us,
     FROM sessions AS s
     ORDER BY s.created_at_us, s.ordinal";
 
+/// A number that changes when another connection commits to the file.
+pub(super) const DATA_VERSION: &str = "PRAGMA data_version";
+
+/// `?1` = state (NULL: any), `?2` = limit, `?3` = offset. The columns of [`LIST_SESSIONS`], newest first: one page
+/// of the listing, the message counts counted for that page only.
+pub(super) const LIST_SESSIONS_PAGE: &str = "SELECT s.id, s.created_at_us,
+        (SELECT COUNT(*) FROM messages AS m WHERE m.session_id = s.id),
+        s.state, s.owner, s.epoch, s.lease_expires_at_us, s.failure, s.system_prompt, s.model
+    FROM sessions AS s
+    WHERE ?1 IS NULL OR s.state = ?1
+    ORDER BY s.created_at_us DESC, s.ordinal DESC
+    LIMIT ?2 OFFSET ?3";
+
+/// `?1` = session id. The columns of [`LIST_SESSIONS`] for that session alone.
+pub(super) const ONE_SESSION: &str = "SELECT s.id, s.created_at_us,
+        (SELECT COUNT(*) FROM messages AS m WHERE m.session_id = s.id),
+        s.state, s.owner, s.epoch, s.lease_expires_at_us, s.failure, s.system_prompt, s.model
+    FROM sessions AS s
+    WHERE s.id = ?1";
+
+/// `?1` = state (NULL: any). How many sessions [`LIST_SESSIONS_PAGE`] pages through.
+pub(super) const COUNT_SESSIONS: &str = "SELECT COUNT(*) FROM sessions WHERE ?1 IS NULL OR state = ?1";
+
 // ---------------------------------------------------------------------------------------------------------------
 // The work queue (contract §7.5). A claim runs in a write (`BEGIN IMMEDIATE`) transaction, which SQLite serializes with
 // every other writer of the file, in this process or another: no two claimers can pick the same session, so no

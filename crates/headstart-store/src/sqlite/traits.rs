@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 use async_trait::async_trait;
 use headstart_core::model::{AssistantMessage, ToolResultMessage, UserMessage};
 
-use super::{ops, SqliteStore};
+use super::{listing, ops, SqliteStore};
 use crate::backend::{self, EncodedMessage, Op};
 use crate::layer::Write;
 use crate::lease::{Claim, Lease, SessionEnd, SessionQueue};
@@ -16,7 +16,7 @@ use crate::types::{
     AdmittedCall, CallKey, RunEnd, SessionId, SessionInfo, SessionSettings, StoredMessage, ToolRun, UnfinishedCall,
 };
 use crate::wake::WakeUps;
-use crate::{StoreError, TranscriptStore};
+use crate::{SessionsPage, SessionsQuery, StoreError, TranscriptStore};
 
 impl SqliteStore {
     /// Creates a session: `unqueued`, or `pending` with a prompt as its first message and its settings
@@ -61,7 +61,17 @@ impl TranscriptStore for SqliteStore {
     }
 
     async fn sessions(&self) -> Result<Vec<SessionInfo>, StoreError> {
-        self.run(ops::sessions).await
+        self.run(listing::sessions).await
+    }
+
+    async fn sessions_page(&self, query: &SessionsQuery) -> Result<SessionsPage, StoreError> {
+        let query = *query;
+        self.run(move |conn| listing::sessions_page(conn, &query)).await
+    }
+
+    async fn session(&self, session: &SessionId) -> Result<Option<SessionInfo>, StoreError> {
+        let session = session.0.clone();
+        self.run(move |conn| listing::session(conn, &session)).await
     }
 
     async fn append_user(&self, session: &SessionId, message: &UserMessage, at_us: i64) -> Result<u64, StoreError> {

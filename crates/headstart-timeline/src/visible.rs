@@ -1,9 +1,10 @@
-//! Text from the model, tools and servers made safe to print on a terminal.
+//! Text from the model, tools and servers made safe to show, on a terminal or a page.
 //!
-//! Everything `headstart` prints that came from outside (model text, tool names, arguments, results, provider and
-//! server error messages) is hostile: an escape sequence in it could move the cursor to forge a line, rewrite the
-//! window title or write the clipboard (OSC 52). [`visible`] renders every control character as a visible escape
-//! (`\x1b`, `\u{9b}`), and the bidirectional-text overrides too, so that what is shown is what was sent.
+//! Everything `headstart` prints or serves that came from outside (model text, tool names, arguments, results,
+//! provider and server error messages) is hostile: an escape sequence in it could move the cursor to forge a line,
+//! rewrite the window title or write the clipboard (OSC 52). [`visible`] renders every control character as a
+//! visible escape (`\x1b`, `\u{9b}`), and the bidirectional-text overrides too, so that what is shown is what was
+//! sent. `headstart serve` shows text the same way (the HTML escaping is its templates').
 
 use std::borrow::Cow;
 use std::fmt::Write;

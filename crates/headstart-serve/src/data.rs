@@ -1,0 +1,127 @@
+//! What the pages and the JSON API show of a session, loaded from a store in one place: its listing entry, its
+//! durable log, its tool runs and its unfinished calls. `headstart inspect --json` prints the same shape
+//! ([`SessionData::to_json`]).
+
+use headstart::store::{SessionId, SessionInfo, StoreError, StoredMessage, ToolRun, TranscriptStore, UnfinishedCall};
+use headstart::Message;
+use headstart_timeline::report::TranscriptEntry;
+use headstart_timeline::Timeline;
+use serde_json::{json, Value};
+
+/// One session as stored.
+#[derive(Debug, Clone)]
+pub struct SessionData {
+    /// Its listing entry: queue state, owner, epoch, settings.
+    pub info: SessionInfo,
+    /// Its durable log, in write order.
+    pub log: Vec<StoredMessage>,
+    /// Its tool runs, in admission order.
+    pub runs: Vec<ToolRun>,
+    /// Its calls admitted without a result.
+    pub unfinished: Vec<UnfinishedCall>,
+}
+
+impl SessionData {
+    /// Loads session `id`; `None` when the store has no such session.
+    pub async fn find(store: &dyn TranscriptStore, id: &SessionId) -> Result<Option<SessionData>, StoreError> {
+        match store.session(id).await? {
+            Some(info) => Self::load(store, info).await.map(Some),
+            None => Ok(None),
+        }
+    }
+
+    /// Loads the records of the session `info` lists.
+    pub async fn load(store: &dyn TranscriptStore, info: SessionInfo) -> Result<SessionData, StoreError> {
+        let log = store.load_log(&info.id).await?;
+        let runs = store.tool_runs(&info.id).await?;
+        let unfinished = store.unfinished_calls(&info.id).await?;
+        Ok(SessionData {
+            info,
+            log,
+            runs,
+            unfinished,
+        })
+    }
+
+    /// The session as `headstart inspect --json` prints it: `session`, its queue state (`state`, `owner`,
+    /// `epoch`, `failure`), `settings`, and the transcript in the replay report's shape.
+    pub fn to_json(&self) -> Value {
+        inspect_json(&self.info, &self.log)
+    }
+
+    /// The session on one time axis, as `headstart timeline` draws it.
+    pub fn timeline(&self) -> Timeline {
+        Timeline::from_store(format!("session {}", self.info.id), &self.log, &self.runs)
+    }
+
+    /// The first line of the session's first prompt (empty when it has none yet).
+    pub fn prompt_line(&self) -> &str {
+        self.log
+            .iter()
+            .find_map(|stored| match &stored.message {
+                Message::User(user) => Some(user.text.lines().next().unwrap_or_default()),
+                _ => None,
+            })
+            .unwrap_or_default()
+    }
+
+    /// When anything was last written: the latest message or run time (µs, the writer's clock); the creation time
+    /// when nothing was.
+    pub fn last_activity_us(&self) -> i64 {
+        let messages = self.log.iter().map(|stored| stored.at_us);
+        let runs = self
+            .runs
+            .iter()
+            .flat_map(|run| [Some(run.admitted_at_us), run.started_at_us, run.ended_at_us])
+            .flatten();
+        messages.chain(runs).fold(self.info.created_at_us, i64::max)
+    }
+
+    /// A fingerprint of what the session holds, to tell whether a reload changed anything: the message count,
+    /// the runs' states and ends, and the queue state.
+    pub fn fingerprint(&self) -> String {
+        let mut print = format!(
+            "{} {} {:?} {}",
+            self.log.len(),
+            self.info.state.as_str(),
+            self.info.owner,
+            self.info.epoch
+        );
+        for run in &self.runs {
+            print.push_str(&format!(" {}:{:?}", run.state.as_str(), run.ended_at_us));
+        }
+        print
+    }
+}
+
+/// The `inspect --json` object of a session from its listing entry and its log.
+pub fn inspect_json(info: &SessionInfo, log: &[StoredMessage]) -> Value {
+    let transcript: Vec<TranscriptEntry> = log
+        .iter()
+        .map(|stored| TranscriptEntry::from_stored(stored, false))
+        .collect();
+    json!({
+        "session": info.id.0,
+        "state": info.state.as_str(),
+        "owner": info.owner,
+        "epoch": info.epoch,
+        "failure": info.failure,
+        "settings": info.settings,
+        "transcript": transcript,
+    })
+}
+
+/// A session's place in a fleet's queue, in words: `pending`, `running by w1 (epoch 2)`, `completed by w1`,
+/// `failed by w1: reason`; `unqueued` for a single-process session.
+pub fn queue_state(info: &SessionInfo) -> String {
+    let state = info.state.as_str();
+    let mut text = match &info.owner {
+        Some(owner) if state == "running" => format!("{state} by {owner} (epoch {})", info.epoch),
+        Some(owner) => format!("{state} by {owner}"),
+        None => state.to_owned(),
+    };
+    if let Some(failure) = &info.failure {
+        text.push_str(&format!(": {failure}"));
+    }
+    text
+}

@@ -1,0 +1,80 @@
+//! `/sessions/{id}`: the transcript beside the timeline, both replaced by the live events while the session runs.
+
+use headstart::store::SessionInfo;
+use headstart_timeline::svg;
+use headstart_timeline::visible::{visible, Lines};
+use maud::{html, Markup, PreEscaped};
+
+use super::layout::page;
+use super::transcript::transcript;
+use crate::data::{queue_state, SessionData};
+
+/// The session page.
+pub fn session_page(data: &SessionData) -> Markup {
+    let id = &data.info.id.0;
+    let parts = Parts::of(data);
+    page(
+        &format!("session {id}"),
+        true,
+        html! {
+            div #session data-events=(format!("/sessions/{}/events", encode(id))) {
+                header {
+                    h1 { "session " span.id { (id) } }
+                    p #status { (parts.status) }
+                    p.links {
+                        a href=(format!("/api/sessions/{}", encode(id))) { "JSON" }
+                        " · " span #live { "not live" }
+                    }
+                }
+                div.columns {
+                    section #transcript { (parts.transcript) }
+                    section #timeline { (parts.timeline) }
+                }
+            }
+        },
+    )
+}
+
+/// The parts of the page a live update replaces.
+pub struct Parts {
+    /// The state line.
+    pub status: Markup,
+    /// The transcript.
+    pub transcript: Markup,
+    /// The timeline SVG (the renderer escapes every text it draws).
+    pub timeline: Markup,
+}
+
+impl Parts {
+    /// The parts for `data`.
+    pub fn of(data: &SessionData) -> Parts {
+        Parts {
+            status: status(&data.info),
+            transcript: transcript(data),
+            timeline: html! { (PreEscaped(svg::render(&data.timeline()))) },
+        }
+    }
+}
+
+fn status(info: &SessionInfo) -> Markup {
+    html! {
+        span.state data-state=(info.state.as_str()) { (visible(&queue_state(info), Lines::Escape)) }
+        " · " (info.messages) " messages"
+        @if let Some(model) = &info.settings.model {
+            " · model " (visible(model, Lines::Escape))
+        }
+        @if let Some(system) = &info.settings.system {
+            details.system data-key="system" {
+                summary { "system prompt" }
+                pre { (visible(system, Lines::Keep)) }
+            }
+        }
+    }
+}
+
+/// A session id as one URL path segment (ids the store makes are UUIDs; others may hold anything).
+pub fn encode(id: &str) -> String {
+    form_urlencoded::byte_serialize(id.as_bytes())
+        .collect::<String>()
+        .replace('+', "%20")
+}

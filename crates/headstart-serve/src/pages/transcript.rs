@@ -1,0 +1,219 @@
+//! A session's transcript as HTML: each message in write order, thinking collapsed, each call with its arguments,
+//! its run and its result under it, errors marked. Rendered for the page and again for each live update.
+//!
+//! Everything shown came from the model, tools or a provider: maud escapes it for HTML, and [`visible`] shows
+//! control characters and bidirectional overrides as escapes. Very long texts are cut for the page (the JSON API
+//! has them whole).
+
+use std::collections::{HashMap, HashSet};
+
+use headstart::core::model::{ContentBlock, ToolArguments, ToolCall, ToolResultMessage};
+use headstart::store::{RunOutcome, ToolRun};
+use headstart::Message;
+use headstart_timeline::visible::{visible, Lines};
+use maud::{html, Markup};
+
+use crate::data::SessionData;
+use crate::time::offset;
+
+/// Longest text shown in one block (characters).
+const MAX_SHOWN: usize = 20_000;
+
+/// A call: its request (`None` where the log does not say) and its id; ids repeat across responses.
+type CallKey<'a> = (Option<u32>, &'a str);
+
+/// The transcript of `data`.
+pub fn transcript(data: &SessionData) -> Markup {
+    let calls = Calls::new(data);
+    let origin = data.log.first().map_or(data.info.created_at_us, |stored| stored.at_us);
+    html! {
+        @if data.log.is_empty() {
+            p.empty { "No messages yet." }
+        }
+        ol.transcript {
+            @for stored in &data.log {
+                @match &stored.message {
+                    Message::User(user) => {
+                        li.message.user data-seq=(stored.seq) {
+                            div.head { span.seq { "#" (stored.seq) } " user " span.at { (offset(stored.at_us, origin)) } }
+                            (text_block("text", &user.text))
+                        }
+                    }
+                    Message::Assistant(assistant) => {
+                        li.message.assistant data-seq=(stored.seq) {
+                            div.head {
+                                span.seq { "#" (stored.seq) }
+                                " assistant · request " (stored.request.map_or("?".to_owned(), |r| r.to_string()))
+                                " · stop " (assistant.stop_reason.as_str()) " "
+                                span.at { (offset(stored.at_us, origin)) }
+                            }
+                            @if let Some(error) = &assistant.error_message {
+                                div.error { "error: " (visible(error, Lines::Keep)) }
+                            }
+                            @for (index, block) in assistant.content.iter().enumerate() {
+                                @match block {
+                                    ContentBlock::Text { text } => (text_block("text", text)),
+                                    ContentBlock::Thinking { thinking, .. } => {
+                                        details.thinking data-key=(format!("thinking-{}-{index}", stored.seq)) {
+                                            summary { "thinking (" (thinking.chars().count()) " characters)" }
+                                            (text_block("text", thinking))
+                                        }
+                                    }
+                                    ContentBlock::ToolCall(call) => {
+                                        ul.calls { (calls.call(stored.request, call, origin)) }
+                                    }
+                                }
+                            }
+                        }
+                    }
+                    Message::ToolResult(result) => {
+                        @if !calls.answers_a_call_in_the_log(stored.seq) {
+                            li.message.orphan data-seq=(stored.seq) {
+                                div.head {
+                                    span.seq { "#" (stored.seq) }
+                                    " result for " (visible(&result.tool_call_id, Lines::Escape))
+                                    " (call not in the log) "
+                                    span.at { (offset(stored.at_us, origin)) }
+                                }
+                                (result_block(result))
+                            }
+                        }
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// Text in a `<pre>`, made visible and cut to [`MAX_SHOWN`].
+fn text_block(class: &str, text: &str) -> Markup {
+    let shown = visible(text, Lines::Keep);
+    let total = shown.chars().count();
+    html! {
+        @if total > MAX_SHOWN {
+            pre class=(class) { (shown.chars().take(MAX_SHOWN).collect::<String>()) }
+            p.cut { "… " (total - MAX_SHOWN) " more characters (the JSON API has the whole text)" }
+        } @else {
+            pre class=(class) { (shown) }
+        }
+    }
+}
+
+/// A result's text, marked when it is an error.
+fn result_block(result: &ToolResultMessage) -> Markup {
+    html! {
+        div.result.error[result.is_error] data-call-id=(result.tool_call_id) {
+            div.label {
+                @if result.is_error { "error result" } @else { "result" }
+                @if result.terminate { " (terminate)" }
+            }
+            (text_block("text", &result.text()))
+        }
+    }
+}
+
+/// The runs and results of a session's calls, by call.
+struct Calls<'a> {
+    runs: HashMap<CallKey<'a>, &'a ToolRun>,
+    results: HashMap<CallKey<'a>, &'a ToolResultMessage>,
+    unfinished: HashSet<CallKey<'a>>,
+    /// The results (by seq) whose call is in the log.
+    answering: HashSet<u64>,
+}
+
+impl<'a> Calls<'a> {
+    fn new(data: &'a SessionData) -> Calls<'a> {
+        let mut in_log: HashSet<CallKey<'a>> = HashSet::new();
+        let mut latest_request: HashMap<&str, Option<u32>> = HashMap::new();
+        let mut results = HashMap::new();
+        let mut answers = Vec::new();
+        for stored in &data.log {
+            match &stored.message {
+                Message::Assistant(assistant) => {
+                    for call in assistant.tool_calls() {
+                        in_log.insert((stored.request, call.id.as_str()));
+                        latest_request.insert(call.id.as_str(), stored.request);
+                    }
+                }
+                Message::ToolResult(result) => {
+                    // A result stored before results carried their request answers the latest call with its id.
+                    let id = result.tool_call_id.as_str();
+                    let request = stored.request.or_else(|| latest_request.get(id).copied().flatten());
+                    results.entry((request, id)).or_insert(result);
+                    answers.push((stored.seq, (request, id)));
+                }
+                Message::User(_) => {}
+            }
+        }
+        Calls {
+            runs: data
+                .runs
+                .iter()
+                .map(|run| ((Some(run.request), run.call_id.as_str()), run))
+                .collect(),
+            results,
+            unfinished: data
+                .unfinished
+                .iter()
+                .map(|call| (Some(call.run.request), call.run.call_id.as_str()))
+                .collect(),
+            answering: answers
+                .into_iter()
+                .filter(|(_, call)| in_log.contains(call))
+                .map(|(seq, _)| seq)
+                .collect(),
+        }
+    }
+
+    fn answers_a_call_in_the_log(&self, seq: u64) -> bool {
+        self.answering.contains(&seq)
+    }
+
+    /// One call: name, id, arguments, its run's state and times, its result.
+    fn call(&self, request: Option<u32>, call: &ToolCall, origin: i64) -> Markup {
+        let key = (request, call.id.as_str());
+        let run = self.runs.get(&key).copied();
+        let result = self.results.get(&key).copied();
+        let state = match run {
+            None => "not-executed",
+            Some(run) => run.outcome.map_or(run.state.as_str(), RunOutcome::as_str),
+        };
+        let failed = result.is_some_and(|result| result.is_error)
+            || run.is_some_and(|run| {
+                run.outcome
+                    .is_some_and(|outcome| !matches!(outcome, RunOutcome::Finished | RunOutcome::Cancelled))
+            });
+        let arguments = match &call.arguments {
+            ToolArguments::Valid(map) => serde_json::to_string_pretty(map).unwrap_or_default(),
+            ToolArguments::Invalid { raw, .. } => format!("(invalid arguments) {raw}"),
+        };
+        html! {
+            li.call.failed[failed] data-call-id=(call.id) data-state=(state) {
+                div.head {
+                    span.name { (visible(&call.name, Lines::Escape)) }
+                    " " span.id { (visible(&call.id, Lines::Escape)) }
+                    " " span.state { (state.replace('-', " ")) }
+                    @if self.unfinished.contains(&key) { " " span.flag { "UNFINISHED" } }
+                }
+                details.arguments data-key=(format!("arguments-{}-{}", request.map_or(-1, i64::from), call.id)) {
+                    summary { "arguments" }
+                    (text_block("text", &arguments))
+                }
+                @if let Some(run) = run {
+                    div.times {
+                        "admitted " (offset(run.admitted_at_us, origin))
+                        @if let Some(start) = run.started_at_us {
+                            " · started " (offset(start, origin))
+                        }
+                        @if let (Some(start), Some(end)) = (run.started_at_us, run.ended_at_us) {
+                            " · ended " (offset(end, origin)) " (" (offset(end, start).trim_start_matches('+')) ")"
+                        }
+                    }
+                }
+                @if let Some(result) = result {
+                    (result_block(result))
+                }
+            }
+        }
+    }
+}
