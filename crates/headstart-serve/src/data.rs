@@ -2,8 +2,10 @@
 //! durable log, its tool runs and its unfinished calls. `headstart inspect --json` prints the same shape
 //! ([`SessionData::to_json`]).
 
-use headstart::store::{SessionId, SessionInfo, StoreError, StoredMessage, ToolRun, TranscriptStore, UnfinishedCall};
-use headstart::Message;
+use headstart::store::{
+    SessionId, SessionInfo, SessionState, StoreError, StoredMessage, ToolRun, TranscriptStore, UnfinishedCall,
+};
+use headstart::{expects_answer, Message};
 use headstart_timeline::report::TranscriptEntry;
 use headstart_timeline::Timeline;
 use serde_json::{json, Value};
@@ -75,6 +77,27 @@ impl SessionData {
             .flat_map(|run| [Some(run.admitted_at_us), run.started_at_us, run.ended_at_us])
             .flatten();
         messages.chain(runs).fold(self.info.created_at_us, i64::max)
+    }
+
+    /// Its state in words: [`queue_state`], and for a session outside any queue (a `run` or a `demo`) where its
+    /// conversation stands, read from the log: `answered`, `waits for the model` or `N calls unfinished`.
+    pub fn state_words(&self) -> String {
+        let state = queue_state(&self.info);
+        if self.info.state != SessionState::Unqueued || self.log.is_empty() {
+            return state;
+        }
+        let stands = if !self.unfinished.is_empty() {
+            format!("{} calls unfinished", self.unfinished.len())
+        } else {
+            let context: Vec<Message> = self.log.iter().map(|stored| stored.message.clone()).collect();
+            if expects_answer(&context) {
+                "waits for the model"
+            } else {
+                "answered"
+            }
+            .to_owned()
+        };
+        format!("{state} · {stands}")
     }
 
     /// A fingerprint of what the session holds, to tell whether a reload changed anything: the message count,

@@ -7,7 +7,7 @@ use headstart::store::RunOutcome;
 use headstart::Message;
 use serde::Serialize;
 
-use crate::data::{queue_state, SessionData};
+use crate::data::SessionData;
 
 /// The listing's numbers for one session.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -83,7 +83,7 @@ impl Summary {
         Summary {
             session: data.info.id.0.clone(),
             state: data.info.state.as_str().to_owned(),
-            state_words: queue_state(&data.info),
+            state_words: data.state_words(),
             prompt: data.prompt_line().to_owned(),
             requests: timeline.requests.len(),
             early,

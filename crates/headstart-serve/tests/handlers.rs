@@ -53,6 +53,10 @@ async fn the_listing_shows_sessions_newest_first_and_filters_by_state() {
     assert_eq!(json["sessions"][0]["session"], sample.hostile.0.as_str());
     let plain = &json["sessions"][1];
     assert_eq!(
+        plain["state_words"], "unqueued · waits for the model",
+        "where a session outside any queue stands: its last results wait for the model"
+    );
+    assert_eq!(
         (
             &plain["requests"],
             &plain["early"],

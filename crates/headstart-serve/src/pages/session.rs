@@ -1,13 +1,12 @@
 //! `/sessions/{id}`: the transcript beside the timeline, both replaced by the live events while the session runs.
 
-use headstart::store::SessionInfo;
 use headstart_timeline::svg;
 use headstart_timeline::visible::{visible, Lines};
 use maud::{html, Markup, PreEscaped};
 
 use super::layout::page;
 use super::transcript::transcript;
-use crate::data::{queue_state, SessionData};
+use crate::data::SessionData;
 
 /// The session page.
 pub fn session_page(data: &SessionData) -> Markup {
@@ -49,16 +48,17 @@ impl Parts {
     /// The parts for `data`.
     pub fn of(data: &SessionData) -> Parts {
         Parts {
-            status: status(&data.info),
+            status: status(data),
             transcript: transcript(data),
             timeline: html! { (PreEscaped(svg::render(&data.timeline()))) },
         }
     }
 }
 
-fn status(info: &SessionInfo) -> Markup {
+fn status(data: &SessionData) -> Markup {
+    let info = &data.info;
     html! {
-        span.state data-state=(info.state.as_str()) { (visible(&queue_state(info), Lines::Escape)) }
+        span.state data-state=(info.state.as_str()) { (visible(&data.state_words(), Lines::Escape)) }
         " · " (info.messages) " messages"
         @if let Some(model) = &info.settings.model {
             " · model " (visible(model, Lines::Escape))
