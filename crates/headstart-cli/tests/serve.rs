@@ -1,5 +1,5 @@
-//! `headstart serve` and `demo --serve` as a user runs them: the refusals, then a server whose printed URL answers
-//! with the demo's session while the demo lingers.
+//! `headstart serve`, `demo --serve` and `run --serve` as a user runs them: the refusals, then a server whose printed
+//! URL answers with the run's session while the command lingers.
 
 mod support;
 
@@ -7,7 +7,10 @@ use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpStream;
 use std::process::{Command, Stdio};
 
-use support::ChildGuard;
+use headstart_providers::replay_server::{ReplayServer, Reply};
+use serde_json::json;
+use support::{answer, anthropic, command, workdir, ChildGuard, DELAY};
+use tokio::io::AsyncBufReadExt;
 
 fn headstart() -> Command {
     Command::new(env!("CARGO_BIN_EXE_headstart"))
@@ -86,4 +89,69 @@ fn demo_serve_prints_a_url_that_shows_its_session() {
     let page = get(&addr, &format!("/sessions/{session}"));
     assert!(page.contains("<svg") && page.contains("lookup_crate"), "{page}");
     demo.kill();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn run_serve_shows_the_run_with_its_results() {
+    let replies = vec![
+        Reply::Events(anthropic(
+            Some("Reading. "),
+            &[("toolu_read", "read_file", json!({"path": "notes.txt"}))],
+        )),
+        answer(),
+    ];
+    let server = ReplayServer::start(replies, Default::default(), DELAY)
+        .await
+        .expect("replay server");
+    let dir = workdir();
+    let args = [
+        "run",
+        "--no-progress",
+        "--serve",
+        "127.0.0.1:0",
+        "What do the notes say?",
+    ];
+    // kill_on_drop: the lingering server ends with the test, pass or fail.
+    let mut run = command(dir.path(), &server, "anthropic", &args)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .spawn()
+        .expect("start the run");
+    let stdout = run.stdout.take().expect("stdout");
+    let mut lines = tokio::io::BufReader::new(stdout).lines();
+    let mut url = None;
+    let mut session = None;
+    let read = async {
+        while let Some(line) = lines.next_line().await.expect("a line") {
+            if let Some(rest) = line.strip_prefix("headstart run: the live view is at ") {
+                url = rest.split(' ').next().map(str::to_owned);
+                session = rest
+                    .split("/sessions/")
+                    .nth(1)
+                    .map(|tail| tail.trim_end_matches(')').to_owned());
+            }
+            if line.starts_with("Serving ") {
+                return; // the run is over; the server goes on until Ctrl-C
+            }
+        }
+        panic!("the run ended without serving");
+    };
+    tokio::time::timeout(std::time::Duration::from_secs(120), read)
+        .await
+        .expect("the run finished and served");
+    let url = url.expect("the URL was printed");
+    let session = session.expect("the session was printed");
+    let addr = url.trim_start_matches("http://").trim_end_matches('/').to_owned();
+    let page = tokio::task::spawn_blocking(move || get(&addr, &format!("/sessions/{session}")))
+        .await
+        .expect("get");
+    assert!(page.starts_with("HTTP/1.1 200"), "{page}");
+    assert!(
+        page.contains("hello from the notes"),
+        "the read_file result is shown: {page}"
+    );
+    assert!(page.contains("The notes say hello."), "the answer is shown: {page}");
+    assert!(page.contains("answered"), "the session says it was answered: {page}");
+    run.start_kill().expect("kill");
+    run.wait().await.expect("wait");
 }
