@@ -2,6 +2,7 @@
 //! in production, virtual time from 0 in replays; the first is shown as a UTC date and time, the second as an
 //! offset.
 
+use headstart::store::owner::rfc3339_seconds;
 use headstart_timeline::format_ms;
 
 /// Times below this (µs; September 2001) are a virtual clock's, not dates.
@@ -14,15 +15,9 @@ pub fn clock(us: i64) -> String {
         let ms = us as f64 / 1000.0;
         return format!("+{} ms", format_ms(ms));
     }
-    let seconds = us.div_euclid(1_000_000);
-    let (days, in_day) = (seconds.div_euclid(86_400), seconds.rem_euclid(86_400));
-    let (year, month, day) = civil_from_days(days);
-    format!(
-        "{year:04}-{month:02}-{day:02} {:02}:{:02}:{:02} UTC",
-        in_day / 3600,
-        in_day % 3600 / 60,
-        in_day % 60
-    )
+    // One calendar for the whole workspace: the owner files' RFC 3339 stamp, `T` and `Z` spelled out.
+    let stamp = rfc3339_seconds(us);
+    format!("{} UTC", stamp.replacen('T', " ", 1).trim_end_matches('Z'))
 }
 
 /// Milliseconds relative to `origin_us`, for times within a session: `+12.5 ms`.
@@ -30,20 +25,6 @@ pub fn offset(us: i64, origin_us: i64) -> String {
     #[allow(clippy::cast_precision_loss)]
     let ms = (us - origin_us) as f64 / 1000.0;
     format!("+{} ms", format_ms(ms))
-}
-
-/// The proleptic Gregorian date of a day count since 1970-01-01 (Howard Hinnant's `civil_from_days`).
-fn civil_from_days(days: i64) -> (i64, i64, i64) {
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z.rem_euclid(146_097);
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let day = doy - (153 * mp + 2) / 5 + 1;
-    let month = if mp < 10 { mp + 3 } else { mp - 9 };
-    let year = yoe + era * 400 + i64::from(month <= 2);
-    (year, month, day)
 }
 
 #[cfg(test)]

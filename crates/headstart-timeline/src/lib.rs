@@ -13,6 +13,7 @@
 //! Pure: no I/O, no clock. Running an agent on a real provider and drawing it needs this crate, not the simulator.
 #![warn(missing_docs)]
 
+pub mod answers;
 mod build;
 mod format;
 pub mod json_path;

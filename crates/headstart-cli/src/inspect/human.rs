@@ -6,6 +6,7 @@ use std::collections::{HashMap, HashSet};
 use headstart::core::model::{AssistantMessage, ContentBlock, ToolArguments, ToolCall, ToolResultMessage, Usage};
 use headstart::store::{RunState, StoredMessage, ToolRun, UnfinishedCall};
 use headstart::Message;
+use headstart_timeline::answers::{Answers, CallKey};
 use headstart_timeline::format_ms;
 
 use headstart_timeline::visible::{visible, Lines};
@@ -33,31 +34,14 @@ fn render_raw(log: &[StoredMessage], runs: &[ToolRun], unfinished: &[UnfinishedC
 
     // Fragments per request, to write each request's header before its first fragment; the calls in the log, and
     // the call each result answers (a call is its request and id: ids repeat across responses, contract §7.2.2).
+    let answers = Answers::of(log);
     let mut fragments: HashMap<u32, Vec<(&StoredMessage, &AssistantMessage)>> = HashMap::new();
-    let mut calls_in_log: HashSet<CallKey<'_>> = HashSet::new();
-    let mut latest_request: HashMap<&str, Option<u32>> = HashMap::new();
-    let mut results = HashMap::new();
-    let mut answers: HashMap<u64, CallKey<'_>> = HashMap::new();
     for stored in log {
-        match &stored.message {
-            Message::Assistant(assistant) => {
-                fragments
-                    .entry(stored.request.unwrap_or(u32::MAX))
-                    .or_default()
-                    .push((stored, assistant));
-                for call in assistant.tool_calls() {
-                    calls_in_log.insert((stored.request, call.id.as_str()));
-                    latest_request.insert(call.id.as_str(), stored.request);
-                }
-            }
-            Message::ToolResult(result) => {
-                // A result stored before results carried their request answers the latest call with its id.
-                let id = result.tool_call_id.as_str();
-                let request = stored.request.or_else(|| latest_request.get(id).copied().flatten());
-                results.entry((request, id)).or_insert((stored, result));
-                answers.insert(stored.seq, (request, id));
-            }
-            Message::User(_) => {}
+        if let Message::Assistant(assistant) = &stored.message {
+            fragments
+                .entry(stored.request.unwrap_or(u32::MAX))
+                .or_default()
+                .push((stored, assistant));
         }
     }
     let view = View {
@@ -70,7 +54,7 @@ fn render_raw(log: &[StoredMessage], runs: &[ToolRun], unfinished: &[UnfinishedC
             .iter()
             .map(|call| ((Some(call.run.request), call.run.call_id.as_str()), call))
             .collect(),
-        results,
+        results: answers.results.clone(),
     };
 
     let mut out = String::new();
@@ -131,7 +115,7 @@ fn render_raw(log: &[StoredMessage], runs: &[ToolRun], unfinished: &[UnfinishedC
             }
             Message::ToolResult(result) => {
                 // Results are shown under their calls; only a result whose call is not in the log stands alone.
-                if !answers.get(&stored.seq).is_some_and(|call| calls_in_log.contains(call)) {
+                if !answers.answers_a_call_in_the_log(stored.seq) {
                     out.push_str(&view.head(
                         stored,
                         &format!(
@@ -148,7 +132,11 @@ fn render_raw(log: &[StoredMessage], runs: &[ToolRun], unfinished: &[UnfinishedC
     // Unfinished calls whose fragment is missing from the log would otherwise go unseen.
     let missing: Vec<&UnfinishedCall> = unfinished
         .iter()
-        .filter(|call| !calls_in_log.contains(&(Some(call.run.request), call.run.call_id.as_str())))
+        .filter(|call| {
+            !answers
+                .calls
+                .contains(&(Some(call.run.request), call.run.call_id.as_str()))
+        })
         .collect();
     for call in missing {
         out.push('\n');
@@ -176,9 +164,6 @@ fn render_raw(log: &[StoredMessage], runs: &[ToolRun], unfinished: &[UnfinishedC
     }
     out
 }
-
-/// A call: the request of the response holding it (`None` where the log does not say) and its id.
-type CallKey<'a> = (Option<u32>, &'a str);
 
 /// Lookups shared by the rendering steps.
 struct View<'a> {

@@ -10,6 +10,7 @@ use std::collections::{HashMap, HashSet};
 use headstart::core::model::{ContentBlock, ToolArguments, ToolCall, ToolResultMessage};
 use headstart::store::{RunOutcome, ToolRun};
 use headstart::Message;
+use headstart_timeline::answers::{Answers, CallKey};
 use headstart_timeline::visible::{visible, Lines};
 use maud::{html, Markup};
 
@@ -18,9 +19,6 @@ use crate::time::offset;
 
 /// Longest text shown in one block (characters).
 const MAX_SHOWN: usize = 20_000;
-
-/// A call: its request (`None` where the log does not say) and its id; ids repeat across responses.
-type CallKey<'a> = (Option<u32>, &'a str);
 
 /// The transcript of `data`.
 pub fn transcript(data: &SessionData) -> Markup {
@@ -117,56 +115,35 @@ struct Calls<'a> {
     runs: HashMap<CallKey<'a>, &'a ToolRun>,
     results: HashMap<CallKey<'a>, &'a ToolResultMessage>,
     unfinished: HashSet<CallKey<'a>>,
-    /// The results (by seq) whose call is in the log.
-    answering: HashSet<u64>,
+    /// Which result answers which call.
+    answers: Answers<'a>,
 }
 
 impl<'a> Calls<'a> {
     fn new(data: &'a SessionData) -> Calls<'a> {
-        let mut in_log: HashSet<CallKey<'a>> = HashSet::new();
-        let mut latest_request: HashMap<&str, Option<u32>> = HashMap::new();
-        let mut results = HashMap::new();
-        let mut answers = Vec::new();
-        for stored in &data.log {
-            match &stored.message {
-                Message::Assistant(assistant) => {
-                    for call in assistant.tool_calls() {
-                        in_log.insert((stored.request, call.id.as_str()));
-                        latest_request.insert(call.id.as_str(), stored.request);
-                    }
-                }
-                Message::ToolResult(result) => {
-                    // A result stored before results carried their request answers the latest call with its id.
-                    let id = result.tool_call_id.as_str();
-                    let request = stored.request.or_else(|| latest_request.get(id).copied().flatten());
-                    results.entry((request, id)).or_insert(result);
-                    answers.push((stored.seq, (request, id)));
-                }
-                Message::User(_) => {}
-            }
-        }
+        let answers = Answers::of(&data.log);
         Calls {
             runs: data
                 .runs
                 .iter()
                 .map(|run| ((Some(run.request), run.call_id.as_str()), run))
                 .collect(),
-            results,
+            results: answers
+                .results
+                .iter()
+                .map(|(&call, &(_, result))| (call, result))
+                .collect(),
             unfinished: data
                 .unfinished
                 .iter()
                 .map(|call| (Some(call.run.request), call.run.call_id.as_str()))
                 .collect(),
-            answering: answers
-                .into_iter()
-                .filter(|(_, call)| in_log.contains(call))
-                .map(|(seq, _)| seq)
-                .collect(),
+            answers,
         }
     }
 
     fn answers_a_call_in_the_log(&self, seq: u64) -> bool {
-        self.answering.contains(&seq)
+        self.answers.answers_a_call_in_the_log(seq)
     }
 
     /// One call: name, id, arguments, its run's state and times, its result.
