@@ -1,0 +1,201 @@
+"""``Engine`` and ``engine.wrap``: one model response from the application's own SDK stream, executed early."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+from types import TracebackType
+from typing import Any, AsyncIterator, Iterable, Optional, Union
+
+from . import _native
+from ._events import Event, ToolResult
+from ._tools import Tool
+
+__all__ = ["Engine", "Wrapped"]
+
+_NAMED_EVENTS = {"openai-responses", "anthropic"}
+# `messages.stream()` of the anthropic SDK adds events of its own beside the wire's: only the wire's are read.
+_ANTHROPIC_WIRE = {
+    "message_start",
+    "message_delta",
+    "message_stop",
+    "content_block_start",
+    "content_block_delta",
+    "content_block_stop",
+    "ping",
+    "error",
+}
+
+
+class Engine:
+    """The early-execution engine over one transcript store (a SQLite path, or a ``postgresql://`` URL) with its
+    tools. Share one per process and event loop."""
+
+    def __init__(
+        self,
+        store: Union[str, "os.PathLike[str]"],
+        tools: Iterable[Tool] = (),
+        *,
+        tool_execution: str = "parallel",
+        max_in_flight: Optional[int] = 16,
+        early_execution: bool = True,
+        max_requests: int = 32,
+    ) -> None:
+        self.tools: list[Tool] = list(tools)
+        for item in self.tools:
+            if not isinstance(item, Tool):
+                raise TypeError(f"not a headstart tool (decorate it with @headstart.tool): {item!r}")
+        self._native = _native.Engine(
+            os.fspath(store),
+            self.tools,
+            tool_execution=tool_execution,
+            max_in_flight=max_in_flight,
+            early_execution=early_execution,
+            max_requests=max_requests,
+        )
+
+    async def create_session(self) -> str:
+        """Creates a session in the store and returns its id."""
+        session: str = await self._native.create_session()
+        return session
+
+    def tool_specs(self, format: str = "openai-chat") -> list[Any]:
+        """The tools as a request in ``format`` declares them (``tools=`` of the SDK's call)."""
+        specs: list[Any] = self._native.tool_specs(format)
+        return specs
+
+    def wrap(self, session: str, stream: Any, format: str = "openai-chat") -> "Wrapped":
+        """Wraps one response: ``stream`` is what the SDK returned (an async or sync iterator of its events, or
+        delta dicts for ``format="headstart"``). Use as ``async with engine.wrap(...) as events: async for ev in
+        events``; leaving the block early cancels the response and waits until every admitted call has its result."""
+        return Wrapped(self, session, stream, format)
+
+
+class Wrapped:
+    """One wrapped response: an async context manager, and, inside it, an async iterator of ``Event``s. After the
+    events, ``results`` holds the calls' results in the order the model made the calls."""
+
+    def __init__(self, engine: Engine, session: str, stream: Any, format: str) -> None:
+        self._engine = engine
+        self._session = session
+        self._stream = stream
+        self._format = format
+        self._events: Any = None
+        self._pump: Optional[asyncio.Task[None]] = None
+        self._calls: list[str] = []
+        self._results: dict[str, ToolResult] = {}
+
+    @property
+    def results(self) -> list[ToolResult]:
+        """The results of the response's calls, in the order of the calls."""
+        return [self._results[call] for call in self._calls if call in self._results]
+
+    async def __aenter__(self) -> "Wrapped":
+        feed, pending = self._engine._native.open(self._session, self._format)
+        self._events = await pending
+        self._pump = asyncio.get_running_loop().create_task(_pump(self._stream, feed, self._format))
+        return self
+
+    async def __aexit__(
+        self,
+        kind: Optional[type[BaseException]],
+        error: Optional[BaseException],
+        traceback: Optional[TracebackType],
+    ) -> None:
+        await self.aclose()
+
+    async def aclose(self) -> None:
+        """Cancels the response unless it has ended, and waits until every admitted call has its stored result."""
+        if self._pump is not None and not self._pump.done():
+            self._pump.cancel()
+        if self._events is not None:
+            await asyncio.shield(self._events.close())
+
+    def __aiter__(self) -> AsyncIterator[Event]:
+        return self._iterate()
+
+    async def _iterate(self) -> AsyncIterator[Event]:
+        if self._events is None:
+            raise RuntimeError("iterate inside `async with engine.wrap(...)`")
+        while True:
+            batch = await self._events.next_batch()
+            if not batch:
+                return
+            for data in batch:
+                self._note(data)
+                yield Event(data)
+
+    def _note(self, data: dict[str, Any]) -> None:
+        if data["type"] != "message_end":
+            return
+        message = data["message"]
+        if message["role"] == "assistant":
+            self._calls.extend(block["id"] for block in message["content"] if block["type"] == "tool_call")
+        elif message["role"] == "tool_result":
+            self._results[message["tool_call_id"]] = ToolResult(message)
+
+
+def _encode(event: Any) -> str:
+    """One stream item as its JSON text: an SDK object's wire JSON, a dict's JSON, a string as it is."""
+    if isinstance(event, str):
+        return event
+    if isinstance(event, dict):
+        return json.dumps(event)
+    to_json = getattr(event, "to_json", None)
+    if callable(to_json):
+        text: str = to_json(indent=None)
+        return text
+    dump: Any = getattr(event, "model_dump_json")
+    text = dump(by_alias=True, exclude_unset=True)
+    return text
+
+
+def _event_type(event: Any) -> Optional[str]:
+    if isinstance(event, dict):
+        return event.get("type")
+    return getattr(event, "type", None)
+
+
+async def _pump(stream: Any, feed: Any, format: str) -> None:
+    """Reads the SDK's stream and hands every event to the engine; its end or its failure ends the response."""
+    named = format in _NAMED_EVENTS
+    try:
+        if hasattr(stream, "__aenter__") and not hasattr(stream, "__aiter__"):
+            async with stream as entered:
+                await _pump_items(entered, feed, format, named)
+        else:
+            await _pump_items(stream, feed, format, named)
+    except asyncio.CancelledError:
+        feed.fail("the stream was cancelled")
+        raise
+    except Exception as error:
+        feed.fail(f"the stream raised {type(error).__name__}: {error}")
+        return
+    feed.end()
+
+
+async def _pump_items(stream: Any, feed: Any, format: str, named: bool) -> None:
+    if hasattr(stream, "__aiter__"):
+        async for event in stream:
+            _push(feed, event, format, named)
+    else:
+        # A synchronous SDK stream blocks on the network: read it in a thread, so the loop keeps running the tools.
+        await asyncio.to_thread(_drain, stream, feed, format, named)
+
+
+def _drain(stream: Any, feed: Any, format: str, named: bool) -> None:
+    for event in stream:
+        _push(feed, event, format, named)
+
+
+def _push(feed: Any, event: Any, format: str, named: bool) -> None:
+    if format == "headstart":
+        if isinstance(event, dict) and "at_ms" in event:
+            event = {key: value for key, value in event.items() if key != "at_ms"}
+        feed.push(_encode(event))
+        return
+    kind = _event_type(event) if named else None
+    if format == "anthropic" and kind not in _ANTHROPIC_WIRE:
+        return
+    feed.push(_encode(event), kind)

@@ -1,0 +1,128 @@
+//! [`Engine`] (`_native.Engine`): a store, the Python tools, and the entry points the package's `Engine` class
+//! calls (`create_session`, `tool_specs`, `open` for one wrapped response).
+
+use std::sync::Arc;
+
+use headstart::store::{SqliteOptions, SqliteStore, TranscriptStore};
+use headstart::{CancellationToken, EngineConfig, ExecutionMode, SessionId, ToolDefinition, Toolbox};
+use headstart_providers::request::{build_body, RequestSettings};
+use pyo3::prelude::*;
+use serde_json::Value;
+
+use crate::errors::{store_error, ConfigError};
+use crate::events::Events;
+use crate::feed::{Feed, Format};
+use crate::home::Home;
+use crate::json::{to_python, Json};
+use crate::runtime::{awaitable, block_on};
+use crate::tool::PyTool;
+
+/// The engine over one store, with its Python tools.
+#[pyclass(module = "headstart._native", frozen)]
+pub(crate) struct Engine {
+    pub(crate) engine: headstart::Engine,
+    pub(crate) home: Home,
+}
+
+/// Opens the store `location` names: a PostgreSQL connection string, else the path of a SQLite file (created when
+/// missing).
+fn open_store(py: Python<'_>, location: &str) -> PyResult<Arc<dyn TranscriptStore>> {
+    if headstart_postgres::is_connection_string(location) {
+        let store = block_on(py, headstart_postgres::PgStore::connect(location, Default::default()));
+        return Ok(Arc::new(store.map_err(store_error)?));
+    }
+    let store = py.detach(|| SqliteStore::open(location, SqliteOptions::default()));
+    Ok(Arc::new(store.map_err(store_error)?))
+}
+
+#[pymethods]
+impl Engine {
+    /// Opens `store` (a SQLite path or a `postgresql://` URL) with `tools` (`headstart.Tool` objects).
+    /// `tool_execution` is `parallel` or `sequential`; `max_in_flight` bounds the bodies running at once (`None`:
+    /// unbounded); `early_execution=False` runs every call after its stream, as a batch.
+    #[new]
+    #[pyo3(signature = (store, tools, *, tool_execution="parallel", max_in_flight=Some(headstart::DEFAULT_MAX_IN_FLIGHT), early_execution=true, max_requests=32))]
+    fn new(
+        py: Python<'_>,
+        store: &str,
+        tools: Vec<Bound<'_, PyAny>>,
+        tool_execution: &str,
+        max_in_flight: Option<usize>,
+        early_execution: bool,
+        max_requests: u32,
+    ) -> PyResult<Self> {
+        let mode = match tool_execution {
+            "parallel" => ExecutionMode::Parallel,
+            "sequential" => ExecutionMode::Sequential,
+            other => {
+                return Err(ConfigError::new_err(format!(
+                    "tool_execution must be 'parallel' or 'sequential', not {other:?}"
+                )))
+            }
+        };
+        let home = Home::default();
+        let mut toolbox = Toolbox::new();
+        for tool in &tools {
+            toolbox
+                .register(PyTool::from_python(tool, home.clone())?)
+                .map_err(|error| ConfigError::new_err(error.to_string()))?;
+        }
+        let config = EngineConfig::default()
+            .tool_execution(mode)
+            .max_in_flight(max_in_flight)
+            .early_execution(early_execution)
+            .max_requests(max_requests);
+        let engine = headstart::Engine::builder(open_store(py, store)?)
+            .toolbox(toolbox)
+            .config(config)
+            .build();
+        Ok(Engine { engine, home })
+    }
+
+    /// Awaitable: a new session's id.
+    fn create_session<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        let engine = self.engine.clone();
+        awaitable(py, async move {
+            let session = engine.create_session().await.map_err(store_error)?;
+            Ok(session.0)
+        })
+    }
+
+    /// The tools as `format`'s request declares them (`headstart`: name, description and parameters).
+    fn tool_specs<'py>(&self, py: Python<'py>, format: &str) -> PyResult<Bound<'py, PyAny>> {
+        let definitions = self.engine.toolbox().definitions();
+        let specs = match Format::parse(format)? {
+            Format::Deltas => serde_json::to_value(&definitions).unwrap_or_default(),
+            Format::Wire(wire) => {
+                let mut body = build_body(wire, &RequestSettings::default(), &[], &definitions);
+                body.get_mut("tools")
+                    .map(Value::take)
+                    .unwrap_or(Value::Array(Vec::new()))
+            }
+        };
+        to_python(py, &specs)
+    }
+
+    /// The tool definitions (name, description, JSON schema of the parameters), in registration order.
+    fn definitions(&self) -> Json {
+        let definitions: Vec<ToolDefinition> = self.engine.toolbox().definitions();
+        Json(serde_json::to_value(definitions).unwrap_or_default())
+    }
+
+    /// Opens one response of `session` read in `format`: the feed the stream's events go into, and an awaitable of
+    /// the run's events. Must be called from a coroutine: the tools run on its loop.
+    fn open<'py>(&self, py: Python<'py>, session: String, format: &str) -> PyResult<(Feed, Bound<'py, PyAny>)> {
+        let (feed, deltas) = Feed::open(Format::parse(format)?);
+        self.home.capture(py)?;
+        let engine = self.engine.clone();
+        let pending = awaitable(py, async move {
+            let cancel = CancellationToken::new();
+            let events = engine
+                .wrap_next(&SessionId(session), deltas, cancel.clone())
+                .await
+                .map_err(store_error)?;
+            Ok(Events::new(events, cancel))
+        })?;
+        Ok((feed, pending))
+    }
+}

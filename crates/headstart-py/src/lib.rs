@@ -1,0 +1,44 @@
+//! # headstart-py
+//!
+//! The native half of the `headstart` Python package (`headstart._native`): the engine, its Python tools, the
+//! stream feed and the event stream, built with pyo3 for CPython 3.10 and later (one `abi3` wheel). The public
+//! Python API (`headstart.Engine`, `@headstart.tool`, `engine.wrap`, ...) is the package's Python code in
+//! `python/headstart`, documented by its stubs (`__init__.pyi`); this crate is its implementation detail.
+//!
+//! Two runtimes run side by side: asyncio on the caller's thread, tokio on its own threads. Rust futures become
+//! asyncio awaitables ([`runtime::awaitable`]); a Python tool's coroutine is started on the caller's loop and its
+//! outcome crosses back as plain data ([`tool`]); whatever needs the GIL on the engine's side runs on tokio's
+//! blocking pool, never on a worker thread, so a Python thread holding the GIL never delays a commit.
+#![warn(missing_docs)]
+
+mod engine;
+mod errors;
+mod events;
+mod feed;
+mod home;
+mod json;
+mod runtime;
+#[cfg(feature = "testing")]
+mod testing;
+mod tool;
+
+use pyo3::prelude::*;
+
+/// The `headstart._native` module.
+#[pymodule]
+fn _native(module: &Bound<'_, PyModule>) -> PyResult<()> {
+    let py = module.py();
+    module.add_class::<engine::Engine>()?;
+    module.add_class::<events::Events>()?;
+    module.add_class::<feed::Feed>()?;
+    module.add_class::<tool::CallDone>()?;
+    module.add_class::<tool::CallUpdates>()?;
+    module.add("HeadstartError", py.get_type::<errors::HeadstartError>())?;
+    module.add("EngineError", py.get_type::<errors::EngineError>())?;
+    module.add("StoreError", py.get_type::<errors::StoreError>())?;
+    module.add("ModelError", py.get_type::<errors::ModelError>())?;
+    module.add("ConfigError", py.get_type::<errors::ConfigError>())?;
+    #[cfg(feature = "testing")]
+    testing::register(module)?;
+    Ok(())
+}

@@ -1,0 +1,232 @@
+//! [`PyTool`]: a Python function (decorated with `@headstart.tool`) as an engine [`Tool`].
+//!
+//! Everything the scheduler asks (early, sequential, conflict key, timeout) is read once, when the engine is built,
+//! so the engine never calls into Python to decide scheduling. Only `execute` crosses over: it starts the call's
+//! coroutine on the run's loop (`headstart._runtime.start_call`, from tokio's blocking pool), waits for its outcome
+//! as plain data through a oneshot channel, and cancels the Python task when the call's token fires or when the
+//! engine drops the call (its timeout).
+
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Duration;
+
+use async_trait::async_trait;
+use headstart::{Arguments, ExecutionMode, Tool, ToolContext, ToolError, ToolOutput, ToolResult, UpdateSink};
+use pyo3::prelude::*;
+use serde_json::Value;
+use tokio::sync::oneshot;
+
+use crate::home::Home;
+use crate::json::from_python;
+use crate::runtime::with_gil;
+
+/// How a tool's calls are keyed for conflicts (contract §4.5).
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum ConflictKey {
+    /// Every call has this key.
+    Fixed(String),
+    /// The call's argument of this name (its text, or its JSON) is the key.
+    Argument(String),
+}
+
+/// A Python tool.
+pub(crate) struct PyTool {
+    name: String,
+    description: String,
+    parameters: Value,
+    early: bool,
+    idempotent: bool,
+    sequential: bool,
+    conflict_key: Option<ConflictKey>,
+    timeout: Option<Duration>,
+    /// The Python `headstart.Tool` object.
+    function: Arc<Py<PyAny>>,
+    home: Home,
+}
+
+impl PyTool {
+    /// Reads a `headstart.Tool`'s settings; its calls will run on `home`'s loop.
+    pub fn from_python(tool: &Bound<'_, PyAny>, home: Home) -> PyResult<Self> {
+        let conflict_key = match tool.getattr("conflict_key")?.extract::<Option<String>>()? {
+            None => None,
+            Some(key) if tool.getattr("conflict_key_is_argument")?.extract::<bool>()? => {
+                Some(ConflictKey::Argument(key))
+            }
+            Some(key) => Some(ConflictKey::Fixed(key)),
+        };
+        let timeout = tool
+            .getattr("timeout")?
+            .extract::<Option<f64>>()?
+            .map(|seconds| Duration::from_secs_f64(seconds.max(0.0)));
+        Ok(PyTool {
+            name: tool.getattr("name")?.extract()?,
+            description: tool.getattr("description")?.extract()?,
+            parameters: from_python(&tool.getattr("parameters")?)?,
+            early: tool.getattr("early")?.extract()?,
+            idempotent: tool.getattr("idempotent")?.extract()?,
+            sequential: tool.getattr("sequential")?.extract()?,
+            conflict_key,
+            timeout,
+            function: Arc::new(tool.clone().unbind()),
+            home,
+        })
+    }
+}
+
+/// A call's outcome as the Python side reports it: plain data, no Python object.
+type Outcome = Result<ToolOutput, String>;
+
+/// What the Python side calls once with a call's outcome (`done(ok, text, details_json)`), on the loop's thread.
+#[pyclass(module = "headstart._native", frozen)]
+pub(crate) struct CallDone {
+    sender: Mutex<Option<oneshot::Sender<Outcome>>>,
+}
+
+#[pymethods]
+impl CallDone {
+    /// Reports the call's outcome: its content text (and `details`, JSON text) when `ok`, else its error message.
+    #[pyo3(signature = (ok, text, details=None))]
+    fn __call__(&self, ok: bool, text: String, details: Option<String>) {
+        let outcome = if ok {
+            let details = details
+                .and_then(|json| serde_json::from_str(&json).ok())
+                .unwrap_or(Value::Null);
+            Ok(ToolOutput::text(text).with_details(details))
+        } else {
+            Err(text)
+        };
+        if let Some(sender) = self.sender.lock().unwrap_or_else(PoisonError::into_inner).take() {
+            let _ = sender.send(outcome);
+        }
+    }
+}
+
+/// A running call's partial results (`await ctx.update(...)`): sent straight to the engine, without waiting.
+#[pyclass(module = "headstart._native", frozen)]
+pub(crate) struct CallUpdates {
+    sink: UpdateSink,
+}
+
+#[pymethods]
+impl CallUpdates {
+    /// Sends a partial result: its text, and its `details` as JSON text.
+    #[pyo3(signature = (text, details=None))]
+    fn send(&self, text: String, details: Option<String>) {
+        let details = details
+            .and_then(|json| serde_json::from_str(&json).ok())
+            .unwrap_or(Value::Null);
+        self.sink.send(ToolOutput::text(text).with_details(details));
+    }
+}
+
+/// Cancels the Python task of a call the engine stopped waiting for (its timeout dropped the body), unless disarmed.
+struct CancelOnDrop {
+    handle: Option<Arc<Py<PyAny>>>,
+}
+
+impl CancelOnDrop {
+    /// Asks the Python side to cancel the call's task (thread-safe there: `loop.call_soon_threadsafe`).
+    fn cancel(&self) {
+        if let (Some(handle), Ok(runtime)) = (&self.handle, tokio::runtime::Handle::try_current()) {
+            let handle = Arc::clone(handle);
+            runtime.spawn_blocking(move || Python::attach(|py| handle.bind(py).call_method0("cancel").map(drop)));
+        }
+    }
+}
+
+impl Drop for CancelOnDrop {
+    fn drop(&mut self) {
+        self.cancel();
+    }
+}
+
+#[async_trait]
+impl Tool for PyTool {
+    fn name(&self) -> &str {
+        &self.name
+    }
+
+    fn description(&self) -> &str {
+        &self.description
+    }
+
+    fn parameters(&self) -> Value {
+        self.parameters.clone()
+    }
+
+    fn early(&self) -> bool {
+        self.early
+    }
+
+    fn execution_mode(&self) -> ExecutionMode {
+        ExecutionMode::sequential_if(self.sequential)
+    }
+
+    fn conflict_key(&self, arguments: &Arguments) -> Option<String> {
+        match self.conflict_key.as_ref()? {
+            ConflictKey::Fixed(key) => Some(key.clone()),
+            ConflictKey::Argument(name) => arguments.get(name).map(|value| match value {
+                Value::String(text) => text.clone(),
+                other => other.to_string(),
+            }),
+        }
+    }
+
+    fn timeout(&self) -> Option<Duration> {
+        self.timeout
+    }
+
+    fn idempotent(&self) -> bool {
+        self.idempotent
+    }
+
+    async fn execute(&self, arguments: Arguments, context: ToolContext) -> ToolResult {
+        let (sender, receiver) = oneshot::channel();
+        let done = CallDone {
+            sender: Mutex::new(Some(sender)),
+        };
+        let updates = CallUpdates {
+            sink: context.updates.clone(),
+        };
+        let home = self.home.clone();
+        let function = Arc::clone(&self.function);
+        let arguments = Value::Object(arguments).to_string();
+        let (call_id, key) = (context.call_id.clone(), context.idempotency_key.clone());
+        let started = with_gil(move |py| {
+            let home = home.current()?;
+            let start = py.import("headstart._runtime")?.getattr("start_call")?;
+            let handle = start.call1((
+                home.event_loop.bind(py),
+                home.context.bind(py),
+                function.bind(py),
+                arguments,
+                call_id,
+                key,
+                Py::new(py, updates)?,
+                Py::new(py, done)?,
+            ))?;
+            Ok(handle.unbind())
+        })
+        .await;
+        let handle = match started {
+            Ok(handle) => handle,
+            Err(error) => return Err(ToolError::new(format!("the Python tool could not be started: {error}"))),
+        };
+        let mut guard = CancelOnDrop {
+            handle: Some(Arc::new(handle)),
+        };
+        let mut receiver = receiver;
+        let outcome = tokio::select! {
+            outcome = &mut receiver => outcome,
+            () = context.cancel.cancelled() => {
+                guard.cancel();
+                receiver.await
+            }
+        };
+        guard.handle = None;
+        match outcome {
+            Ok(Ok(output)) => Ok(output),
+            Ok(Err(message)) => Err(ToolError::new(message)),
+            Err(_) => Err(ToolError::new("the Python tool's task ended without an outcome")),
+        }
+    }
+}
