@@ -1,9 +1,6 @@
 //! [`Engine`] (`_native.Engine`): a store, the Python tools, and the entry points the package's `Engine` class
 //! calls (`create_session`, `tool_specs`, `open` for one wrapped response).
 
-use std::sync::Arc;
-
-use headstart::store::{SqliteOptions, SqliteStore, TranscriptStore};
 use headstart::{CancellationToken, EngineConfig, ExecutionMode, SessionId, ToolDefinition, Toolbox};
 use headstart_providers::request::{build_body, RequestSettings};
 use pyo3::prelude::*;
@@ -14,7 +11,8 @@ use crate::events::Events;
 use crate::feed::{Feed, Format};
 use crate::home::Home;
 use crate::json::{to_python, Json};
-use crate::runtime::{awaitable, block_on};
+use crate::runtime::awaitable;
+use crate::store::{open_store, Access};
 use crate::tool::PyTool;
 
 /// The engine over one store, with its Python tools.
@@ -22,17 +20,6 @@ use crate::tool::PyTool;
 pub(crate) struct Engine {
     pub(crate) engine: headstart::Engine,
     pub(crate) home: Home,
-}
-
-/// Opens the store `location` names: a PostgreSQL connection string, else the path of a SQLite file (created when
-/// missing).
-fn open_store(py: Python<'_>, location: &str) -> PyResult<Arc<dyn TranscriptStore>> {
-    if headstart_postgres::is_connection_string(location) {
-        let store = block_on(py, headstart_postgres::PgStore::connect(location, Default::default()));
-        return Ok(Arc::new(store.map_err(store_error)?));
-    }
-    let store = py.detach(|| SqliteStore::open(location, SqliteOptions::default()));
-    Ok(Arc::new(store.map_err(store_error)?))
 }
 
 #[pymethods]
@@ -72,7 +59,7 @@ impl Engine {
             .max_in_flight(max_in_flight)
             .early_execution(early_execution)
             .max_requests(max_requests);
-        let engine = headstart::Engine::builder(open_store(py, store)?)
+        let engine = headstart::Engine::builder(open_store(py, store, Access::Write)?)
             .toolbox(toolbox)
             .config(config)
             .build();

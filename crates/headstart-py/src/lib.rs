@@ -16,8 +16,10 @@ mod errors;
 mod events;
 mod feed;
 mod home;
+mod inspect;
 mod json;
 mod runtime;
+mod store;
 #[cfg(feature = "testing")]
 mod testing;
 mod tool;
@@ -33,6 +35,7 @@ fn _native(module: &Bound<'_, PyModule>) -> PyResult<()> {
     module.add_class::<feed::Feed>()?;
     module.add_class::<tool::CallDone>()?;
     module.add_class::<tool::CallUpdates>()?;
+    module.add_function(wrap_pyfunction!(inspect::inspect, module)?)?;
     module.add("HeadstartError", py.get_type::<errors::HeadstartError>())?;
     module.add("EngineError", py.get_type::<errors::EngineError>())?;
     module.add("StoreError", py.get_type::<errors::StoreError>())?;

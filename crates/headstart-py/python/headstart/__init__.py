@@ -6,7 +6,7 @@ durably, and only then starts the tool, while the model keeps streaming. See ``E
 """
 
 from ._context import ToolContext
-from ._engine import Engine, Wrapped
+from ._engine import Engine, Wrapped, inspect
 from ._events import Event, Record, ToolResult
 from ._native import ConfigError, EngineError, HeadstartError, ModelError, StoreError
 from ._tools import Tool, tool
@@ -24,5 +24,6 @@ __all__ = [
     "ToolContext",
     "ToolResult",
     "Wrapped",
+    "inspect",
     "tool",
 ]

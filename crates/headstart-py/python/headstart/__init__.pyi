@@ -18,6 +18,7 @@ __all__ = [
     "ToolContext",
     "ToolResult",
     "Wrapped",
+    "inspect",
     "tool",
 ]
 
@@ -75,6 +76,7 @@ class Tool:
         sequential: bool = False,
         conflict_key: Optional[str] = None,
         timeout: Optional[float] = None,
+        parameters: Optional[dict[str, Any]] = None,
     ) -> None: ...
     def __call__(self, *args: Any, **kwargs: Any) -> Any: ...
     def arguments(self, arguments: dict[str, Any]) -> dict[str, Any]:
@@ -93,6 +95,7 @@ def tool(
     sequential: bool = False,
     conflict_key: Optional[str] = None,
     timeout: Optional[float] = None,
+    parameters: Optional[dict[str, Any]] = None,
 ) -> Tool: ...
 @overload
 def tool(
@@ -105,6 +108,7 @@ def tool(
     sequential: bool = False,
     conflict_key: Optional[str] = None,
     timeout: Optional[float] = None,
+    parameters: Optional[dict[str, Any]] = None,
 ) -> Callable[[Callable[..., Any]], Tool]: ...
 
 class Record(Mapping[str, Any]):
@@ -179,3 +183,6 @@ class Wrapped:
     async def aclose(self) -> None:
         """Cancels the response unless it has ended, and waits until every admitted call has its stored result."""
     def __aiter__(self) -> AsyncIterator[Event]: ...
+
+def inspect(store: Union[str, os.PathLike[str]], session: Optional[str] = None) -> dict[str, Any]:
+    """What a store holds, read-only: its sessions with their messages and tool runs (only ``session`` if given)."""

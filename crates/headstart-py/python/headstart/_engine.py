@@ -12,7 +12,7 @@ from . import _native
 from ._events import Event, ToolResult
 from ._tools import Tool
 
-__all__ = ["Engine", "Wrapped"]
+__all__ = ["Engine", "Wrapped", "inspect"]
 
 _NAMED_EVENTS = {"openai-responses", "anthropic"}
 # `messages.stream()` of the anthropic SDK adds events of its own beside the wire's: only the wire's are read.
@@ -26,6 +26,14 @@ _ANTHROPIC_WIRE = {
     "ping",
     "error",
 }
+
+
+def inspect(store: Union[str, "os.PathLike[str]"], session: Optional[str] = None) -> dict[str, Any]:
+    """What a store holds, read-only: ``{"sessions": [{"id", "state", ..., "messages", "tool_runs"}]}``, only
+    ``session`` when it is given. Each message is the stored one (``seq``, ``request``, ``at_us``, ``message``);
+    each tool run has its ``call_id``, ``tool_name``, ``state``, ``outcome`` and times."""
+    found: dict[str, Any] = _native.inspect(os.fspath(store), session)
+    return found
 
 
 class Engine:

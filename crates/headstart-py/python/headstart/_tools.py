@@ -37,6 +37,7 @@ class Tool:
         sequential: bool = False,
         conflict_key: Optional[str] = None,
         timeout: Optional[float] = None,
+        parameters: Optional[dict[str, Any]] = None,
     ) -> None:
         self.function = function
         self.name: str = name or function.__name__
@@ -50,15 +51,22 @@ class Tool:
         hints = _type_hints(function)
         self._context_parameter: Optional[str] = None
         self._parameters: list[inspect.Parameter] = []
+        # With a hand-written schema, a `**kwargs` function takes the arguments as they are (the engine validates
+        # them against the schema before the body runs).
+        self._takes_any = False
         for parameter in signature.parameters.values():
             if parameter.name == "ctx" or hints.get(parameter.name) is ToolContext:
                 self._context_parameter = parameter.name
+            elif parameter.kind is inspect.Parameter.VAR_KEYWORD and parameters is not None:
+                self._takes_any = True
             elif parameter.kind in (inspect.Parameter.VAR_POSITIONAL, inspect.Parameter.VAR_KEYWORD):
-                raise TypeError(f"tool {self.name}: *args and **kwargs cannot be described to a model")
+                raise TypeError(f"tool {self.name}: *args and **kwargs need a hand-written schema (parameters=...)")
             else:
                 self._parameters.append(parameter)
-        self._model = _pydantic_model(self.name, self._parameters, hints)
-        if self._model is not None:
+        self._model = None if parameters is not None else _pydantic_model(self.name, self._parameters, hints)
+        if parameters is not None:
+            schema = dict(parameters)
+        elif self._model is not None:
             schema = self._model.model_json_schema()
             schema.pop("title", None)
         else:
@@ -77,6 +85,8 @@ class Tool:
     def arguments(self, arguments: dict[str, Any]) -> dict[str, Any]:
         """The keyword arguments the function is called with: ``arguments`` validated (and converted, with pydantic)
         against the signature. Raises ``ValueError`` when they do not fit."""
+        if self._takes_any:
+            return dict(arguments)
         if self._model is not None:
             import pydantic
 
@@ -118,13 +128,16 @@ def tool(
     sequential: bool = False,
     conflict_key: Optional[str] = None,
     timeout: Optional[float] = None,
+    parameters: Optional[dict[str, Any]] = None,
 ) -> Any:
     """Makes a ``Tool`` of a function; usable as ``@tool`` and as ``@tool(early=True, ...)``.
 
     ``early``: the call may start as soon as it is sealed, while the model still streams. ``idempotent``: recovery
     may run it again after a crash. ``sequential``: its calls run one at a time, after earlier batches settled.
     ``conflict_key``: the name of an argument (calls with equal values run in order) or a fixed string (all calls
-    run in order). ``timeout``: seconds before the body is cancelled and the call fails.
+    run in order). ``timeout``: seconds before the body is cancelled and the call fails. ``parameters``: a
+    hand-written JSON schema instead of the one the signature gives (a ``**kwargs`` function then gets the
+    arguments as they are).
     """
 
     def make(function: Callable[..., Any]) -> Tool:
@@ -137,6 +150,7 @@ def tool(
             sequential=sequential,
             conflict_key=conflict_key,
             timeout=timeout,
+            parameters=parameters,
         )
 
     return make(function) if function is not None else make
