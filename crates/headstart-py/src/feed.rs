@@ -36,6 +36,14 @@ impl Format {
             .map(Format::Wire)
             .map_err(|error| ConfigError::new_err(format!("{error}, or headstart")))
     }
+
+    /// The format's name, as [`Format::parse`] reads it.
+    pub fn name(self) -> &'static str {
+        match self {
+            Format::Deltas => "headstart",
+            Format::Wire(wire) => wire.as_str(),
+        }
+    }
 }
 
 enum Sender {

@@ -11,6 +11,7 @@
 //! blocking pool, never on a worker thread, so a Python thread holding the GIL never delays a commit.
 #![warn(missing_docs)]
 
+mod agent;
 mod engine;
 mod errors;
 mod events;
@@ -18,8 +19,10 @@ mod feed;
 mod home;
 mod inspect;
 mod json;
+mod model;
 mod runtime;
 mod store;
+mod task;
 #[cfg(feature = "testing")]
 mod testing;
 mod tool;
@@ -30,7 +33,9 @@ use pyo3::prelude::*;
 #[pymodule]
 fn _native(module: &Bound<'_, PyModule>) -> PyResult<()> {
     let py = module.py();
+    module.add_class::<agent::Agent>()?;
     module.add_class::<engine::Engine>()?;
+    module.add_class::<model::ModelRequest>()?;
     module.add_class::<events::Events>()?;
     module.add_class::<feed::Feed>()?;
     module.add_class::<tool::CallDone>()?;

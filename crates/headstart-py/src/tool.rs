@@ -18,6 +18,7 @@ use tokio::sync::oneshot;
 use crate::home::Home;
 use crate::json::from_python;
 use crate::runtime::with_gil;
+use crate::task::CancelOnDrop;
 
 /// How a tool's calls are keyed for conflicts (contract §4.5).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -73,12 +74,21 @@ impl PyTool {
 }
 
 /// A call's outcome as the Python side reports it: plain data, no Python object.
-type Outcome = Result<ToolOutput, String>;
+pub(crate) type Outcome = Result<ToolOutput, String>;
 
 /// What the Python side calls once with a call's outcome (`done(ok, text, details_json)`), on the loop's thread.
 #[pyclass(module = "headstart._native", frozen)]
 pub(crate) struct CallDone {
     sender: Mutex<Option<oneshot::Sender<Outcome>>>,
+}
+
+impl CallDone {
+    /// The callback that sends the outcome through `sender`.
+    pub fn new(sender: oneshot::Sender<Outcome>) -> Self {
+        CallDone {
+            sender: Mutex::new(Some(sender)),
+        }
+    }
 }
 
 #[pymethods]
@@ -115,27 +125,6 @@ impl CallUpdates {
             .and_then(|json| serde_json::from_str(&json).ok())
             .unwrap_or(Value::Null);
         self.sink.send(ToolOutput::text(text).with_details(details));
-    }
-}
-
-/// Cancels the Python task of a call the engine stopped waiting for (its timeout dropped the body), unless disarmed.
-struct CancelOnDrop {
-    handle: Option<Arc<Py<PyAny>>>,
-}
-
-impl CancelOnDrop {
-    /// Asks the Python side to cancel the call's task (thread-safe there: `loop.call_soon_threadsafe`).
-    fn cancel(&self) {
-        if let (Some(handle), Ok(runtime)) = (&self.handle, tokio::runtime::Handle::try_current()) {
-            let handle = Arc::clone(handle);
-            runtime.spawn_blocking(move || Python::attach(|py| handle.bind(py).call_method0("cancel").map(drop)));
-        }
-    }
-}
-
-impl Drop for CancelOnDrop {
-    fn drop(&mut self) {
-        self.cancel();
     }
 }
 
@@ -181,9 +170,7 @@ impl Tool for PyTool {
 
     async fn execute(&self, arguments: Arguments, context: ToolContext) -> ToolResult {
         let (sender, receiver) = oneshot::channel();
-        let done = CallDone {
-            sender: Mutex::new(Some(sender)),
-        };
+        let done = CallDone::new(sender);
         let updates = CallUpdates {
             sink: context.updates.clone(),
         };
@@ -211,9 +198,7 @@ impl Tool for PyTool {
             Ok(handle) => handle,
             Err(error) => return Err(ToolError::new(format!("the Python tool could not be started: {error}"))),
         };
-        let mut guard = CancelOnDrop {
-            handle: Some(Arc::new(handle)),
-        };
+        let mut guard = CancelOnDrop::new(handle);
         let mut receiver = receiver;
         let outcome = tokio::select! {
             outcome = &mut receiver => outcome,
@@ -222,7 +207,7 @@ impl Tool for PyTool {
                 receiver.await
             }
         };
-        guard.handle = None;
+        guard.disarm();
         match outcome {
             Ok(Ok(output)) => Ok(output),
             Ok(Err(message)) => Err(ToolError::new(message)),

@@ -5,20 +5,25 @@ durably, and only then starts the tool, while the model keeps streaming. See ``E
 ``Engine.wrap``.
 """
 
+from ._agent import Agent, AgentRun, ModelRequest
 from ._context import ToolContext
-from ._engine import Engine, Wrapped, inspect
+from ._engine import Engine, Run, Wrapped, inspect
 from ._events import Event, Record, ToolResult
 from ._native import ConfigError, EngineError, HeadstartError, ModelError, StoreError
 from ._tools import Tool, tool
 
 __all__ = [
+    "Agent",
+    "AgentRun",
     "ConfigError",
     "Engine",
     "EngineError",
     "Event",
     "HeadstartError",
     "ModelError",
+    "ModelRequest",
     "Record",
+    "Run",
     "StoreError",
     "Tool",
     "ToolContext",

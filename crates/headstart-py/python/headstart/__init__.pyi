@@ -1,18 +1,22 @@
 """headstart: streaming early execution for LLM agents, around the streams of the openai and anthropic SDKs."""
 
 import os
-from collections.abc import AsyncIterator, Callable, Iterable, Iterator, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Iterator, Mapping
 from types import TracebackType
 from typing import Any, Optional, TypeVar, Union, overload
 
 __all__ = [
+    "Agent",
+    "AgentRun",
     "ConfigError",
     "Engine",
     "EngineError",
     "Event",
     "HeadstartError",
     "ModelError",
+    "ModelRequest",
     "Record",
+    "Run",
     "StoreError",
     "Tool",
     "ToolContext",
@@ -166,14 +170,15 @@ class Engine:
     def wrap(self, session: str, stream: Any, format: str = "openai-chat") -> Wrapped:
         """Wraps one response read from ``stream`` (the SDK's stream, or delta dicts for ``format="headstart"``)."""
 
-class Wrapped:
-    """One wrapped response: an async context manager, and, inside it, an async iterator of ``Event``s."""
+class Run:
+    """A run's events: an async context manager, and, inside it, an async iterator of ``Event``s. Leaving the block
+    before the last event cancels the run and waits until every admitted call has its stored result."""
 
-    def __init__(self, engine: Engine, session: str, stream: Any, format: str) -> None: ...
+    def __init__(self) -> None: ...
     @property
     def results(self) -> list[ToolResult]:
-        """The results of the response's calls, in the order of the calls."""
-    async def __aenter__(self) -> Wrapped: ...
+        """The results of the (last) response's calls, in the order of the calls."""
+    async def __aenter__(self) -> Run: ...
     async def __aexit__(
         self,
         kind: Optional[type[BaseException]],
@@ -181,8 +186,48 @@ class Wrapped:
         traceback: Optional[TracebackType],
     ) -> None: ...
     async def aclose(self) -> None:
-        """Cancels the response unless it has ended, and waits until every admitted call has its stored result."""
+        """Cancels the run unless it has ended, and waits until every admitted call has its stored result."""
     def __aiter__(self) -> AsyncIterator[Event]: ...
+
+class Wrapped(Run):
+    """One wrapped response (``engine.wrap``): its stream is read on the loop while its events are consumed."""
+
+    def __init__(self, engine: Engine, session: str, stream: Any, format: str) -> None: ...
+
+class ModelRequest:
+    """What the agent asks the model: the request's number, the canonical context, and ``body(model=...)``."""
+
+    def __init__(self, native: Any) -> None: ...
+    @property
+    def number(self) -> int:
+        """The 0-based number of the request in the session."""
+    @property
+    def context(self) -> list[dict[str, Any]]:
+        """The canonical context (the stored messages the model sees), as JSON data."""
+    def body(self, model: str, *, system: Optional[str] = None, max_tokens: Optional[int] = None) -> dict[str, Any]:
+        """The request body in the agent's wire format, without ``stream``."""
+
+class Agent:
+    """An agent: an engine and a model callable returning its SDK's stream in ``format``."""
+
+    engine: Engine
+    model: Callable[[ModelRequest], Awaitable[Any]]
+    format: str
+    def __init__(
+        self,
+        engine: Engine,
+        model: Callable[[ModelRequest], Awaitable[Any]],
+        *,
+        format: str = "openai-chat",
+        max_turns: int = 10,
+    ) -> None: ...
+    def run(self, session: str, prompt: str) -> AgentRun:
+        """Appends ``prompt`` to ``session`` and runs the loop; the last event is ``agent_end``."""
+
+class AgentRun(Run):
+    """One run of an agent's loop."""
+
+    def __init__(self, agent: Agent, session: str, prompt: str) -> None: ...
 
 def inspect(store: Union[str, os.PathLike[str]], session: Optional[str] = None) -> dict[str, Any]:
     """What a store holds, read-only: its sessions with their messages and tool runs (only ``session`` if given)."""

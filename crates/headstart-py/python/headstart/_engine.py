@@ -12,7 +12,7 @@ from . import _native
 from ._events import Event, ToolResult
 from ._tools import Tool
 
-__all__ = ["Engine", "Wrapped", "inspect"]
+__all__ = ["Engine", "Run", "Wrapped", "inspect", "pump"]
 
 _NAMED_EVENTS = {"openai-responses", "anthropic"}
 # `messages.stream()` of the anthropic SDK adds events of its own beside the wire's: only the wire's are read.
@@ -80,29 +80,26 @@ class Engine:
         return Wrapped(self, session, stream, format)
 
 
-class Wrapped:
-    """One wrapped response: an async context manager, and, inside it, an async iterator of ``Event``s. After the
-    events, ``results`` holds the calls' results in the order the model made the calls."""
+class Run:
+    """A run's events: an async context manager, and, inside it, an async iterator of ``Event``s. Leaving the block
+    before the last event cancels the run and waits until every admitted call has its stored result. After the
+    events, ``results`` holds the last response's results in the order of its calls."""
 
-    def __init__(self, engine: Engine, session: str, stream: Any, format: str) -> None:
-        self._engine = engine
-        self._session = session
-        self._stream = stream
-        self._format = format
+    def __init__(self) -> None:
         self._events: Any = None
-        self._pump: Optional[asyncio.Task[None]] = None
         self._calls: list[str] = []
         self._results: dict[str, ToolResult] = {}
 
     @property
     def results(self) -> list[ToolResult]:
-        """The results of the response's calls, in the order of the calls."""
+        """The results of the (last) response's calls, in the order of the calls."""
         return [self._results[call] for call in self._calls if call in self._results]
 
-    async def __aenter__(self) -> "Wrapped":
-        feed, pending = self._engine._native.open(self._session, self._format)
-        self._events = await pending
-        self._pump = asyncio.get_running_loop().create_task(_pump(self._stream, feed, self._format))
+    async def _open(self) -> Any:
+        raise NotImplementedError
+
+    async def __aenter__(self) -> "Run":
+        self._events = await self._open()
         return self
 
     async def __aexit__(
@@ -114,9 +111,7 @@ class Wrapped:
         await self.aclose()
 
     async def aclose(self) -> None:
-        """Cancels the response unless it has ended, and waits until every admitted call has its stored result."""
-        if self._pump is not None and not self._pump.done():
-            self._pump.cancel()
+        """Cancels the run unless it has ended, and waits until every admitted call has its stored result."""
         if self._events is not None:
             await asyncio.shield(self._events.close())
 
@@ -125,7 +120,7 @@ class Wrapped:
 
     async def _iterate(self) -> AsyncIterator[Event]:
         if self._events is None:
-            raise RuntimeError("iterate inside `async with engine.wrap(...)`")
+            raise RuntimeError("iterate inside the `async with` block")
         while True:
             batch = await self._events.next_batch()
             if not batch:
@@ -135,6 +130,8 @@ class Wrapped:
                 yield Event(data)
 
     def _note(self, data: dict[str, Any]) -> None:
+        if data["type"] == "turn_start":
+            self._calls, self._results = [], {}
         if data["type"] != "message_end":
             return
         message = data["message"]
@@ -142,6 +139,30 @@ class Wrapped:
             self._calls.extend(block["id"] for block in message["content"] if block["type"] == "tool_call")
         elif message["role"] == "tool_result":
             self._results[message["tool_call_id"]] = ToolResult(message)
+
+
+class Wrapped(Run):
+    """One wrapped response (``engine.wrap``): its stream is read on the loop while its events are consumed."""
+
+    def __init__(self, engine: Engine, session: str, stream: Any, format: str) -> None:
+        super().__init__()
+        self._engine = engine
+        self._session = session
+        self._stream = stream
+        self._format = format
+        self._pump: Optional[asyncio.Task[None]] = None
+
+    async def _open(self) -> Any:
+        feed, pending = self._engine._native.open(self._session, self._format)
+        events = await pending
+        self._pump = asyncio.get_running_loop().create_task(pump(self._stream, feed, self._format))
+        return events
+
+    async def aclose(self) -> None:
+        """Cancels the response unless it has ended, and waits until every admitted call has its stored result."""
+        if self._pump is not None and not self._pump.done():
+            self._pump.cancel()
+        await super().aclose()
 
 
 def _encode(event: Any) -> str:
@@ -165,7 +186,7 @@ def _event_type(event: Any) -> Optional[str]:
     return getattr(event, "type", None)
 
 
-async def _pump(stream: Any, feed: Any, format: str) -> None:
+async def pump(stream: Any, feed: Any, format: str) -> None:
     """Reads the SDK's stream and hands every event to the engine; its end or its failure ends the response."""
     named = format in _NAMED_EVENTS
     try:

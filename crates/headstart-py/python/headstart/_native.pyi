@@ -3,6 +3,7 @@
 from typing import Any, Optional, final
 
 __all__ = [
+    "Agent",
     "CallDone",
     "CallUpdates",
     "ConfigError",
@@ -12,6 +13,7 @@ __all__ = [
     "Feed",
     "HeadstartError",
     "ModelError",
+    "ModelRequest",
     "ReplayServer",
     "StoreError",
     "convert_recording",
@@ -70,3 +72,16 @@ class ReplayServer:
 
 def convert_recording(path: str, format: str) -> list[list[dict[str, Any]]]: ...
 def inspect(store: str, session: Optional[str] = None) -> dict[str, Any]: ...
+
+@final
+class Agent:
+    def __new__(cls, engine: Engine, model: Any, format: str, max_requests: int) -> Agent: ...
+    def run(self, session: str, prompt: str) -> Any: ...
+
+@final
+class ModelRequest:
+    @property
+    def number(self) -> int: ...
+    @property
+    def context(self) -> Any: ...
+    def body(self, model: str, system: Optional[str] = None, max_tokens: Optional[int] = None) -> Any: ...

@@ -9,19 +9,20 @@ from __future__ import annotations
 
 import asyncio
 import contextvars
+import inspect
 import json
 from typing import Any, Callable, Optional
 
 from ._context import ToolContext
 from ._tools import Tool
 
-__all__ = ["start_call"]
+__all__ = ["start_call", "start_model"]
 
 
 class _Call:
     """One call's task on the loop; ``cancel`` may be called from any thread, before or after the task starts."""
 
-    def __init__(self, loop: asyncio.AbstractEventLoop, ctx: ToolContext) -> None:
+    def __init__(self, loop: asyncio.AbstractEventLoop, ctx: Optional[ToolContext]) -> None:
         self._loop = loop
         self._ctx = ctx
         self._task: Optional[asyncio.Task[Any]] = None
@@ -35,7 +36,8 @@ class _Call:
 
     def _cancel(self) -> None:
         self._cancelled = True
-        self._ctx._cancelled = True
+        if self._ctx is not None:
+            self._ctx._cancelled = True
         if self._task is not None:
             self._task.cancel()
 
@@ -96,3 +98,44 @@ def _report(task: "asyncio.Task[tuple[str, Optional[str]]]", done: Callable[...,
         return
     text, details = task.result()
     done(True, text, details)
+
+
+def start_model(
+    loop: asyncio.AbstractEventLoop,
+    context: contextvars.Context,
+    model: Callable[..., Any],
+    request: Any,
+    format: str,
+    feed: Any,
+    done: Callable[..., None],
+) -> _Call:
+    """Schedules one model request on ``loop``: the callable gives its SDK's stream, ``done`` says whether it did,
+    and the same task then pumps the stream into ``feed``. Returns the task's handle."""
+    call = _Call(loop, None)
+
+    def start() -> None:
+        if call._cancelled:
+            done(False, "cancelled before the request")
+            return
+        call._task = context.copy().run(loop.create_task, _model(model, request, format, feed, done))
+
+    loop.call_soon_threadsafe(start)
+    return call
+
+
+async def _model(model: Callable[..., Any], request: Any, format: str, feed: Any, done: Callable[..., None]) -> None:
+    from ._agent import ModelRequest
+    from ._engine import pump
+
+    try:
+        stream = model(ModelRequest(request))
+        if inspect.isawaitable(stream):
+            stream = await stream
+    except asyncio.CancelledError:
+        done(False, "the model request was cancelled")
+        raise
+    except Exception as error:
+        done(False, f"the model raised {type(error).__name__}: {error}")
+        return
+    done(True, "")
+    await pump(stream, feed, format)
