@@ -21,6 +21,7 @@ mod inspect;
 mod json;
 mod model;
 mod runtime;
+mod savings;
 mod store;
 mod task;
 #[cfg(feature = "testing")]
@@ -41,6 +42,8 @@ fn _native(module: &Bound<'_, PyModule>) -> PyResult<()> {
     module.add_class::<tool::CallDone>()?;
     module.add_class::<tool::CallUpdates>()?;
     module.add_function(wrap_pyfunction!(inspect::inspect, module)?)?;
+    module.add_function(wrap_pyfunction!(savings::savings, module)?)?;
+    module.add_function(wrap_pyfunction!(savings::demo_script, module)?)?;
     module.add("HeadstartError", py.get_type::<errors::HeadstartError>())?;
     module.add("EngineError", py.get_type::<errors::EngineError>())?;
     module.add("StoreError", py.get_type::<errors::StoreError>())?;

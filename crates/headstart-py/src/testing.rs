@@ -76,9 +76,19 @@ fn convert_recording(path: &str, format: &str) -> PyResult<Json> {
     Ok(Json(serde_json::Value::Array(logs)))
 }
 
+/// `headstart demo`'s run (the Rust demo, on the wall clock) into the SQLite file `db`: its savings, as
+/// `headstart.savings` gives them.
+#[pyfunction]
+fn rust_demo(py: Python<'_>, db: &str, out_dir: &str) -> PyResult<Json> {
+    let outcome = block_on(py, headstart_sim::demo::run(db.as_ref(), out_dir.into(), |_, _| {}));
+    let outcome = outcome.map_err(crate::errors::EngineError::new_err)?;
+    Ok(Json(crate::savings::savings_json(&outcome.timeline)))
+}
+
 /// Adds the test support to the module.
 pub(crate) fn register(module: &Bound<'_, PyModule>) -> PyResult<()> {
     module.add_class::<ReplayServer>()?;
     module.add_function(wrap_pyfunction!(convert_recording, module)?)?;
+    module.add_function(wrap_pyfunction!(rust_demo, module)?)?;
     Ok(())
 }

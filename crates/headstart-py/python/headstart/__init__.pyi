@@ -23,6 +23,7 @@ __all__ = [
     "ToolResult",
     "Wrapped",
     "inspect",
+    "savings",
     "tool",
 ]
 
@@ -231,3 +232,6 @@ class AgentRun(Run):
 
 def inspect(store: Union[str, os.PathLike[str]], session: Optional[str] = None) -> dict[str, Any]:
     """What a store holds, read-only: its sessions with their messages and tool runs (only ``session`` if given)."""
+
+def savings(store: Union[str, os.PathLike[str]], session: str) -> dict[str, Any]:
+    """What early execution saved on a stored session, against end-of-stream batching."""

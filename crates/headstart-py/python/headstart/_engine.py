@@ -12,7 +12,7 @@ from . import _native
 from ._events import Event, ToolResult
 from ._tools import Tool
 
-__all__ = ["Engine", "Run", "Wrapped", "inspect", "pump"]
+__all__ = ["Engine", "Run", "Wrapped", "inspect", "pump", "savings"]
 
 _NAMED_EVENTS = {"openai-responses", "anthropic"}
 # `messages.stream()` of the anthropic SDK adds events of its own beside the wire's: only the wire's are read.
@@ -33,6 +33,14 @@ def inspect(store: Union[str, "os.PathLike[str]"], session: Optional[str] = None
     ``session`` when it is given. Each message is the stored one (``seq``, ``request``, ``at_us``, ``message``);
     each tool run has its ``call_id``, ``tool_name``, ``state``, ``outcome`` and times."""
     found: dict[str, Any] = _native.inspect(os.fspath(store), session)
+    return found
+
+
+def savings(store: Union[str, "os.PathLike[str]"], session: str) -> dict[str, Any]:
+    """What early execution saved on a stored session, against end-of-stream batching with the same measured
+    durations (the figure ``headstart demo`` and ``headstart timeline`` print): ``actual_end_ms``,
+    ``batching_end_ms``, ``saved_ms``, ``saved_percent``, and per request its stream end and settle times."""
+    found: dict[str, Any] = _native.savings(os.fspath(store), session)
     return found
 
 

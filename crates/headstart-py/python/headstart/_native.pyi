@@ -15,9 +15,12 @@ __all__ = [
     "ModelError",
     "ModelRequest",
     "ReplayServer",
+    "rust_demo",
     "StoreError",
     "convert_recording",
+    "demo_script",
     "inspect",
+    "savings",
 ]
 
 class HeadstartError(Exception): ...
@@ -85,3 +88,6 @@ class ModelRequest:
     @property
     def context(self) -> Any: ...
     def body(self, model: str, system: Optional[str] = None, max_tokens: Optional[int] = None) -> Any: ...
+def savings(store: str, session: str) -> dict[str, Any]: ...
+def demo_script() -> list[list[dict[str, Any]]]: ...
+def rust_demo(db: str, out_dir: str) -> dict[str, Any]: ...
