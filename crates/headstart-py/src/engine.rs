@@ -47,7 +47,7 @@ impl Engine {
                 )))
             }
         };
-        let home = Home::default();
+        let home = Home::new()?;
         let mut toolbox = Toolbox::new();
         for tool in &tools {
             toolbox

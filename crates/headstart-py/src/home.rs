@@ -1,43 +1,53 @@
-//! [`Home`]: the asyncio loop (and the `contextvars` context) an engine's Python tools run on.
+//! [`Home`]: the asyncio loop an engine's Python tools and models run on, and the [`Mailbox`] that reaches it.
 //!
 //! The engine calls a tool from a tokio task; the tool's coroutine must run on the loop of the code that started
-//! the run. Every `wrap` (and `Agent.run`) records its running loop here, and the tools start their coroutines on
-//! the latest one: an engine serves one event loop at a time, as an asyncio application has one.
+//! the run. Every `wrap` (and `Agent.run`) makes sure its running loop watches the engine's mailbox
+//! (`headstart._runtime.install`, with a copy of the caller's `contextvars` context for the tasks), and the tools
+//! post their work there: an engine serves one event loop at a time, as an asyncio application has one.
 
 use std::sync::{Arc, Mutex, PoisonError};
 
 use pyo3::prelude::*;
 
-use crate::errors::EngineError;
+use crate::mailbox::Mailbox;
 
-/// Where the tools' coroutines run: a loop and the context their tasks copy.
-#[derive(Debug)]
-pub(crate) struct Loop {
-    /// The asyncio event loop.
-    pub event_loop: Py<PyAny>,
-    /// The `contextvars.Context` the tools' tasks are created in (a copy of the caller's at the run's start).
-    pub context: Py<PyAny>,
+/// The engine's mailbox and the loop that watches it, shared by its tools.
+#[derive(Clone)]
+pub(crate) struct Home {
+    mailbox: Mailbox,
+    event_loop: Arc<Mutex<Option<Py<PyAny>>>>,
 }
 
-/// The latest loop of an engine's runs, shared by its tools.
-#[derive(Debug, Clone, Default)]
-pub(crate) struct Home(Arc<Mutex<Option<Arc<Loop>>>>);
-
 impl Home {
-    /// Records the running loop of the calling coroutine, and a copy of its context.
+    /// A home whose mailbox no loop watches yet.
+    pub fn new() -> PyResult<Self> {
+        Ok(Home {
+            mailbox: Mailbox::new()?,
+            event_loop: Arc::new(Mutex::new(None)),
+        })
+    }
+
+    /// Makes the calling coroutine's running loop the one that watches the mailbox (unless it already is).
     pub fn capture(&self, py: Python<'_>) -> PyResult<()> {
-        let event_loop = py.import("asyncio")?.call_method0("get_running_loop")?.unbind();
-        let context = py.import("contextvars")?.call_method0("copy_context")?.unbind();
-        *self.0.lock().unwrap_or_else(PoisonError::into_inner) = Some(Arc::new(Loop { event_loop, context }));
+        let running = py.import("asyncio")?.call_method0("get_running_loop")?;
+        let mut current = self.event_loop.lock().unwrap_or_else(PoisonError::into_inner);
+        if current.as_ref().is_some_and(|watching| watching.bind(py).is(&running)) {
+            return Ok(());
+        }
+        let context = py.import("contextvars")?.call_method0("copy_context")?;
+        py.import("headstart._runtime")?
+            .call_method1("install", (&running, context, Py::new(py, self.mailbox.clone())?))?;
+        *current = Some(running.unbind());
         Ok(())
     }
 
-    /// The latest loop, or an error for a tool called outside any run.
-    pub fn current(&self) -> PyResult<Arc<Loop>> {
-        self.0
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .clone()
-            .ok_or_else(|| EngineError::new_err("a Python tool was called outside a run started from asyncio"))
+    /// The mailbox, or why there is none to post to (no run was started from asyncio yet).
+    pub fn mailbox(&self) -> Result<&Mailbox, String> {
+        let watched = self.event_loop.lock().unwrap_or_else(PoisonError::into_inner).is_some();
+        if watched {
+            Ok(&self.mailbox)
+        } else {
+            Err("no event loop watches the engine: start runs from a coroutine".to_owned())
+        }
     }
 }

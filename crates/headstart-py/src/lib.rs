@@ -6,9 +6,10 @@
 //! `python/headstart`, documented by its stubs (`__init__.pyi`); this crate is its implementation detail.
 //!
 //! Two runtimes run side by side: asyncio on the caller's thread, tokio on its own threads. Rust futures become
-//! asyncio awaitables ([`runtime::awaitable`]); a Python tool's coroutine is started on the caller's loop and its
-//! outcome crosses back as plain data ([`tool`]); whatever needs the GIL on the engine's side runs on tokio's
-//! blocking pool, never on a worker thread, so a Python thread holding the GIL never delays a commit.
+//! asyncio awaitables ([`runtime::awaitable`]); a Python tool's coroutine is started on the caller's loop through a
+//! [`mailbox`] (a letter and a one-byte wake-up, no GIL on the engine's side) and its outcome crosses back as plain
+//! data ([`tool`]). No tokio worker thread ever waits for the GIL, so a Python thread holding it never delays a
+//! commit.
 #![warn(missing_docs)]
 
 mod agent;
@@ -19,6 +20,7 @@ mod feed;
 mod home;
 mod inspect;
 mod json;
+mod mailbox;
 mod model;
 mod runtime;
 mod savings;
@@ -38,6 +40,7 @@ fn _native(module: &Bound<'_, PyModule>) -> PyResult<()> {
     module.add_class::<engine::Engine>()?;
     module.add_class::<model::ModelRequest>()?;
     module.add_class::<events::Events>()?;
+    module.add_class::<mailbox::Mailbox>()?;
     module.add_class::<feed::Feed>()?;
     module.add_class::<tool::CallDone>()?;
     module.add_class::<tool::CallUpdates>()?;

@@ -22,7 +22,7 @@ use crate::errors::ConfigError;
 use crate::feed::{Feed, Format};
 use crate::home::Home;
 use crate::json::{to_python, Json};
-use crate::runtime::with_gil;
+use crate::mailbox::Letter;
 use crate::task::CancelOnDrop;
 use crate::tool::CallDone;
 
@@ -101,31 +101,22 @@ impl Stream for Pumped {
 #[async_trait]
 impl Model for PyModel {
     async fn stream(&self, request: headstart::ModelRequest) -> Result<DeltaStream, ModelError> {
+        let mailbox = self.home.mailbox().map_err(ModelError::new)?;
         let (feed, deltas) = Feed::open(self.format);
         let (sender, receiver) = oneshot::channel();
-        let done = CallDone::new(sender);
-        let request = ModelRequest {
-            request,
-            format: self.format,
-        };
-        let (home, function, format) = (self.home.clone(), Arc::clone(&self.function), self.format.name());
-        let started = with_gil(move |py| {
-            let home = home.current()?;
-            let start = py.import("headstart._runtime")?.getattr("start_model")?;
-            let handle = start.call1((
-                home.event_loop.bind(py),
-                home.context.bind(py),
-                function.bind(py),
-                Py::new(py, request)?,
-                format,
-                Py::new(py, feed)?,
-                Py::new(py, done)?,
-            ))?;
-            Ok(handle.unbind())
-        })
-        .await
-        .map_err(|error| ModelError::new(format!("the Python model could not be called: {error}")))?;
-        let pump = CancelOnDrop::new(started);
+        let id = mailbox.next_id();
+        mailbox.send(Letter::Model {
+            id,
+            function: Arc::clone(&self.function),
+            request: ModelRequest {
+                request,
+                format: self.format,
+            },
+            format: self.format.name(),
+            feed,
+            done: CallDone::new(sender),
+        });
+        let pump = CancelOnDrop::new(mailbox.clone(), id);
         match receiver.await {
             Ok(Ok(_)) => Ok(Pumped { deltas, _pump: pump }.boxed()),
             Ok(Err(message)) => Err(ModelError::new(message)),

@@ -1,37 +1,33 @@
 //! [`CancelOnDrop`]: the engine's hold on a task it started on the Python loop (a tool call, a model's stream).
 //!
-//! The handle is the Python side's (`headstart._runtime._Call`); its `cancel` is safe from any thread (it goes
-//! through `loop.call_soon_threadsafe`). It is called from tokio's blocking pool, never from a worker thread.
+//! Cancelling posts a letter to the loop's [`Mailbox`]: no GIL is taken on the engine's side.
 
-use std::sync::Arc;
-
-use pyo3::prelude::*;
+use crate::mailbox::{Letter, Mailbox};
 
 /// Cancels a Python task when the engine stops waiting for it (the future or stream holding this is dropped), unless
 /// disarmed first.
 pub(crate) struct CancelOnDrop {
-    handle: Option<Arc<Py<PyAny>>>,
+    target: Option<(Mailbox, u64)>,
 }
 
 impl CancelOnDrop {
-    /// Holds the task behind `handle`.
-    pub fn new(handle: Py<PyAny>) -> Self {
+    /// Holds the task started for letter `id` of `mailbox`.
+    pub fn new(mailbox: Mailbox, id: u64) -> Self {
         CancelOnDrop {
-            handle: Some(Arc::new(handle)),
+            target: Some((mailbox, id)),
         }
     }
 
-    /// Asks the Python side to cancel the task now.
+    /// Asks the loop to cancel the task now.
     pub fn cancel(&self) {
-        if let (Some(handle), Ok(runtime)) = (&self.handle, tokio::runtime::Handle::try_current()) {
-            let handle = Arc::clone(handle);
-            runtime.spawn_blocking(move || Python::attach(|py| handle.bind(py).call_method0("cancel").map(drop)));
+        if let Some((mailbox, id)) = &self.target {
+            mailbox.send(Letter::Cancel { id: *id });
         }
     }
 
     /// The task ended by itself: nothing to cancel on drop.
     pub fn disarm(&mut self) {
-        self.handle = None;
+        self.target = None;
     }
 }
 

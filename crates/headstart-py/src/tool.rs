@@ -17,7 +17,7 @@ use tokio::sync::oneshot;
 
 use crate::home::Home;
 use crate::json::from_python;
-use crate::runtime::with_gil;
+use crate::mailbox::Letter;
 use crate::task::CancelOnDrop;
 
 /// How a tool's calls are keyed for conflicts (contract §4.5).
@@ -169,37 +169,21 @@ impl Tool for PyTool {
     }
 
     async fn execute(&self, arguments: Arguments, context: ToolContext) -> ToolResult {
-        let (sender, receiver) = oneshot::channel();
-        let done = CallDone::new(sender);
-        let updates = CallUpdates {
-            sink: context.updates.clone(),
-        };
-        let home = self.home.clone();
-        let function = Arc::clone(&self.function);
-        let arguments = Value::Object(arguments).to_string();
-        let (call_id, key) = (context.call_id.clone(), context.idempotency_key.clone());
-        let started = with_gil(move |py| {
-            let home = home.current()?;
-            let start = py.import("headstart._runtime")?.getattr("start_call")?;
-            let handle = start.call1((
-                home.event_loop.bind(py),
-                home.context.bind(py),
-                function.bind(py),
-                arguments,
-                call_id,
-                key,
-                Py::new(py, updates)?,
-                Py::new(py, done)?,
-            ))?;
-            Ok(handle.unbind())
-        })
-        .await;
-        let handle = match started {
-            Ok(handle) => handle,
-            Err(error) => return Err(ToolError::new(format!("the Python tool could not be started: {error}"))),
-        };
-        let mut guard = CancelOnDrop::new(handle);
-        let mut receiver = receiver;
+        let mailbox = self.home.mailbox().map_err(ToolError::new)?;
+        let (sender, mut receiver) = oneshot::channel();
+        let id = mailbox.next_id();
+        mailbox.send(Letter::Call {
+            id,
+            tool: Arc::clone(&self.function),
+            arguments: Value::Object(arguments).to_string(),
+            call_id: context.call_id.clone(),
+            key: context.idempotency_key.clone(),
+            updates: CallUpdates {
+                sink: context.updates.clone(),
+            },
+            done: CallDone::new(sender),
+        });
+        let mut guard = CancelOnDrop::new(mailbox.clone(), id);
         let outcome = tokio::select! {
             outcome = &mut receiver => outcome,
             () = context.cancel.cancelled() => {

@@ -12,6 +12,7 @@ __all__ = [
     "Events",
     "Feed",
     "HeadstartError",
+    "Mailbox",
     "ModelError",
     "ModelRequest",
     "ReplayServer",
@@ -91,3 +92,8 @@ class ModelRequest:
 def savings(store: str, session: str) -> dict[str, Any]: ...
 def demo_script() -> list[list[dict[str, Any]]]: ...
 def rust_demo(db: str, out_dir: str) -> dict[str, Any]: ...
+
+@final
+class Mailbox:
+    def fileno(self) -> int: ...
+    def take(self) -> list[tuple[Any, ...]]: ...

@@ -1,8 +1,9 @@
-"""The Python side of a tool call: the engine (from a tokio thread) starts it here, on the run's event loop.
+"""The Python side of the engine's work on the loop: tool calls and model requests.
 
-``start_call`` is called with the GIL from tokio's blocking pool, never from the loop's thread: it schedules the
-call's task on the loop (``call_soon_threadsafe``) and returns a handle whose ``cancel`` is safe from any thread.
-The task's outcome goes back as plain data through ``done(ok, text, details_json)``.
+The engine (on tokio threads) posts letters to its mailbox and wakes the loop with one byte on a socket;
+``install`` makes the loop watch that socket (``loop.add_reader``). The reader callback runs on the loop's thread:
+it starts each call's task (in a copy of the context captured when the run started), or cancels one. Outcomes go
+back as plain data through ``done(ok, text, details_json)``.
 """
 
 from __future__ import annotations
@@ -16,59 +17,52 @@ from typing import Any, Callable, Optional
 from ._context import ToolContext
 from ._tools import Tool
 
-__all__ = ["start_call", "start_model"]
+__all__ = ["install"]
 
 
-class _Call:
-    """One call's task on the loop; ``cancel`` may be called from any thread, before or after the task starts."""
+def install(loop: asyncio.AbstractEventLoop, context: contextvars.Context, mailbox: Any) -> None:
+    """Makes ``loop`` start the work posted to ``mailbox`` (an engine's), with tasks in copies of ``context``."""
+    running: dict[int, tuple[asyncio.Task[Any], Optional[ToolContext]]] = {}
 
-    def __init__(self, loop: asyncio.AbstractEventLoop, ctx: Optional[ToolContext]) -> None:
-        self._loop = loop
-        self._ctx = ctx
-        self._task: Optional[asyncio.Task[Any]] = None
-        self._cancelled = False
+    def forget(id: int) -> Callable[[Any], None]:
+        def drop(_: Any) -> None:
+            running.pop(id, None)
 
-    def cancel(self) -> None:
-        try:
-            self._loop.call_soon_threadsafe(self._cancel)
-        except RuntimeError:
-            pass  # the loop is closed: nothing runs on it any more
+        return drop
 
-    def _cancel(self) -> None:
-        self._cancelled = True
-        if self._ctx is not None:
-            self._ctx._cancelled = True
-        if self._task is not None:
-            self._task.cancel()
+    def reporter(done: Callable[..., None]) -> Callable[[Any], None]:
+        def report(finished: Any) -> None:
+            _report(finished, done)
 
+        return report
 
-def start_call(
-    loop: asyncio.AbstractEventLoop,
-    context: contextvars.Context,
-    tool: Tool,
-    arguments: str,
-    call_id: str,
-    idempotency_key: str,
-    updates: Any,
-    done: Callable[..., None],
-) -> _Call:
-    """Schedules one call of ``tool`` on ``loop`` (in a copy of ``context``) and returns its handle."""
-    ctx = ToolContext(call_id, idempotency_key, updates)
-    call = _Call(loop, ctx)
+    def deliver() -> None:
+        for letter in mailbox.take():
+            kind, id = letter[0], letter[1]
+            if kind == "cancel":
+                found = running.get(id)
+                if found is not None:
+                    task, ctx = found
+                    if ctx is not None:
+                        ctx._cancelled = True
+                    task.cancel()
+                continue
+            if kind == "call":
+                _, _, tool, arguments, call_id, key, updates, done = letter
+                ctx = ToolContext(call_id, key, updates)
+                task = context.copy().run(loop.create_task, _call(tool, arguments, ctx))
+                task.add_done_callback(reporter(done))
+                running[id] = (task, ctx)
+            else:
+                _, _, model, request, format, feed, done = letter
+                task = context.copy().run(loop.create_task, _model(model, request, format, feed, done))
+                running[id] = (task, None)
+            task.add_done_callback(forget(id))
 
-    def start() -> None:
-        if call._cancelled:
-            done(False, "cancelled before start")
-            return
-        task = context.copy().run(loop.create_task, _run(tool, arguments, ctx))
-        call._task = task
-        task.add_done_callback(lambda finished: _report(finished, done))
-
-    loop.call_soon_threadsafe(start)
-    return call
+    loop.add_reader(mailbox.fileno(), deliver)
 
 
-async def _run(tool: Tool, arguments: str, ctx: ToolContext) -> tuple[str, Optional[str]]:
+async def _call(tool: Tool, arguments: str, ctx: ToolContext) -> tuple[str, Optional[str]]:
     value = await tool.run(json.loads(arguments), ctx)
     return _content(value)
 
@@ -100,30 +94,8 @@ def _report(task: "asyncio.Task[tuple[str, Optional[str]]]", done: Callable[...,
     done(True, text, details)
 
 
-def start_model(
-    loop: asyncio.AbstractEventLoop,
-    context: contextvars.Context,
-    model: Callable[..., Any],
-    request: Any,
-    format: str,
-    feed: Any,
-    done: Callable[..., None],
-) -> _Call:
-    """Schedules one model request on ``loop``: the callable gives its SDK's stream, ``done`` says whether it did,
-    and the same task then pumps the stream into ``feed``. Returns the task's handle."""
-    call = _Call(loop, None)
-
-    def start() -> None:
-        if call._cancelled:
-            done(False, "cancelled before the request")
-            return
-        call._task = context.copy().run(loop.create_task, _model(model, request, format, feed, done))
-
-    loop.call_soon_threadsafe(start)
-    return call
-
-
 async def _model(model: Callable[..., Any], request: Any, format: str, feed: Any, done: Callable[..., None]) -> None:
+    """Asks the model for its stream, says whether it came, and pumps it into ``feed``."""
     from ._agent import ModelRequest
     from ._engine import pump
 
