@@ -1,7 +1,8 @@
 //! [`Engine`] (`_native.Engine`): a store, the Python tools, and the entry points the package's `Engine` class
 //! calls (`create_session`, `tool_specs`, `open` for one wrapped response).
 
-use headstart::{CancellationToken, EngineConfig, ExecutionMode, SessionId, ToolDefinition, Toolbox};
+use headstart::store::Durability;
+use headstart::{CancellationToken, EngineConfig, ExecutionMode, RecoveryPolicy, SessionId, ToolDefinition, Toolbox};
 use headstart_providers::request::{build_body, RequestSettings};
 use pyo3::prelude::*;
 use serde_json::Value;
@@ -26,9 +27,12 @@ pub(crate) struct Engine {
 impl Engine {
     /// Opens `store` (a SQLite path or a `postgresql://` URL) with `tools` (`headstart.Tool` objects).
     /// `tool_execution` is `parallel` or `sequential`; `max_in_flight` bounds the bodies running at once (`None`:
-    /// unbounded); `early_execution=False` runs every call after its stream, as a batch.
+    /// unbounded); `early_execution=False` runs every call after its stream, as a batch; `durability` (SQLite) is
+    /// `full` (each commit synced: survives power loss) or `normal` (survives a crash of the process).
     #[new]
-    #[pyo3(signature = (store, tools, *, tool_execution="parallel", max_in_flight=Some(headstart::DEFAULT_MAX_IN_FLIGHT), early_execution=true, max_requests=32))]
+    // The keyword arguments of Python's `Engine(...)`, one parameter each, as pyo3 maps them.
+    #[allow(clippy::too_many_arguments)]
+    #[pyo3(signature = (store, tools, *, tool_execution="parallel", max_in_flight=Some(headstart::DEFAULT_MAX_IN_FLIGHT), early_execution=true, max_requests=32, durability="full"))]
     fn new(
         py: Python<'_>,
         store: &str,
@@ -37,7 +41,17 @@ impl Engine {
         max_in_flight: Option<usize>,
         early_execution: bool,
         max_requests: u32,
+        durability: &str,
     ) -> PyResult<Self> {
+        let durability = match durability {
+            "full" => Durability::Full,
+            "normal" => Durability::Normal,
+            other => {
+                return Err(ConfigError::new_err(format!(
+                    "durability must be 'full' or 'normal', not {other:?}"
+                )))
+            }
+        };
         let mode = match tool_execution {
             "parallel" => ExecutionMode::Parallel,
             "sequential" => ExecutionMode::Sequential,
@@ -59,7 +73,7 @@ impl Engine {
             .max_in_flight(max_in_flight)
             .early_execution(early_execution)
             .max_requests(max_requests);
-        let engine = headstart::Engine::builder(open_store(py, store, Access::Write)?)
+        let engine = headstart::Engine::builder(open_store(py, store, Access::Write(durability))?)
             .toolbox(toolbox)
             .config(config)
             .build();
@@ -94,6 +108,28 @@ impl Engine {
     fn definitions(&self) -> Json {
         let definitions: Vec<ToolDefinition> = self.engine.toolbox().definitions();
         Json(serde_json::to_value(definitions).unwrap_or_default())
+    }
+
+    /// Awaitable: recovers `session` after a crash (contract §7.4): every admitted call without a result gets one,
+    /// `interrupted` (policy `fail`), or, for idempotent tools, a new run (policy `rerun_idempotent`). Resolves to
+    /// what was done with each call. Must be called from a coroutine: re-run tools run on its loop.
+    #[pyo3(signature = (session, policy="fail"))]
+    fn recover<'py>(&self, py: Python<'py>, session: String, policy: &str) -> PyResult<Bound<'py, PyAny>> {
+        let policy = match policy {
+            "fail" => RecoveryPolicy::FailAll,
+            "rerun_idempotent" => RecoveryPolicy::ReExecuteIdempotent,
+            other => {
+                return Err(ConfigError::new_err(format!(
+                    "policy must be 'fail' or 'rerun_idempotent', not {other:?}"
+                )))
+            }
+        };
+        self.home.capture(py)?;
+        let engine = self.engine.clone();
+        awaitable(py, async move {
+            let recovered = engine.recover(&SessionId(session), policy).await.map_err(store_error)?;
+            Ok(Json(serde_json::to_value(recovered).unwrap_or_default()))
+        })
     }
 
     /// Opens one response of `session` read in `format`: the feed the stream's events go into, and an awaitable of

@@ -3,7 +3,7 @@
 
 use std::sync::Arc;
 
-use headstart::store::{SqliteOptions, SqliteStore, TranscriptStore};
+use headstart::store::{Durability, SqliteOptions, SqliteStore, TranscriptStore};
 use headstart_postgres::{PgOptions, PgStore};
 use pyo3::prelude::*;
 
@@ -13,8 +13,8 @@ use crate::runtime::block_on;
 /// Whether the store is written (a SQLite file is created when missing) or only read (it must exist).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Access {
-    /// Read and write.
-    Write,
+    /// Read and write, a SQLite file with this durability.
+    Write(Durability),
     /// Read only.
     Read,
 }
@@ -24,14 +24,20 @@ pub(crate) fn open_store(py: Python<'_>, location: &str, access: Access) -> PyRe
     if headstart_postgres::is_connection_string(location) {
         let store = block_on(py, async {
             match access {
-                Access::Write => PgStore::connect(location, PgOptions::default()).await,
+                Access::Write(_) => PgStore::connect(location, PgOptions::default()).await,
                 Access::Read => PgStore::connect_read_only(location, PgOptions::default()).await,
             }
         });
         return Ok(Arc::new(store.map_err(store_error)?));
     }
     let store = py.detach(|| match access {
-        Access::Write => SqliteStore::open(location, SqliteOptions::default()),
+        Access::Write(durability) => SqliteStore::open(
+            location,
+            SqliteOptions {
+                durability,
+                ..SqliteOptions::default()
+            },
+        ),
         Access::Read => SqliteStore::open_read_only(location),
     });
     Ok(Arc::new(store.map_err(store_error)?))

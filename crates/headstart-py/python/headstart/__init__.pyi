@@ -163,9 +163,12 @@ class Engine:
         max_in_flight: Optional[int] = 16,
         early_execution: bool = True,
         max_requests: int = 32,
+        durability: str = "full",
     ) -> None: ...
     async def create_session(self) -> str:
         """Creates a session in the store and returns its id."""
+    async def recover(self, session: str, policy: str = "fail") -> list[dict[str, Any]]:
+        """Recovers ``session`` after a crash (``policy``: ``fail`` or ``rerun_idempotent``)."""
     def tool_specs(self, format: str = "openai-chat") -> list[Any]:
         """The tools as a request in ``format`` declares them."""
     def wrap(self, session: str, stream: Any, format: str = "openai-chat") -> Wrapped:

@@ -46,7 +46,9 @@ def savings(store: Union[str, "os.PathLike[str]"], session: str) -> dict[str, An
 
 class Engine:
     """The early-execution engine over one transcript store (a SQLite path, or a ``postgresql://`` URL) with its
-    tools. Share one per process and event loop."""
+    tools. Share one per process and event loop. ``tool_execution``: ``parallel`` or ``sequential``;
+    ``max_in_flight``: bodies running at once (``None``: unbounded); ``early_execution=False``: every call after its
+    stream; ``max_requests``: requests per agent run; ``durability`` (SQLite): ``full`` or ``normal``."""
 
     def __init__(
         self,
@@ -57,6 +59,7 @@ class Engine:
         max_in_flight: Optional[int] = 16,
         early_execution: bool = True,
         max_requests: int = 32,
+        durability: str = "full",
     ) -> None:
         self.tools: list[Tool] = list(tools)
         for item in self.tools:
@@ -69,12 +72,20 @@ class Engine:
             max_in_flight=max_in_flight,
             early_execution=early_execution,
             max_requests=max_requests,
+            durability=durability,
         )
 
     async def create_session(self) -> str:
         """Creates a session in the store and returns its id."""
         session: str = await self._native.create_session()
         return session
+
+    async def recover(self, session: str, policy: str = "fail") -> list[dict[str, Any]]:
+        """Recovers ``session`` after a crash: every admitted call without a result gets one, ``interrupted``
+        (``policy="fail"``) or, for idempotent tools, a new run (``policy="rerun_idempotent"``). Returns what was
+        done with each call (``call_id``, ``tool_name``, ``had_started``, ``action``)."""
+        recovered: list[dict[str, Any]] = await self._native.recover(session, policy)
+        return recovered
 
     def tool_specs(self, format: str = "openai-chat") -> list[Any]:
         """The tools as a request in ``format`` declares them (``tools=`` of the SDK's call)."""
