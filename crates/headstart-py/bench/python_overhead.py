@@ -16,7 +16,8 @@ The stream is served over HTTP by a small server in a process of its own, so it 
    start (``started_at_us``) to the body's first line (the hop to the Python loop), and from the body's return to
    the stored result (``ended_at_us``: the outcome back to Rust and its durable write).
 
-Figures are medians of several rounds; they go to docs/performance.md.
+Both use the SQLite store with `durability="normal"` (as `headstart bench` does). Figures are medians of several
+rounds; they go to docs/performance.md.
 """
 
 from __future__ import annotations
@@ -93,7 +94,7 @@ async def plain_loop(url: str) -> float:
 
 
 async def wrapped_loop(url: str, db: str) -> float:
-    engine = headstart.Engine(db, tools=[])
+    engine = headstart.Engine(db, tools=[], durability="normal")
     session = await engine.create_session()
     began = time.perf_counter()
     text = []
@@ -129,7 +130,7 @@ async def tool_calls(db: str) -> tuple[list[float], list[float]]:
                 await asyncio.sleep(0.002)
             yield delta
 
-    engine = headstart.Engine(db, tools=[noop])
+    engine = headstart.Engine(db, tools=[noop], durability="normal")
     session = await engine.create_session()
     async with engine.wrap(session, paced(), format="headstart") as events:
         async for _ in events:

@@ -9,6 +9,7 @@ use crate::engine::Engine;
 use crate::events::Events;
 use crate::feed::Format;
 use crate::home::Home;
+use crate::http_model::HttpModel;
 use crate::model::PyModel;
 use crate::runtime::awaitable;
 
@@ -21,8 +22,8 @@ pub(crate) struct Agent {
 
 #[pymethods]
 impl Agent {
-    /// An agent over `engine` asking `model` (called with a `headstart.ModelRequest`, returning its SDK's stream in
-    /// `format`), for at most `max_requests` requests a run.
+    /// An agent over `engine` asking `model` (an `HttpModel`, or a callable given a `headstart.ModelRequest` and
+    /// returning its SDK's stream in `format`), for at most `max_requests` requests a run.
     #[new]
     fn new(engine: &Engine, model: Bound<'_, PyAny>, format: &str, max_requests: u32) -> PyResult<Self> {
         let format = Format::parse(format)?;
@@ -31,13 +32,16 @@ impl Agent {
             .toolbox(inner.toolbox().clone())
             .config(inner.config().clone().max_requests(max_requests))
             .build();
-        let model = PyModel {
-            function: Arc::new(model.unbind()),
-            format,
-            home: engine.home.clone(),
+        let model: Arc<dyn headstart::Model> = match model.cast::<HttpModel>() {
+            Ok(http) => http.get().client.clone(),
+            Err(_) => Arc::new(PyModel {
+                function: Arc::new(model.unbind()),
+                format,
+                home: engine.home.clone(),
+            }),
         };
         Ok(Agent {
-            agent: headstart::Agent::new(limited, Arc::new(model)),
+            agent: headstart::Agent::new(limited, model),
             home: engine.home.clone(),
         })
     }

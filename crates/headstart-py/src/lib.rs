@@ -18,6 +18,7 @@ mod errors;
 mod events;
 mod feed;
 mod home;
+mod http_model;
 mod inspect;
 mod json;
 mod mailbox;
@@ -40,6 +41,7 @@ fn _native(module: &Bound<'_, PyModule>) -> PyResult<()> {
     module.add_class::<engine::Engine>()?;
     module.add_class::<model::ModelRequest>()?;
     module.add_class::<events::Events>()?;
+    module.add_class::<http_model::HttpModel>()?;
     module.add_class::<mailbox::Mailbox>()?;
     module.add_class::<feed::Feed>()?;
     module.add_class::<tool::CallDone>()?;

@@ -13,7 +13,7 @@ use crate::json::Json;
 use crate::runtime::block_on;
 
 /// A local HTTP server replaying a recorded cassette: the k-th POST gets the k-th exchange's SSE body, one event
-/// per `delay_ms`.
+/// per `delay_ms`; with `statuses`, the first POSTs get those HTTP errors instead (`Retry-After: 0`).
 #[pyclass(module = "headstart._native", frozen)]
 struct ReplayServer {
     server: Server,
@@ -23,14 +23,19 @@ struct ReplayServer {
 impl ReplayServer {
     /// Starts serving the cassette at `path`.
     #[new]
-    #[pyo3(signature = (path, delay_ms=0.0))]
-    fn new(py: Python<'_>, path: &str, delay_ms: f64) -> PyResult<Self> {
+    #[pyo3(signature = (path, delay_ms=0.0, statuses=Vec::new()))]
+    fn new(py: Python<'_>, path: &str, delay_ms: f64, statuses: Vec<u16>) -> PyResult<Self> {
         let text = std::fs::read_to_string(path).map_err(|error| ConfigError::new_err(format!("{path}: {error}")))?;
-        let replies = cassette_events(&text)
+        let errors = statuses.into_iter().map(|status| Reply::Status {
+            status,
+            headers: vec![("retry-after".to_owned(), "0".to_owned())],
+            body: format!(r#"{{"error": {{"message": "scripted {status}"}}}}"#),
+        });
+        let recorded = cassette_events(&text)
             .map_err(|error| ConfigError::new_err(error.to_string()))?
             .into_iter()
-            .map(Reply::Events)
-            .collect();
+            .map(Reply::Events);
+        let replies = errors.chain(recorded).collect();
         let delay = Duration::from_secs_f64(delay_ms.max(0.0) / 1000.0);
         let server = block_on(py, Server::start(replies, HashMap::new(), delay))
             .map_err(|error| ConfigError::new_err(error.to_string()))?;

@@ -9,7 +9,7 @@ from ._agent import Agent, AgentRun, ModelRequest
 from ._context import ToolContext
 from ._engine import Engine, Run, Wrapped, inspect, savings
 from ._events import Event, Record, ToolResult
-from ._native import ConfigError, EngineError, HeadstartError, ModelError, StoreError
+from ._native import ConfigError, EngineError, HeadstartError, HttpModel, ModelError, StoreError
 from ._tools import Tool, tool
 
 __all__ = [
@@ -20,6 +20,7 @@ __all__ = [
     "EngineError",
     "Event",
     "HeadstartError",
+    "HttpModel",
     "ModelError",
     "ModelRequest",
     "Record",

@@ -3,7 +3,7 @@
 import os
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Iterator, Mapping
 from types import TracebackType
-from typing import Any, Optional, TypeVar, Union, overload
+from typing import Any, Optional, TypeVar, Union, final, overload
 
 __all__ = [
     "Agent",
@@ -13,6 +13,7 @@ __all__ = [
     "EngineError",
     "Event",
     "HeadstartError",
+    "HttpModel",
     "ModelError",
     "ModelRequest",
     "Record",
@@ -43,6 +44,25 @@ class ModelError(HeadstartError):
 
 class ConfigError(HeadstartError):
     """A tool or engine setting is invalid (a duplicate tool name, an unknown format)."""
+
+@final
+class HttpModel:
+    """A provider's HTTP API as an ``Agent``'s model, for applications without an SDK: Rust owns the request, its
+    retries (twice before the first delta, with backoff; ``Retry-After`` honoured) and the SSE stream, as
+    ``headstart run`` does. ``provider`` is the wire format (``openai-chat``, ``openai-responses``, ``anthropic``,
+    ``gemini``); ``api_key_env`` names the variable holding the key (default: the provider's usual one; ``""``:
+    no key)."""
+
+    def __new__(
+        cls,
+        provider: str,
+        model: str,
+        *,
+        base_url: Optional[str] = None,
+        api_key_env: Optional[str] = None,
+        system: Optional[str] = None,
+        max_tokens: Optional[int] = None,
+    ) -> HttpModel: ...
 
 class ToolContext:
     """The context of one tool call: its id, its idempotency key, partial results, and whether it was cancelled."""
@@ -215,12 +235,12 @@ class Agent:
     """An agent: an engine and a model callable returning its SDK's stream in ``format``."""
 
     engine: Engine
-    model: Callable[[ModelRequest], Awaitable[Any]]
+    model: Union[Callable[[ModelRequest], Awaitable[Any]], HttpModel]
     format: str
     def __init__(
         self,
         engine: Engine,
-        model: Callable[[ModelRequest], Awaitable[Any]],
+        model: Union[Callable[[ModelRequest], Awaitable[Any]], HttpModel],
         *,
         format: str = "openai-chat",
         max_turns: int = 10,

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any, Awaitable, Callable, Optional
+from typing import Any, Awaitable, Callable, Optional, Union
 
 from . import _native
 from ._engine import Engine, Run
@@ -36,14 +36,14 @@ class ModelRequest:
 
 
 class Agent:
-    """An agent: an engine and a model callable, ``async def model(request: ModelRequest)`` returning its SDK's
-    stream in ``format``. ``agent.run(session, prompt)`` runs requests until the model answers without calls, every
+    """An agent: an engine and a model, either ``headstart.HttpModel`` or a callable, ``async def model(request:
+    ModelRequest)`` returning its SDK's stream in ``format``. ``agent.run(session, prompt)`` runs requests until the model answers without calls, every
     batch asks to terminate, a response fails, or ``max_turns`` requests were made."""
 
     def __init__(
         self,
         engine: Engine,
-        model: Callable[[ModelRequest], Awaitable[Any]],
+        model: Union[Callable[[ModelRequest], Awaitable[Any]], "_native.HttpModel"],
         *,
         format: str = "openai-chat",
         max_turns: int = 10,

@@ -12,6 +12,7 @@ __all__ = [
     "Events",
     "Feed",
     "HeadstartError",
+    "HttpModel",
     "Mailbox",
     "ModelError",
     "ModelRequest",
@@ -71,7 +72,7 @@ class CallUpdates:
 
 @final
 class ReplayServer:
-    def __new__(cls, path: str, delay_ms: float = 0.0) -> ReplayServer: ...
+    def __new__(cls, path: str, delay_ms: float = 0.0, statuses: list[int] = ...) -> ReplayServer: ...
     @property
     def url(self) -> str: ...
     def request_bodies(self) -> list[Any]: ...
@@ -99,3 +100,16 @@ def rust_demo(db: str, out_dir: str) -> dict[str, Any]: ...
 class Mailbox:
     def fileno(self) -> int: ...
     def take(self) -> list[tuple[Any, ...]]: ...
+
+@final
+class HttpModel:
+    def __new__(
+        cls,
+        provider: str,
+        model: str,
+        *,
+        base_url: Optional[str] = None,
+        api_key_env: Optional[str] = None,
+        system: Optional[str] = None,
+        max_tokens: Optional[int] = None,
+    ) -> HttpModel: ...
