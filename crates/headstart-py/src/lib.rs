@@ -8,7 +8,7 @@
 //! Two runtimes run side by side: asyncio on the caller's thread, tokio on its own threads. Rust futures become
 //! asyncio awaitables ([`runtime::awaitable`]); a Python tool's coroutine is started on the caller's loop through a
 //! [`mailbox`] (a letter and a one-byte wake-up, no GIL on the engine's side) and its outcome crosses back as plain
-//! data ([`tool`]). No tokio worker thread ever waits for the GIL, so a Python thread holding it never delays a
+//! data ([`outcome`]). No tokio worker thread ever waits for the GIL, so a Python thread holding it never delays a
 //! commit.
 #![warn(missing_docs)]
 
@@ -23,6 +23,8 @@ mod inspect;
 mod json;
 mod mailbox;
 mod model;
+mod outcome;
+mod request;
 mod runtime;
 mod savings;
 mod store;
@@ -39,13 +41,13 @@ fn _native(module: &Bound<'_, PyModule>) -> PyResult<()> {
     let py = module.py();
     module.add_class::<agent::Agent>()?;
     module.add_class::<engine::Engine>()?;
-    module.add_class::<model::ModelRequest>()?;
+    module.add_class::<request::ModelRequest>()?;
     module.add_class::<events::Events>()?;
     module.add_class::<http_model::HttpModel>()?;
     module.add_class::<mailbox::Mailbox>()?;
     module.add_class::<feed::Feed>()?;
-    module.add_class::<tool::CallDone>()?;
-    module.add_class::<tool::CallUpdates>()?;
+    module.add_class::<outcome::CallDone>()?;
+    module.add_class::<outcome::CallUpdates>()?;
     module.add_function(wrap_pyfunction!(inspect::inspect, module)?)?;
     module.add_function(wrap_pyfunction!(savings::savings, module)?)?;
     module.add_function(wrap_pyfunction!(savings::demo_script, module)?)?;

@@ -19,8 +19,8 @@ use pyo3::types::PyTuple;
 
 use crate::errors::EngineError;
 use crate::feed::Feed;
-use crate::model::ModelRequest;
-use crate::tool::{CallDone, CallUpdates};
+use crate::outcome::{CallDone, CallUpdates};
+use crate::request::ModelRequest;
 
 /// One piece of work for the loop.
 pub(crate) enum Letter {

@@ -1,4 +1,4 @@
-//! [`PyModel`]: a Python callable as the agent loop's [`Model`], and the [`ModelRequest`] it is given.
+//! [`PyModel`]: a Python callable as the agent loop's [`Model`].
 //!
 //! The loop (Rust) asks for each response: the callable is called on the run's loop with the request built from the
 //! transcript; it returns its SDK's stream (or an awaitable of it), which the package's pump reads on that loop into
@@ -13,75 +13,21 @@ use async_trait::async_trait;
 use futures::{Stream, StreamExt};
 use headstart::core::DeltaStream;
 use headstart::{DeltaEvent, Model, ModelError};
-use headstart_providers::request::{build_body, RequestSettings};
 use pyo3::prelude::*;
-use serde_json::Value;
 use tokio::sync::oneshot;
 
-use crate::errors::ConfigError;
 use crate::feed::{Feed, Format};
 use crate::home::Home;
-use crate::json::{to_python, Json};
 use crate::mailbox::Letter;
+use crate::outcome::CallDone;
+use crate::request::ModelRequest;
 use crate::task::CancelOnDrop;
-use crate::tool::CallDone;
 
 /// A Python model callable: `async def model(request: headstart.ModelRequest) -> <the SDK's stream>`.
 pub(crate) struct PyModel {
     pub function: Arc<Py<PyAny>>,
     pub format: Format,
     pub home: Home,
-}
-
-/// One model request as Python sees it (`_native.ModelRequest`): its number, its context, and its body in the
-/// agent's wire format.
-#[pyclass(module = "headstart._native", frozen)]
-pub(crate) struct ModelRequest {
-    request: headstart::ModelRequest,
-    format: Format,
-}
-
-#[pymethods]
-impl ModelRequest {
-    /// The 0-based number of the request in the session.
-    #[getter]
-    fn number(&self) -> u32 {
-        self.request.request
-    }
-
-    /// The canonical context (contract §7.3) as stored messages' JSON.
-    #[getter]
-    fn context(&self) -> Json {
-        Json(serde_json::to_value(&self.request.context).unwrap_or_default())
-    }
-
-    /// The request body in the agent's wire format, without `stream` (the SDK call passes `stream=True` itself):
-    /// `model`, the context as the format's messages, the tools, `system` and `max_tokens` when given.
-    #[pyo3(signature = (model, system=None, max_tokens=None))]
-    fn body<'py>(
-        &self,
-        py: Python<'py>,
-        model: String,
-        system: Option<String>,
-        max_tokens: Option<u32>,
-    ) -> PyResult<Bound<'py, PyAny>> {
-        let Format::Wire(wire) = self.format else {
-            return Err(ConfigError::new_err(
-                "an agent of format 'headstart' has no request body",
-            ));
-        };
-        let settings = RequestSettings {
-            model,
-            system,
-            max_tokens,
-            ..RequestSettings::default()
-        };
-        let mut body = build_body(wire, &settings, &self.request.context, &self.request.tools);
-        if let Value::Object(fields) = &mut body {
-            fields.remove("stream");
-        }
-        to_python(py, &body)
-    }
 }
 
 /// The feed's delta stream, holding the Python task that pumps it: dropping the stream cancels the pump.

@@ -6,11 +6,11 @@
 //! as plain data through a oneshot channel, and cancels the Python task when the call's token fires or when the
 //! engine drops the call (its timeout).
 
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::Arc;
 use std::time::Duration;
 
 use async_trait::async_trait;
-use headstart::{Arguments, ExecutionMode, Tool, ToolContext, ToolError, ToolOutput, ToolResult, UpdateSink};
+use headstart::{Arguments, ExecutionMode, Tool, ToolContext, ToolError, ToolResult};
 use pyo3::prelude::*;
 use serde_json::Value;
 use tokio::sync::oneshot;
@@ -18,6 +18,7 @@ use tokio::sync::oneshot;
 use crate::home::Home;
 use crate::json::from_python;
 use crate::mailbox::Letter;
+use crate::outcome::{CallDone, CallUpdates};
 use crate::task::CancelOnDrop;
 
 /// How a tool's calls are keyed for conflicts (contract §4.5).
@@ -73,61 +74,6 @@ impl PyTool {
     }
 }
 
-/// A call's outcome as the Python side reports it: plain data, no Python object.
-pub(crate) type Outcome = Result<ToolOutput, String>;
-
-/// What the Python side calls once with a call's outcome (`done(ok, text, details_json)`), on the loop's thread.
-#[pyclass(module = "headstart._native", frozen)]
-pub(crate) struct CallDone {
-    sender: Mutex<Option<oneshot::Sender<Outcome>>>,
-}
-
-impl CallDone {
-    /// The callback that sends the outcome through `sender`.
-    pub fn new(sender: oneshot::Sender<Outcome>) -> Self {
-        CallDone {
-            sender: Mutex::new(Some(sender)),
-        }
-    }
-}
-
-#[pymethods]
-impl CallDone {
-    /// Reports the call's outcome: its content text (and `details`, JSON text) when `ok`, else its error message.
-    #[pyo3(signature = (ok, text, details=None))]
-    fn __call__(&self, ok: bool, text: String, details: Option<String>) {
-        let outcome = if ok {
-            let details = details
-                .and_then(|json| serde_json::from_str(&json).ok())
-                .unwrap_or(Value::Null);
-            Ok(ToolOutput::text(text).with_details(details))
-        } else {
-            Err(text)
-        };
-        if let Some(sender) = self.sender.lock().unwrap_or_else(PoisonError::into_inner).take() {
-            let _ = sender.send(outcome);
-        }
-    }
-}
-
-/// A running call's partial results (`await ctx.update(...)`): sent straight to the engine, without waiting.
-#[pyclass(module = "headstart._native", frozen)]
-pub(crate) struct CallUpdates {
-    sink: UpdateSink,
-}
-
-#[pymethods]
-impl CallUpdates {
-    /// Sends a partial result: its text, and its `details` as JSON text.
-    #[pyo3(signature = (text, details=None))]
-    fn send(&self, text: String, details: Option<String>) {
-        let details = details
-            .and_then(|json| serde_json::from_str(&json).ok())
-            .unwrap_or(Value::Null);
-        self.sink.send(ToolOutput::text(text).with_details(details));
-    }
-}
-
 #[async_trait]
 impl Tool for PyTool {
     fn name(&self) -> &str {
@@ -178,9 +124,7 @@ impl Tool for PyTool {
             arguments: Value::Object(arguments).to_string(),
             call_id: context.call_id.clone(),
             key: context.idempotency_key.clone(),
-            updates: CallUpdates {
-                sink: context.updates.clone(),
-            },
+            updates: CallUpdates::new(context.updates.clone()),
             done: CallDone::new(sender),
         });
         let mut guard = CancelOnDrop::new(mailbox.clone(), id);
