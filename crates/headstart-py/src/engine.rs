@@ -32,7 +32,16 @@ impl Engine {
     #[new]
     // The keyword arguments of Python's `Engine(...)`, one parameter each, as pyo3 maps them.
     #[allow(clippy::too_many_arguments)]
-    #[pyo3(signature = (store, tools, *, tool_execution="parallel", max_in_flight=Some(headstart::DEFAULT_MAX_IN_FLIGHT), early_execution=true, max_requests=32, durability="full"))]
+    #[pyo3(signature = (
+        store,
+        tools,
+        *,
+        tool_execution = "parallel",
+        max_in_flight = Some(headstart::DEFAULT_MAX_IN_FLIGHT),
+        early_execution = true,
+        max_requests = 32,
+        durability = "full",
+    ))]
     fn new(
         py: Python<'_>,
         store: &str,

@@ -6,10 +6,10 @@
 //! `python/headstart`, documented by its stubs (`__init__.pyi`); this crate is its implementation detail.
 //!
 //! Two runtimes run side by side: asyncio on the caller's thread, tokio on its own threads. Rust futures become
-//! asyncio awaitables ([`runtime::awaitable`]); a Python tool's coroutine is started on the caller's loop through a
-//! [`mailbox`] (a letter and a one-byte wake-up, no GIL on the engine's side) and its outcome crosses back as plain
-//! data ([`outcome`]). No tokio worker thread ever waits for the GIL, so a Python thread holding it never delays a
-//! commit.
+//! asyncio awaitables (`runtime::awaitable`); a Python tool's coroutine is started on the caller's loop through a
+//! mailbox (`mailbox.rs`: a letter and a one-byte wake-up, no GIL on the engine's side) and its outcome crosses
+//! back as plain data (`outcome.rs`). No tokio worker thread ever waits for the GIL, so a Python thread holding it
+//! never delays a commit.
 #![warn(missing_docs)]
 
 mod agent;
