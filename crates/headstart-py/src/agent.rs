@@ -30,6 +30,7 @@ impl Agent {
         let inner = &engine.engine;
         let limited = headstart::Engine::builder(Arc::clone(inner.store()))
             .toolbox(inner.toolbox().clone())
+            .hooks(engine.hooks.clone())
             .config(inner.config().clone().max_requests(max_requests))
             .build();
         let model: Arc<dyn headstart::Model> = match model.cast::<HttpModel>() {

@@ -2,7 +2,11 @@
 //! calls (`create_session`, `tool_specs`, `open` for one wrapped response).
 
 use headstart::store::Durability;
-use headstart::{CancellationToken, EngineConfig, ExecutionMode, RecoveryPolicy, SessionId, ToolDefinition, Toolbox};
+use std::sync::Arc;
+
+use headstart::{
+    CancellationToken, EngineConfig, ExecutionMode, Hooks, RecoveryPolicy, SessionId, ToolDefinition, Toolbox,
+};
 use headstart_providers::request::{build_body, RequestSettings};
 use pyo3::prelude::*;
 use serde_json::Value;
@@ -11,6 +15,7 @@ use crate::errors::{store_error, ConfigError};
 use crate::events::Events;
 use crate::feed::{Feed, Format};
 use crate::home::Home;
+use crate::hook::PyHook;
 use crate::json::{to_python, Json};
 use crate::runtime::awaitable;
 use crate::store::{open_store, Access};
@@ -21,6 +26,8 @@ use crate::tool::PyTool;
 pub(crate) struct Engine {
     pub(crate) engine: headstart::Engine,
     pub(crate) home: Home,
+    /// The hooks the engine was built with (an agent's engine, built anew with its own request limit, gets them too).
+    pub(crate) hooks: Hooks,
 }
 
 #[pymethods]
@@ -28,7 +35,8 @@ impl Engine {
     /// Opens `store` (a SQLite path or a `postgresql://` URL) with `tools` (`headstart.Tool` objects).
     /// `tool_execution` is `parallel` or `sequential`; `max_in_flight` bounds the bodies running at once (`None`:
     /// unbounded); `early_execution=False` runs every call after its stream, as a batch; `durability` (SQLite) is
-    /// `full` (each commit synced: survives power loss) or `normal` (survives a crash of the process).
+    /// `full` (each commit synced: survives power loss) or `normal` (survives a crash of the process);
+    /// `before_tool_call` / `after_tool_call` are Python hooks (see `crate::hook`).
     #[new]
     // The keyword arguments of Python's `Engine(...)`, one parameter each, as pyo3 maps them.
     #[allow(clippy::too_many_arguments)]
@@ -41,6 +49,8 @@ impl Engine {
         early_execution = true,
         max_requests = 32,
         durability = "full",
+        before_tool_call = None,
+        after_tool_call = None,
     ))]
     fn new(
         py: Python<'_>,
@@ -51,6 +61,8 @@ impl Engine {
         early_execution: bool,
         max_requests: u32,
         durability: &str,
+        before_tool_call: Option<Bound<'_, PyAny>>,
+        after_tool_call: Option<Bound<'_, PyAny>>,
     ) -> PyResult<Self> {
         let durability = match durability {
             "full" => Durability::Full,
@@ -82,11 +94,20 @@ impl Engine {
             .max_in_flight(max_in_flight)
             .early_execution(early_execution)
             .max_requests(max_requests);
+        let mut hooks = Hooks::new();
+        if before_tool_call.is_some() || after_tool_call.is_some() {
+            hooks.push(PyHook {
+                before: before_tool_call.map(|hook| Arc::new(hook.unbind())),
+                after: after_tool_call.map(|hook| Arc::new(hook.unbind())),
+                home: home.clone(),
+            });
+        }
         let engine = headstart::Engine::builder(open_store(py, store, Access::Write(durability))?)
             .toolbox(toolbox)
+            .hooks(hooks.clone())
             .config(config)
             .build();
-        Ok(Engine { engine, home })
+        Ok(Engine { engine, home, hooks })
     }
 
     /// Awaitable: a new session's id.

@@ -18,6 +18,7 @@ mod errors;
 mod events;
 mod feed;
 mod home;
+mod hook;
 mod http_model;
 mod inspect;
 mod json;

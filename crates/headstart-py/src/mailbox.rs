@@ -56,6 +56,17 @@ pub(crate) enum Letter {
         /// Whether a stream came.
         done: CallDone,
     },
+    /// Call a hook with these JSON arguments; what it returned goes to `done` as JSON (its `details`).
+    Hook {
+        /// The letter's number.
+        id: u64,
+        /// The hook callable.
+        function: Arc<Py<PyAny>>,
+        /// Its arguments, each as JSON text.
+        arguments: Vec<String>,
+        /// Where its answer goes.
+        done: CallDone,
+    },
     /// Cancel the task started for letter `id` (if it still runs).
     Cancel {
         /// The letter whose task to cancel.
@@ -122,7 +133,8 @@ impl Mailbox {
     }
 
     /// Every letter posted since the last call, as tuples: `("call", id, tool, arguments, call_id, key, updates,
-    /// done)`, `("model", id, function, request, format, feed, done)`, `("cancel", id)`.
+    /// done)`, `("model", id, function, request, format, feed, done)`, `("hook", id, function, arguments, done)`,
+    /// `("cancel", id)`.
     fn take<'py>(&self, py: Python<'py>) -> PyResult<Vec<Bound<'py, PyTuple>>> {
         let mut bytes = [0u8; 64];
         while matches!((&self.0.reader).read(&mut bytes), Ok(read) if read > 0) {}
@@ -168,6 +180,12 @@ impl Mailbox {
                     Py::new(py, done)?,
                 )
                     .into_pyobject(py),
+                Letter::Hook {
+                    id,
+                    function,
+                    arguments,
+                    done,
+                } => ("hook", id, function.clone_ref(py), arguments, Py::new(py, done)?).into_pyobject(py),
                 Letter::Cancel { id } => ("cancel", id).into_pyobject(py),
             })
             .collect()

@@ -184,6 +184,8 @@ class Engine:
         early_execution: bool = True,
         max_requests: int = 32,
         durability: str = "full",
+        before_tool_call: Optional[Callable[[dict[str, Any], dict[str, Any]], Any]] = None,
+        after_tool_call: Optional[Callable[[dict[str, Any], dict[str, Any]], Any]] = None,
     ) -> None: ...
     async def create_session(self) -> str:
         """Creates a session in the store and returns its id."""

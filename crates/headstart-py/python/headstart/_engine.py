@@ -6,7 +6,7 @@ import asyncio
 import json
 import os
 from types import TracebackType
-from typing import Any, AsyncIterator, Iterable, Optional, Union
+from typing import Any, AsyncIterator, Callable, Iterable, Optional, Union
 
 from . import _native
 from ._events import Event, ToolResult
@@ -48,7 +48,12 @@ class Engine:
     """The early-execution engine over one transcript store (a SQLite path, or a ``postgresql://`` URL) with its
     tools. Share one per process and event loop. ``tool_execution``: ``parallel`` or ``sequential``;
     ``max_in_flight``: bodies running at once (``None``: unbounded); ``early_execution=False``: every call after its
-    stream; ``max_requests``: requests per agent run; ``durability`` (SQLite): ``full`` or ``normal``."""
+    stream; ``max_requests``: requests per agent run; ``durability`` (SQLite): ``full`` or ``normal``.
+
+    Hooks (sync or ``async``, called on the loop with JSON data): ``before_tool_call(call, arguments)`` returns
+    ``None``/``True`` to run the call, ``False`` or a reason string to block it; ``after_tool_call(call, result)``
+    (``result``: ``content`` text, ``details``, ``is_error``, ``terminate``) returns ``None`` or a dict of the fields
+    to replace. A hook that raises fails the call."""
 
     def __init__(
         self,
@@ -60,6 +65,8 @@ class Engine:
         early_execution: bool = True,
         max_requests: int = 32,
         durability: str = "full",
+        before_tool_call: Optional[Callable[[dict[str, Any], dict[str, Any]], Any]] = None,
+        after_tool_call: Optional[Callable[[dict[str, Any], dict[str, Any]], Any]] = None,
     ) -> None:
         self.tools: list[Tool] = list(tools)
         for item in self.tools:
@@ -73,6 +80,8 @@ class Engine:
             early_execution=early_execution,
             max_requests=max_requests,
             durability=durability,
+            before_tool_call=before_tool_call,
+            after_tool_call=after_tool_call,
         )
 
     async def create_session(self) -> str:

@@ -53,6 +53,10 @@ def install(loop: asyncio.AbstractEventLoop, context: contextvars.Context, mailb
                 task = context.copy().run(loop.create_task, _call(tool, arguments, ctx))
                 task.add_done_callback(reporter(done))
                 running[id] = (task, ctx)
+            elif kind == "hook":
+                _, _, hook, arguments, done = letter
+                task = context.copy().run(loop.create_task, _hook(hook, arguments, done))
+                running[id] = (task, None)
             else:
                 _, _, model, request, format, feed, done = letter
                 task = context.copy().run(loop.create_task, _model(model, request, format, feed, done))
@@ -111,3 +115,19 @@ async def _model(model: Callable[..., Any], request: Any, format: str, feed: Any
         return
     done(True, "")
     await pump(stream, feed, format)
+
+
+async def _hook(hook: Callable[..., Any], arguments: list[str], done: Callable[..., None]) -> None:
+    """Calls a hook with its JSON arguments and reports what it returned, as JSON."""
+    try:
+        answer = hook(*(json.loads(argument) for argument in arguments))
+        if inspect.isawaitable(answer):
+            answer = await answer
+        text = json.dumps(answer)
+    except asyncio.CancelledError:
+        done(False, "cancelled")
+        raise
+    except Exception as error:
+        done(False, f"{type(error).__name__}: {error}")
+        return
+    done(True, "", text)
