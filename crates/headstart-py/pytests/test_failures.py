@@ -131,3 +131,20 @@ async def test_an_unknown_format_raises_and_a_bad_delta_fails_the_response(db: s
 def test_a_store_that_cannot_be_opened_raises_store_error(tmp_path: Any) -> None:
     with pytest.raises(headstart.StoreError):
         headstart.Engine(str(tmp_path / "no" / "such" / "dir" / "x.db"))
+
+
+def test_a_forked_child_is_refused_clearly(db: str) -> None:
+    import os
+
+    headstart.Engine(db, tools=[])
+    child = os.fork()
+    if child == 0:
+        try:
+            headstart.Engine(db + "-child", tools=[])
+        except headstart.EngineError as error:
+            os._exit(0 if "forked" in str(error) else 2)
+        except BaseException:
+            os._exit(3)
+        os._exit(1)
+    _, status = os.waitpid(child, 0)
+    assert os.waitstatus_to_exitcode(status) == 0

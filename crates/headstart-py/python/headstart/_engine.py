@@ -44,6 +44,28 @@ def savings(store: Union[str, "os.PathLike[str]"], session: str) -> dict[str, An
     return found
 
 
+_runtime_started = False
+_forked_child = False
+
+
+def _after_fork_in_child() -> None:
+    global _forked_child
+    _forked_child = _forked_child or _runtime_started
+
+
+os.register_at_fork(after_in_child=_after_fork_in_child)
+
+
+def _refuse_in_a_forked_child() -> None:
+    """The engine's runtime (tokio's threads) does not survive ``fork()``: a child of a process that used headstart
+    must not use it, or it would wait forever for threads that are not there."""
+    if _forked_child:
+        raise _native.EngineError(
+            "headstart cannot run in a process forked after it started (its runtime's threads did not survive the "
+            "fork); start the child with multiprocessing's 'spawn' or 'forkserver', or use headstart only in it"
+        )
+
+
 class Engine:
     """The early-execution engine over one transcript store (a SQLite path, or a ``postgresql://`` URL) with its
     tools. Share one per process and event loop. ``tool_execution``: ``parallel`` or ``sequential``;
@@ -68,6 +90,9 @@ class Engine:
         before_tool_call: Optional[Callable[[dict[str, Any], dict[str, Any]], Any]] = None,
         after_tool_call: Optional[Callable[[dict[str, Any], dict[str, Any]], Any]] = None,
     ) -> None:
+        global _runtime_started
+        _refuse_in_a_forked_child()
+        _runtime_started = True
         self.tools: list[Tool] = list(tools)
         for item in self.tools:
             if not isinstance(item, Tool):
@@ -86,6 +111,7 @@ class Engine:
 
     async def create_session(self) -> str:
         """Creates a session in the store and returns its id."""
+        _refuse_in_a_forked_child()
         session: str = await self._native.create_session()
         return session
 
@@ -181,6 +207,7 @@ class Wrapped(Run):
         self._pump: Optional[asyncio.Task[None]] = None
 
     async def _open(self) -> Any:
+        _refuse_in_a_forked_child()
         feed, pending = self._engine._native.open(self._session, self._format)
         events = await pending
         self._pump = asyncio.get_running_loop().create_task(pump(self._stream, feed, self._format))
