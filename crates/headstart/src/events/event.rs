@@ -58,7 +58,7 @@ impl Role {
 
 /// How a response ended, as the loop sees it (carried by [`AgentEvent::ResponseEnd`]). Non-exhaustive: it grows with
 /// what the loop decides on; outside this crate, make one with [`ResponseOutcome::new`].
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[non_exhaustive]
 pub struct ResponseOutcome {
     /// The response's stop reason.
@@ -143,7 +143,12 @@ impl AgentStop {
 pub type TurnOutcome = ResponseOutcome;
 
 /// One event of an agent run. Non-exhaustive: new kinds of events may be added, so a `match` needs a `_` arm.
-#[derive(Debug, Clone)]
+///
+/// It serializes as one JSON object: `type` is its wire name ([`AgentEvent::type_name`]) and the variant's fields
+/// sit beside it under their own names (`{"type": "tool_execution_start", "call": {...}}`). The Python package's
+/// events (`Event.to_dict()`) are this serialization.
+#[derive(Debug, Clone, Serialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
 #[non_exhaustive]
 pub enum AgentEvent {
     /// The run began.
@@ -152,6 +157,7 @@ pub enum AgentEvent {
         session: SessionId,
     },
     /// The response to a model request began (`turn_start` in reports).
+    #[serde(rename = "turn_start")]
     ResponseStart {
         /// The 0-based number of the request it answers.
         request: u32,
@@ -174,11 +180,13 @@ pub enum AgentEvent {
         /// Its per-session sequence number, or `None` if the store failed to write it.
         seq: Option<u64>,
         /// The message as stored.
+        #[serde(serialize_with = "shared")]
         message: Arc<Message>,
     },
     /// A call starts executing (or, for a call that never executes, is about to get its result).
     ToolExecutionStart {
         /// The call.
+        #[serde(serialize_with = "shared")]
         call: Arc<ToolCall>,
     },
     /// A partial result of a running call.
@@ -198,6 +206,7 @@ pub enum AgentEvent {
         outcome: Option<RunOutcome>,
     },
     /// A response and all its calls are done (`turn_end` in reports).
+    #[serde(rename = "turn_end")]
     ResponseEnd {
         /// The 0-based number of the request it answers.
         request: u32,
@@ -209,6 +218,12 @@ pub enum AgentEvent {
         /// Why.
         stop: AgentStop,
     },
+}
+
+/// Serializes what an `Arc` points to (serde's own `Arc` support needs its `rc` feature, which the workspace leaves
+/// off).
+fn shared<T: Serialize, S: serde::Serializer>(value: &Arc<T>, serializer: S) -> Result<S::Ok, S::Error> {
+    value.as_ref().serialize(serializer)
 }
 
 impl AgentEvent {
@@ -266,5 +281,29 @@ mod tests {
         let start = AgentEvent::ResponseStart { request: 0 };
         let end = AgentEvent::ResponseEnd { request: 0, outcome };
         assert_eq!((start.type_name(), end.type_name()), ("turn_start", "turn_end"));
+    }
+
+    #[test]
+    fn an_event_serializes_as_its_wire_name_beside_its_fields() {
+        let start = serde_json::to_value(AgentEvent::ResponseStart { request: 2 }).expect("serializes");
+        assert_eq!(start, serde_json::json!({"type": "turn_start", "request": 2}));
+        let end = AgentEvent::ToolExecutionEnd {
+            tool_call_id: "c1".into(),
+            is_error: true,
+            outcome: Some(headstart_store::RunOutcome::TimedOut),
+        };
+        let end = serde_json::to_value(end).expect("serializes");
+        assert_eq!(
+            end,
+            serde_json::json!({"type": "tool_execution_end", "tool_call_id": "c1", "is_error": true, "outcome": "timed_out"})
+        );
+        let stop = serde_json::to_value(AgentEvent::AgentEnd {
+            stop: AgentStop::Cancelled,
+        })
+        .expect("serializes");
+        assert_eq!(
+            stop,
+            serde_json::json!({"type": "agent_end", "stop": {"reason": "cancelled"}})
+        );
     }
 }

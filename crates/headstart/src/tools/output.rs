@@ -2,10 +2,11 @@
 //! [`Tool`](crate::Tool) trait and the update board use it.
 
 use headstart_core::model::ContentBlock;
+use serde::Serialize;
 use serde_json::Value;
 
 /// What a tool body returns (and what partial updates carry).
-#[derive(Debug, Clone, Default, PartialEq)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
 pub struct ToolOutput {
     /// What the model sees.
     pub content: Vec<ContentBlock>,

@@ -1,0 +1,178 @@
+"""What the Python path costs: per text delta over the plain SDK loop, per tool call over the Rust engine's own start
+and store.
+
+Run in an environment with a release build of the package and the openai SDK:
+
+    pip install ./crates/headstart-py openai
+    python crates/headstart-py/bench/python_overhead.py
+
+The stream is served over HTTP by a small server in a process of its own, so it takes no GIL from the measurement.
+
+1. **Per text delta.** A Chat Completions stream of N text chunks is served over local HTTP; the real
+   ``openai`` SDK reads it (a) in a plain ``async for`` loop, (b) inside ``engine.wrap`` with every event consumed.
+   The difference per chunk is what headstart adds to the application's loop (the chunk's wire JSON, the feed, the
+   Rust converter and engine, the event back as a Python object).
+2. **Per tool call.** A response with M early calls to a trivial ``async def`` tool: from the engine's recorded
+   start (``started_at_us``) to the body's first line (the hop to the Python loop), and from the body's return to
+   the stored result (``ended_at_us``: the outcome back to Rust and its durable write).
+
+Both use the SQLite store with `durability="normal"` (as `headstart bench` does). Figures are medians of several
+rounds; they go to docs/performance.md.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import sqlite3
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import openai
+
+import headstart
+
+SERVER = """
+import http.server, sys
+body = open(sys.argv[1], "rb").read()
+class Handler(http.server.BaseHTTPRequestHandler):
+    def do_POST(self):
+        self.rfile.read(int(self.headers.get("content-length", 0)))
+        self.send_response(200)
+        self.send_header("content-type", "text/event-stream")
+        self.send_header("content-length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+    def log_message(self, *args):
+        pass
+server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+print(server.server_address[1], flush=True)
+server.serve_forever()
+"""
+
+DELTAS = 4000
+CALLS = 100
+ROUNDS = 5
+
+
+def chat_body(path: Path, chunks: int) -> None:
+    """A Chat Completions SSE body of `chunks` text chunks."""
+
+    def chunk(delta: dict[str, Any], finish: Any = None) -> str:
+        body = {
+            "id": "chatcmpl-bench",
+            "object": "chat.completion.chunk",
+            "created": 0,
+            "model": "bench",
+            "choices": [{"index": 0, "delta": delta, "finish_reason": finish}],
+        }
+        return "data: " + json.dumps(body, separators=(",", ":"))
+
+    events = [chunk({"role": "assistant", "content": ""})]
+    events += [chunk({"content": f"w{n} "}) for n in range(chunks)]
+    events += [chunk({}, "stop"), "data: [DONE]"]
+    path.write_text("".join(event + "\n\n" for event in events))
+
+
+async def sdk_stream(url: str) -> Any:
+    client = openai.AsyncOpenAI(base_url=url + "/v1", api_key="bench", max_retries=0)
+    return await client.chat.completions.create(model="bench", messages=[{"role": "user", "content": "go"}], stream=True)
+
+
+async def plain_loop(url: str) -> float:
+    began = time.perf_counter()
+    text = []
+    async for chunk in await sdk_stream(url):
+        if chunk.choices and chunk.choices[0].delta.content:
+            text.append(chunk.choices[0].delta.content)
+    return time.perf_counter() - began
+
+
+async def wrapped_loop(url: str, db: str) -> float:
+    engine = headstart.Engine(db, tools=[], durability="normal")
+    session = await engine.create_session()
+    began = time.perf_counter()
+    text = []
+    async with engine.wrap(session, await sdk_stream(url), format="openai-chat") as events:
+        async for event in events:
+            if event.type == "message_update" and event.delta.type == "text_delta":
+                text.append(event.delta.delta)
+    return time.perf_counter() - began
+
+
+async def tool_calls(db: str) -> tuple[list[float], list[float]]:
+    entered: dict[str, int] = {}
+    left: dict[str, int] = {}
+
+    @headstart.tool(early=True)
+    async def noop(n: int, ctx: headstart.ToolContext) -> str:
+        entered[ctx.call_id] = time.time_ns() // 1000
+        left[ctx.call_id] = time.time_ns() // 1000
+        return "ok"
+
+    deltas: list[dict[str, Any]] = [{"type": "start"}]
+    for n in range(CALLS):
+        deltas += [
+            {"type": "toolcall_start", "index": n, "id": f"c{n}", "name": "noop"},
+            {"type": "toolcall_delta", "index": n, "delta": json.dumps({"n": n})},
+            {"type": "toolcall_end", "index": n},
+        ]
+    deltas.append({"type": "done", "stop_reason": "tool_use"})
+
+    async def paced() -> Any:
+        for delta in deltas:
+            if delta["type"] == "toolcall_start":
+                await asyncio.sleep(0.002)
+            yield delta
+
+    engine = headstart.Engine(db, tools=[noop], durability="normal")
+    session = await engine.create_session()
+    async with engine.wrap(session, paced(), format="headstart") as events:
+        async for _ in events:
+            pass
+    with sqlite3.connect(db) as connection:
+        rows = connection.execute("SELECT call_id, started_at_us, ended_at_us FROM tool_runs").fetchall()
+    to_python = [(entered[call] - started) / 1000 for call, started, _ in rows]
+    back = [(ended - left[call]) / 1000 for call, _, ended in rows]
+    return to_python, back
+
+
+async def main() -> None:
+    with tempfile.TemporaryDirectory() as scratch:
+        body = Path(scratch) / "chat.sse"
+        chat_body(body, DELTAS)
+        server = subprocess.Popen([sys.executable, "-c", SERVER, str(body)], stdout=subprocess.PIPE, text=True)
+        try:
+            assert server.stdout is not None
+            url = f"http://127.0.0.1:{server.stdout.readline().strip()}"
+            plain, wrapped = [], []
+            for round_ in range(ROUNDS):
+                plain.append(await plain_loop(url))
+                wrapped.append(await wrapped_loop(url, str(Path(scratch) / f"w{round_}.db")))
+        finally:
+            server.kill()
+            server.wait()
+        plain_us = statistics.median(plain) / DELTAS * 1e6
+        wrapped_us = statistics.median(wrapped) / DELTAS * 1e6
+        print(f"text deltas ({DELTAS} chunks, median of {ROUNDS} rounds)")
+        print(f"  plain openai SDK loop:        {plain_us:7.2f} us per chunk")
+        print(f"  inside engine.wrap:           {wrapped_us:7.2f} us per chunk")
+        print(f"  added by headstart:           {wrapped_us - plain_us:7.2f} us per chunk")
+        starts, ends = [], []
+        for round_ in range(ROUNDS):
+            to_python, back = await tool_calls(str(Path(scratch) / f"t{round_}.db"))
+            starts += to_python
+            ends += back
+        print(f"tool calls ({CALLS} early calls x {ROUNDS} rounds, median / p90)")
+        print(f"  engine start -> body begins:  {statistics.median(starts):7.3f} / {statistics.quantiles(starts, n=10)[-1]:.3f} ms")
+        print(f"  body returns -> result stored:{statistics.median(ends):7.3f} / {statistics.quantiles(ends, n=10)[-1]:.3f} ms")
+        print(f"python {sys.version.split()[0]}")
+
+
+if __name__ == "__main__":
+    asyncio.run(main())

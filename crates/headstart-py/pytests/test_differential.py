@@ -1,0 +1,116 @@
+"""Differential: the real SDK's stream, served by the replay server, gives what the Rust-only path gives.
+
+For each recorded provider stream, the SDK (pointed at the replay server by ``base_url``) is wrapped by the engine;
+the same recording's deltas from the Rust converter (``convert_recording``) are wrapped by an engine with the same
+tools. The deltas the consumer sees, the stored transcript and the tool runs must be equal.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import anthropic
+import openai
+import pytest
+
+import headstart
+from headstart import _native
+from conftest import consume, recording, replay_server, runs, transcript
+
+CASES = [
+    ("openai_chat__streaming_gpt41_parallel_model.yaml", "openai-chat", ["alpha", "beta"]),
+    ("deepseek_chat__streaming_parallel_calls_keep_the_complete_one.yaml", "openai-chat", ["file_report", "page_oncall"]),
+    ("openai_responses__parallel_tool_calls.yaml", "openai-responses", ["lookup_harbor_label", "lookup_orchard_label"]),
+    ("openai_responses__incomplete_mid_tool_call.yaml", "openai-responses", ["add"]),
+    ("anthropic__multi_turn_streaming_tools.yaml", "anthropic", ["add", "subtract", "multiply", "divide"]),
+    ("anthropic__multi_turn_streaming_tools.yaml", "anthropic-manager", ["add", "subtract", "multiply", "divide"]),
+]
+
+
+def echo_tools(names: list[str], log: list[str]) -> list[headstart.Tool]:
+    """Early tools of these names that answer with their arguments."""
+
+    def make(name: str) -> headstart.Tool:
+        async def body(**arguments: Any) -> str:
+            text = json.dumps(arguments, sort_keys=True)
+            log.append(f"{name} {text}")
+            return f"{name} got {text}"
+
+        return headstart.tool(body, name=name, early=True, parameters={"type": "object"})
+
+    return [make(name) for name in names]
+
+
+async def sdk_stream(kind: str, url: str) -> Any:
+    """What the application's own SDK call returns for a streamed request."""
+    messages = [{"role": "user", "content": "go"}]
+    if kind in ("openai-chat", "openai-responses"):
+        client = openai.AsyncOpenAI(base_url=url + "/v1", api_key="test-key", max_retries=0)
+        if kind == "openai-chat":
+            return await client.chat.completions.create(model="m", messages=messages, stream=True)  # type: ignore[arg-type]
+        return await client.responses.create(model="m", input="go", stream=True)
+    client_a = anthropic.AsyncAnthropic(base_url=url, api_key="test-key", max_retries=0)
+    if kind == "anthropic":
+        return await client_a.messages.create(model="m", max_tokens=64, messages=messages, stream=True)  # type: ignore[arg-type]
+    # `messages.stream()`: an async context manager whose stream adds derived events to the wire's.
+    return client_a.messages.stream(model="m", max_tokens=64, messages=messages)  # type: ignore[arg-type]
+
+
+def updates(events: list[headstart.Event]) -> list[dict[str, Any]]:
+    return [event.to_dict() for event in events if event.type == "message_update"]
+
+
+def stored(path: str) -> tuple[list[dict[str, Any]], list[dict[str, Any]], list[tuple[str, str, str | None]]]:
+    """The model's messages in order, the results by call id (they are stored in completion order), the runs."""
+    messages = transcript(path)
+    said = [message for message in messages if message["role"] != "tool_result"]
+    results = sorted((message for message in messages if message["role"] == "tool_result"), key=lambda m: m["tool_call_id"])
+    calls = sorted((row["call_id"], row["tool_name"], row["outcome"]) for row in runs(path))
+    return said, results, calls
+
+
+@pytest.mark.parametrize(("name", "kind", "tools"), CASES, ids=[f"{case[1]}:{case[0].split('__')[1][:-5]}" for case in CASES])
+async def test_the_sdk_stream_equals_the_rust_only_path(tmp_path: Any, name: str, kind: str, tools: list[str]) -> None:
+    format = "anthropic" if kind == "anthropic-manager" else kind
+    server = replay_server(name)
+    sdk_log: list[str] = []
+    sdk_db = str(tmp_path / "sdk.db")
+    engine = headstart.Engine(sdk_db, tools=echo_tools(tools, sdk_log))
+    session = await engine.create_session()
+    stream = await sdk_stream(kind, server.url)
+    sdk_events, sdk_results = await consume(engine, session, stream, format)
+    assert len(server.request_bodies()) == 1
+
+    deltas = _native.convert_recording(str(recording(name)), format)[0]
+    rust_log: list[str] = []
+    rust_db = str(tmp_path / "rust.db")
+    engine = headstart.Engine(rust_db, tools=echo_tools(tools, rust_log))
+    session = await engine.create_session()
+    rust_events, rust_results = await consume(engine, session, deltas, "headstart")
+
+    assert updates(sdk_events), "the SDK's stream gave no deltas"
+    assert updates(sdk_events) == updates(rust_events)
+    assert stored(sdk_db) == stored(rust_db)
+    assert sorted(sdk_log) == sorted(rust_log)
+    assert [result.to_dict() for result in sdk_results] == [result.to_dict() for result in rust_results]
+    assert [event.type for event in sdk_events][-1] == "turn_end"
+
+
+async def test_the_openai_chat_recording_runs_both_calls_early(tmp_path: Any) -> None:
+    name, _, tools = CASES[0]
+    server = replay_server(name)
+    log: list[str] = []
+    engine = headstart.Engine(str(tmp_path / "a.db"), tools=echo_tools(tools, log))
+    session = await engine.create_session()
+    client = openai.AsyncOpenAI(base_url=server.url + "/v1", api_key="test-key", max_retries=0)
+    stream = await client.chat.completions.create(
+        model="gpt-4.1-mini",
+        messages=[{"role": "user", "content": "Call alpha with value red and beta with value blue."}],
+        tools=engine.tool_specs("openai-chat"),  # type: ignore[arg-type]
+        stream=True,
+    )
+    _, results = await consume(engine, session, stream, "openai-chat")
+    [request] = server.request_bodies()
+    assert [tool["function"]["name"] for tool in request["tools"]] == ["alpha", "beta"]
+    assert [result.content for result in results] == ['alpha got {"value": "red"}', 'beta got {"value": "blue"}']

@@ -1,0 +1,48 @@
+"""The examples under examples/python run: the SDK agents against the replay server, the demo on its own."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from conftest import replay_server
+
+EXAMPLES = Path(__file__).resolve().parents[3] / "examples" / "python"
+
+
+def run_example(name: str, cwd: Path, *arguments: str, **environment: str) -> str:
+    done = subprocess.run(
+        [sys.executable, str(EXAMPLES / name), *arguments],
+        cwd=cwd,
+        env={**os.environ, **environment},
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    return done.stdout
+
+
+@pytest.mark.timeout(150)
+def test_the_openai_example_runs_against_a_chat_completions_server(tmp_path: Path) -> None:
+    server = replay_server("openai_chat__streaming_gpt41_parallel_model.yaml")
+    out = run_example("openai_agent.py", tmp_path, "--base-url", server.url + "/v1", OPENAI_API_KEY="test-key")
+    assert "[start alpha" in out and "(stopped:" in out
+
+
+@pytest.mark.timeout(150)
+def test_the_anthropic_example_runs_against_a_messages_server(tmp_path: Path) -> None:
+    server = replay_server("anthropic__multi_turn_streaming_tools.yaml")
+    out = run_example("anthropic_agent.py", tmp_path, "--base-url", server.url, ANTHROPIC_API_KEY="test-key")
+    assert "[start add" in out and "(stopped: completed)" in out
+
+
+@pytest.mark.timeout(150)
+def test_the_demo_example_prints_the_time_saved(tmp_path: Path) -> None:
+    out = run_example("demo.py", tmp_path, "--db", str(tmp_path / "demo.db"))
+    assert "early execution saved" in out and "(completed)" in out

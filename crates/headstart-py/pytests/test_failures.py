@@ -1,0 +1,150 @@
+"""Failures: each gives a clear result or exception, and nothing admitted is lost."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any, AsyncIterator
+
+import pytest
+
+import headstart
+from conftest import consume
+
+
+def one_call(name: str, arguments: str, early: bool = True) -> list[dict[str, Any]]:
+    return [
+        {"type": "start"},
+        {"type": "toolcall_start", "index": 0, "id": "c1", "name": name},
+        {"type": "toolcall_delta", "index": 0, "delta": arguments},
+        {"type": "toolcall_end", "index": 0},
+        {"type": "done", "stop_reason": "tool_use"},
+    ]
+
+
+async def run_one(db: str, tool: headstart.Tool, arguments: str) -> tuple[list[headstart.Event], headstart.ToolResult]:
+    engine = headstart.Engine(db, tools=[tool])
+    session = await engine.create_session()
+    events, results = await consume(engine, session, one_call(tool.name, arguments), "headstart")
+    [result] = results
+    return events, result
+
+
+async def test_a_tool_that_raises_gives_an_error_result(db: str) -> None:
+    @headstart.tool(early=True)
+    async def broken(x: int) -> str:
+        raise ValueError(f"no good: {x}")
+
+    events, result = await run_one(db, broken, '{"x": 3}')
+    assert result.is_error and result.content == "ValueError: no good: 3"
+    end = next(event for event in events if event.type == "tool_execution_end")
+    assert end.is_error and end.outcome == "error"
+
+
+async def test_a_sync_tool_that_raises_gives_an_error_result(db: str) -> None:
+    @headstart.tool()
+    def broken() -> str:
+        raise KeyError("missing")
+
+    _, result = await run_one(db, broken, "{}")
+    assert result.is_error and result.content == "KeyError: 'missing'"
+
+
+async def test_a_value_that_is_not_json_gives_an_error_result(db: str) -> None:
+    @headstart.tool(early=True)
+    async def odd() -> Any:
+        return object()
+
+    _, result = await run_one(db, odd, "{}")
+    assert result.is_error and "not JSON-serialisable" in result.content
+
+
+async def test_a_tool_past_its_timeout_is_cancelled_and_fails(db: str) -> None:
+    cancelled: list[bool] = []
+
+    @headstart.tool(early=True, timeout=0.2)
+    async def sleepy() -> str:
+        try:
+            await asyncio.sleep(30)
+        except asyncio.CancelledError:
+            cancelled.append(True)
+            raise
+        return "woke"
+
+    events, result = await run_one(db, sleepy, "{}")
+    assert result.is_error and result.content == "timed out after 200ms"
+    end = next(event for event in events if event.type == "tool_execution_end")
+    assert end.outcome == "timed_out"
+    for _ in range(100):
+        if cancelled:
+            break
+        await asyncio.sleep(0.01)
+    assert cancelled == [True], "the timed-out coroutine was not cancelled"
+
+
+async def test_bad_arguments_never_reach_the_body(db: str) -> None:
+    ran: list[int] = []
+
+    @headstart.tool(early=True)
+    async def typed(count: int) -> str:
+        ran.append(count)
+        return "ran"
+
+    _, result = await run_one(db, typed, '{"count": "many"}')
+    assert result.is_error and ran == []
+    _, result = await run_one(db + "2", typed, '{"count": 2, "extra": true}')
+    assert result.is_error and ran == []
+
+
+async def test_a_stream_that_raises_midway_ends_the_response_and_keeps_the_early_call(db: str) -> None:
+    @headstart.tool(early=True)
+    async def lookup(q: str) -> str:
+        return f"found {q}"
+
+    async def failing() -> AsyncIterator[dict[str, Any]]:
+        for delta in one_call("lookup", '{"q": "x"}')[:4]:
+            yield delta
+        await asyncio.sleep(0.05)
+        raise ConnectionError("the network went away")
+
+    engine = headstart.Engine(db, tools=[lookup])
+    session = await engine.create_session()
+    events, results = await consume(engine, session, failing(), "headstart")
+    assert [(result.tool_call_id, result.content) for result in results] == [("c1", "found x")]
+    end = events[-1]
+    assert end.type == "turn_end"
+    assert end.outcome["stop_reason"] == "error"
+    assert "ConnectionError: the network went away" in end.outcome["error"]
+
+
+async def test_an_unknown_format_raises_and_a_bad_delta_fails_the_response(db: str) -> None:
+    engine = headstart.Engine(db, tools=[])
+    session = await engine.create_session()
+    with pytest.raises(headstart.ConfigError):
+        async with engine.wrap(session, [], format="nonsense"):
+            pass
+    events, _ = await consume(engine, session, [{"type": "start"}, {"type": "no_such_delta"}], "headstart")
+    end = events[-1]
+    assert end.type == "turn_end" and end.outcome["stop_reason"] == "error"
+    assert "ModelError: not a delta event" in end.outcome["error"]
+
+
+def test_a_store_that_cannot_be_opened_raises_store_error(tmp_path: Any) -> None:
+    with pytest.raises(headstart.StoreError):
+        headstart.Engine(str(tmp_path / "no" / "such" / "dir" / "x.db"))
+
+
+def test_a_forked_child_is_refused_clearly(db: str) -> None:
+    import os
+
+    headstart.Engine(db, tools=[])
+    child = os.fork()
+    if child == 0:
+        try:
+            headstart.Engine(db + "-child", tools=[])
+        except headstart.EngineError as error:
+            os._exit(0 if "forked" in str(error) else 2)
+        except BaseException:
+            os._exit(3)
+        os._exit(1)
+    _, status = os.waitpid(child, 0)
+    assert os.waitstatus_to_exitcode(status) == 0

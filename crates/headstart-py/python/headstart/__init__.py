@@ -1,0 +1,36 @@
+"""headstart: streaming early execution for LLM agents, around the streams of the openai and anthropic SDKs.
+
+The moment the model's call to an *early* tool is sealed, headstart commits the transcript prefix holding it
+durably, and only then starts the tool, while the model keeps streaming. See ``Engine``, ``tool`` and
+``Engine.wrap``.
+"""
+
+from ._agent import Agent, AgentRun, ModelRequest
+from ._context import ToolContext
+from ._engine import Engine, Run, Wrapped, inspect, savings
+from ._events import Event, Record, ToolResult
+from ._native import ConfigError, EngineError, HeadstartError, HttpModel, ModelError, StoreError
+from ._tools import Tool, tool
+
+__all__ = [
+    "Agent",
+    "AgentRun",
+    "ConfigError",
+    "Engine",
+    "EngineError",
+    "Event",
+    "HeadstartError",
+    "HttpModel",
+    "ModelError",
+    "ModelRequest",
+    "Record",
+    "Run",
+    "StoreError",
+    "Tool",
+    "ToolContext",
+    "ToolResult",
+    "Wrapped",
+    "inspect",
+    "savings",
+    "tool",
+]

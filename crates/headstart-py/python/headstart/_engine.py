@@ -1,0 +1,285 @@
+"""``Engine`` and ``engine.wrap``: one model response from the application's own SDK stream, executed early."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+from types import TracebackType
+from typing import Any, AsyncIterator, Callable, Iterable, Optional, Union
+
+from . import _native
+from ._events import Event, ToolResult
+from ._tools import Tool
+
+__all__ = ["Engine", "Run", "Wrapped", "inspect", "pump", "savings"]
+
+_NAMED_EVENTS = {"openai-responses", "anthropic"}
+# `messages.stream()` of the anthropic SDK adds events of its own beside the wire's: only the wire's are read.
+_ANTHROPIC_WIRE = {
+    "message_start",
+    "message_delta",
+    "message_stop",
+    "content_block_start",
+    "content_block_delta",
+    "content_block_stop",
+    "ping",
+    "error",
+}
+
+
+def inspect(store: Union[str, "os.PathLike[str]"], session: Optional[str] = None) -> dict[str, Any]:
+    """What a store holds, read-only: ``{"sessions": [{"id", "state", ..., "messages", "tool_runs"}]}``, only
+    ``session`` when it is given. Each message is the stored one (``seq``, ``request``, ``at_us``, ``message``);
+    each tool run has its ``call_id``, ``tool_name``, ``state``, ``outcome`` and times."""
+    found: dict[str, Any] = _native.inspect(os.fspath(store), session)
+    return found
+
+
+def savings(store: Union[str, "os.PathLike[str]"], session: str) -> dict[str, Any]:
+    """What early execution saved on a stored session, against end-of-stream batching with the same measured
+    durations (the figure ``headstart demo`` and ``headstart timeline`` print): ``actual_end_ms``,
+    ``batching_end_ms``, ``saved_ms``, ``saved_percent``, and per request its stream end and settle times."""
+    found: dict[str, Any] = _native.savings(os.fspath(store), session)
+    return found
+
+
+_runtime_started = False
+_forked_child = False
+
+
+def _after_fork_in_child() -> None:
+    global _forked_child
+    _forked_child = _forked_child or _runtime_started
+
+
+os.register_at_fork(after_in_child=_after_fork_in_child)
+
+
+def _refuse_in_a_forked_child() -> None:
+    """The engine's runtime (tokio's threads) does not survive ``fork()``: a child of a process that used headstart
+    must not use it, or it would wait forever for threads that are not there."""
+    if _forked_child:
+        raise _native.EngineError(
+            "headstart cannot run in a process forked after it started (its runtime's threads did not survive the "
+            "fork); start the child with multiprocessing's 'spawn' or 'forkserver', or use headstart only in it"
+        )
+
+
+class Engine:
+    """The early-execution engine over one transcript store (a SQLite path, or a ``postgresql://`` URL) with its
+    tools. Share one per process and event loop. ``tool_execution``: ``parallel`` or ``sequential``;
+    ``max_in_flight``: bodies running at once (``None``: unbounded); ``early_execution=False``: every call after its
+    stream; ``max_requests``: requests per agent run; ``durability`` (SQLite): ``full`` or ``normal``.
+
+    Hooks (sync or ``async``, called on the loop with JSON data): ``before_tool_call(call, arguments)`` returns
+    ``None``/``True`` to run the call, ``False`` or a reason string to block it; ``after_tool_call(call, result)``
+    (``result``: ``content`` text, ``details``, ``is_error``, ``terminate``) returns ``None`` or a dict of the fields
+    to replace. A hook that raises fails the call."""
+
+    def __init__(
+        self,
+        store: Union[str, "os.PathLike[str]"],
+        tools: Iterable[Tool] = (),
+        *,
+        tool_execution: str = "parallel",
+        max_in_flight: Optional[int] = 16,
+        early_execution: bool = True,
+        max_requests: int = 32,
+        durability: str = "full",
+        before_tool_call: Optional[Callable[[dict[str, Any], dict[str, Any]], Any]] = None,
+        after_tool_call: Optional[Callable[[dict[str, Any], dict[str, Any]], Any]] = None,
+    ) -> None:
+        global _runtime_started
+        _refuse_in_a_forked_child()
+        _runtime_started = True
+        self.tools: list[Tool] = list(tools)
+        for item in self.tools:
+            if not isinstance(item, Tool):
+                raise TypeError(f"not a headstart tool (decorate it with @headstart.tool): {item!r}")
+        self._native = _native.Engine(
+            os.fspath(store),
+            self.tools,
+            tool_execution=tool_execution,
+            max_in_flight=max_in_flight,
+            early_execution=early_execution,
+            max_requests=max_requests,
+            durability=durability,
+            before_tool_call=before_tool_call,
+            after_tool_call=after_tool_call,
+        )
+
+    async def create_session(self) -> str:
+        """Creates a session in the store and returns its id."""
+        _refuse_in_a_forked_child()
+        session: str = await self._native.create_session()
+        return session
+
+    async def recover(self, session: str, policy: str = "fail") -> list[dict[str, Any]]:
+        """Recovers ``session`` after a crash: every admitted call without a result gets one, ``interrupted``
+        (``policy="fail"``) or, for idempotent tools, a new run (``policy="rerun_idempotent"``). Returns what was
+        done with each call (``call_id``, ``tool_name``, ``had_started``, ``action``)."""
+        recovered: list[dict[str, Any]] = await self._native.recover(session, policy)
+        return recovered
+
+    def tool_specs(self, format: str = "openai-chat") -> list[Any]:
+        """The tools as a request in ``format`` declares them (``tools=`` of the SDK's call)."""
+        specs: list[Any] = self._native.tool_specs(format)
+        return specs
+
+    def wrap(self, session: str, stream: Any, format: str = "openai-chat") -> "Wrapped":
+        """Wraps one response: ``stream`` is what the SDK returned (an async or sync iterator of its events, or
+        delta dicts for ``format="headstart"``). Use as ``async with engine.wrap(...) as events: async for ev in
+        events``; leaving the block early cancels the response and waits until every admitted call has its result."""
+        return Wrapped(self, session, stream, format)
+
+
+class Run:
+    """A run's events: an async context manager, and, inside it, an async iterator of ``Event``s. Leaving the block
+    before the last event cancels the run and waits until every admitted call has its stored result. After the
+    events, ``results`` holds the last response's results in the order of its calls."""
+
+    def __init__(self) -> None:
+        self._events: Any = None
+        self._calls: list[str] = []
+        self._results: dict[str, ToolResult] = {}
+
+    @property
+    def results(self) -> list[ToolResult]:
+        """The results of the (last) response's calls, in the order of the calls."""
+        return [self._results[call] for call in self._calls if call in self._results]
+
+    async def _open(self) -> Any:
+        raise NotImplementedError
+
+    async def __aenter__(self) -> "Run":
+        self._events = await self._open()
+        return self
+
+    async def __aexit__(
+        self,
+        kind: Optional[type[BaseException]],
+        error: Optional[BaseException],
+        traceback: Optional[TracebackType],
+    ) -> None:
+        await self.aclose()
+
+    async def aclose(self) -> None:
+        """Cancels the run unless it has ended, and waits until every admitted call has its stored result."""
+        if self._events is not None:
+            await asyncio.shield(self._events.close())
+
+    def __aiter__(self) -> AsyncIterator[Event]:
+        return self._iterate()
+
+    async def _iterate(self) -> AsyncIterator[Event]:
+        if self._events is None:
+            raise RuntimeError("iterate inside the `async with` block")
+        while True:
+            batch = await self._events.next_batch()
+            if not batch:
+                return
+            for data in batch:
+                self._note(data)
+                yield Event(data)
+
+    def _note(self, data: dict[str, Any]) -> None:
+        if data["type"] == "turn_start":
+            self._calls, self._results = [], {}
+        if data["type"] != "message_end":
+            return
+        message = data["message"]
+        if message["role"] == "assistant":
+            self._calls.extend(block["id"] for block in message["content"] if block["type"] == "tool_call")
+        elif message["role"] == "tool_result":
+            self._results[message["tool_call_id"]] = ToolResult(message)
+
+
+class Wrapped(Run):
+    """One wrapped response (``engine.wrap``): its stream is read on the loop while its events are consumed."""
+
+    def __init__(self, engine: Engine, session: str, stream: Any, format: str) -> None:
+        super().__init__()
+        self._engine = engine
+        self._session = session
+        self._stream = stream
+        self._format = format
+        self._pump: Optional[asyncio.Task[None]] = None
+
+    async def _open(self) -> Any:
+        _refuse_in_a_forked_child()
+        feed, pending = self._engine._native.open(self._session, self._format)
+        events = await pending
+        self._pump = asyncio.get_running_loop().create_task(pump(self._stream, feed, self._format))
+        return events
+
+    async def aclose(self) -> None:
+        """Cancels the response unless it has ended, and waits until every admitted call has its stored result."""
+        if self._pump is not None and not self._pump.done():
+            self._pump.cancel()
+        await super().aclose()
+
+
+def _encode(event: Any) -> str:
+    """One stream item as its JSON text: an SDK object's wire JSON, a dict's JSON, a string as it is."""
+    if isinstance(event, str):
+        return event
+    if isinstance(event, dict):
+        return json.dumps(event)
+    to_json = getattr(event, "to_json", None)
+    if callable(to_json):
+        text: str = to_json(indent=None)
+        return text
+    dump: Any = getattr(event, "model_dump_json")
+    text = dump(by_alias=True, exclude_unset=True)
+    return text
+
+
+def _event_type(event: Any) -> Optional[str]:
+    if isinstance(event, dict):
+        return event.get("type")
+    return getattr(event, "type", None)
+
+
+async def pump(stream: Any, feed: Any, format: str) -> None:
+    """Reads the SDK's stream and hands every event to the engine; its end or its failure ends the response."""
+    named = format in _NAMED_EVENTS
+    try:
+        if hasattr(stream, "__aenter__") and not hasattr(stream, "__aiter__"):
+            async with stream as entered:
+                await _pump_items(entered, feed, format, named)
+        else:
+            await _pump_items(stream, feed, format, named)
+    except asyncio.CancelledError:
+        feed.fail("the stream was cancelled")
+        raise
+    except Exception as error:
+        feed.fail(f"the stream raised {type(error).__name__}: {error}")
+        return
+    feed.end()
+
+
+async def _pump_items(stream: Any, feed: Any, format: str, named: bool) -> None:
+    if hasattr(stream, "__aiter__"):
+        async for event in stream:
+            _push(feed, event, format, named)
+    else:
+        # A synchronous SDK stream blocks on the network: read it in a thread, so the loop keeps running the tools.
+        await asyncio.to_thread(_drain, stream, feed, format, named)
+
+
+def _drain(stream: Any, feed: Any, format: str, named: bool) -> None:
+    for event in stream:
+        _push(feed, event, format, named)
+
+
+def _push(feed: Any, event: Any, format: str, named: bool) -> None:
+    if format == "headstart":
+        if isinstance(event, dict) and "at_ms" in event:
+            event = {key: value for key, value in event.items() if key != "at_ms"}
+        feed.push(_encode(event))
+        return
+    kind = _event_type(event) if named else None
+    if format == "anthropic" and kind not in _ANTHROPIC_WIRE:
+        return
+    feed.push(_encode(event), kind)

@@ -1,0 +1,117 @@
+"""The extension module (private): the engine, the stream feed and the event stream, in Rust."""
+
+from typing import Any, Optional, final
+
+__all__ = [
+    "Agent",
+    "CallDone",
+    "CallUpdates",
+    "ConfigError",
+    "Engine",
+    "EngineError",
+    "Events",
+    "Feed",
+    "HeadstartError",
+    "HttpModel",
+    "Mailbox",
+    "ModelError",
+    "ModelRequest",
+    "ReplayServer",
+    "rust_demo",
+    "StoreError",
+    "convert_recording",
+    "demo_script",
+    "inspect",
+    "savings",
+]
+
+class HeadstartError(Exception): ...
+class EngineError(HeadstartError): ...
+class StoreError(HeadstartError): ...
+class ModelError(HeadstartError): ...
+class ConfigError(HeadstartError): ...
+
+@final
+class Engine:
+    def __new__(
+        cls,
+        store: str,
+        tools: list[Any],
+        *,
+        tool_execution: str = "parallel",
+        max_in_flight: Optional[int] = ...,
+        early_execution: bool = True,
+        max_requests: int = 32,
+        durability: str = "full",
+        before_tool_call: Optional[Any] = None,
+        after_tool_call: Optional[Any] = None,
+    ) -> Engine: ...
+    def recover(self, session: str, policy: str = "fail") -> Any: ...
+    def create_session(self) -> Any: ...
+    def tool_specs(self, format: str) -> list[Any]: ...
+    def definitions(self) -> list[Any]: ...
+    def open(self, session: str, format: str) -> tuple[Feed, Any]: ...
+
+@final
+class Feed:
+    def push(self, data: str, event: Optional[str] = None) -> None: ...
+    def end(self) -> None: ...
+    def fail(self, message: str) -> None: ...
+
+@final
+class Events:
+    def next_batch(self) -> Any: ...
+    def cancel(self) -> None: ...
+    def close(self) -> Any: ...
+
+@final
+class CallDone:
+    def __call__(self, ok: bool, text: str, details: Optional[str] = None) -> None: ...
+
+@final
+class CallUpdates:
+    def send(self, text: str, details: Optional[str] = None) -> None: ...
+
+@final
+class ReplayServer:
+    def __new__(cls, path: str, delay_ms: float = 0.0, statuses: list[int] = ...) -> ReplayServer: ...
+    @property
+    def url(self) -> str: ...
+    def request_bodies(self) -> list[Any]: ...
+
+def convert_recording(path: str, format: str) -> list[list[dict[str, Any]]]: ...
+def inspect(store: str, session: Optional[str] = None) -> dict[str, Any]: ...
+
+@final
+class Agent:
+    def __new__(cls, engine: Engine, model: Any, format: str, max_requests: int) -> Agent: ...
+    def run(self, session: str, prompt: str) -> Any: ...
+
+@final
+class ModelRequest:
+    @property
+    def number(self) -> int: ...
+    @property
+    def context(self) -> Any: ...
+    def body(self, model: str, system: Optional[str] = None, max_tokens: Optional[int] = None) -> Any: ...
+def savings(store: str, session: str) -> dict[str, Any]: ...
+def demo_script() -> list[list[dict[str, Any]]]: ...
+def rust_demo(db: str, out_dir: str) -> dict[str, Any]: ...
+
+@final
+class Mailbox:
+    def fileno(self) -> int: ...
+    def take(self) -> list[tuple[Any, ...]]: ...
+
+@final
+class HttpModel:
+    def __new__(
+        cls,
+        provider: str,
+        model: str,
+        *,
+        base_url: Optional[str] = None,
+        api_key_env: Optional[str] = None,
+        system: Optional[str] = None,
+        max_tokens: Optional[int] = None,
+    ) -> HttpModel: ...

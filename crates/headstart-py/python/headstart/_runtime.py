@@ -1,0 +1,133 @@
+"""The Python side of the engine's work on the loop: tool calls and model requests.
+
+The engine (on tokio threads) posts letters to its mailbox and wakes the loop with one byte on a socket;
+``install`` makes the loop watch that socket (``loop.add_reader``). The reader callback runs on the loop's thread:
+it starts each call's task (in a copy of the context captured when the run started), or cancels one. Outcomes go
+back as plain data through ``done(ok, text, details_json)``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextvars
+import inspect
+import json
+from typing import Any, Callable, Optional
+
+from ._context import ToolContext
+from ._tools import Tool
+
+__all__ = ["install"]
+
+
+def install(loop: asyncio.AbstractEventLoop, context: contextvars.Context, mailbox: Any) -> None:
+    """Makes ``loop`` start the work posted to ``mailbox`` (an engine's), with tasks in copies of ``context``."""
+    running: dict[int, tuple[asyncio.Task[Any], Optional[ToolContext]]] = {}
+
+    def forget(id: int) -> Callable[[Any], None]:
+        def drop(_: Any) -> None:
+            running.pop(id, None)
+
+        return drop
+
+    def reporter(done: Callable[..., None]) -> Callable[[Any], None]:
+        def report(finished: Any) -> None:
+            _report(finished, done)
+
+        return report
+
+    def deliver() -> None:
+        for letter in mailbox.take():
+            kind, id = letter[0], letter[1]
+            if kind == "cancel":
+                found = running.get(id)
+                if found is not None:
+                    task, ctx = found
+                    if ctx is not None:
+                        ctx._cancelled = True
+                    task.cancel()
+                continue
+            if kind == "call":
+                _, _, tool, arguments, call_id, key, updates, done = letter
+                ctx = ToolContext(call_id, key, updates)
+                task = context.copy().run(loop.create_task, _call(tool, arguments, ctx))
+                task.add_done_callback(reporter(done))
+                running[id] = (task, ctx)
+            elif kind == "hook":
+                _, _, hook, arguments, done = letter
+                task = context.copy().run(loop.create_task, _hook(hook, arguments, done))
+                running[id] = (task, None)
+            else:
+                _, _, model, request, format, feed, done = letter
+                task = context.copy().run(loop.create_task, _model(model, request, format, feed, done))
+                running[id] = (task, None)
+            task.add_done_callback(forget(id))
+
+    loop.add_reader(mailbox.fileno(), deliver)
+
+
+async def _call(tool: Tool, arguments: str, ctx: ToolContext) -> tuple[str, Optional[str]]:
+    value = await tool.run(json.loads(arguments), ctx)
+    return _content(value)
+
+
+def _content(value: Any) -> tuple[str, Optional[str]]:
+    """What a body returned, as the result's text and its details (JSON text): a string as itself, anything else as
+    its JSON."""
+    if isinstance(value, str):
+        return value, None
+    dump = getattr(value, "model_dump", None)
+    if callable(dump):
+        value = dump(mode="json")
+    try:
+        text = json.dumps(value)
+    except (TypeError, ValueError) as error:
+        raise TypeError(f"the tool returned a value that is not JSON-serialisable ({type(value).__name__}): {error}")
+    return text, text
+
+
+def _report(task: "asyncio.Task[tuple[str, Optional[str]]]", done: Callable[..., None]) -> None:
+    if task.cancelled():
+        done(False, "cancelled")
+        return
+    error = task.exception()
+    if error is not None:
+        done(False, f"{type(error).__name__}: {error}")
+        return
+    text, details = task.result()
+    done(True, text, details)
+
+
+async def _model(model: Callable[..., Any], request: Any, format: str, feed: Any, done: Callable[..., None]) -> None:
+    """Asks the model for its stream, says whether it came, and pumps it into ``feed``."""
+    from ._agent import ModelRequest
+    from ._engine import pump
+
+    try:
+        stream = model(ModelRequest(request))
+        if inspect.isawaitable(stream):
+            stream = await stream
+    except asyncio.CancelledError:
+        done(False, "the model request was cancelled")
+        raise
+    except Exception as error:
+        done(False, f"the model raised {type(error).__name__}: {error}")
+        return
+    done(True, "")
+    await pump(stream, feed, format)
+
+
+async def _hook(hook: Callable[..., Any], arguments: list[str], done: Callable[..., None]) -> None:
+    """Calls a hook with its JSON arguments and reports what it returned, as JSON."""
+    try:
+        answer = hook(*(json.loads(argument) for argument in arguments))
+        if inspect.isawaitable(answer):
+            answer = await answer
+        text = json.dumps(answer)
+    except asyncio.CancelledError:
+        done(False, "cancelled")
+        raise
+    except Exception as error:
+        done(False, f"{type(error).__name__}: {error}")
+        return
+    done(True, "", text)

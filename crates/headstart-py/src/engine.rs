@@ -1,0 +1,181 @@
+//! [`Engine`] (`_native.Engine`): a store, the Python tools, and the entry points the package's `Engine` class
+//! calls (`create_session`, `tool_specs`, `open` for one wrapped response).
+
+use headstart::store::Durability;
+use std::sync::Arc;
+
+use headstart::{
+    CancellationToken, EngineConfig, ExecutionMode, Hooks, RecoveryPolicy, SessionId, ToolDefinition, Toolbox,
+};
+use headstart_providers::request::{build_body, RequestSettings};
+use pyo3::prelude::*;
+use serde_json::Value;
+
+use crate::errors::{store_error, ConfigError};
+use crate::events::Events;
+use crate::feed::{Feed, Format};
+use crate::home::Home;
+use crate::hook::PyHook;
+use crate::json::{to_python, Json};
+use crate::runtime::awaitable;
+use crate::store::{open_store, Access};
+use crate::tool::PyTool;
+
+/// The engine over one store, with its Python tools.
+#[pyclass(module = "headstart._native", frozen)]
+pub(crate) struct Engine {
+    pub(crate) engine: headstart::Engine,
+    pub(crate) home: Home,
+    /// The hooks the engine was built with (an agent's engine, built anew with its own request limit, gets them too).
+    pub(crate) hooks: Hooks,
+}
+
+#[pymethods]
+impl Engine {
+    /// Opens `store` (a SQLite path or a `postgresql://` URL) with `tools` (`headstart.Tool` objects).
+    /// `tool_execution` is `parallel` or `sequential`; `max_in_flight` bounds the bodies running at once (`None`:
+    /// unbounded); `early_execution=False` runs every call after its stream, as a batch; `durability` (SQLite) is
+    /// `full` (each commit synced: survives power loss) or `normal` (survives a crash of the process);
+    /// `before_tool_call` / `after_tool_call` are Python hooks (see `crate::hook`).
+    #[new]
+    // The keyword arguments of Python's `Engine(...)`, one parameter each, as pyo3 maps them.
+    #[allow(clippy::too_many_arguments)]
+    #[pyo3(signature = (
+        store,
+        tools,
+        *,
+        tool_execution = "parallel",
+        max_in_flight = Some(headstart::DEFAULT_MAX_IN_FLIGHT),
+        early_execution = true,
+        max_requests = 32,
+        durability = "full",
+        before_tool_call = None,
+        after_tool_call = None,
+    ))]
+    fn new(
+        py: Python<'_>,
+        store: &str,
+        tools: Vec<Bound<'_, PyAny>>,
+        tool_execution: &str,
+        max_in_flight: Option<usize>,
+        early_execution: bool,
+        max_requests: u32,
+        durability: &str,
+        before_tool_call: Option<Bound<'_, PyAny>>,
+        after_tool_call: Option<Bound<'_, PyAny>>,
+    ) -> PyResult<Self> {
+        let durability = match durability {
+            "full" => Durability::Full,
+            "normal" => Durability::Normal,
+            other => {
+                return Err(ConfigError::new_err(format!(
+                    "durability must be 'full' or 'normal', not {other:?}"
+                )))
+            }
+        };
+        let mode = match tool_execution {
+            "parallel" => ExecutionMode::Parallel,
+            "sequential" => ExecutionMode::Sequential,
+            other => {
+                return Err(ConfigError::new_err(format!(
+                    "tool_execution must be 'parallel' or 'sequential', not {other:?}"
+                )))
+            }
+        };
+        let home = Home::new()?;
+        let mut toolbox = Toolbox::new();
+        for tool in &tools {
+            toolbox
+                .register(PyTool::from_python(tool, home.clone())?)
+                .map_err(|error| ConfigError::new_err(error.to_string()))?;
+        }
+        let config = EngineConfig::default()
+            .tool_execution(mode)
+            .max_in_flight(max_in_flight)
+            .early_execution(early_execution)
+            .max_requests(max_requests);
+        let mut hooks = Hooks::new();
+        if before_tool_call.is_some() || after_tool_call.is_some() {
+            hooks.push(PyHook {
+                before: before_tool_call.map(|hook| Arc::new(hook.unbind())),
+                after: after_tool_call.map(|hook| Arc::new(hook.unbind())),
+                home: home.clone(),
+            });
+        }
+        let engine = headstart::Engine::builder(open_store(py, store, Access::Write(durability))?)
+            .toolbox(toolbox)
+            .hooks(hooks.clone())
+            .config(config)
+            .build();
+        Ok(Engine { engine, home, hooks })
+    }
+
+    /// Awaitable: a new session's id.
+    fn create_session<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        let engine = self.engine.clone();
+        awaitable(py, async move {
+            let session = engine.create_session().await.map_err(store_error)?;
+            Ok(session.0)
+        })
+    }
+
+    /// The tools as `format`'s request declares them (`headstart`: name, description and parameters).
+    fn tool_specs<'py>(&self, py: Python<'py>, format: &str) -> PyResult<Bound<'py, PyAny>> {
+        let definitions = self.engine.toolbox().definitions();
+        let specs = match Format::parse(format)? {
+            Format::Deltas => serde_json::to_value(&definitions).unwrap_or_default(),
+            Format::Wire(wire) => {
+                let mut body = build_body(wire, &RequestSettings::default(), &[], &definitions);
+                body.get_mut("tools")
+                    .map(Value::take)
+                    .unwrap_or(Value::Array(Vec::new()))
+            }
+        };
+        to_python(py, &specs)
+    }
+
+    /// The tool definitions (name, description, JSON schema of the parameters), in registration order.
+    fn definitions(&self) -> Json {
+        let definitions: Vec<ToolDefinition> = self.engine.toolbox().definitions();
+        Json(serde_json::to_value(definitions).unwrap_or_default())
+    }
+
+    /// Awaitable: recovers `session` after a crash (contract §7.4): every admitted call without a result gets one,
+    /// `interrupted` (policy `fail`), or, for idempotent tools, a new run (policy `rerun_idempotent`). Resolves to
+    /// what was done with each call. Must be called from a coroutine: re-run tools run on its loop.
+    #[pyo3(signature = (session, policy="fail"))]
+    fn recover<'py>(&self, py: Python<'py>, session: String, policy: &str) -> PyResult<Bound<'py, PyAny>> {
+        let policy = match policy {
+            "fail" => RecoveryPolicy::FailAll,
+            "rerun_idempotent" => RecoveryPolicy::ReExecuteIdempotent,
+            other => {
+                return Err(ConfigError::new_err(format!(
+                    "policy must be 'fail' or 'rerun_idempotent', not {other:?}"
+                )))
+            }
+        };
+        self.home.capture(py)?;
+        let engine = self.engine.clone();
+        awaitable(py, async move {
+            let recovered = engine.recover(&SessionId(session), policy).await.map_err(store_error)?;
+            Ok(Json(serde_json::to_value(recovered).unwrap_or_default()))
+        })
+    }
+
+    /// Opens one response of `session` read in `format`: the feed the stream's events go into, and an awaitable of
+    /// the run's events. Must be called from a coroutine: the tools run on its loop.
+    fn open<'py>(&self, py: Python<'py>, session: String, format: &str) -> PyResult<(Feed, Bound<'py, PyAny>)> {
+        let (feed, deltas) = Feed::open(Format::parse(format)?);
+        self.home.capture(py)?;
+        let engine = self.engine.clone();
+        let pending = awaitable(py, async move {
+            let cancel = CancellationToken::new();
+            let events = engine
+                .wrap_next(&SessionId(session), deltas, cancel.clone())
+                .await
+                .map_err(store_error)?;
+            Ok(Events::new(events, cancel))
+        })?;
+        Ok((feed, pending))
+    }
+}

@@ -1,0 +1,99 @@
+//! Test support (feature `testing`): the provider replay server and the Rust-only conversion of a recording, for
+//! the Python suite's differential tests. Not in the published package.
+
+use std::collections::HashMap;
+use std::time::Duration;
+
+use headstart_providers::replay_server::{cassette_events, ReplayServer as Server, Reply};
+use headstart_providers::{convert_capture, ConvertOptions, WireFormat};
+use pyo3::prelude::*;
+
+use crate::errors::ConfigError;
+use crate::json::Json;
+use crate::runtime::block_on;
+
+/// A local HTTP server replaying a recorded cassette: the k-th POST gets the k-th exchange's SSE body, one event
+/// per `delay_ms`; with `statuses`, the first POSTs get those HTTP errors instead (`Retry-After: 0`).
+#[pyclass(module = "headstart._native", frozen)]
+struct ReplayServer {
+    server: Server,
+}
+
+#[pymethods]
+impl ReplayServer {
+    /// Starts serving the cassette at `path`.
+    #[new]
+    #[pyo3(signature = (path, delay_ms=0.0, statuses=Vec::new()))]
+    fn new(py: Python<'_>, path: &str, delay_ms: f64, statuses: Vec<u16>) -> PyResult<Self> {
+        let text = std::fs::read_to_string(path).map_err(|error| ConfigError::new_err(format!("{path}: {error}")))?;
+        let errors = statuses.into_iter().map(|status| Reply::Status {
+            status,
+            headers: vec![("retry-after".to_owned(), "0".to_owned())],
+            body: format!(r#"{{"error": {{"message": "scripted {status}"}}}}"#),
+        });
+        let recorded = cassette_events(&text)
+            .map_err(|error| ConfigError::new_err(error.to_string()))?
+            .into_iter()
+            .map(Reply::Events);
+        let replies = errors.chain(recorded).collect();
+        let delay = Duration::from_secs_f64(delay_ms.max(0.0) / 1000.0);
+        let server = block_on(py, Server::start(replies, HashMap::new(), delay))
+            .map_err(|error| ConfigError::new_err(error.to_string()))?;
+        Ok(ReplayServer { server })
+    }
+
+    /// `http://127.0.0.1:PORT`.
+    #[getter]
+    fn url(&self) -> String {
+        self.server.url("")
+    }
+
+    /// The JSON bodies of the model requests (POSTs) so far.
+    fn request_bodies(&self) -> Json {
+        let bodies = self
+            .server
+            .model_requests()
+            .into_iter()
+            .map(|request| request.body)
+            .collect();
+        Json(serde_json::Value::Array(bodies))
+    }
+}
+
+/// The Rust-only path on a recording: each exchange of the capture at `path`, read in `format` by the converter,
+/// as its list of delta dicts.
+#[pyfunction]
+fn convert_recording(path: &str, format: &str) -> PyResult<Json> {
+    let text = std::fs::read_to_string(path).map_err(|error| ConfigError::new_err(format!("{path}: {error}")))?;
+    let format: WireFormat = format
+        .parse()
+        .map_err(|error: headstart_providers::ProviderError| ConfigError::new_err(error.to_string()))?;
+    let logs = convert_capture(format, &text, &ConvertOptions::default())
+        .map_err(|error| ConfigError::new_err(error.to_string()))?;
+    let logs = logs
+        .into_iter()
+        .map(|log| {
+            log.into_iter()
+                .map(|timed| serde_json::to_value(timed.event).unwrap_or_default())
+                .collect()
+        })
+        .collect();
+    Ok(Json(serde_json::Value::Array(logs)))
+}
+
+/// `headstart demo`'s run (the Rust demo, on the wall clock) into the SQLite file `db`: its savings, as
+/// `headstart.savings` gives them.
+#[pyfunction]
+fn rust_demo(py: Python<'_>, db: &str, out_dir: &str) -> PyResult<Json> {
+    let outcome = block_on(py, headstart_sim::demo::run(db.as_ref(), out_dir.into(), |_, _| {}));
+    let outcome = outcome.map_err(crate::errors::EngineError::new_err)?;
+    Ok(Json(crate::savings::savings_json(&outcome.timeline)))
+}
+
+/// Adds the test support to the module.
+pub(crate) fn register(module: &Bound<'_, PyModule>) -> PyResult<()> {
+    module.add_class::<ReplayServer>()?;
+    module.add_function(wrap_pyfunction!(convert_recording, module)?)?;
+    module.add_function(wrap_pyfunction!(rust_demo, module)?)?;
+    Ok(())
+}
