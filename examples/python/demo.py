@@ -17,6 +17,13 @@ import headstart
 from headstart import demo
 
 
+def shown(arguments) -> str:
+    """A call's first argument, short, as `headstart demo` shows it: `lookup_crate(tokio)`."""
+    first = next(iter(arguments.values()), "") if arguments else ""
+    text = str(first)
+    return text if len(text) <= 40 else text[:37] + "..."
+
+
 async def main(db: str) -> None:
     out_dir = Path(tempfile.gettempdir()) / "headstart-demo"
     engine = headstart.Engine(db, tools=demo.tools(out_dir))
@@ -32,7 +39,7 @@ async def main(db: str) -> None:
             if event.type == "turn_start":
                 print(f"{at:6.2f}s  request {event.request}: the model streams")
             elif event.type == "tool_execution_start":
-                print(f"{at:6.2f}s    start {event.call.name}({event.call.arguments})")
+                print(f"{at:6.2f}s    start {event.call.name}({shown(event.call.arguments)})")
             elif event.type == "tool_execution_end":
                 print(f"{at:6.2f}s    end   {event.tool_call_id} ({event.outcome})")
             elif event.type == "turn_end":

@@ -46,3 +46,4 @@ def test_the_anthropic_example_runs_against_a_messages_server(tmp_path: Path) ->
 def test_the_demo_example_prints_the_time_saved(tmp_path: Path) -> None:
     out = run_example("demo.py", tmp_path, "--db", str(tmp_path / "demo.db"))
     assert "early execution saved" in out and "(completed)" in out
+    assert "start lookup_crate(tokio)" in out, "a call is shown by its first argument, as headstart demo shows it"
