@@ -72,6 +72,21 @@ impl TestDatabase {
             .unwrap_or_else(|err| panic!("cannot connect to the test database {}: {}", self.name, describe(&err)))
     }
 
+    /// Opens the database, which holds an older schema, as a migration test does: a read-only handle is refused
+    /// (it cannot upgrade, and says the schema is older), then a store connects and upgrades it.
+    pub async fn upgrade_older_schema(&self) -> crate::PgStore {
+        let err = crate::PgStore::connect_read_only(&self.url, crate::PgOptions::default())
+            .await
+            .expect_err("an older schema read-only");
+        assert!(
+            matches!(&err, headstart_store::StoreError::Open { message, .. } if message.message().contains("older")),
+            "{err:?}"
+        );
+        crate::PgStore::connect(&self.url, crate::PgOptions::default())
+            .await
+            .expect("connect and upgrade")
+    }
+
     /// The value of `query`, a `SELECT count(*) …` (what a test checks a store did, or did not, create).
     pub async fn count(&self, query: &str) -> i64 {
         self.client()
