@@ -33,6 +33,20 @@ def replay_server(name: str, delay_ms: float = 0.0) -> Any:
     return _native.ReplayServer(str(recording(name)), delay_ms)
 
 
+def matrix_tools() -> list[headstart.Tool]:
+    """The two early tools the recorded `openai_chat__streaming_gpt41_parallel_model` response calls."""
+
+    @headstart.tool(early=True)
+    async def alpha(value: str) -> str:
+        return f"alpha got {value}"
+
+    @headstart.tool(early=True)
+    async def beta(value: str) -> str:
+        return f"beta got {value}"
+
+    return [alpha, beta]
+
+
 def runs(path: str) -> list[sqlite3.Row]:
     """The stored tool runs, read with Python's own sqlite3."""
     with sqlite3.connect(path) as connection:

@@ -9,7 +9,7 @@ import anthropic
 import openai
 
 import headstart
-from conftest import replay_server, runs
+from conftest import matrix_tools, replay_server, runs
 
 ARITHMETIC = {"add": lambda x, y: x + y, "subtract": lambda x, y: x - y, "multiply": lambda x, y: x * y, "divide": lambda x, y: x / y}
 
@@ -57,17 +57,7 @@ async def test_an_openai_agent_stops_at_max_turns_with_its_results_stored(db: st
     server = replay_server("openai_chat__streaming_gpt41_parallel_model.yaml")
     client = openai.AsyncOpenAI(base_url=server.url + "/v1", api_key="test-key", max_retries=0)
 
-    @headstart.tool(early=True)
-    async def alpha(value: str) -> str:
-        """Matrix tool alpha"""
-        return f"alpha got {value}"
-
-    @headstart.tool(early=True)
-    async def beta(value: str) -> str:
-        """Matrix tool beta"""
-        return f"beta got {value}"
-
-    engine = headstart.Engine(db, tools=[alpha, beta])
+    engine = headstart.Engine(db, tools=matrix_tools())
 
     async def model(request: headstart.ModelRequest) -> Any:
         return await client.chat.completions.create(**request.body(model="gpt-4.1-mini"), stream=True)

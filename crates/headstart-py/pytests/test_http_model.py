@@ -6,22 +6,10 @@ from __future__ import annotations
 from typing import Any
 
 import headstart
-from conftest import recording, runs
+from conftest import matrix_tools, recording, runs
 from headstart import _native
 
 CHAT = "openai_chat__streaming_gpt41_parallel_model.yaml"
-
-
-def matrix_tools() -> list[headstart.Tool]:
-    @headstart.tool(early=True)
-    async def alpha(value: str) -> str:
-        return f"alpha got {value}"
-
-    @headstart.tool(early=True)
-    async def beta(value: str) -> str:
-        return f"beta got {value}"
-
-    return [alpha, beta]
 
 
 async def run(db: str, server: Any) -> list[headstart.Event]:
