@@ -11,6 +11,7 @@ use axum::response::sse::{Event, KeepAlive, Sse};
 use futures::stream::{self, Stream};
 use serde_json::json;
 
+use crate::data::SessionData;
 use crate::error::ServeError;
 use crate::pages::session::Parts;
 use crate::state::AppState;
@@ -19,6 +20,9 @@ use crate::state::AppState;
 struct Follow {
     app: AppState,
     id: String,
+    /// The session as loaded to answer the request, sent first (not loaded a second time).
+    first: Option<SessionData>,
+    /// The fingerprint of what was sent last.
     sent: Option<String>,
 }
 
@@ -27,19 +31,27 @@ pub async fn events(
     State(app): State<AppState>,
     Path(id): Path<String>,
 ) -> Result<Sse<impl Stream<Item = Result<Event, Infallible>>>, ServeError> {
-    app.session(&id).await?;
-    let follow = Follow { app, id, sent: None };
+    let first = app.session(&id).await?;
+    let follow = Follow {
+        app,
+        id,
+        first: Some(first),
+        sent: None,
+    };
     let events = stream::unfold(follow, |mut follow| async move {
         loop {
-            if follow.sent.is_some() && follow.app.changes.changed().await.is_err() {
-                return None; // the server is shutting down
-            }
-            // A failed reload (the store busy, the session gone) waits for the next change.
-            let Ok(data) = follow.app.session(&follow.id).await else {
-                if follow.sent.is_none() {
-                    follow.sent = Some(String::new());
+            let data = match follow.first.take() {
+                Some(first) => first,
+                None => {
+                    if follow.app.changes.changed().await.is_err() {
+                        return None; // the server is shutting down
+                    }
+                    // A failed reload (the store busy, the session gone) waits for the next change.
+                    let Ok(data) = follow.app.session(&follow.id).await else {
+                        continue;
+                    };
+                    data
                 }
-                continue;
             };
             let print = data.fingerprint();
             if follow.sent.as_ref() == Some(&print) {
