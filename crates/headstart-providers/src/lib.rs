@@ -63,6 +63,6 @@ pub use headstart_core::DeltaEvent;
 pub use capture::{convert_capture, convert_events, read_capture, Exchange};
 pub use converter::{ConvertOptions, StreamConverter};
 pub use error::ProviderError;
-pub use sse::{parse_sse_text, sse_events, SseEvent};
+pub use sse::{parse_sse_text, sse_events, SseEvent, SseParser};
 pub use stream::{delta_stream, sse_delta_stream, DeltaStream, SseDeltas};
 pub use wire_format::WireFormat;

@@ -58,9 +58,11 @@ impl SseEvent {
 
 const BOM: &[u8] = b"\xEF\xBB\xBF";
 
-/// The incremental parser: byte chunks in, dispatched events out.
+/// The incremental parser: byte chunks in, dispatched events out. [`sse_events`] drives one over a stream; a caller
+/// that is handed a body's chunks one at a time (the Python package, reading an SDK's HTTP response) feeds one
+/// itself.
 #[derive(Debug, Default)]
-struct SseParser {
+pub struct SseParser {
     /// The unfinished line (before the start: the bytes that may still be a BOM).
     line: Vec<u8>,
     /// The last line ended with CR: an LF right after it belongs to the same line end.
@@ -76,9 +78,10 @@ struct SseParser {
 }
 
 impl SseParser {
-    /// Parses `bytes`, appending every event they complete to `out`. After an `Err` the parser must not be fed
-    /// again (the stream is refused).
-    fn feed(&mut self, bytes: &[u8], out: &mut Vec<SseEvent>) -> Result<(), ProviderError> {
+    /// Parses `bytes`, appending every event they complete to `out`. An event still unfinished stays inside
+    /// until later bytes complete it; when the body ends there, it is discarded (see the module docs). After an
+    /// `Err` ([`ProviderError::EventTooLarge`]) the parser must not be fed again: the stream is refused.
+    pub fn feed(&mut self, bytes: &[u8], out: &mut Vec<SseEvent>) -> Result<(), ProviderError> {
         if self.started {
             return self.feed_started(bytes, out);
         }

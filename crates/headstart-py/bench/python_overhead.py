@@ -8,10 +8,13 @@ Run in an environment with a release build of the package and the openai SDK:
 
 The stream is served over HTTP by a small server in a process of its own, so it takes no GIL from the measurement.
 
-1. **Per text delta.** A Chat Completions stream of N text chunks is served over local HTTP; the real
-   ``openai`` SDK reads it (a) in a plain ``async for`` loop, (b) inside ``engine.wrap`` with every event consumed.
-   The difference per chunk is what headstart adds to the application's loop (the chunk's wire JSON, the feed, the
-   Rust converter and engine, the event back as a Python object).
+1. **Per text delta.** A Chat Completions stream of N text chunks is served over local HTTP, and read four ways,
+   every event consumed: (a) the real ``openai`` SDK in a plain ``async for`` loop, no engine; (b) the SDK's stream
+   inside ``engine.wrap`` as the SDK returned it (the engine reads its HTTP body); (c) the SDK's events handed over
+   one by one (what a stream the engine cannot read the body of costs: each event back to its wire JSON);
+   (d) ``headstart.HttpModel`` (Rust reads the HTTP, only the events come to Python). The difference per chunk
+   against (a) is what headstart adds to the application's loop; against (d), what the Python hand-over adds to the
+   engine's own path.
 2. **Per tool call.** A response with M early calls to a trivial ``async def`` tool: from the engine's recorded
    start (``started_at_us``) to the body's first line (the hop to the Python loop), and from the body's return to
    the stored result (``ended_at_us``: the outcome back to Rust and its durable write).
@@ -93,15 +96,27 @@ async def plain_loop(url: str) -> float:
     return time.perf_counter() - began
 
 
-async def wrapped_loop(url: str, db: str) -> float:
+async def one_by_one(stream: Any) -> Any:
+    async for event in stream:
+        yield event
+
+
+async def wrapped_loop(url: str, db: str, way: str) -> float:
     engine = headstart.Engine(db, tools=[], durability="normal")
     session = await engine.create_session()
     began = time.perf_counter()
     text = []
-    async with engine.wrap(session, await sdk_stream(url), format="openai-chat") as events:
+    if way == "http":
+        agent = headstart.Agent(engine, headstart.HttpModel("openai-chat", "bench", base_url=url + "/v1", api_key_env="PATH"))
+        run: Any = agent.run(session, "go")
+    else:
+        stream = await sdk_stream(url)
+        run = engine.wrap(session, stream if way == "body" else one_by_one(stream), format="openai-chat")
+    async with run as events:
         async for event in events:
             if event.type == "message_update" and event.delta.type == "text_delta":
                 text.append(event.delta.delta)
+    assert len(text) == DELTAS, len(text)
     return time.perf_counter() - began
 
 
@@ -150,19 +165,23 @@ async def main() -> None:
         try:
             assert server.stdout is not None
             url = f"http://127.0.0.1:{server.stdout.readline().strip()}"
-            plain, wrapped = [], []
+            ways = ["body", "events", "http"]
+            plain: list[float] = []
+            wrapped: dict[str, list[float]] = {way: [] for way in ways}
             for round_ in range(ROUNDS):
                 plain.append(await plain_loop(url))
-                wrapped.append(await wrapped_loop(url, str(Path(scratch) / f"w{round_}.db")))
+                for way in ways:
+                    wrapped[way].append(await wrapped_loop(url, str(Path(scratch) / f"{way}{round_}.db"), way))
         finally:
             server.kill()
             server.wait()
+        per_chunk = {way: statistics.median(times) / DELTAS * 1e6 for way, times in wrapped.items()}
         plain_us = statistics.median(plain) / DELTAS * 1e6
-        wrapped_us = statistics.median(wrapped) / DELTAS * 1e6
-        print(f"text deltas ({DELTAS} chunks, median of {ROUNDS} rounds)")
-        print(f"  plain openai SDK loop:        {plain_us:7.2f} us per chunk")
-        print(f"  inside engine.wrap:           {wrapped_us:7.2f} us per chunk")
-        print(f"  added by headstart:           {wrapped_us - plain_us:7.2f} us per chunk")
+        print(f"text deltas ({DELTAS} chunks, median of {ROUNDS} rounds, interleaved), us per chunk")
+        print(f"  (a) plain openai SDK loop, no engine:            {plain_us:7.2f}")
+        print(f"  (b) engine.wrap(the SDK's stream):               {per_chunk['body']:7.2f}   vs (a) {per_chunk['body'] - plain_us:+7.2f}   vs (d) {per_chunk['body'] - per_chunk['http']:+7.2f}")
+        print(f"  (c) engine.wrap(the SDK's events one by one):    {per_chunk['events']:7.2f}   vs (a) {per_chunk['events'] - plain_us:+7.2f}   vs (d) {per_chunk['events'] - per_chunk['http']:+7.2f}")
+        print(f"  (d) headstart.HttpModel (Rust reads the HTTP):   {per_chunk['http']:7.2f}")
         starts, ends = [], []
         for round_ in range(ROUNDS):
             to_python, back = await tool_calls(str(Path(scratch) / f"t{round_}.db"))

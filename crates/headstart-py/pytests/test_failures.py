@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import json
 from typing import Any, AsyncIterator
 
 import pytest
@@ -148,3 +149,60 @@ def test_a_forked_child_is_refused_clearly(db: str) -> None:
         os._exit(1)
     _, status = os.waitpid(child, 0)
     assert os.waitstatus_to_exitcode(status) == 0
+
+
+def chat_chunk(delta: dict[str, Any], finish: Any = None) -> bytes:
+    """One Chat Completions SSE event, as the body carries it."""
+    chunk = {"id": "x", "object": "chat.completion.chunk", "created": 0, "model": "m"}
+    chunk["choices"] = [{"index": 0, "delta": delta, "finish_reason": finish}]
+    return b"data: " + json.dumps(chunk).encode() + b"\n\n"
+
+
+def chat_call(index: int, id: str, arguments: str) -> bytes:
+    call = {"index": index, "id": id, "type": "function", "function": {"name": "lookup", "arguments": arguments}}
+    return chat_chunk({"role": "assistant", "tool_calls": [call]})
+
+
+async def test_a_body_that_ends_before_the_providers_end_fails_and_runs_nothing_unsealed(db: str) -> None:
+    """An ``sse-`` body read to its end without the provider's end (``finish_reason``): the response is an error
+    (contract §5.5, as ``headstart run`` reads a body), the text is kept, and the call cut off mid-arguments never
+    runs: it has an error result."""
+    ran: list[str] = []
+
+    @headstart.tool(early=True)
+    async def lookup(q: str) -> str:
+        ran.append(q)
+        return f"found {q}"
+
+    body = [chat_chunk({"role": "assistant", "content": "Looking."}), chat_call(0, "c1", '{"q": "x"')]
+    engine = headstart.Engine(db, tools=[lookup])
+    session = await engine.create_session()
+    events, results = await consume(engine, session, body, "sse-openai-chat")
+    end = events[-1]
+    assert end.type == "turn_end" and end.outcome["stop_reason"] == "error"
+    assert "ended" in end.outcome["error"], end.outcome["error"]
+    assert ran == []
+    [result] = results
+    assert result.tool_call_id == "c1" and result.is_error, result
+    assert "not executed" in result.content, result.content
+    [said] = [event.message for event in events if event.type == "message_end" and event.message.role == "assistant"]
+    assert said.content[0].text == "Looking." and said.stop_reason == "error"
+
+
+async def test_an_sse_stream_of_something_else_fails_clearly(db: str) -> None:
+    engine = headstart.Engine(db, tools=[])
+    session = await engine.create_session()
+    events, _ = await consume(engine, session, [chat_chunk({"content": "hi"}), 42], "sse-openai-chat")
+    end = events[-1]
+    assert end.type == "turn_end" and end.outcome["stop_reason"] == "error"
+    assert "TypeError: an sse- format's stream yields bytes or str" in end.outcome["error"]
+    assert [event.delta.delta for event in events if event.type == "message_update" and event.delta.type == "text_delta"] == ["hi"]
+
+
+async def test_a_complete_body_in_one_piece_answers(db: str) -> None:
+    engine = headstart.Engine(db, tools=[])
+    session = await engine.create_session()
+    body = chat_chunk({"role": "assistant", "content": "hello"}) + chat_chunk({}, "stop") + b"data: [DONE]\n\n"
+    events, _ = await consume(engine, session, [body.decode()], "sse-openai-chat")
+    end = events[-1]
+    assert end.type == "turn_end" and end.outcome["stop_reason"] == "stop" and end.outcome["error"] is None

@@ -122,9 +122,9 @@ impl Engine {
     /// The tools as `format`'s request declares them (`headstart`: name, description and parameters).
     fn tool_specs<'py>(&self, py: Python<'py>, format: &str) -> PyResult<Bound<'py, PyAny>> {
         let definitions = self.engine.toolbox().definitions();
-        let specs = match Format::parse(format)? {
-            Format::Deltas => serde_json::to_value(&definitions).unwrap_or_default(),
-            Format::Wire(wire) => {
+        let specs = match Format::parse(format)?.wire() {
+            None => serde_json::to_value(&definitions).unwrap_or_default(),
+            Some(wire) => {
                 let mut body = build_body(wire, &RequestSettings::default(), &[], &definitions);
                 body.get_mut("tools")
                     .map(Value::take)

@@ -40,7 +40,7 @@ impl ModelRequest {
         system: Option<String>,
         max_tokens: Option<u32>,
     ) -> PyResult<Bound<'py, PyAny>> {
-        let Format::Wire(wire) = self.format else {
+        let Some(wire) = self.format.wire() else {
             return Err(ConfigError::new_err(
                 "an agent of format 'headstart' has no request body",
             ));
