@@ -7,20 +7,13 @@
 //! without the registry to install from) the test says why and skips, unless `HEADSTART_REQUIRE_PYTHON=1` (CI)
 //! makes that a failure.
 
+mod support;
+
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::{Instant, SystemTime};
 
-/// Set to `1` to make a missing python3 or a failed installation a test failure instead of a skip.
-const REQUIRE_ENV: &str = "HEADSTART_REQUIRE_PYTHON";
-
-fn crate_dir() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-}
-
-fn workspace_dir() -> PathBuf {
-    crate_dir().join("../..")
-}
+use support::{base_python, crate_dir, make_venv, or_skip, output, pip_install, workspace_dir};
 
 fn scratch() -> PathBuf {
     PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("headstart-py")
@@ -53,59 +46,26 @@ fn the_python_suite_passes() {
 /// The virtual environment's python, made (or re-made) when the requirements changed; `None` after printing why
 /// the suite is skipped, or a panic when `HEADSTART_REQUIRE_PYTHON=1`.
 fn environment_or_skip() -> Option<PathBuf> {
-    match environment() {
-        Ok(python) => Some(python),
-        Err(why) if std::env::var(REQUIRE_ENV).is_ok_and(|value| value == "1") => {
-            panic!("the Python suite cannot run, and {REQUIRE_ENV}=1 requires it: {why}")
-        }
-        Err(why) => {
-            eprintln!(
-                "SKIPPED: the Python suite cannot run: {why} (set {REQUIRE_ENV}=1 to make this a failure)\n\
-                 ===================================================================================="
-            );
-            None
-        }
-    }
+    or_skip("the Python suite", environment())
 }
 
 fn environment() -> Result<PathBuf, String> {
-    let base = std::env::var("HEADSTART_PYTHON").unwrap_or_else(|_| "python3".to_owned());
-    let version = output(Command::new(&base).arg("--version"))?;
-    let requirements = std::fs::read_to_string(crate_dir().join("pytests/requirements.txt"))
-        .map_err(|error| format!("cannot read the requirements: {error}"))?;
+    let (base, version) = base_python()?;
+    let requirements = crate_dir().join("pytests/requirements.txt");
+    let pins =
+        std::fs::read_to_string(&requirements).map_err(|error| format!("cannot read the requirements: {error}"))?;
     let venv = scratch().join("venv");
     let python = venv.join("bin/python");
     let stamp = venv.join("headstart-requirements.txt");
-    let wanted = format!("# {}\n{requirements}", version.trim());
+    let wanted = format!("# {version}\n{pins}");
     if python.is_file() && std::fs::read_to_string(&stamp).is_ok_and(|made| made == wanted) {
         return Ok(python);
     }
-    if venv.exists() {
-        std::fs::remove_dir_all(&venv).map_err(|error| format!("cannot remove the old environment: {error}"))?;
-    }
     eprintln!("making the Python suite's virtual environment in {}", venv.display());
-    output(Command::new(&base).args(["-m", "venv"]).arg(&venv))?;
-    output(
-        Command::new(&python)
-            .args(["-m", "pip", "install", "--quiet", "--disable-pip-version-check", "-r"])
-            .arg(crate_dir().join("pytests/requirements.txt")),
-    )?;
+    let python = make_venv(&base, &venv)?;
+    pip_install(&python, &["-r", &requirements.to_string_lossy()], &[])?;
     std::fs::write(&stamp, wanted).map_err(|error| format!("cannot write {}: {error}", stamp.display()))?;
     Ok(python)
-}
-
-/// Runs a command; its standard output, or why it failed.
-fn output(command: &mut Command) -> Result<String, String> {
-    let shown = format!("{command:?}");
-    match command.output() {
-        Ok(out) if out.status.success() => Ok(String::from_utf8_lossy(&out.stdout).into_owned()),
-        Ok(out) => Err(format!(
-            "`{shown}` failed ({}): {}",
-            out.status,
-            String::from_utf8_lossy(&out.stderr).trim()
-        )),
-        Err(error) => Err(format!("`{shown}` cannot be run: {error}")),
-    }
 }
 
 /// Copies the package's Python code and the extension module cargo built into a fresh folder; returns the folder

@@ -1,4 +1,7 @@
-"""The extension module (private): the engine, the stream feed and the event stream, in Rust."""
+"""The extension module (private): the engine, the stream feed and the event stream, in Rust.
+
+The test build's support (``ReplayServer``, ``convert_recording``, ``rust_demo``: the crate's ``testing`` feature) is
+not here: these stubs describe the package users install, which ``tests/pip_install.rs`` checks with stubtest."""
 
 from typing import Any, Optional, final
 
@@ -16,10 +19,7 @@ __all__ = [
     "Mailbox",
     "ModelError",
     "ModelRequest",
-    "ReplayServer",
-    "rust_demo",
     "StoreError",
-    "convert_recording",
     "demo_script",
     "inspect",
     "savings",
@@ -73,14 +73,6 @@ class CallDone:
 class CallUpdates:
     def send(self, text: str, details: Optional[str] = None) -> None: ...
 
-@final
-class ReplayServer:
-    def __new__(cls, path: str, delay_ms: float = 0.0, statuses: list[int] = ...) -> ReplayServer: ...
-    @property
-    def url(self) -> str: ...
-    def request_bodies(self) -> list[Any]: ...
-
-def convert_recording(path: str, format: str) -> list[list[dict[str, Any]]]: ...
 def inspect(store: str, session: Optional[str] = None) -> dict[str, Any]: ...
 
 @final
@@ -97,7 +89,6 @@ class ModelRequest:
     def body(self, model: str, system: Optional[str] = None, max_tokens: Optional[int] = None) -> Any: ...
 def savings(store: str, session: str) -> dict[str, Any]: ...
 def demo_script() -> list[list[dict[str, Any]]]: ...
-def rust_demo(db: str, out_dir: str) -> dict[str, Any]: ...
 
 @final
 class Mailbox:
