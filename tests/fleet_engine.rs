@@ -17,10 +17,11 @@ use headstart::{
 };
 use headstart_testkit::invariants::check_session;
 
-/// Records the idempotency key of every call it runs.
+/// Records the idempotency key and the session of every call it runs.
 #[derive(Default)]
 struct Recording {
     keys: Mutex<Vec<(String, String)>>,
+    sessions: Mutex<Vec<Option<headstart::SessionId>>>,
     runs: AtomicUsize,
 }
 
@@ -38,6 +39,8 @@ impl Tool for Record {
         self.0.runs.fetch_add(1, Ordering::SeqCst);
         let mut keys = self.0.keys.lock().map_err(|_| ToolError::new("poisoned"))?;
         keys.push((context.call_id.clone(), context.idempotency_key.clone()));
+        let mut sessions = self.0.sessions.lock().map_err(|_| ToolError::new("poisoned"))?;
+        sessions.push(context.session_id.clone());
         Ok(ToolOutput::text("ok"))
     }
 }
@@ -97,7 +100,7 @@ fn agent_stop(events: &[AgentEvent]) -> &AgentStop {
 }
 
 #[tokio::test]
-async fn every_call_context_carries_its_stable_idempotency_key() {
+async fn every_call_context_carries_its_session_and_stable_idempotency_key() {
     let store = Arc::new(SqliteStore::open_in_memory().expect("in-memory store"));
     let recording = Arc::new(Recording::default());
     let engine = Engine::builder(store.clone())
@@ -117,6 +120,12 @@ async fn every_call_context_carries_its_stable_idempotency_key() {
         ]
     );
     assert_ne!(keys[0].1, keys[1].1);
+    let sessions = recording.sessions.lock().expect("sessions").clone();
+    assert_eq!(
+        sessions,
+        vec![Some(session.clone()); 2],
+        "every call's context names its session"
+    );
 }
 
 #[tokio::test]

@@ -101,3 +101,27 @@ async def test_tool_specs_are_the_formats_own(db: str) -> None:
     assert chat["type"] == "function" and chat["function"]["name"] == "ping"
     [anthropic] = engine.tool_specs("anthropic")
     assert anthropic["name"] == "ping" and "input_schema" in anthropic
+
+
+async def test_a_tools_context_names_its_call_session_and_key(db: str) -> None:
+    seen: list[headstart.ToolContext] = []
+
+    @headstart.tool(early=True)
+    async def note(ctx: headstart.ToolContext) -> str:
+        seen.append(ctx)
+        return "noted"
+
+    engine = headstart.Engine(db, tools=[note])
+    sessions = [await engine.create_session() for _ in range(2)]
+    for session in sessions:
+        call = [
+            {"type": "start"},
+            {"type": "toolcall_start", "index": 0, "id": "c1", "name": "note"},
+            {"type": "toolcall_end", "index": 0, "arguments": {}},
+            {"type": "done", "stop_reason": "tool_use"},
+        ]
+        await consume(engine, session, call, "headstart")
+    assert [(ctx.call_id, ctx.session_id) for ctx in seen] == [("c1", session) for session in sessions]
+    # The same call id in two sessions: two keys, each naming its session's call.
+    assert seen[0].idempotency_key != seen[1].idempotency_key
+    assert all(ctx.idempotency_key and not ctx.cancelled for ctx in seen)

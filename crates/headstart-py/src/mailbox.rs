@@ -34,6 +34,8 @@ pub(crate) enum Letter {
         arguments: String,
         /// The call id.
         call_id: String,
+        /// The session's id (`None` only for a context made outside an engine run).
+        session_id: Option<String>,
         /// The idempotency key.
         key: String,
         /// Where partial results go.
@@ -132,8 +134,8 @@ impl Mailbox {
         self.0.reader.as_raw_fd()
     }
 
-    /// Every letter posted since the last call, as tuples: `("call", id, tool, arguments, call_id, key, updates,
-    /// done)`, `("model", id, function, request, format, feed, done)`, `("hook", id, function, arguments, done)`,
+    /// Every letter posted since the last call, as tuples: `("call", id, tool, arguments, call_id, session_id, key,
+    /// updates, done)`, `("model", id, function, request, format, feed, done)`, `("hook", id, function, arguments, done)`,
     /// `("cancel", id)`.
     fn take<'py>(&self, py: Python<'py>) -> PyResult<Vec<Bound<'py, PyTuple>>> {
         let mut bytes = [0u8; 64];
@@ -149,6 +151,7 @@ impl Mailbox {
                     tool,
                     arguments,
                     call_id,
+                    session_id,
                     key,
                     updates,
                     done,
@@ -158,6 +161,7 @@ impl Mailbox {
                     tool.clone_ref(py),
                     arguments,
                     call_id,
+                    session_id,
                     key,
                     Py::new(py, updates)?,
                     Py::new(py, done)?,

@@ -123,6 +123,7 @@ impl Tool for PyTool {
             tool: Arc::clone(&self.function),
             arguments: Value::Object(arguments).to_string(),
             call_id: context.call_id.clone(),
+            session_id: context.session_id.as_ref().map(|session| session.0.clone()),
             key: context.idempotency_key.clone(),
             updates: CallUpdates::new(context.updates.clone()),
             done: CallDone::new(sender),

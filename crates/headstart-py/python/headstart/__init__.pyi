@@ -65,11 +65,13 @@ class HttpModel:
     ) -> HttpModel: ...
 
 class ToolContext:
-    """The context of one tool call: its id, its idempotency key, partial results, and whether it was cancelled."""
+    """The context of one tool call: its id, its session's id, its idempotency key (stable across attempts and
+    workers: pass it to the service the tool calls), partial results, and whether it was cancelled."""
 
     call_id: str
+    session_id: Optional[str]
     idempotency_key: str
-    def __init__(self, call_id: str, idempotency_key: str, updates: Any) -> None: ...
+    def __init__(self, call_id: str, session_id: Optional[str], idempotency_key: str, updates: Any) -> None: ...
     @property
     def cancelled(self) -> bool:
         """True once the engine cancelled the call (the run was cancelled, or the call timed out)."""

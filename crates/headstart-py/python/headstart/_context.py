@@ -3,16 +3,18 @@
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import Any, Optional
 
 __all__ = ["ToolContext"]
 
 
 class ToolContext:
-    """The context of one tool call: its id, its idempotency key, partial results, and whether it was cancelled."""
+    """The context of one tool call: its id, its session's id, its idempotency key (stable across attempts and
+    workers: pass it to the service the tool calls), partial results, and whether it was cancelled."""
 
-    def __init__(self, call_id: str, idempotency_key: str, updates: Any) -> None:
+    def __init__(self, call_id: str, session_id: Optional[str], idempotency_key: str, updates: Any) -> None:
         self.call_id = call_id
+        self.session_id = session_id
         self.idempotency_key = idempotency_key
         self._updates = updates
         self._cancelled = False
@@ -31,4 +33,4 @@ class ToolContext:
             self._updates.send(text, text)
 
     def __repr__(self) -> str:
-        return f"<headstart.ToolContext call_id={self.call_id!r}>"
+        return f"<headstart.ToolContext call_id={self.call_id!r} session_id={self.session_id!r}>"

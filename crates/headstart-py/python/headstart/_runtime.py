@@ -48,8 +48,8 @@ def install(loop: asyncio.AbstractEventLoop, context: contextvars.Context, mailb
                     task.cancel()
                 continue
             if kind == "call":
-                _, _, tool, arguments, call_id, key, updates, done = letter
-                ctx = ToolContext(call_id, key, updates)
+                _, _, tool, arguments, call_id, session_id, key, updates, done = letter
+                ctx = ToolContext(call_id, session_id, key, updates)
                 task = context.copy().run(loop.create_task, _call(tool, arguments, ctx))
                 task.add_done_callback(reporter(done))
                 running[id] = (task, ctx)

@@ -61,6 +61,7 @@ impl CallGate {
     pub fn context(&self, call_id: &str, cancel: CancellationToken, updates: UpdateSink) -> ToolContext {
         ToolContext {
             call_id: call_id.to_owned(),
+            session_id: Some(self.session.clone()),
             idempotency_key: idempotency_key(&self.session, &CallKey::new(self.request, call_id)),
             cancel,
             updates,

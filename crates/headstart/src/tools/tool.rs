@@ -3,6 +3,7 @@
 use std::time::Duration;
 
 use async_trait::async_trait;
+use headstart_store::SessionId;
 use serde_json::{Map, Value};
 use tokio_util::sync::CancellationToken;
 
@@ -22,6 +23,8 @@ pub type ToolResult = Result<ToolOutput, ToolError>;
 pub struct ToolContext {
     /// The call's id.
     pub call_id: String,
+    /// The session the call belongs to; `None` only for a [detached](ToolContext::detached) context.
+    pub session_id: Option<SessionId>,
     /// The call's stable idempotency key (contract §7.5): the same on every attempt and every worker, different for
     /// every (session, request, call id) ([`headstart_store::idempotency_key`]). Pass it to the service the tool calls
     /// (an `Idempotency-Key` header, a request id), so that a call recovery re-runs is recognised there.
@@ -41,6 +44,7 @@ impl ToolContext {
         ToolContext {
             idempotency_key: call_id.clone(),
             call_id,
+            session_id: None,
             cancel: CancellationToken::new(),
             updates: UpdateSink::disconnected(),
         }
