@@ -52,10 +52,11 @@ impl Agent {
     fn run<'py>(&self, py: Python<'py>, session: String, prompt: String) -> PyResult<Bound<'py, PyAny>> {
         self.home.capture(py)?;
         let agent = self.agent.clone();
+        let home = self.home.clone();
         awaitable(py, async move {
             let cancel = CancellationToken::new();
             let events = agent.run(&SessionId(session), UserMessage::new(prompt), cancel.clone());
-            Ok(Events::new(events, cancel))
+            Ok(Events::new(events, cancel, home))
         })
     }
 }

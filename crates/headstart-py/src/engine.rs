@@ -168,13 +168,14 @@ impl Engine {
         let (feed, deltas) = Feed::open(Format::parse(format)?);
         self.home.capture(py)?;
         let engine = self.engine.clone();
+        let home = self.home.clone();
         let pending = awaitable(py, async move {
             let cancel = CancellationToken::new();
             let events = engine
                 .wrap_next(&SessionId(session), deltas, cancel.clone())
                 .await
                 .map_err(store_error)?;
-            Ok(Events::new(events, cancel))
+            Ok(Events::new(events, cancel, home))
         })?;
         Ok((feed, pending))
     }

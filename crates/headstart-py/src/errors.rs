@@ -46,10 +46,15 @@ pub(crate) fn store_error(error: impl std::fmt::Display) -> PyErr {
 
 /// A panic's payload as an [`EngineError`].
 pub(crate) fn panic_error(payload: &(dyn Any + Send)) -> PyErr {
+    EngineError::new_err(panic_message(payload))
+}
+
+/// What a caught panic says, as an `EngineError`'s message.
+pub(crate) fn panic_message(payload: &(dyn Any + Send)) -> String {
     let text = payload
         .downcast_ref::<&str>()
         .map(|text| (*text).to_owned())
         .or_else(|| payload.downcast_ref::<String>().cloned())
         .unwrap_or_else(|| "a panic without a message".to_owned());
-    EngineError::new_err(format!("headstart panicked: {text}"))
+    format!("headstart panicked: {text}")
 }

@@ -1,9 +1,13 @@
 //! [`Events`]: a run's agent events, handed to Python in batches (`_native.Events`).
 //!
-//! One awaitable per batch, not per event: a wake-up across the runtimes costs tens of microseconds, so each
-//! `next_batch` takes every event that is ready once the first one is. The Python side yields them one by one.
+//! One awaitable per batch, not per event: each `next_batch` takes every event that is ready once the first one is,
+//! and the Python side yields them one by one. A batch reaches the loop through the engine's mailbox, like a tool
+//! call: the tokio task that waited for it posts a letter and never takes the GIL; the loop's own thread turns the
+//! events into Python objects and resolves the awaitable. (Completing it from tokio instead meant another thread
+//! taking the GIL for every batch, contending with the loop for it while the model streams.)
 
 use std::future::Future;
+use std::panic::AssertUnwindSafe;
 use std::pin::Pin;
 use std::sync::{Arc, Mutex, PoisonError};
 
@@ -12,58 +16,71 @@ use headstart::{CancellationToken, EventStream};
 use pyo3::prelude::*;
 use serde_json::Value;
 
-use crate::json::JsonList;
+use crate::errors::panic_message;
+use crate::home::Home;
+use crate::mailbox::Letter;
 use crate::runtime::awaitable;
 
 /// The most events one batch carries, so that a long burst still reaches Python in pieces.
 const MAX_BATCH: usize = 512;
 
 type Settled = Pin<Box<dyn Future<Output = ()> + Send>>;
+type Shared = Arc<tokio::sync::Mutex<Option<EventStream>>>;
 
 /// A run's events, its cancellation, and the wait for its calls to settle.
 #[pyclass(module = "headstart._native", frozen)]
 pub(crate) struct Events {
-    stream: Arc<tokio::sync::Mutex<Option<EventStream>>>,
+    stream: Shared,
     cancel: CancellationToken,
     settled: Mutex<Option<Settled>>,
+    home: Home,
 }
 
 impl Events {
-    /// Wraps a run's event stream and the token that cancels it.
-    pub fn new(stream: EventStream, cancel: CancellationToken) -> Self {
+    /// Wraps a run's event stream and the token that cancels it; its batches go to `home`'s loop.
+    pub fn new(stream: EventStream, cancel: CancellationToken, home: Home) -> Self {
         let settled: Settled = Box::pin(stream.settled());
         Events {
             stream: Arc::new(tokio::sync::Mutex::new(Some(stream))),
             cancel,
             settled: Mutex::new(Some(settled)),
+            home,
         }
     }
 }
 
 #[pymethods]
 impl Events {
-    /// Awaitable: the next events (each the dict of its Rust serialization), at least one; an empty list once the
-    /// run has ended.
+    /// Awaitable (an asyncio future of the running loop): the next events (each the dict of its Rust
+    /// serialization), at least one; an empty list once the run has ended. The wait goes on if the future is
+    /// cancelled (the package's iterator shields it and awaits it again, so a consumer interrupted mid-wait loses no
+    /// event); cancel the run itself with `cancel` or `close`.
     fn next_batch<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        self.home.capture(py)?;
+        let mailbox = self
+            .home
+            .mailbox()
+            .map_err(crate::errors::EngineError::new_err)?
+            .clone();
+        let future = py
+            .import("asyncio")?
+            .call_method0("get_running_loop")?
+            .call_method0("create_future")?;
+        let id = mailbox.next_id();
+        let resolve = future.clone().unbind();
         let stream = Arc::clone(&self.stream);
-        awaitable(py, async move {
-            let mut guard = stream.lock().await;
-            let Some(events) = guard.as_mut() else {
-                return Ok(JsonList::default());
-            };
-            let mut batch = Vec::new();
-            let Some(first) = events.next().await else {
-                return Ok(JsonList::default());
-            };
-            batch.push(event_json(&first));
-            while batch.len() < MAX_BATCH {
-                match events.next().now_or_never() {
-                    Some(Some(event)) => batch.push(event_json(&event)),
-                    _ => break,
-                }
-            }
-            Ok(JsonList(batch))
-        })
+        pyo3_async_runtimes::tokio::get_runtime().spawn(async move {
+            let batch = AssertUnwindSafe(next_batch(stream))
+                .catch_unwind()
+                .await
+                .map_err(|payload| panic_message(payload.as_ref()));
+            mailbox.send(Letter::Events {
+                id,
+                future: resolve,
+                batch,
+            });
+        });
+        Ok(future)
     }
 
     /// Cancels the run (contract §6.7): the model stream stops being read, running calls are cancelled (a Python
@@ -87,6 +104,25 @@ impl Events {
             Ok(())
         })
     }
+}
+
+/// Waits for the next event, then takes every other one that is ready (up to [`MAX_BATCH`]).
+async fn next_batch(stream: Shared) -> Vec<Value> {
+    let mut guard = stream.lock().await;
+    let Some(events) = guard.as_mut() else {
+        return Vec::new();
+    };
+    let Some(first) = events.next().await else {
+        return Vec::new();
+    };
+    let mut batch = vec![event_json(&first)];
+    while batch.len() < MAX_BATCH {
+        match events.next().now_or_never() {
+            Some(Some(event)) => batch.push(event_json(&event)),
+            _ => break,
+        }
+    }
+    batch
 }
 
 /// An event's serialization; an event that cannot be serialized (none can fail today) becomes its name alone.

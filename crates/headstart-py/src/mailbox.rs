@@ -16,9 +16,11 @@ use std::sync::{Arc, Mutex, PoisonError};
 
 use pyo3::prelude::*;
 use pyo3::types::PyTuple;
+use serde_json::Value;
 
 use crate::errors::EngineError;
 use crate::feed::Feed;
+use crate::json::JsonList;
 use crate::outcome::{CallDone, CallUpdates};
 use crate::request::ModelRequest;
 
@@ -68,6 +70,15 @@ pub(crate) enum Letter {
         arguments: Vec<String>,
         /// Where its answer goes.
         done: CallDone,
+    },
+    /// A run's next events are ready: resolve `future` with them (or, after a panic, fail it with `EngineError`).
+    Events {
+        /// The letter's number.
+        id: u64,
+        /// The asyncio future `next_batch` returned.
+        future: Py<PyAny>,
+        /// The events' serializations, or the panic's message.
+        batch: Result<Vec<Value>, String>,
     },
     /// Cancel the task started for letter `id` (if it still runs).
     Cancel {
@@ -136,7 +147,7 @@ impl Mailbox {
 
     /// Every letter posted since the last call, as tuples: `("call", id, tool, arguments, call_id, session_id, key,
     /// updates, done)`, `("model", id, function, request, format, feed, done)`, `("hook", id, function, arguments, done)`,
-    /// `("cancel", id)`.
+    /// `("events", id, future, events, panic)` (one of the last two is `None`), `("cancel", id)`.
     fn take<'py>(&self, py: Python<'py>) -> PyResult<Vec<Bound<'py, PyTuple>>> {
         let mut bytes = [0u8; 64];
         while matches!((&self.0.reader).read(&mut bytes), Ok(read) if read > 0) {}
@@ -190,6 +201,10 @@ impl Mailbox {
                     arguments,
                     done,
                 } => ("hook", id, function.clone_ref(py), arguments, Py::new(py, done)?).into_pyobject(py),
+                Letter::Events { id, future, batch } => match batch {
+                    Ok(events) => ("events", id, future, JsonList(events), py.None()).into_pyobject(py),
+                    Err(panic) => ("events", id, future, py.None(), panic).into_pyobject(py),
+                },
                 Letter::Cancel { id } => ("cancel", id).into_pyobject(py),
             })
             .collect()

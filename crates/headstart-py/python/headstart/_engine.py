@@ -143,6 +143,7 @@ class Run:
 
     def __init__(self) -> None:
         self._events: Any = None
+        self._pending: Optional[Any] = None
         self._calls: list[str] = []
         self._results: dict[str, ToolResult] = {}
 
@@ -178,7 +179,11 @@ class Run:
         if self._events is None:
             raise RuntimeError("iterate inside the `async with` block")
         while True:
-            batch = await self._events.next_batch()
+            if self._pending is None:
+                self._pending = self._events.next_batch()
+            # Shielded: a consumer cancelled while it waits leaves the batch to the next wait, so no event is lost.
+            batch = await asyncio.shield(self._pending)
+            self._pending = None
             if not batch:
                 return
             for data in batch:

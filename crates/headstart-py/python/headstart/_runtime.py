@@ -2,8 +2,8 @@
 
 The engine (on tokio threads) posts letters to its mailbox and wakes the loop with one byte on a socket;
 ``install`` makes the loop watch that socket (``loop.add_reader``). The reader callback runs on the loop's thread:
-it starts each call's task (in a copy of the context captured when the run started), or cancels one. Outcomes go
-back as plain data through ``done(ok, text, details_json)``.
+it starts each call's task (in a copy of the context captured when the run started), cancels one, or resolves a
+run's awaited batch of events with them. Outcomes go back as plain data through ``done(ok, text, details_json)``.
 """
 
 from __future__ import annotations
@@ -14,6 +14,7 @@ import inspect
 import json
 from typing import Any, Callable, Optional
 
+from . import _native
 from ._context import ToolContext
 from ._tools import Tool
 
@@ -46,6 +47,15 @@ def install(loop: asyncio.AbstractEventLoop, context: contextvars.Context, mailb
                     if ctx is not None:
                         ctx._cancelled = True
                     task.cancel()
+                continue
+            if kind == "events":
+                _, _, future, events, panic = letter
+                if future.done():
+                    pass  # its loop is closing
+                elif panic is None:
+                    future.set_result(events)
+                else:
+                    future.set_exception(_native.EngineError(panic))
                 continue
             if kind == "call":
                 _, _, tool, arguments, call_id, session_id, key, updates, done = letter
