@@ -196,7 +196,8 @@ class Engine:
     def tool_specs(self, format: str = "openai-chat") -> list[Any]:
         """The tools as a request in ``format`` declares them."""
     def wrap(self, session: str, stream: Any, format: str = "openai-chat") -> Wrapped:
-        """Wraps one response read from ``stream`` (the SDK's stream, or delta dicts for ``format="headstart"``)."""
+        """Wraps one response read from ``stream``: the SDK's stream (an openai or anthropic one is read from its HTTP
+        body), delta dicts for ``format="headstart"``, or the SSE body's chunks for ``format="sse-…"``."""
 
 class Run:
     """A run's events: an async context manager, and, inside it, an async iterator of ``Event``s. Leaving the block
