@@ -7,7 +7,8 @@
 //! 3. `tests/installed/openai_agent.py`, the README's shape with the application's own `AsyncOpenAI` client, against
 //!    a replay server serving a recorded Chat Completions stream with two tool calls, one event every 100 ms: each
 //!    early tool finds its own call already stored before its body goes on, starts before the response's end,
-//!    and the stored transcript is the one `headstart replay` stores for the same recording.
+//!    and the stored transcript is the one `headstart replay` stores for the same recording;
+//! 4. `examples/python/demo.py`, the README's second Python command.
 //!
 //! Skipped without python3 (or the package registry), unless `HEADSTART_REQUIRE_PYTHON=1` (CI).
 
@@ -96,6 +97,20 @@ fn the_installed_package_runs_the_readme_agent_early_and_durably() {
         model_side(&report["messages"]),
         model_side(&replayed_transcript()),
         "the Python run stored what `headstart replay` stores for the recording"
+    );
+
+    // The README's second command: the demo, from the installed package.
+    let _ = std::fs::remove_file(scratch().join("demo.db"));
+    let demo = output(
+        Command::new(&python)
+            .arg(workspace_dir().join("examples/python/demo.py"))
+            .arg("--db")
+            .arg(scratch().join("demo.db")),
+    )
+    .expect("the demo runs");
+    assert!(
+        demo.contains("early execution saved") && demo.contains("(completed)"),
+        "{demo}"
     );
 }
 
