@@ -16,6 +16,7 @@ from typing import Any, Callable, Optional
 
 from . import _native
 from ._context import ToolContext
+from ._pump import pump
 from ._tools import Tool
 
 __all__ = ["install"]
@@ -111,7 +112,6 @@ def _report(task: "asyncio.Task[tuple[str, Optional[str]]]", done: Callable[...,
 async def _model(model: Callable[..., Any], request: Any, format: str, feed: Any, done: Callable[..., None]) -> None:
     """Asks the model for its stream, says whether it came, and pumps it into ``feed``."""
     from ._agent import ModelRequest
-    from ._engine import pump
 
     try:
         stream = model(ModelRequest(request))
