@@ -30,6 +30,10 @@ CASES = [
     ("anthropic__multi_turn_streaming_tools.yaml", "anthropic", ["add", "subtract", "multiply", "divide"]),
     ("anthropic__multi_turn_streaming_tools.yaml", "anthropic-manager", ["add", "subtract", "multiply", "divide"]),
     ("gemini__parallel_function_calls.yaml", "gemini", ["lookup_harbor_label", "lookup_orchard_label"]),
+    # The openai SDK's helper streams (`chat.completions.stream()`, `responses.stream()`): managers whose streams
+    # yield the helper's own events, so only their HTTP body is read.
+    ("openai_chat__streaming_gpt41_parallel_model.yaml", "openai-chat-manager", ["alpha", "beta"]),
+    ("openai_responses__parallel_tool_calls.yaml", "openai-responses-manager", ["lookup_harbor_label", "lookup_orchard_label"]),
 ]
 
 
@@ -56,6 +60,12 @@ async def sdk_stream(kind: str, url: str, parsed: list[int]) -> Any:
         if kind == "openai-chat":
             return await client.chat.completions.create(model="m", messages=messages, stream=True)  # type: ignore[arg-type]
         return await client.responses.create(model="m", input="go", stream=True)
+    if kind == "openai-chat-manager":
+        client = counting(openai.AsyncOpenAI(base_url=url + "/v1", api_key="test-key", max_retries=0), parsed)
+        return client.chat.completions.stream(model="m", messages=messages)  # type: ignore[arg-type]
+    if kind == "openai-responses-manager":
+        client = counting(openai.AsyncOpenAI(base_url=url + "/v1", api_key="test-key", max_retries=0), parsed)
+        return client.responses.stream(model="m", input="go")
     if kind == "gemini":
         client_g = genai.Client(api_key="test-key", http_options=genai_types.HttpOptions(base_url=url))
         return await client_g.aio.models.generate_content_stream(model="gemini-2.5-flash", contents="go")
@@ -81,7 +91,8 @@ def counting(client: Any, parsed: list[int]) -> Any:
 # How the application hands the SDK's stream over. google-genai's stream gives no HTTP body to read: only its
 # events go over, each back to its wire JSON.
 WAYS = ["body", "events", "sse"]
-MATRIX = [(*case, way) for case in CASES for way in (["events"] if case[1] == "gemini" else WAYS)]
+WAYS_OF = {"gemini": ["events"], "openai-chat-manager": ["body"], "openai-responses-manager": ["body"]}
+MATRIX = [(*case, way) for case in CASES for way in WAYS_OF.get(case[1], WAYS)]
 
 
 async def handed_over(stream: Any, way: str, format: str) -> tuple[Any, str]:
@@ -141,7 +152,7 @@ async def test_the_sdk_stream_equals_the_rust_only_path(tmp_path: Any, name: str
     engine = headstart.Engine(sdk_db, tools=echo_tools(tools, sdk_log))
     session = await engine.create_session()
     parsed: list[int] = []
-    stream, format = await handed_over(await sdk_stream(kind, server.url, parsed), way, "anthropic" if kind == "anthropic-manager" else kind)
+    stream, format = await handed_over(await sdk_stream(kind, server.url, parsed), way, kind.removesuffix("-manager"))
     sdk_events, sdk_results = await consume(engine, session, stream, format)
     if kind != "gemini":
         # The SDK's own stream is read from its HTTP body: the SDK parses none of its events.
