@@ -27,7 +27,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import sqlite3
 import statistics
 import subprocess
 import sys
@@ -150,8 +149,8 @@ async def tool_calls(db: str) -> tuple[list[float], list[float]]:
     async with engine.wrap(session, paced(), format="headstart") as events:
         async for _ in events:
             pass
-    with sqlite3.connect(db) as connection:
-        rows = connection.execute("SELECT call_id, started_at_us, ended_at_us FROM tool_runs").fetchall()
+    stored = headstart.inspect(db, session)["sessions"][0]["tool_runs"]
+    rows = [(run["call_id"], run["started_at_us"], run["ended_at_us"]) for run in stored]
     to_python = [(entered[call] - started) / 1000 for call, started, _ in rows]
     back = [(ended - left[call]) / 1000 for call, _, ended in rows]
     return to_python, back

@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import asyncio
+import json
 import os
-import sqlite3
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any, AsyncIterator, Iterable
 
@@ -47,26 +50,45 @@ def matrix_tools() -> list[headstart.Tool]:
     return [alpha, beta]
 
 
-def runs(path: str) -> list[sqlite3.Row]:
+# Python's sqlite3 is a second copy of SQLite: in the process that has the store open, its locks would not see the
+# engine's (POSIX locks are per process), and closing its connection would delete the WAL index under the engine
+# (sqlite.org/howtocorrupt.html, 2.2.1). The tests read the store with it from a process of their own.
+_READER = """
+import json, sqlite3, sys
+connection = sqlite3.connect("file:" + sys.argv[1] + "?mode=ro", uri=True)
+connection.row_factory = sqlite3.Row
+print(json.dumps([dict(row) for row in connection.execute(sys.argv[2]).fetchall()]))
+"""
+
+
+def query(path: str, sql: str) -> list[dict[str, Any]]:
+    """The rows of ``sql`` on the store at ``path``, read with Python's own sqlite3 in another process."""
+    done = subprocess.run([sys.executable, "-c", _READER, path, sql], capture_output=True, text=True, check=True)
+    rows: list[dict[str, Any]] = json.loads(done.stdout)
+    return rows
+
+
+async def query_async(path: str, sql: str) -> list[dict[str, Any]]:
+    """``query`` without blocking the event loop (from inside a tool's body)."""
+    child = await asyncio.create_subprocess_exec(sys.executable, "-c", _READER, path, sql, stdout=asyncio.subprocess.PIPE)
+    out, _ = await child.communicate()
+    assert child.returncode == 0, f"the reader failed ({child.returncode})"
+    rows: list[dict[str, Any]] = json.loads(out)
+    return rows
+
+
+def runs(path: str) -> list[dict[str, Any]]:
     """The stored tool runs, read with Python's own sqlite3."""
-    with sqlite3.connect(path) as connection:
-        connection.row_factory = sqlite3.Row
-        return connection.execute("SELECT * FROM tool_runs ORDER BY admission").fetchall()
+    return query(path, "SELECT * FROM tool_runs ORDER BY admission")
 
 
 def transcript(path: str) -> list[dict[str, Any]]:
     """The stored messages' bodies, in order."""
-    import json
-
-    with sqlite3.connect(path) as connection:
-        rows = connection.execute("SELECT body FROM messages ORDER BY seq").fetchall()
-    return [json.loads(body) for (body,) in rows]
+    return [json.loads(row["body"]) for row in query(path, "SELECT body FROM messages ORDER BY seq")]
 
 
 async def paced(deltas: Iterable[dict[str, Any]], pause: float) -> AsyncIterator[dict[str, Any]]:
     """Delta dicts as a stream that waits `pause` seconds before each."""
-    import asyncio
-
     for delta in deltas:
         await asyncio.sleep(pause)
         yield delta

@@ -3,11 +3,10 @@
 from __future__ import annotations
 
 import asyncio
-import sqlite3
 from typing import Any
 
 import headstart
-from conftest import consume, paced
+from conftest import consume, paced, query_async
 
 
 def call_deltas(call_id: str, name: str, arguments: str, then_text: int) -> list[dict[str, Any]]:
@@ -30,13 +29,13 @@ async def test_an_early_tool_finds_its_own_call_committed_and_starts_before_the_
     @headstart.tool(early=True, idempotent=True)
     async def lookup(query: str) -> str:
         """Look something up."""
-        with sqlite3.connect(db) as connection:
-            row = connection.execute(
-                "SELECT r.state, m.body FROM tool_runs r JOIN messages m"
-                " ON m.session_id = r.session_id AND m.seq = r.fragment_seq WHERE r.call_id = 'c1'"
-            ).fetchone()
-        seen["row"] = row
         seen["stream_over_at_start"] = stream_over.is_set()
+        [row] = await query_async(
+            db,
+            "SELECT r.state, m.body FROM tool_runs r JOIN messages m"
+            " ON m.session_id = r.session_id AND m.seq = r.fragment_seq WHERE r.call_id = 'c1'",
+        )
+        seen["row"] = row
         return f"found {query}"
 
     async def stream() -> Any:
@@ -49,7 +48,7 @@ async def test_an_early_tool_finds_its_own_call_committed_and_starts_before_the_
     events, results = await consume(engine, session, stream(), "headstart")
 
     assert seen["row"] is not None, "the call's prefix was not stored when its body began"
-    state, body = seen["row"]
+    state, body = seen["row"]["state"], seen["row"]["body"]
     assert state in ("admitted", "started")
     assert '"c1"' in body
     assert seen["stream_over_at_start"] is False, "the early tool started only after the stream ended"

@@ -134,6 +134,7 @@ def test_a_store_that_cannot_be_opened_raises_store_error(tmp_path: Any) -> None
         headstart.Engine(str(tmp_path / "no" / "such" / "dir" / "x.db"))
 
 
+@pytest.mark.filterwarnings("ignore:This process .* is multi-threaded, use of fork")  # the fork is the test
 def test_a_forked_child_is_refused_clearly(db: str) -> None:
     import os
 

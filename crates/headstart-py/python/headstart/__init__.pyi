@@ -173,7 +173,8 @@ class ToolResult:
         """The result as plain data."""
 
 class Engine:
-    """The early-execution engine over one transcript store with its tools."""
+    """The early-execution engine over one transcript store with its tools. Read a SQLite store with ``inspect``, or
+    with Python's ``sqlite3`` only from another process (two copies of SQLite in one process corrupt its WAL)."""
 
     tools: list[Tool]
     def __init__(

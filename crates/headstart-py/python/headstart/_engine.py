@@ -62,7 +62,11 @@ class Engine:
     Hooks (sync or ``async``, called on the loop with JSON data): ``before_tool_call(call, arguments)`` returns
     ``None``/``True`` to run the call, ``False`` or a reason string to block it; ``after_tool_call(call, result)``
     (``result``: ``content`` text, ``details``, ``is_error``, ``terminate``) returns ``None`` or a dict of the fields
-    to replace. A hook that raises fails the call."""
+    to replace. A hook that raises fails the call.
+
+    Read a SQLite store with ``headstart.inspect``, or with Python's ``sqlite3`` only from another process: that is a
+    second copy of SQLite, whose locks the engine's copy does not see inside one process, and closing its connection
+    would delete the WAL index under the engine (https://www.sqlite.org/howtocorrupt.html, 2.2.1)."""
 
     def __init__(
         self,

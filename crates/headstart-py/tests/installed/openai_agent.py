@@ -3,8 +3,10 @@
 with two tool calls (``alpha`` and ``beta``), one event every few tens of milliseconds.
 
 This is the README's shape: the application's own ``AsyncOpenAI`` client, ``engine.tool_specs``, ``engine.wrap``.
-Each early tool, from inside its body, opens the SQLite file with Python's ``sqlite3`` and looks for its own call in
-a committed message (the durable prefix). Prints one JSON object for the test to check: the events in order (type
+Each early tool, from inside its body, has the SQLite file read with Python's ``sqlite3`` and looks for its own call
+in a committed message (the durable prefix). The reading is done by another process: Python's sqlite3 is a second
+copy of SQLite, and two copies in one process do not see each other's locks (closing its connection would delete
+the WAL index under the engine; sqlite.org/howtocorrupt.html, 2.2.1). Prints one JSON object for the test to check: the events in order (type
 and call id), what each body found, the results, and the stored messages (``headstart.inspect``).
 
 Usage: ``python openai_agent.py BASE_URL DB_PATH``
@@ -14,7 +16,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import sqlite3
 import sys
 from typing import Any
 
@@ -26,25 +27,33 @@ URL, DB = sys.argv[1], sys.argv[2]
 found: dict[str, bool] = {}
 
 
-def stored_calls() -> set[str]:
-    """The ids of the calls in the committed messages, read with Python's own sqlite3."""
-    with sqlite3.connect(DB) as connection:
-        rows = connection.execute("SELECT body FROM messages").fetchall()
-    blocks = [block for (body,) in rows for block in json.loads(body).get("content", []) if isinstance(block, dict)]
+READER = """
+import json, sqlite3, sys
+connection = sqlite3.connect("file:" + sys.argv[1] + "?mode=ro", uri=True)
+print(json.dumps([body for (body,) in connection.execute("SELECT body FROM messages")]))
+"""
+
+
+async def stored_calls() -> set[str]:
+    """The ids of the calls in the committed messages, read with Python's own sqlite3 in another process."""
+    child = await asyncio.create_subprocess_exec(sys.executable, "-c", READER, DB, stdout=asyncio.subprocess.PIPE)
+    out, _ = await child.communicate()
+    bodies = [json.loads(body) for body in json.loads(out)]
+    blocks = [block for body in bodies for block in body.get("content", []) if isinstance(block, dict)]
     return {block["id"] for block in blocks if block.get("type") == "tool_call"}
 
 
 @headstart.tool(early=True, idempotent=True)
 async def alpha(value: str, ctx: headstart.ToolContext) -> str:
     """Look a value up (read-only)."""
-    found[ctx.call_id] = ctx.call_id in stored_calls()
+    found[ctx.call_id] = ctx.call_id in await stored_calls()
     return f"alpha saw {value}"
 
 
 @headstart.tool(early=True, idempotent=True)
 async def beta(value: str, ctx: headstart.ToolContext) -> str:
     """Look another value up (read-only)."""
-    found[ctx.call_id] = ctx.call_id in stored_calls()
+    found[ctx.call_id] = ctx.call_id in await stored_calls()
     return f"beta saw {value}"
 
 
