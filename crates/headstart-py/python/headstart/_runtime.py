@@ -21,6 +21,9 @@ from ._tools import Tool
 
 __all__ = ["install"]
 
+# Python 3.12+: a task that starts running at once, saving a loop iteration before a tool's body begins.
+_EAGER: Optional[Callable[..., Any]] = getattr(asyncio, "eager_task_factory", None)
+
 
 def install(loop: asyncio.AbstractEventLoop, context: contextvars.Context, mailbox: Any) -> None:
     """Makes ``loop`` start the work posted to ``mailbox`` (an engine's), with tasks in copies of ``context``."""
@@ -37,6 +40,15 @@ def install(loop: asyncio.AbstractEventLoop, context: contextvars.Context, mailb
             _report(finished, done)
 
         return report
+
+    def start(coroutine: Any) -> "asyncio.Task[Any]":
+        """``coroutine`` as a task of the loop, in a copy of the run's context. On Python 3.12+ the task starts at
+        once (an eager task runs up to its first ``await`` inside this callback); before 3.12 on the loop's next
+        iteration."""
+        if _EAGER is not None:
+            task: asyncio.Task[Any] = _EAGER(loop, coroutine, context=context.copy())
+            return task
+        return context.copy().run(loop.create_task, coroutine)
 
     def deliver() -> None:
         for letter in mailbox.take():
@@ -61,16 +73,16 @@ def install(loop: asyncio.AbstractEventLoop, context: contextvars.Context, mailb
             if kind == "call":
                 _, _, tool, arguments, call_id, session_id, key, updates, done = letter
                 ctx = ToolContext(call_id, session_id, key, updates)
-                task = context.copy().run(loop.create_task, _call(tool, arguments, ctx))
+                task = start(_call(tool, arguments, ctx))
                 task.add_done_callback(reporter(done))
                 running[id] = (task, ctx)
             elif kind == "hook":
                 _, _, hook, arguments, done = letter
-                task = context.copy().run(loop.create_task, _hook(hook, arguments, done))
+                task = start(_hook(hook, arguments, done))
                 running[id] = (task, None)
             else:
                 _, _, model, request, format, feed, done = letter
-                task = context.copy().run(loop.create_task, _model(model, request, format, feed, done))
+                task = start(_model(model, request, format, feed, done))
                 running[id] = (task, None)
             task.add_done_callback(forget(id))
 
