@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import json
-from typing import Any, Optional
+from typing import Any, Callable, Optional
 
 __all__ = ["pump"]
 
@@ -103,11 +103,10 @@ def _sdk_of(thing: Any) -> bool:
 async def _pump_stream(stream: Any, feed: Any, format: str, named: bool) -> None:
     sdk = _sdk_body(stream)
     if sdk is None:
-        await _pump_items(stream, feed, format, named)
+        await _each(stream, lambda event: _push(feed, event, format, named))
     elif type(sdk).__name__ == "AsyncStream":
         try:
-            async for chunk in sdk.response.aiter_bytes():
-                feed.push_body(chunk)
+            await _each(sdk.response.aiter_bytes(), feed.push_body)
         finally:
             await sdk.close()
     else:
@@ -115,9 +114,9 @@ async def _pump_stream(stream: Any, feed: Any, format: str, named: bool) -> None
 
 
 def _drain_body(sdk: Any, feed: Any) -> None:
+    """A synchronous SDK stream's body, read in a worker thread, which closes the response when done."""
     try:
-        for chunk in sdk.response.iter_bytes():
-            feed.push_body(chunk)
+        _each_in_thread(sdk.response.iter_bytes(), feed.push_body)
     finally:
         sdk.close()
 
@@ -125,16 +124,7 @@ def _drain_body(sdk: Any, feed: Any) -> None:
 async def _pump_chunks(stream: Any, feed: Any) -> None:
     """An ``sse-…`` stream: chunks of the SSE body (``bytes`` or ``str``), as ``aiter_bytes()`` or ``aiter_text()``
     give them."""
-    if hasattr(stream, "__aiter__"):
-        async for chunk in stream:
-            feed.push_body(_chunk_bytes(chunk))
-    else:
-        await asyncio.to_thread(_drain_chunks, stream, feed)
-
-
-def _drain_chunks(stream: Any, feed: Any) -> None:
-    for chunk in stream:
-        feed.push_body(_chunk_bytes(chunk))
+    await _each(stream, lambda chunk: feed.push_body(_chunk_bytes(chunk)))
 
 
 def _chunk_bytes(chunk: Any) -> bytes:
@@ -145,18 +135,19 @@ def _chunk_bytes(chunk: Any) -> bytes:
     raise TypeError(f"an sse- format's stream yields bytes or str (chunks of the SSE body), not {type(chunk).__name__}")
 
 
-async def _pump_items(stream: Any, feed: Any, format: str, named: bool) -> None:
-    if hasattr(stream, "__aiter__"):
-        async for event in stream:
-            _push(feed, event, format, named)
+async def _each(items: Any, handle: Callable[[Any], None]) -> None:
+    """Calls ``handle`` on every item of ``items``: of an async iterable on the loop; of a synchronous one, which
+    blocks on the network, in a worker thread, so that the loop keeps running the tools meanwhile."""
+    if hasattr(items, "__aiter__"):
+        async for item in items:
+            handle(item)
     else:
-        # A synchronous SDK stream blocks on the network: read it in a thread, so the loop keeps running the tools.
-        await asyncio.to_thread(_drain, stream, feed, format, named)
+        await asyncio.to_thread(_each_in_thread, items, handle)
 
 
-def _drain(stream: Any, feed: Any, format: str, named: bool) -> None:
-    for event in stream:
-        _push(feed, event, format, named)
+def _each_in_thread(items: Any, handle: Callable[[Any], None]) -> None:
+    for item in items:
+        handle(item)
 
 
 def _push(feed: Any, event: Any, format: str, named: bool) -> None:
