@@ -56,16 +56,13 @@ impl Events {
     /// cancelled (the package's iterator shields it and awaits it again, so a consumer interrupted mid-wait loses no
     /// event); cancel the run itself with `cancel` or `close`.
     fn next_batch<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
-        self.home.capture(py)?;
+        let running = self.home.capture(py)?;
         let mailbox = self
             .home
             .mailbox()
             .map_err(crate::errors::EngineError::new_err)?
             .clone();
-        let future = py
-            .import("asyncio")?
-            .call_method0("get_running_loop")?
-            .call_method0("create_future")?;
+        let future = running.call_method0("create_future")?;
         let id = mailbox.next_id();
         let resolve = future.clone().unbind();
         let stream = Arc::clone(&self.stream);

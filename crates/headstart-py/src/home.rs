@@ -27,18 +27,19 @@ impl Home {
         })
     }
 
-    /// Makes the calling coroutine's running loop the one that watches the mailbox (unless it already is).
-    pub fn capture(&self, py: Python<'_>) -> PyResult<()> {
+    /// Makes the calling coroutine's running loop the one that watches the mailbox (unless it already is); returns
+    /// that loop.
+    pub fn capture<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
         let running = py.import("asyncio")?.call_method0("get_running_loop")?;
         let mut current = self.event_loop.lock().unwrap_or_else(PoisonError::into_inner);
         if current.as_ref().is_some_and(|watching| watching.bind(py).is(&running)) {
-            return Ok(());
+            return Ok(running);
         }
         let context = py.import("contextvars")?.call_method0("copy_context")?;
         py.import("headstart._runtime")?
             .call_method1("install", (&running, context, Py::new(py, self.mailbox.clone())?))?;
-        *current = Some(running.unbind());
-        Ok(())
+        *current = Some(running.clone().unbind());
+        Ok(running)
     }
 
     /// The mailbox, or why there is none to post to (no run was started from asyncio yet).
