@@ -1,4 +1,4 @@
-//! `headstart convert --format F CAPTURE [--exchange N | --out-dir DIR] [--seal-on-next-index]`: turn a recorded
+//! `headstart convert --format F CAPTURE [--exchange N | --out-dir DIR] [--seal-at RULE]`: turn a recorded
 //! provider stream (raw SSE text, or a YAML cassette of several exchanges) into delta logs `headstart replay`
 //! accepts.
 
@@ -7,7 +7,7 @@ use std::str::FromStr;
 
 use headstart::core::delta_log::{write_delta_log, TimedDelta};
 use headstart_providers::capture::convert_capture;
-use headstart_providers::{ConvertOptions, WireFormat};
+use headstart_providers::{ConvertOptions, SealAt, WireFormat};
 
 /// Arguments of `headstart convert`.
 #[derive(clap::Args)]
@@ -23,9 +23,9 @@ pub struct Args {
     /// Write every exchange to `DIR/<capture name>.<n>.jsonl`.
     #[arg(long)]
     out_dir: Option<PathBuf>,
-    /// Chat Completions only: seal call N when call N+1 starts (for servers known to stream calls one by one).
-    #[arg(long)]
-    seal_on_next_index: bool,
+    /// Chat Completions only: when a call is sealed, `complete` (the default), `next-index` or `finish`.
+    #[arg(long, value_name = "RULE", default_value_t = SealAt::Complete, value_parser = crate::agent::parse_seal_at)]
+    seal_at: SealAt,
 }
 
 fn parse_format(name: &str) -> Result<WireFormat, String> {
@@ -46,9 +46,7 @@ pub fn run(args: &Args) -> u8 {
 fn convert(args: &Args) -> Result<(), String> {
     let text = std::fs::read_to_string(&args.capture)
         .map_err(|error| format!("cannot read {}: {error}", args.capture.display()))?;
-    let options = ConvertOptions {
-        seal_on_next_index: args.seal_on_next_index,
-    };
+    let options = ConvertOptions { seal_at: args.seal_at };
     let logs = convert_capture(args.format, &text, &options).map_err(|error| error.to_string())?;
     if logs.is_empty() {
         return Err(format!("{} holds no exchange", args.capture.display()));

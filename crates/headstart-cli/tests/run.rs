@@ -145,9 +145,7 @@ async fn each_recorded_conversation_is_stored_as_recorded() {
         assert_eq!(server.model_requests().len(), turns, "{name}");
 
         // What the recording implies: each exchange converted on its own and accumulated.
-        let options = ConvertOptions {
-            seal_on_next_index: provider == "openai",
-        };
+        let options = ConvertOptions::default();
         let expected: Vec<AssistantMessage> = convert_capture(format, &text, &options)
             .unwrap()
             .into_iter()

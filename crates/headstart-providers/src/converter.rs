@@ -16,16 +16,78 @@ use crate::sse::SseEvent;
 /// Options of the conversion.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct ConvertOptions {
-    /// Chat Completions only: seal call N as soon as a call with a higher index starts, instead of waiting for
-    /// `finish_reason`.
-    ///
-    /// Chat Completions has no per-call end event, so by default every call is sealed at `finish_reason`. Servers
-    /// known to stream calls strictly one after another (OpenAI, DeepSeek) finish call N before they start call N+1,
-    /// and this option lets call N run early. **Risk:** a gateway that reuses or interleaves indices (sends more
-    /// argument text for call N after N+1 started, or restarts at index 0 for each call) would have call N sealed
-    /// with part of its arguments. The converter detects a later fragment for a sealed call and ends the response
-    /// as `error`, but the sealed call may already have run. Enable it only for servers you know.
-    pub seal_on_next_index: bool,
+    /// When a Chat Completions call is sealed (the other formats have an explicit end of each call).
+    pub seal_at: SealAt,
+}
+
+/// When a Chat Completions call is sealed: the moment from which it may run (contract §2.15).
+///
+/// Chat Completions has no per-call end event. The default seals a call at the earliest moment its arguments can
+/// no longer change; a server that then sends more for a sealed call (it interleaves calls, or sends text after a
+/// complete object) ends the response as `error`, naming what it did and [`SealAt::Finish`], the opt-out.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
+pub enum SealAt {
+    /// Whichever comes first: the call's arguments form one complete JSON object (only whitespace may follow), a
+    /// call at a higher index starts, or `finish_reason` arrives. The default.
+    #[default]
+    Complete,
+    /// Whichever comes first: a call at a higher index starts, or `finish_reason` arrives.
+    NextIndex,
+    /// Only at `finish_reason`: nothing of the response runs before its end. For servers that interleave calls.
+    Finish,
+}
+
+impl SealAt {
+    /// Every rule, in the order of the CLI's `--seal-at` values.
+    pub const ALL: [SealAt; 3] = [SealAt::Complete, SealAt::NextIndex, SealAt::Finish];
+
+    /// The rule's name on the command line and in Python (`complete`, `next-index`, `finish`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            SealAt::Complete => "complete",
+            SealAt::NextIndex => "next-index",
+            SealAt::Finish => "finish",
+        }
+    }
+
+    /// `true` when a call at a higher index seals the calls below it.
+    pub(crate) fn on_next_index(self) -> bool {
+        matches!(self, SealAt::Complete | SealAt::NextIndex)
+    }
+
+    /// `true` when a complete JSON object seals its call.
+    pub(crate) fn on_complete_object(self) -> bool {
+        self == SealAt::Complete
+    }
+}
+
+impl std::fmt::Display for SealAt {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// A name that is not a [`SealAt`] rule.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct UnknownSealAt(pub String);
+
+impl std::fmt::Display for UnknownSealAt {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "unknown sealing rule {:?} (expected complete, next-index or finish)", self.0)
+    }
+}
+
+impl std::error::Error for UnknownSealAt {}
+
+impl std::str::FromStr for SealAt {
+    type Err = UnknownSealAt;
+
+    fn from_str(name: &str) -> Result<Self, Self::Err> {
+        SealAt::ALL
+            .into_iter()
+            .find(|rule| rule.as_str() == name)
+            .ok_or_else(|| UnknownSealAt(name.to_owned()))
+    }
 }
 
 /// One response's wire-format state machine: SSE events in, delta events written into the stream's queue.

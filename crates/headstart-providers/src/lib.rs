@@ -18,17 +18,18 @@
 //!
 //! ## Sealing rules (what may run early)
 //!
-//! A `toolcall_end` decides what the engine may execute before the response ends, so the converters emit it **only
-//! on an explicit end signal of the wire format**, never because the accumulated arguments happen to parse as JSON
-//! (a parseable prefix such as `{"path": "a"}` of `{"path": "a", "recursive": true}` would run with arguments
-//! dropped):
+//! A `toolcall_end` decides what the engine may execute before the response ends, so the converters emit it only
+//! once the call's arguments can no longer change (contract §2.15): on an explicit end signal of the wire format,
+//! or, in Chat Completions, which has none, at the first moment the arguments are settled. A merely parseable
+//! prefix never seals a call: `{"path": "a"` is not a complete object, and a complete object can only be followed
+//! by whitespace.
 //!
 //! | format | a call is sealed at |
 //! |---|---|
 //! | Anthropic | its `content_block_stop` |
 //! | Responses | its `response.output_item.done` with `status: completed` |
 //! | Gemini | its whole `functionCall` part (Gemini never streams partial calls) |
-//! | Chat Completions | `finish_reason` (default), or, with [`ConvertOptions::seal_on_next_index`], when the next call index starts |
+//! | Chat Completions | by default ([`SealAt::Complete`]) the first of: its arguments form one complete JSON object, a call at a higher index starts, `finish_reason`; [`ConvertOptions::seal_at`] picks a later rule |
 //!
 //! **Cut-off calls are sealed invalid.** A call that the provider reports as cut off (Responses item status
 //! `incomplete`, or the call still being generated when a Chat Completions stream stops with `finish_reason:
@@ -61,7 +62,7 @@ mod wire_format;
 pub use headstart_core::DeltaEvent;
 
 pub use capture::{convert_capture, convert_events, read_capture, Exchange};
-pub use converter::{ConvertOptions, StreamConverter};
+pub use converter::{ConvertOptions, SealAt, StreamConverter, UnknownSealAt};
 pub use error::ProviderError;
 pub use sse::{parse_sse_text, sse_events, SseEvent, SseParser};
 pub use stream::{delta_stream, sse_delta_stream, DeltaStream, SseDeltas};

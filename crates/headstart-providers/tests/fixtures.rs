@@ -8,7 +8,9 @@ use headstart_core::delta_log::{read_delta_log, write_delta_log, TimedDelta};
 use headstart_core::{
     Accumulator, AssistantMessage, ContentBlock, DeltaEvent, DoneReason, StopReason, ToolArguments, Usage,
 };
-use headstart_providers::{convert_capture, parse_sse_text, read_capture, ConvertOptions, SseEvent, WireFormat};
+use headstart_providers::{
+    convert_capture, parse_sse_text, read_capture, ConvertOptions, SealAt, SseEvent, WireFormat,
+};
 use serde_json::{json, Value};
 
 const FIXTURES: [(&str, WireFormat); 6] = [
@@ -46,10 +48,8 @@ fn default_options() -> ConvertOptions {
     ConvertOptions::default()
 }
 
-fn next_index() -> ConvertOptions {
-    ConvertOptions {
-        seal_on_next_index: true,
-    }
+fn sealed_at(seal_at: SealAt) -> ConvertOptions {
+    ConvertOptions { seal_at }
 }
 
 fn logs(name: &str, format: WireFormat, options: &ConvertOptions) -> Vec<Vec<TimedDelta>> {
@@ -146,7 +146,7 @@ fn start_of(log: &[TimedDelta]) -> (Option<String>, Option<String>) {
 #[test]
 fn every_fixture_converts_to_a_log_the_accumulator_and_the_delta_log_format_accept() {
     for (name, format) in FIXTURES {
-        for options in [default_options(), next_index()] {
+        for options in SealAt::ALL.map(sealed_at) {
             let logs = logs(name, format, &options);
             assert!(!logs.is_empty(), "{name}");
             for log in &logs {
@@ -251,7 +251,7 @@ fn anthropic_calls_are_sealed_at_their_content_block_stop_before_the_stream_ends
 }
 
 #[test]
-fn openai_chat_calls_are_sealed_at_finish_reason_and_done_carries_the_usage_chunk() {
+fn openai_chat_calls_are_sealed_when_their_json_completes_and_done_carries_the_usage_chunk() {
     let name = "openai_chat__streaming_gpt41_parallel_model.yaml";
     let wire = wire_events(name, 0);
     let finish = wire_positions(&wire, |_, data| data["choices"][0]["finish_reason"].is_string());
@@ -279,8 +279,14 @@ fn openai_chat_calls_are_sealed_at_finish_reason_and_done_carries_the_usage_chun
         ),
     ];
 
-    // Default: no per-call end event, so both calls wait for finish_reason, although alpha's JSON was complete
-    // long before.
+    let last_beta_fragment = wire_positions(&wire, |_, data| {
+        data["choices"][0]["delta"]["tool_calls"][0]["index"] == 1
+    })
+    .into_iter()
+    .max()
+    .unwrap();
+
+    // Default: each call is sealed by the fragment that completes its JSON object, long before finish_reason.
     let log = &logs(name, WireFormat::OpenAiChat, &default_options())[0];
     assert_eq!(
         start_of(log),
@@ -291,9 +297,10 @@ fn openai_chat_calls_are_sealed_at_finish_reason_and_done_carries_the_usage_chun
     );
     let message = accumulate(log);
     assert_eq!(tool_calls(&message), expected_calls);
-    assert_eq!(seal(log, 0).1, finish[0]);
-    assert_eq!(seal(log, 1).1, finish[0]);
-    assert!(seal(log, 0).1 > last_alpha_fragment);
+    assert_eq!(seal(log, 0).1, last_alpha_fragment);
+    assert!(last_alpha_fragment < beta_start[0]);
+    assert_eq!(seal(log, 1).1, last_beta_fragment);
+    assert!(last_beta_fragment < finish[0]);
     assert_eq!(
         terminal(log).1,
         done_position,
@@ -308,14 +315,20 @@ fn openai_chat_calls_are_sealed_at_finish_reason_and_done_carries_the_usage_chun
     ));
     assert_eq!(message.usage, usage(90, 42, 0));
 
-    // seal_on_next_index: alpha is sealed by beta's first chunk, right before beta starts.
-    let log = &logs(name, WireFormat::OpenAiChat, &next_index())[0];
+    // next-index: alpha is sealed by beta's first chunk, right before beta starts; beta waits for finish_reason.
+    let log = &logs(name, WireFormat::OpenAiChat, &sealed_at(SealAt::NextIndex))[0];
     let message = accumulate(log);
     assert_eq!(tool_calls(&message), expected_calls);
     let (alpha_seal, alpha_at, _) = seal(log, 0);
     assert_eq!(alpha_at, beta_start[0]);
     let (beta_start_position, _) = find(log, |e| matches!(e, DeltaEvent::ToolcallStart { index: 1, .. }));
     assert_eq!(alpha_seal + 1, beta_start_position);
+    assert_eq!(seal(log, 1).1, finish[0]);
+
+    // finish: both calls wait for finish_reason, although alpha's JSON was complete long before.
+    let log = &logs(name, WireFormat::OpenAiChat, &sealed_at(SealAt::Finish))[0];
+    assert_eq!(tool_calls(&accumulate(log)), expected_calls);
+    assert_eq!(seal(log, 0).1, finish[0]);
     assert_eq!(seal(log, 1).1, finish[0]);
 }
 
@@ -327,7 +340,19 @@ fn deepseek_truncated_call_is_invalid_and_the_complete_one_is_valid() {
     let second_start = wire_positions(&wire, |_, data| {
         data["choices"][0]["delta"]["tool_calls"][0]["function"]["name"] == "file_report"
     });
-    for (options, first_sealed_at) in [(default_options(), finish[0]), (next_index(), second_start[0])] {
+    let first_complete = wire_positions(&wire, |_, data| {
+        data["choices"][0]["delta"]["tool_calls"][0]["index"] == 0
+    })
+    .into_iter()
+    .max()
+    .unwrap();
+    let rules = [
+        (SealAt::Complete, first_complete),
+        (SealAt::NextIndex, second_start[0]),
+        (SealAt::Finish, finish[0]),
+    ];
+    for (rule, first_sealed_at) in rules {
+        let options = sealed_at(rule);
         let log = &logs(name, WireFormat::OpenAiChat, &options)[0];
         assert_eq!(
             start_of(log),

@@ -5,7 +5,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use headstart_mcp::McpLimits;
-use headstart_providers::WireFormat;
+use headstart_providers::{SealAt, WireFormat};
 
 use crate::failure::Failure;
 
@@ -55,6 +55,12 @@ pub struct ModelArgs {
     /// OPENAI_API_KEY, ANTHROPIC_API_KEY or GEMINI_API_KEY; none for openai-compatible).
     #[arg(long, value_name = "NAME")]
     pub(super) api_key_env: Option<String>,
+    /// When a Chat Completions call is sealed and may start: `complete` (the default: once its arguments form a
+    /// complete JSON object, the next call starts, or finish_reason arrives), `next-index`, or `finish` (only at
+    /// finish_reason, for a server that interleaves calls), e.g. `--seal-at finish`. The other formats end each
+    /// call explicitly.
+    #[arg(long, value_name = "RULE", default_value_t = SealAt::Complete, value_parser = parse_seal_at)]
+    pub(super) seal_at: SealAt,
     /// A system prompt, e.g. `--system "Answer in one paragraph."` (a worker's default: a session submitted with
     /// `--system` has its own).
     #[arg(long)]
@@ -180,4 +186,9 @@ impl ModelArgs {
             ..McpLimits::default()
         }
     }
+}
+
+/// Parses `--seal-at`.
+pub(crate) fn parse_seal_at(name: &str) -> Result<SealAt, String> {
+    name.parse().map_err(|error: headstart_providers::UnknownSealAt| error.to_string())
 }

@@ -12,3 +12,4 @@ mod tests;
 
 pub use args::ModelArgs;
 pub(crate) use parts::AgentParts;
+pub(crate) use args::parse_seal_at;

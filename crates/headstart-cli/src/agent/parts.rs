@@ -68,8 +68,7 @@ impl ModelArgs {
             config = config.with_base_url(url);
         }
         config.system.clone_from(&self.system);
-        // OpenAI finishes call N before it starts call N+1, so N may run at once; a compatible server might not.
-        config.convert.seal_on_next_index = provider == Provider::Openai;
+        config.convert.seal_at = self.seal_at;
         config.retry = RetryPolicy {
             max_retries: self.retries,
             ..RetryPolicy::default()

@@ -43,7 +43,7 @@ pub struct HttpModelConfig {
     /// Longest wait for the next SSE event while streaming (keep-alive comments and unfinished events do not
     /// count). Default 120 s. Before the first delta, an attempt that times out is retried.
     pub idle_timeout: Duration,
-    /// Conversion options (e.g. `seal_on_next_index` for Chat Completions).
+    /// Conversion options (when a Chat Completions call is sealed: [`ConvertOptions::seal_at`]).
     pub convert: ConvertOptions,
     /// Retries of a request that failed before its first delta (default: 2, with backoff; contract §3.6.6).
     pub retry: RetryPolicy,

@@ -3,11 +3,13 @@
 use headstart_core::{DoneReason, ModelErrorKind, Usage};
 use serde_json::Value;
 
-use crate::converter::{ConvertOptions, WireDecoder};
+use crate::converter::{ConvertOptions, SealAt, WireDecoder};
 use crate::delta_writer::DeltaWriter;
 use crate::error::ProviderError;
 use crate::payload::{count, minus, parse_json, string};
 use crate::sse::SseEvent;
+
+use super::object_end::{is_json_whitespace, ObjectEnd, ObjectState};
 
 const FORMAT: &str = "openai-chat";
 
@@ -20,7 +22,21 @@ struct Call {
     content_index: Option<usize>,
     /// Argument text received before the call could be started (no name yet).
     pending: String,
-    sealed: bool,
+    /// Where its argument text stands as a JSON object.
+    object: ObjectEnd,
+    /// Why it was sealed, once it was.
+    sealed: Option<SealedBy>,
+}
+
+/// What sealed a call: the error for a late fragment says what the server did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum SealedBy {
+    /// Its arguments formed a complete JSON object.
+    CompleteObject,
+    /// A call at a higher index started.
+    NextIndex,
+    /// `finish_reason`.
+    Finish,
 }
 
 #[derive(Debug, Clone)]
@@ -32,7 +48,7 @@ enum Finish {
 /// The Chat Completions state machine (one response).
 #[derive(Debug)]
 pub(crate) struct ChatDecoder {
-    seal_on_next_index: bool,
+    seal_at: SealAt,
     text: Option<usize>,
     thinking: Option<usize>,
     calls: Vec<Call>,
@@ -48,7 +64,7 @@ impl ChatDecoder {
     /// A decoder for one response.
     pub(crate) fn new(options: &ConvertOptions) -> Self {
         ChatDecoder {
-            seal_on_next_index: options.seal_on_next_index,
+            seal_at: options.seal_at,
             text: None,
             thinking: None,
             calls: Vec::new(),
@@ -161,22 +177,17 @@ impl ChatDecoder {
                     name: None,
                     content_index: None,
                     pending: String::new(),
-                    sealed: false,
+                    object: ObjectEnd::default(),
+                    sealed: None,
                 });
                 self.calls.len() - 1
             }
         };
+        if let Some(sealed_by) = self.calls[slot].sealed {
+            return self.after_seal(slot, sealed_by, arguments);
+        }
         if slot + 1 != self.calls.len() {
             self.interleaved = true;
-        }
-        if self.calls[slot].sealed {
-            return Err(ProviderError::protocol(
-                FORMAT,
-                format!(
-                    "a fragment for tool call index {wire_index} arrived after the call was sealed (the server does \
-                     not stream calls strictly one after another; do not use seal_on_next_index with it)"
-                ),
-            ));
         }
         self.last_call = Some(slot);
         let call = &mut self.calls[slot];
@@ -187,11 +198,14 @@ impl ChatDecoder {
             call.name = name;
         }
         match call.content_index {
-            Some(index) => out.call_delta(index, arguments)?,
+            Some(index) => {
+                out.call_delta(index, arguments)?;
+                self.read_arguments(slot, arguments, out)?;
+            }
             None => {
                 call.pending.push_str(arguments);
                 if call.name.is_some() {
-                    if self.seal_on_next_index && newest_wire_index.is_some_and(|newest| wire_index > newest) {
+                    if self.seal_at.on_next_index() && newest_wire_index.is_some_and(|newest| wire_index > newest) {
                         self.seal_calls_below(wire_index, out);
                     }
                     self.start_call(slot, out)?;
@@ -201,11 +215,48 @@ impl ChatDecoder {
         Ok(())
     }
 
-    /// `seal_on_next_index`: every open call at a lower index is finished.
+    /// A fragment for a call already sealed. One that changes nothing (no argument text, or whitespace outside a
+    /// string) is what some servers send; anything else would change arguments that may already have run.
+    fn after_seal(&self, slot: usize, sealed_by: SealedBy, arguments: &str) -> Result<(), ProviderError> {
+        let call = &self.calls[slot];
+        let inert = arguments.bytes().all(is_json_whitespace) && !call.object.in_string();
+        if inert {
+            return Ok(());
+        }
+        let what = match sealed_by {
+            SealedBy::CompleteObject => "after its arguments had formed a complete JSON object (the server sends \
+                 text after a complete object)",
+            SealedBy::NextIndex => "after a call at a higher index had started (the server interleaves calls)",
+            SealedBy::Finish => "after finish_reason",
+        };
+        Err(ProviderError::protocol(
+            FORMAT,
+            format!(
+                "more arguments for tool call index {} arrived {what}; the call was sealed and may have run, so \
+                 the response stops here. To read this server, seal calls at finish_reason instead \
+                 (`--seal-at finish`, Python `seal=\"finish\"`, `ConvertOptions {{ seal_at: SealAt::Finish }}`)",
+                call.wire_index
+            ),
+        ))
+    }
+
+    /// Feeds argument text of a started call to its scanner; a complete object seals the call (by default).
+    fn read_arguments(&mut self, slot: usize, arguments: &str, out: &mut DeltaWriter<'_>) -> Result<(), ProviderError> {
+        let call = &mut self.calls[slot];
+        // Text after a complete object cannot happen here: the object's completion sealed the call (with
+        // `SealAt::Complete`), and otherwise the accumulator judges the whole text at the seal.
+        let _ = call.object.push(arguments);
+        if self.seal_at.on_complete_object() && call.object.state() == ObjectState::Complete {
+            self.seal_call(slot, SealedBy::CompleteObject, false, out);
+        }
+        Ok(())
+    }
+
+    /// Seals every open call at a lower index: a call at `wire_index` started.
     fn seal_calls_below(&mut self, wire_index: u64, out: &mut DeltaWriter<'_>) {
         for slot in 0..self.calls.len() {
-            if self.calls[slot].wire_index < wire_index && !self.calls[slot].sealed {
-                self.seal_call(slot, false, out);
+            if self.calls[slot].wire_index < wire_index {
+                self.seal_call(slot, SealedBy::NextIndex, false, out);
             }
         }
     }
@@ -223,15 +274,16 @@ impl ChatDecoder {
         let pending = std::mem::take(&mut call.pending);
         let index = out.open_call(id, name)?;
         self.calls[slot].content_index = Some(index);
-        out.call_delta(index, &pending)
+        out.call_delta(index, &pending)?;
+        self.read_arguments(slot, &pending, out)
     }
 
-    fn seal_call(&mut self, slot: usize, cut_off: bool, out: &mut DeltaWriter<'_>) {
+    fn seal_call(&mut self, slot: usize, by: SealedBy, cut_off: bool, out: &mut DeltaWriter<'_>) {
         let call = &mut self.calls[slot];
-        if call.sealed {
+        if call.sealed.is_some() {
             return;
         }
-        call.sealed = true;
+        call.sealed = Some(by);
         if let Some(index) = call.content_index {
             if cut_off {
                 out.seal_cut_off(index);
@@ -259,12 +311,13 @@ impl ChatDecoder {
             Finish::Done(DoneReason::Length) => {
                 let cut_off = |slot: usize, last: Option<usize>, interleaved: bool| interleaved || Some(slot) == last;
                 for slot in 0..self.calls.len() {
-                    self.seal_call(slot, cut_off(slot, self.last_call, self.interleaved), out);
+                    let cut_off = cut_off(slot, self.last_call, self.interleaved);
+                    self.seal_call(slot, SealedBy::Finish, cut_off, out);
                 }
             }
             Finish::Done(_) => {
                 for slot in 0..self.calls.len() {
-                    self.seal_call(slot, false, out);
+                    self.seal_call(slot, SealedBy::Finish, false, out);
                 }
             }
             // An error end seals nothing: nothing of the response runs any more.

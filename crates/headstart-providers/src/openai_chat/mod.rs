@@ -10,9 +10,12 @@
 //! - `start` at the first chunk, with its `model` and `id`.
 //! - Reasoning and text become thinking and text blocks; a block closes when another kind of content starts (more
 //!   text later opens a new block), so a tool call is never held back by an open text block.
-//! - **Sealing.** There is no per-call end event. By default every call is sealed at `finish_reason`; with
-//!   [`ConvertOptions::seal_on_next_index`](crate::ConvertOptions::seal_on_next_index) call N is sealed as soon as a call with a higher index starts (see its
-//!   risk). A fragment for an already sealed call ends the response as `error`.
+//! - **Sealing** (contract §2.15). There is no per-call end event. By default ([`SealAt::Complete`](crate::SealAt::Complete)) a call is
+//!   sealed at the earliest moment its arguments can no longer change: when its argument text forms one complete
+//!   JSON object (only whitespace may follow it), when a call at a higher index starts, or at `finish_reason`, whichever comes
+//!   first. [`SealAt::NextIndex`](crate::SealAt::NextIndex) drops the first rule; [`SealAt::Finish`](crate::SealAt::Finish) keeps only the last. A fragment that
+//!   would change a sealed call (argument text other than whitespace outside a string) ends the response as
+//!   `error`, naming what the server did and the opt-out; an empty one, which some servers send, is ignored.
 //! - **`finish_reason: length`.** The call being generated when the limit hit (the last one that received a
 //!   fragment) is cut off and sealed invalid; calls before it are complete and sealed normally. If the server
 //!   interleaved fragments of several calls, every open call is treated as cut off, since which one was complete
@@ -27,6 +30,7 @@
 //!   `completion_tokens` → `output`.
 
 mod converter;
+mod object_end;
 mod request;
 #[cfg(test)]
 mod tests;

@@ -2,7 +2,7 @@ use headstart_core::{DeltaEvent, DoneReason, ModelErrorKind};
 use serde_json::{json, Value};
 
 use crate::sse::SseEvent;
-use crate::ConvertOptions;
+use crate::{ConvertOptions, SealAt};
 
 fn run(options: ConvertOptions, chunks: &[Value]) -> Vec<DeltaEvent> {
     let mut events: Vec<SseEvent> = chunks.iter().map(|c| SseEvent::message(c.to_string())).collect();
@@ -37,10 +37,55 @@ fn position_of(events: &[DeltaEvent], pred: impl Fn(&DeltaEvent) -> bool) -> usi
     events.iter().position(pred).unwrap()
 }
 
+fn sealed_at(seal_at: SealAt) -> ConvertOptions {
+    ConvertOptions { seal_at }
+}
+
+fn error_message(events: &[DeltaEvent]) -> &str {
+    match events.last() {
+        Some(DeltaEvent::Error { message, .. }) => message,
+        _ => panic!("the response did not end as error: {events:#?}"),
+    }
+}
+
+fn calls_sealed(events: &[DeltaEvent]) -> usize {
+    events
+        .iter()
+        .filter(|e| matches!(e, DeltaEvent::ToolcallEnd { .. }))
+        .count()
+}
+
 #[test]
-fn by_default_calls_are_sealed_at_finish_reason_even_when_their_json_is_complete() {
+fn by_default_a_call_is_sealed_by_the_fragment_that_completes_its_json_object() {
     let events = run(
         ConvertOptions::default(),
+        &[
+            call_start(0, "a", "alpha"),
+            call_args(0, "{\"x\": \"}"),
+            call_args(0, "\"}"),
+            call_args(0, " "),
+            call_start(1, "b", "beta"),
+            call_args(1, "{}\n"),
+            finish("tool_calls"),
+        ],
+    );
+    let completing = events
+        .iter()
+        .position(|e| matches!(e, DeltaEvent::ToolcallDelta { index: 0, delta } if delta == "\"}"))
+        .unwrap();
+    assert_eq!(seal_position(&events, 0), completing + 1, "{events:#?}");
+    assert!(matches!(&events[completing + 1], DeltaEvent::ToolcallEnd { arguments: None, .. }));
+    let beta_args = position_of(&events, |e| matches!(e, DeltaEvent::ToolcallDelta { index: 1, .. }));
+    assert_eq!(seal_position(&events, 1), beta_args + 1);
+    let finish_at = position_of(&events, |e| matches!(e, DeltaEvent::Done { .. }));
+    assert!(seal_position(&events, 1) < finish_at);
+    assert_eq!(calls_sealed(&events), 2);
+}
+
+#[test]
+fn finish_seals_calls_only_at_finish_reason_even_when_their_json_is_complete() {
+    let events = run(
+        sealed_at(SealAt::Finish),
         &[
             call_start(0, "a", "alpha"),
             call_args(0, "{}"),
@@ -49,8 +94,8 @@ fn by_default_calls_are_sealed_at_finish_reason_even_when_their_json_is_complete
             finish("tool_calls"),
         ],
     );
-    let beta_start = position_of(&events, |e| matches!(e, DeltaEvent::ToolcallStart { index: 1, .. }));
-    assert!(seal_position(&events, 0) > beta_start, "{events:#?}");
+    let beta_args = position_of(&events, |e| matches!(e, DeltaEvent::ToolcallDelta { index: 1, .. }));
+    assert!(seal_position(&events, 0) > beta_args, "{events:#?}");
     assert!(matches!(
         events.last(),
         Some(DeltaEvent::Done {
@@ -61,49 +106,141 @@ fn by_default_calls_are_sealed_at_finish_reason_even_when_their_json_is_complete
 }
 
 #[test]
-fn seal_on_next_index_seals_call_n_when_call_n_plus_1_starts() {
+fn next_index_seals_call_n_when_call_n_plus_1_starts() {
+    for rule in [SealAt::NextIndex, SealAt::Complete] {
+        // Arguments that are not a complete object (none at all: `{}`) are sealed by the next call in both rules.
+        let events = run(
+            sealed_at(rule),
+            &[
+                call_start(0, "a", "alpha"),
+                call_args(0, "{\"x\": 1"),
+                call_start(1, "b", "beta"),
+                call_start(2, "c", "gamma"),
+                finish("tool_calls"),
+            ],
+        );
+        let beta_start = position_of(&events, |e| matches!(e, DeltaEvent::ToolcallStart { index: 1, .. }));
+        let gamma_start = position_of(&events, |e| matches!(e, DeltaEvent::ToolcallStart { index: 2, .. }));
+        assert_eq!(seal_position(&events, 0) + 1, beta_start, "{rule}: {events:#?}");
+        assert_eq!(seal_position(&events, 1) + 1, gamma_start, "{rule}");
+        // The last call waits for finish_reason.
+        assert!(seal_position(&events, 2) > gamma_start, "{rule}");
+    }
+    // next-index ignores a complete object.
     let events = run(
-        ConvertOptions {
-            seal_on_next_index: true,
-        },
+        sealed_at(SealAt::NextIndex),
         &[
             call_start(0, "a", "alpha"),
-            call_args(0, "{\"x\": 1}"),
+            call_args(0, "{}"),
             call_start(1, "b", "beta"),
-            call_args(1, "{}"),
             finish("tool_calls"),
         ],
     );
     let beta_start = position_of(&events, |e| matches!(e, DeltaEvent::ToolcallStart { index: 1, .. }));
-    let first_seal = seal_position(&events, 0);
-    assert_eq!(first_seal + 1, beta_start, "{events:#?}");
-    assert!(matches!(
-        &events[first_seal],
-        DeltaEvent::ToolcallEnd { arguments: None, .. }
-    ));
-    // The last call still waits for finish_reason.
-    let beta_args = position_of(&events, |e| matches!(e, DeltaEvent::ToolcallDelta { index: 1, .. }));
-    assert!(seal_position(&events, 1) > beta_args);
+    assert_eq!(seal_position(&events, 0) + 1, beta_start);
 }
 
 #[test]
-fn seal_on_next_index_turns_a_late_fragment_for_a_sealed_call_into_an_error() {
+fn a_late_fragment_for_a_sealed_call_ends_the_response_naming_what_the_server_did_and_the_opt_out() {
+    let interleaved = [
+        call_start(0, "a", "alpha"),
+        call_args(0, "{\"x\": 1"),
+        call_start(1, "b", "beta"),
+        call_args(0, "}"),
+        call_args(1, "{}"),
+        finish("tool_calls"),
+    ];
+    for rule in [SealAt::NextIndex, SealAt::Complete] {
+        let events = run(sealed_at(rule), &interleaved);
+        let message = error_message(&events);
+        assert!(message.contains("tool call index 0"), "{message}");
+        assert!(message.contains("interleaves calls"), "{message}");
+        assert!(message.contains("--seal-at finish"), "{message}");
+        assert!(message.contains("seal=\"finish\""), "{message}");
+        assert_eq!(calls_sealed(&events), 1, "only the call sealed before the late fragment");
+    }
+    // Sealed at finish_reason, the same stream is read whole.
+    let events = run(sealed_at(SealAt::Finish), &interleaved);
+    assert!(matches!(events.last(), Some(DeltaEvent::Done { .. })), "{events:#?}");
+    let deltas: String = events
+        .iter()
+        .filter_map(|e| match e {
+            DeltaEvent::ToolcallDelta { index: 0, delta } => Some(delta.as_str()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(deltas, "{\"x\": 1}");
+
+    let after_object = [
+        call_start(0, "a", "alpha"),
+        call_args(0, "{\"x\": 1}"),
+        call_args(0, ", \"y\": 2}"),
+        finish("tool_calls"),
+    ];
+    let events = run(ConvertOptions::default(), &after_object);
+    let message = error_message(&events);
+    assert!(message.contains("complete JSON object"), "{message}");
+    assert!(message.contains("--seal-at finish"), "{message}");
+    let events = run(sealed_at(SealAt::Finish), &after_object);
+    assert!(matches!(events.last(), Some(DeltaEvent::Done { .. })));
+}
+
+#[test]
+fn fragments_that_change_nothing_are_accepted_after_the_seal() {
     let events = run(
-        ConvertOptions {
-            seal_on_next_index: true,
-        },
+        ConvertOptions::default(),
         &[
             call_start(0, "a", "alpha"),
-            call_args(0, "{\"x\": 1"),
-            call_start(1, "b", "beta"),
-            call_args(0, "}"),
+            call_args(0, "{\"q\": \"tokio\"}"),
+            call_args(0, ""),
+            call_args(0, " \n"),
+            // Some gateways repeat the id and name in every chunk.
+            call_start(0, "a", "alpha"),
             finish("tool_calls"),
         ],
     );
-    let Some(DeltaEvent::Error { message, .. }) = events.last() else {
-        panic!("{events:#?}")
-    };
-    assert!(message.contains("after the call was sealed"), "{message}");
+    assert!(matches!(events.last(), Some(DeltaEvent::Done { .. })), "{events:#?}");
+    assert_eq!(calls_sealed(&events), 1);
+    // Whitespace inside an unfinished string is content: after a next-index seal it changes the arguments.
+    let events = run(
+        ConvertOptions::default(),
+        &[
+            call_start(0, "a", "alpha"),
+            call_args(0, "{\"q\": \"to"),
+            call_start(1, "b", "beta"),
+            call_args(0, " "),
+            finish("tool_calls"),
+        ],
+    );
+    assert!(error_message(&events).contains("tool call index 0"));
+}
+
+#[test]
+fn arguments_that_arrive_before_the_name_seal_the_call_when_it_starts() {
+    let events = run(
+        ConvertOptions::default(),
+        &[
+            json!({"choices": [{"index": 0, "delta": {"tool_calls": [{"index": 0, "id": "a", "function": {"arguments": "{}"}}]}}]}),
+            json!({"choices": [{"index": 0, "delta": {"tool_calls": [{"index": 0, "function": {"name": "alpha"}}]}}]}),
+            json!({"choices": [{"index": 0, "delta": {"content": "more"}}]}),
+            finish("tool_calls"),
+        ],
+    );
+    let text = position_of(&events, |e| matches!(e, DeltaEvent::TextStart { .. }));
+    assert!(seal_position(&events, 0) < text, "{events:#?}");
+}
+
+#[test]
+fn seal_rules_have_names() {
+    for rule in SealAt::ALL {
+        assert_eq!(rule.as_str().parse::<SealAt>(), Ok(rule));
+    }
+    assert_eq!(SealAt::default(), SealAt::Complete);
+    let error = "eager".parse::<SealAt>().unwrap_err();
+    assert_eq!(
+        error.to_string(),
+        "unknown sealing rule \"eager\" (expected complete, next-index or finish)"
+    );
 }
 
 #[test]
@@ -115,7 +252,7 @@ fn length_cuts_off_only_the_call_being_generated_unless_fragments_interleaved() 
         call_args(1, "{\"x\": 1}"),
         finish("length"),
     ];
-    let events = run(ConvertOptions::default(), &chunks);
+    let events = run(sealed_at(SealAt::Finish), &chunks);
     assert!(matches!(
         &events[seal_position(&events, 0)],
         DeltaEvent::ToolcallEnd { arguments: None, .. }
@@ -132,7 +269,7 @@ fn length_cuts_off_only_the_call_being_generated_unless_fragments_interleaved() 
         call_args(1, "{}"),
         finish("length"),
     ];
-    let events = run(ConvertOptions::default(), &interleaved);
+    let events = run(sealed_at(SealAt::Finish), &interleaved);
     for index in [0, 1] {
         assert!(
             matches!(
@@ -219,10 +356,35 @@ fn content_filter_and_mid_stream_errors_end_as_error() {
 
 #[test]
 fn done_without_finish_reason_is_an_error() {
+    let chunks = [call_start(0, "a", "alpha"), call_args(0, "{\"x\": ")];
+    let events = run(ConvertOptions::default(), &chunks);
+    assert!(matches!(events.last(), Some(DeltaEvent::Error { .. })));
+    assert_eq!(calls_sealed(&events), 0, "an unfinished call is never sealed");
+    // A call whose object was complete had been sealed before the stream broke off.
     let events = run(
-        ConvertOptions::default(),
+        sealed_at(SealAt::Finish),
         &[call_start(0, "a", "alpha"), call_args(0, "{}")],
     );
     assert!(matches!(events.last(), Some(DeltaEvent::Error { .. })));
-    assert!(!events.iter().any(|e| matches!(e, DeltaEvent::ToolcallEnd { .. })));
+    assert_eq!(calls_sealed(&events), 0);
+}
+
+#[test]
+fn length_never_cuts_off_a_call_whose_object_was_complete() {
+    let events = run(
+        ConvertOptions::default(),
+        &[
+            call_start(0, "a", "alpha"),
+            call_args(0, "{}"),
+            call_start(1, "b", "beta"),
+            call_args(1, "{\"x\": 1}"),
+            finish("length"),
+        ],
+    );
+    for index in [0, 1] {
+        assert!(
+            matches!(&events[seal_position(&events, index)], DeltaEvent::ToolcallEnd { arguments: None, .. }),
+            "{events:#?}"
+        );
+    }
 }
