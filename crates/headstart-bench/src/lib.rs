@@ -10,6 +10,7 @@
 //! | [`deltas`] | the per-delta cost of the full adapter (with a real SQLite store) vs a bare counting loop | current-thread |
 //! | [`admission`] | sealed `toolcall_end` → the tool's `execute` starting, vs a bare SQLite commit of a same-sized row | current-thread |
 //! | [`sessions`] | thousands of concurrent agent sessions against one SQLite file: throughput and peak memory | multi-thread |
+//! | [`headroom`] | recordings replayed through each Chat Completions sealing rule: when each call is sealed, and its headroom | none (pure) |
 //! | [`fleet`] | worker processes on one store (`headstart bench sessions --store`): the scenario and the report | processes |
 //!
 //! The single-response modes use a current-thread runtime: one response is one task, and a second worker thread
@@ -23,6 +24,7 @@
 pub mod admission;
 pub mod deltas;
 pub mod fleet;
+pub mod headroom;
 pub mod overlap;
 pub mod prometheus;
 pub mod scheduler;

@@ -1,4 +1,4 @@
-//! `headstart bench <overlap|deltas|admission|sessions|scheduler> [--json] [options]`: the measurements of issue 6
+//! `headstart bench <overlap|deltas|admission|sessions|scheduler|headroom> [--json] [options]`: the measurements of issue 6
 //! (docs/performance.md explains each figure). The measuring code lives in the `headstart-bench` crate.
 
 use std::path::PathBuf;
@@ -7,10 +7,12 @@ use clap::ValueEnum;
 use headstart_bench::admission::{self, AdmissionOptions};
 use headstart_bench::deltas::{self, DeltaVariant, DeltasOptions};
 use headstart_bench::fleet::FleetLoad;
+use headstart_bench::headroom::{self, HeadroomOptions};
 use headstart_bench::overlap::{self, OverlapOptions};
 use headstart_bench::scheduler::{self, SchedulerOptions};
 use headstart_bench::sessions::{self, SessionsOptions};
 use headstart_bench::BenchError;
+use headstart_providers::WireFormat;
 use serde::Serialize;
 
 use crate::bench_fleet::{self, FleetOptions};
@@ -22,9 +24,19 @@ pub struct Args {
     /// What to measure: overlap (early execution vs end-of-stream batching vs the lower bound, wall clock),
     /// deltas (per-delta cost of the adapter vs a bare loop), admission (sealed toolcall_end -> execute, vs a bare
     /// SQLite commit, and the sequential gap), sessions (many concurrent sessions: throughput and peak memory),
-    /// scheduler (the pure scheduler's cost per call on one response of many keyed calls).
+    /// scheduler (the pure scheduler's cost per call on one response of many keyed calls), headroom (recordings
+    /// replayed through each Chat Completions sealing rule: when each call is sealed and how long before the
+    /// stream's end it could start).
     #[arg(value_enum)]
     what: What,
+    /// headroom: the recordings (`run --record` files, raw SSE bodies or YAML cassettes), e.g.
+    /// `headstart bench headroom run.sse`.
+    #[arg(value_name = "FILE")]
+    files: Vec<PathBuf>,
+    /// headroom: the wire format of files that do not name theirs (default: told from the events), e.g.
+    /// `--format openai-chat`.
+    #[arg(long, value_parser = parse_format)]
+    format: Option<WireFormat>,
     /// Print one JSON object instead of a table.
     #[arg(long)]
     json: bool,
@@ -91,6 +103,7 @@ enum What {
     Admission,
     Sessions,
     Scheduler,
+    Headroom,
 }
 
 #[derive(Clone, Copy, ValueEnum)]
@@ -158,6 +171,11 @@ pub fn run(args: &Args) -> u8 {
             });
             print(args.json, &report, report.table())
         }
+        What::Headroom => headroom::run(&HeadroomOptions {
+            files: args.files.clone(),
+            format: args.format,
+        })
+        .and_then(|report| print(args.json, &report, report.table())),
     };
     match printed {
         Ok(()) => 0,
@@ -204,4 +222,8 @@ fn print(json: bool, report: &impl Serialize, table: String) -> Result<(), Bench
         print!("{table}");
     }
     Ok(())
+}
+
+fn parse_format(name: &str) -> Result<WireFormat, String> {
+    name.parse().map_err(|error: headstart_providers::ProviderError| error.to_string())
 }

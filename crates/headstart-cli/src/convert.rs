@@ -46,7 +46,10 @@ pub fn run(args: &Args) -> u8 {
 fn convert(args: &Args) -> Result<(), String> {
     let text = std::fs::read_to_string(&args.capture)
         .map_err(|error| format!("cannot read {}: {error}", args.capture.display()))?;
-    let options = ConvertOptions { seal_at: args.seal_at };
+    let options = ConvertOptions {
+        seal_at: args.seal_at,
+        ..ConvertOptions::default()
+    };
     let logs = convert_capture(args.format, &text, &options).map_err(|error| error.to_string())?;
     if logs.is_empty() {
         return Err(format!("{} holds no exchange", args.capture.display()));

@@ -123,7 +123,7 @@ async fn work(args: &Args, scenario: Option<Scenario>) -> Result<WorkerStats, Fa
                 StoreUrl::Sqlite(path) => Some(path.as_path()),
                 StoreUrl::Postgres(_) => None,
             };
-            Arc::new(args.model.parts(transcript).await?)
+            Arc::new(args.model.parts(transcript, None).await?)
         }
     };
     let config = WorkerConfig {

@@ -18,6 +18,9 @@ use crate::sse::SseEvent;
 pub struct ConvertOptions {
     /// When a Chat Completions call is sealed (the other formats have an explicit end of each call).
     pub seal_at: SealAt,
+    /// Where to record each response's SSE events with their arrival times ([`crate::recording`]); none by
+    /// default.
+    pub record: Option<crate::recording::Recorder>,
 }
 
 /// When a Chat Completions call is sealed: the moment from which it may run (contract §2.15).

@@ -50,6 +50,7 @@ pub mod http;
 pub mod openai_chat;
 pub mod openai_responses;
 mod payload;
+pub mod recording;
 #[cfg(feature = "replay-server")]
 pub mod replay_server;
 pub mod request;
@@ -64,6 +65,7 @@ pub use headstart_core::DeltaEvent;
 pub use capture::{convert_capture, convert_events, read_capture, Exchange};
 pub use converter::{ConvertOptions, SealAt, StreamConverter, UnknownSealAt};
 pub use error::ProviderError;
+pub use recording::{read_recording, Recorder};
 pub use sse::{parse_sse_text, sse_events, SseEvent, SseParser};
 pub use stream::{delta_stream, sse_delta_stream, DeltaStream, SseDeltas};
 pub use wire_format::WireFormat;

@@ -54,11 +54,15 @@ impl WireFormat {
 
     /// A fresh converter for one response in this format.
     pub fn converter(self, options: &ConvertOptions) -> Box<dyn StreamConverter> {
-        match self {
+        let converter: Box<dyn StreamConverter> = match self {
             WireFormat::OpenAiChat => Box::new(Converter::new(openai_chat::ChatDecoder::new(options))),
             WireFormat::OpenAiResponses => Box::new(Converter::new(openai_responses::ResponsesDecoder::default())),
             WireFormat::Anthropic => Box::new(Converter::new(anthropic::AnthropicDecoder::default())),
             WireFormat::Gemini => Box::new(Converter::new(gemini::GeminiDecoder::default())),
+        };
+        match &options.record {
+            Some(recorder) => recorder.wrap(self, converter),
+            None => converter,
         }
     }
 

@@ -49,7 +49,10 @@ fn default_options() -> ConvertOptions {
 }
 
 fn sealed_at(seal_at: SealAt) -> ConvertOptions {
-    ConvertOptions { seal_at }
+    ConvertOptions {
+        seal_at,
+        ..ConvertOptions::default()
+    }
 }
 
 fn logs(name: &str, format: WireFormat, options: &ConvertOptions) -> Vec<Vec<TimedDelta>> {

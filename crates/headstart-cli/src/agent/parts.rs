@@ -10,8 +10,9 @@ use headstart::{Agent, Engine, EngineBuilder, EngineConfig, Tool, Toolbox, Trans
 use headstart_mcp::{McpServer, ToolPolicy};
 use headstart_providers::http::{HttpModel, HttpModelConfig};
 use headstart_providers::retry::RetryPolicy;
+use headstart_providers::Recorder;
 
-use super::args::{ModelArgs, Provider};
+use super::args::ModelArgs;
 use super::mcp_flags::{McpEnv, McpSpec};
 use crate::builtin_tools::{self, fetch_policy::normalize_host, BuiltinConfig, FetchPolicy};
 use crate::failure::{failed, Failure};
@@ -47,8 +48,9 @@ impl AgentParts {
 impl ModelArgs {
     /// Builds the parts: the model client first (its key is read), then the MCP servers are started and the
     /// toolbox assembled. `transcript` is the SQLite file the file tools must not read (none for PostgreSQL).
-    pub(crate) async fn parts(&self, transcript: Option<&Path>) -> Result<AgentParts, Failure> {
-        let model = self.client()?;
+    /// `record` receives every response's SSE events with their arrival times (`run --record`).
+    pub(crate) async fn parts(&self, transcript: Option<&Path>, record: Option<Recorder>) -> Result<AgentParts, Failure> {
+        let model = self.client(record)?;
         let extra = self.mcp_tools().await?;
         let toolbox = builtin_tools::toolbox(&self.builtin_config(transcript)?, extra).map_err(Failure::Failed)?;
         Ok(AgentParts {
@@ -59,7 +61,7 @@ impl ModelArgs {
     }
 
     /// The model client.
-    fn client(&self) -> Result<HttpModel, Failure> {
+    fn client(&self, record: Option<Recorder>) -> Result<HttpModel, Failure> {
         let provider = self.provider()?;
         let (key_env, base_url) = self.endpoint()?;
         let mut config =
@@ -69,6 +71,7 @@ impl ModelArgs {
         }
         config.system.clone_from(&self.system);
         config.convert.seal_at = self.seal_at;
+        config.convert.record = record;
         config.retry = RetryPolicy {
             max_retries: self.retries,
             ..RetryPolicy::default()

@@ -20,6 +20,7 @@ use headstart::{
     AgentEvent, AgentStop, CancellationToken, EventStream, RecoveryPolicy, SessionId, SystemClock, TranscriptStore,
     UserMessage,
 };
+use headstart_providers::Recorder;
 use headstart_timeline::{svg, Timeline};
 
 use crate::agent::ModelArgs;
@@ -66,6 +67,10 @@ pub struct RunArgs {
     /// Continue this stored session instead of starting one, e.g. `--session 0192f3a4-…`.
     #[arg(long, value_name = "ID")]
     session: Option<String>,
+    /// Save every response's raw SSE stream, each event with its arrival time, to this file (for `headstart bench
+    /// headroom`, `headstart convert` or a replay), e.g. `--record run.sse`.
+    #[arg(long, value_name = "FILE")]
+    record: Option<PathBuf>,
     /// With --session: take the session over from the process that holds it, when that process is known to be
     /// gone or hung (without it, a session another process runs is refused, naming that process), e.g. `--force`.
     #[arg(long, requires = "session")]
@@ -233,7 +238,11 @@ async fn run_async(args: &RunArgs) -> Result<(u8, Option<String>), Failure> {
         }
     };
     let after_seq = last_seq(store.as_ref(), &session).await?;
-    let agent = args.model.parts(Some(&args.db)).await?.agent(Arc::clone(&store));
+    let record = match &args.record {
+        Some(path) => Some(Recorder::create(path).map_err(|error| failed(format!("{}: {error}", path.display())))?),
+        None => None,
+    };
+    let agent = args.model.parts(Some(&args.db), record).await?.agent(Arc::clone(&store));
     println!(
         "headstart run: session {session}, {} tools",
         agent.engine().toolbox().len()
@@ -285,7 +294,7 @@ async fn resume_async(args: &ResumeArgs) -> Result<u8, Failure> {
     }
     // The session is this process's while it is recovered and continued (held until this function returns).
     let _owner = owner::take(&args.db, &session, args.force).map_err(|not| failed(not.text()))?;
-    let agent = args.model.parts(Some(&args.db)).await?.agent(Arc::clone(&store));
+    let agent = args.model.parts(Some(&args.db), None).await?.agent(Arc::clone(&store));
     let policy = if args.rerun_idempotent {
         RecoveryPolicy::ReExecuteIdempotent
     } else {

@@ -38,7 +38,10 @@ fn position_of(events: &[DeltaEvent], pred: impl Fn(&DeltaEvent) -> bool) -> usi
 }
 
 fn sealed_at(seal_at: SealAt) -> ConvertOptions {
-    ConvertOptions { seal_at }
+    ConvertOptions {
+        seal_at,
+        ..ConvertOptions::default()
+    }
 }
 
 fn error_message(events: &[DeltaEvent]) -> &str {

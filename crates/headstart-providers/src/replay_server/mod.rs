@@ -30,6 +30,7 @@ use crate::error::ProviderError;
 
 pub mod call_then_answer;
 pub mod chat_stream;
+pub mod respell;
 #[cfg(test)]
 mod tests;
 
@@ -58,6 +59,20 @@ pub enum Reply {
         events: Vec<String>,
         /// How many are sent before the reset.
         keep: usize,
+    },
+    /// These SSE events, one per delay, but event `before` is held back until a GET of `path` has arrived (or
+    /// `timeout` has passed): a test's early tool fetches `path`, so the rest of the stream cannot have been sent
+    /// before the tool started, whatever the machine's load, and each held-back event still comes one delay after
+    /// the one before.
+    Gated {
+        /// The events.
+        events: Vec<String>,
+        /// The position of the first event held back.
+        before: usize,
+        /// The path whose GET opens the gate.
+        path: String,
+        /// How long the gate waits at most.
+        timeout: Duration,
     },
     /// An HTTP error status with headers and a body.
     Status {
@@ -151,6 +166,7 @@ pub struct SeenRequest {
 struct Recorded {
     requests: Mutex<Vec<SeenRequest>>,
     finished: Mutex<Vec<(usize, Instant)>>,
+    sent: Mutex<HashMap<usize, Vec<Instant>>>,
 }
 
 /// A running replay server; it stops when the tokio runtime it was started on does.
@@ -270,6 +286,11 @@ impl ReplayServer {
     pub fn finished(&self) -> Vec<(usize, Instant)> {
         lock(&self.recorded.finished).clone()
     }
+
+    /// When each event of the reply to POST `number` was handed to the connection, in order.
+    pub fn sent(&self, number: usize) -> Vec<Instant> {
+        lock(&self.recorded.sent).get(&number).cloned().unwrap_or_default()
+    }
 }
 
 type Body = StreamBody<BoxStream<'static, Result<Frame<Bytes>, std::io::Error>>>;
@@ -323,10 +344,16 @@ async fn answer(
         tokio::time::sleep(page.delay).await;
         return Ok(response(status, &[], "text/plain", whole(page.body)));
     };
-    let (events, keep) = match reply {
-        None => (Vec::new(), None),
-        Some(Reply::Events(events)) => (events, None),
-        Some(Reply::ResetAfter { events, keep }) => (events, Some(keep)),
+    let (events, keep, gate) = match reply {
+        None => (Vec::new(), None, None),
+        Some(Reply::Events(events)) => (events, None, None),
+        Some(Reply::Gated {
+            events,
+            before,
+            path,
+            timeout,
+        }) => (events, None, Some((before, path, timeout))),
+        Some(Reply::ResetAfter { events, keep }) => (events, Some(keep), None),
         Some(Reply::Status { status, headers, body }) => {
             return Ok(response(status, &headers, "application/json", whole(body)));
         }
@@ -345,9 +372,13 @@ async fn answer(
     let delay = script.delay;
     // Shared, not cloned per frame: a reply of many thousand events stays linear to serve.
     let events: Arc<[String]> = events.into();
+    let gate: Option<Arc<(usize, String, Duration)>> = gate.map(Arc::new);
     let frames = futures::stream::unfold(0usize, move |next| {
-        let (events, recorded) = (Arc::clone(&events), Arc::clone(&recorded));
+        let (events, recorded, gate) = (Arc::clone(&events), Arc::clone(&recorded), gate.clone());
         async move {
+            if let Some(gate) = gate.as_deref().filter(|(before, _, _)| *before == next) {
+                wait_for_get(&recorded, &gate.1, gate.2).await;
+            }
             if keep == Some(next) {
                 // The pause lets hyper flush the events before; then an error from the body stream makes it drop
                 // the connection mid-body: a reset for the client.
@@ -364,6 +395,7 @@ async fn answer(
             if !delay.is_zero() {
                 tokio::time::sleep(delay).await;
             }
+            lock(&recorded.sent).entry(number).or_default().push(Instant::now());
             Some((Ok(Frame::data(Bytes::from(events[next].clone()))), next + 1))
         }
     })
@@ -374,6 +406,20 @@ async fn answer(
         "text/event-stream; charset=utf-8",
         StreamBody::new(frames),
     ))
+}
+
+/// Waits until a GET of `path` was recorded, or `timeout` passed.
+async fn wait_for_get(recorded: &Recorded, path: &str, timeout: Duration) {
+    let deadline = tokio::time::Instant::now() + timeout;
+    while tokio::time::Instant::now() < deadline {
+        let seen = lock(&recorded.requests)
+            .iter()
+            .any(|request| request.method == "GET" && request.path == path);
+        if seen {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(2)).await;
+    }
 }
 
 const SSE_CONTENT_TYPE: &str = "text/event-stream; charset=utf-8";
