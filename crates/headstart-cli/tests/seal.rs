@@ -21,6 +21,7 @@ use headstart::store::StoredMessage;
 use headstart::{SqliteStore, TranscriptStore};
 use headstart_bench::headroom::{self, HeadroomOptions};
 use headstart_providers::replay_server::chat_stream::chat_events;
+use headstart_providers::replay_server::gate::second_call_start;
 use headstart_providers::replay_server::respell::respell_chat_calls;
 use headstart_providers::replay_server::{cassette_events, Page, ReplayServer, Reply};
 use headstart_providers::{read_recording, WireFormat};
@@ -37,14 +38,6 @@ fn recorded_two_calls() -> Vec<String> {
         .join("../../tests/fixtures/providers/openai_chat__streaming_gpt41_parallel_model.yaml");
     let text = std::fs::read_to_string(path).expect("the recording");
     cassette_events(&text).expect("it parses").remove(0)
-}
-
-/// The position of the first event of the second call.
-fn second_call_start(events: &[String]) -> usize {
-    events
-        .iter()
-        .position(|event| event.contains("\"index\":1") && event.contains("\"name\""))
-        .expect("the recording has a second call")
 }
 
 fn gate_page() -> HashMap<String, Page> {
@@ -73,7 +66,7 @@ async fn gated_server(timeout: Duration) -> ReplayServer {
         let url = json!({"url": url_for_rule.get().cloned().unwrap_or_default()});
         let path = json!({"path": "notes.txt"});
         let events = respell_chat_calls(&recorded_two_calls(), &[("fetch_url", &url), ("read_file", &path)]);
-        let before = second_call_start(&events);
+        let before = second_call_start(&events).expect("the recording has a second call");
         Reply::Gated {
             events,
             before,

@@ -69,6 +69,17 @@ impl Recorder {
         Ok(Recorder::to_writer(BufWriter::new(file)))
     }
 
+    /// Opens the file at `path` for appending (created owner-only if missing): each response a wrapper records
+    /// goes after those before it.
+    pub fn append(path: &Path) -> std::io::Result<Recorder> {
+        let mut options = std::fs::OpenOptions::new();
+        options.append(true).create(true);
+        #[cfg(unix)]
+        std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
+        let file: File = options.open(path)?;
+        Ok(Recorder::to_writer(BufWriter::new(file)))
+    }
+
     /// Records into any writer.
     pub fn to_writer(out: impl Write + Send + 'static) -> Recorder {
         Recorder {

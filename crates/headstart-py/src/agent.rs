@@ -7,7 +7,7 @@ use pyo3::prelude::*;
 
 use crate::engine::Engine;
 use crate::events::Events;
-use crate::feed::Format;
+use crate::feed::{Format, convert_options};
 use crate::home::Home;
 use crate::http_model::HttpModel;
 use crate::model::PyModel;
@@ -23,10 +23,13 @@ pub(crate) struct Agent {
 #[pymethods]
 impl Agent {
     /// An agent over `engine` asking `model` (an `HttpModel`, or a callable given a `headstart.ModelRequest` and
-    /// returning its SDK's stream in `format`), for at most `max_requests` requests a run.
+    /// returning its SDK's stream in `format`, whose Chat Completions calls are sealed by the rule `seal`), for at
+    /// most `max_requests` requests a run.
     #[new]
-    fn new(engine: &Engine, model: Bound<'_, PyAny>, format: &str, max_requests: u32) -> PyResult<Self> {
+    #[pyo3(signature = (engine, model, format, max_requests, seal="complete"))]
+    fn new(engine: &Engine, model: Bound<'_, PyAny>, format: &str, max_requests: u32, seal: &str) -> PyResult<Self> {
         let format = Format::parse(format)?;
+        let options = convert_options(seal, None)?;
         let inner = &engine.engine;
         let limited = headstart::Engine::builder(Arc::clone(inner.store()))
             .toolbox(inner.toolbox().clone())
@@ -38,6 +41,7 @@ impl Agent {
             Err(_) => Arc::new(PyModel {
                 function: Arc::new(model.unbind()),
                 format,
+                options,
                 home: engine.home.clone(),
             }),
         };

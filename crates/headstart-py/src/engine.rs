@@ -13,7 +13,7 @@ use serde_json::Value;
 
 use crate::errors::{store_error, ConfigError};
 use crate::events::Events;
-use crate::feed::{Feed, Format};
+use crate::feed::{Feed, Format, convert_options};
 use crate::home::Home;
 use crate::hook::PyHook;
 use crate::json::{to_python, Json};
@@ -163,9 +163,18 @@ impl Engine {
     }
 
     /// Opens one response of `session` read in `format`: the feed the stream's events go into, and an awaitable of
-    /// the run's events. Must be called from a coroutine: the tools run on its loop.
-    fn open<'py>(&self, py: Python<'py>, session: String, format: &str) -> PyResult<(Feed, Bound<'py, PyAny>)> {
-        let (feed, deltas) = Feed::open(Format::parse(format)?);
+    /// the run's events. `seal` is the Chat Completions sealing rule; `record`, a file the response is appended to
+    /// with its events' arrival times. Must be called from a coroutine: the tools run on its loop.
+    #[pyo3(signature = (session, format, seal="complete", record=None))]
+    fn open<'py>(
+        &self,
+        py: Python<'py>,
+        session: String,
+        format: &str,
+        seal: &str,
+        record: Option<&str>,
+    ) -> PyResult<(Feed, Bound<'py, PyAny>)> {
+        let (feed, deltas) = Feed::open(Format::parse(format)?, &convert_options(seal, record)?);
         self.home.capture(py)?;
         let engine = self.engine.clone();
         let home = self.home.clone();

@@ -12,7 +12,7 @@ use futures::channel::mpsc::{unbounded, UnboundedSender};
 use futures::StreamExt;
 use headstart::core::DeltaStream;
 use headstart::{DeltaEvent, ModelError};
-use headstart_providers::{sse_delta_stream, ConvertOptions, SseEvent, SseParser, WireFormat};
+use headstart_providers::{sse_delta_stream, ConvertOptions, Recorder, SealAt, SseEvent, SseParser, WireFormat};
 use pyo3::prelude::*;
 
 use crate::errors::{ConfigError, ModelError as PyModelError};
@@ -85,8 +85,9 @@ pub(crate) struct Feed {
 }
 
 impl Feed {
-    /// A feed and the delta stream the engine reads from it.
-    pub fn open(format: Format) -> (Feed, DeltaStream) {
+    /// A feed and the delta stream the engine reads from it; `options` say when a Chat Completions call is
+    /// sealed and where responses are recorded.
+    pub fn open(format: Format, options: &ConvertOptions) -> (Feed, DeltaStream) {
         let (sender, stream) = match format.wire() {
             None => {
                 let (sender, receiver) = unbounded();
@@ -94,7 +95,7 @@ impl Feed {
             }
             Some(wire) => {
                 let (events, receiver) = unbounded();
-                let stream = sse_delta_stream(wire, &ConvertOptions::default(), receiver);
+                let stream = sse_delta_stream(wire, options, receiver);
                 let body = matches!(format, Format::Body(_)).then(SseParser::default);
                 (Sender::Wire { wire, events, body }, stream)
             }
@@ -194,4 +195,20 @@ impl Feed {
             None => {}
         }
     }
+}
+
+/// The conversion options of Python's `seal=` and `record=`: the sealing rule by name (`complete`, `next-index`,
+/// `finish`), and a file the responses are appended to with their events' arrival times.
+pub(crate) fn convert_options(seal: &str, record: Option<&str>) -> PyResult<ConvertOptions> {
+    let seal_at = seal
+        .parse::<SealAt>()
+        .map_err(|error| ConfigError::new_err(error.to_string()))?;
+    let record = match record {
+        Some(path) => Some(
+            Recorder::append(std::path::Path::new(path))
+                .map_err(|error| ConfigError::new_err(format!("cannot record to {path}: {error}")))?,
+        ),
+        None => None,
+    };
+    Ok(ConvertOptions { seal_at, record })
 }

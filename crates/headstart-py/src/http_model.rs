@@ -22,7 +22,7 @@ impl HttpModel {
     /// usual one; `""` sends no key, for local servers). A request that fails before its first delta is retried
     /// (twice, with backoff; `Retry-After` honoured), as `headstart run` does.
     #[new]
-    #[pyo3(signature = (provider, model, *, base_url=None, api_key_env=None, system=None, max_tokens=None))]
+    #[pyo3(signature = (provider, model, *, base_url=None, api_key_env=None, system=None, max_tokens=None, seal="complete"))]
     fn new(
         provider: &str,
         model: String,
@@ -30,6 +30,7 @@ impl HttpModel {
         api_key_env: Option<String>,
         system: Option<String>,
         max_tokens: Option<u32>,
+        seal: &str,
     ) -> PyResult<Self> {
         let format: WireFormat = provider
             .parse()
@@ -43,6 +44,7 @@ impl HttpModel {
         }
         config.system = system;
         config.max_tokens = max_tokens;
+        config.convert = crate::feed::convert_options(seal, None)?;
         let client = Client::new(config).map_err(|error| ConfigError::new_err(error.to_string()))?;
         Ok(HttpModel {
             client: Arc::new(client),

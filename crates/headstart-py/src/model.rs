@@ -17,6 +17,7 @@ use pyo3::prelude::*;
 use tokio::sync::oneshot;
 
 use crate::feed::{Feed, Format};
+use headstart_providers::ConvertOptions;
 use crate::home::Home;
 use crate::mailbox::Letter;
 use crate::outcome::CallDone;
@@ -27,6 +28,8 @@ use crate::task::CancelOnDrop;
 pub(crate) struct PyModel {
     pub function: Arc<Py<PyAny>>,
     pub format: Format,
+    /// When its Chat Completions calls are sealed.
+    pub options: ConvertOptions,
     pub home: Home,
 }
 
@@ -48,7 +51,7 @@ impl Stream for Pumped {
 impl Model for PyModel {
     async fn stream(&self, request: headstart::ModelRequest) -> Result<DeltaStream, ModelError> {
         let mailbox = self.home.mailbox().map_err(ModelError::new)?;
-        let (feed, deltas) = Feed::open(self.format);
+        let (feed, deltas) = Feed::open(self.format, &self.options);
         let (sender, receiver) = oneshot::channel();
         let id = mailbox.next_id();
         mailbox.send(Letter::Model {

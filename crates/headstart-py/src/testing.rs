@@ -4,7 +4,8 @@
 use std::collections::HashMap;
 use std::time::Duration;
 
-use headstart_providers::replay_server::{cassette_events, ReplayServer as Server, Reply};
+use headstart_providers::replay_server::gate::second_call_start;
+use headstart_providers::replay_server::{cassette_events, Page, ReplayServer as Server, Reply};
 use headstart_providers::{convert_capture, ConvertOptions, WireFormat};
 use pyo3::prelude::*;
 
@@ -17,14 +18,25 @@ use crate::runtime::block_on;
 #[pyclass(module = "headstart._native", frozen)]
 struct ReplayServer {
     server: Server,
+    /// Events of the first reply held back by the gate.
+    held_back: usize,
 }
 
 #[pymethods]
 impl ReplayServer {
     /// Starts serving the cassette at `path`.
     #[new]
-    #[pyo3(signature = (path, delay_ms=0.0, statuses=Vec::new()))]
-    fn new(py: Python<'_>, path: &str, delay_ms: f64, statuses: Vec<u16>) -> PyResult<Self> {
+    /// With `gate` (a path), the first recorded reply holds its second tool call back until a GET of that path
+    /// arrived (at most `gate_timeout_ms`): the test's first early tool fetches it.
+    #[pyo3(signature = (path, delay_ms=0.0, statuses=Vec::new(), gate=None, gate_timeout_ms=30_000.0))]
+    fn new(
+        py: Python<'_>,
+        path: &str,
+        delay_ms: f64,
+        statuses: Vec<u16>,
+        gate: Option<String>,
+        gate_timeout_ms: f64,
+    ) -> PyResult<Self> {
         let text = std::fs::read_to_string(path).map_err(|error| ConfigError::new_err(format!("{path}: {error}")))?;
         let errors = statuses.into_iter().map(|status| Reply::Status {
             status,
@@ -34,18 +46,72 @@ impl ReplayServer {
         let recorded = cassette_events(&text)
             .map_err(|error| ConfigError::new_err(error.to_string()))?
             .into_iter()
-            .map(Reply::Events);
-        let replies = errors.chain(recorded).collect();
+            .enumerate()
+            .map(|(number, events)| match (&gate, second_call_start(&events)) {
+                (Some(path), Some(before)) if number == 0 => Reply::Gated {
+                    events,
+                    before,
+                    path: path.clone(),
+                    timeout: Duration::from_secs_f64(gate_timeout_ms.max(0.0) / 1000.0),
+                },
+                _ => Reply::Events(events),
+            });
+        let replies: Vec<Reply> = errors.chain(recorded).collect();
+        let held_back = replies
+            .iter()
+            .find_map(|reply| match reply {
+                Reply::Gated { events, before, .. } => Some(events.len() - before),
+                _ => None,
+            })
+            .unwrap_or(0);
+        let pages = gate
+            .iter()
+            .map(|path| {
+                let page = Page {
+                    delay: Duration::ZERO,
+                    body: "open".to_owned(),
+                };
+                (path.clone(), page)
+            })
+            .collect::<HashMap<_, _>>();
         let delay = Duration::from_secs_f64(delay_ms.max(0.0) / 1000.0);
-        let server = block_on(py, Server::start(replies, HashMap::new(), delay))
+        let server = block_on(py, Server::start(replies, pages, delay))
             .map_err(|error| ConfigError::new_err(error.to_string()))?;
-        Ok(ReplayServer { server })
+        Ok(ReplayServer { server, held_back })
     }
 
     /// `http://127.0.0.1:PORT`.
     #[getter]
     fn url(&self) -> String {
         self.server.url("")
+    }
+
+    /// How far the first GET of `path` led the end of the reply to POST `number`: the milliseconds from the GET
+    /// to the reply's last event being sent (negative: the GET came after), and how many of the reply's events were
+    /// sent after the GET. `None` when either did not happen.
+    #[pyo3(signature = (path, number=0))]
+    fn lead(&self, path: &str, number: usize) -> Option<(f64, usize)> {
+        let fetched = self
+            .server
+            .requests()
+            .into_iter()
+            .find(|request| request.method == "GET" && request.path == path)?
+            .at;
+        let sent = self.server.sent(number);
+        let end = *sent.last()?;
+        let after = sent.iter().filter(|at| **at > fetched).count();
+        let ms = if end >= fetched {
+            end.duration_since(fetched).as_secs_f64() * 1000.0
+        } else {
+            -(fetched.duration_since(end).as_secs_f64() * 1000.0)
+        };
+        Some((ms, after))
+    }
+
+    /// How many events of the first reply the gate holds back (0 without a gate, or when it has no second call).
+    #[getter]
+    fn held_back(&self) -> usize {
+        self.held_back
     }
 
     /// The JSON bodies of the model requests (POSTs) so far.

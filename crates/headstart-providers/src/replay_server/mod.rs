@@ -30,6 +30,7 @@ use crate::error::ProviderError;
 
 pub mod call_then_answer;
 pub mod chat_stream;
+pub mod gate;
 pub mod respell;
 #[cfg(test)]
 mod tests;

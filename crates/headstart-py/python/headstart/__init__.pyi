@@ -62,6 +62,7 @@ class HttpModel:
         api_key_env: Optional[str] = None,
         system: Optional[str] = None,
         max_tokens: Optional[int] = None,
+        seal: str = "complete",
     ) -> HttpModel: ...
 
 class ToolContext:
@@ -196,9 +197,19 @@ class Engine:
         """Recovers ``session`` after a crash (``policy``: ``fail`` or ``rerun_idempotent``)."""
     def tool_specs(self, format: str = "openai-chat") -> list[Any]:
         """The tools as a request in ``format`` declares them."""
-    def wrap(self, session: str, stream: Any, format: str = "openai-chat") -> Wrapped:
+    def wrap(
+        self,
+        session: str,
+        stream: Any,
+        format: str = "openai-chat",
+        *,
+        seal: str = "complete",
+        record: Optional[Union[str, os.PathLike[str]]] = None,
+    ) -> Wrapped:
         """Wraps one response read from ``stream``: the SDK's stream (an openai or anthropic one is read from its HTTP
-        body), delta dicts for ``format="headstart"``, or the SSE body's chunks for ``format="sse-…"``."""
+        body), delta dicts for ``format="headstart"``, or the SSE body's chunks for ``format="sse-…"``. ``seal``: when
+        a Chat Completions call is sealed (``complete``, ``next-index``, ``finish``); ``record``: a file the raw
+        events are appended to with their arrival times."""
 
 class Run:
     """A run's events: an async context manager, and, inside it, an async iterator of ``Event``s. Leaving the block
@@ -222,7 +233,9 @@ class Run:
 class Wrapped(Run):
     """One wrapped response (``engine.wrap``): its stream is read on the loop while its events are consumed."""
 
-    def __init__(self, engine: Engine, session: str, stream: Any, format: str) -> None: ...
+    def __init__(
+        self, engine: Engine, session: str, stream: Any, format: str, seal: str = "complete", record: Optional[str] = None
+    ) -> None: ...
 
 class ModelRequest:
     """What the agent asks the model: the request's number, the canonical context, and ``body(model=...)``."""
@@ -250,6 +263,7 @@ class Agent:
         *,
         format: str = "openai-chat",
         max_turns: int = 10,
+        seal: str = "complete",
     ) -> None: ...
     def run(self, session: str, prompt: str) -> AgentRun:
         """Appends ``prompt`` to ``session`` and runs the loop; the last event is ``agent_end``."""

@@ -38,7 +38,8 @@ class ModelRequest:
 class Agent:
     """An agent: an engine and a model, either ``headstart.HttpModel`` or a callable, ``async def model(request:
     ModelRequest)`` returning its SDK's stream in ``format``. ``agent.run(session, prompt)`` runs requests until the model answers without calls, every
-    batch asks to terminate, a response fails, or ``max_turns`` requests were made."""
+    batch asks to terminate, a response fails, or ``max_turns`` requests were made. ``seal`` is the Chat Completions
+    sealing rule of a callable model's streams (``Engine.wrap``'s; an ``HttpModel`` has its own)."""
 
     def __init__(
         self,
@@ -47,11 +48,12 @@ class Agent:
         *,
         format: str = "openai-chat",
         max_turns: int = 10,
+        seal: str = "complete",
     ) -> None:
         self.engine = engine
         self.model = model
         self.format = format
-        self._native = _native.Agent(engine._native, model, format, max_turns)
+        self._native = _native.Agent(engine._native, model, format, max_turns, seal)
 
     def run(self, session: str, prompt: str) -> "AgentRun":
         """Appends ``prompt`` to ``session`` and runs the loop: ``async with agent.run(...) as run: async for ev in

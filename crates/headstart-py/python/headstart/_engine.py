@@ -118,13 +118,27 @@ class Engine:
         specs: list[Any] = self._native.tool_specs(format)
         return specs
 
-    def wrap(self, session: str, stream: Any, format: str = "openai-chat") -> "Wrapped":
+    def wrap(
+        self,
+        session: str,
+        stream: Any,
+        format: str = "openai-chat",
+        *,
+        seal: str = "complete",
+        record: Optional[Union[str, "os.PathLike[str]"]] = None,
+    ) -> "Wrapped":
         """Wraps one response: ``stream`` is what the SDK returned (an async or sync iterator of its events), delta
         dicts for ``format="headstart"``, or chunks of the SSE body (``bytes`` or ``str``) for ``format="sse-…"``
         (``sse-openai-chat``, ``sse-anthropic``, ...). An openai or anthropic SDK stream is read from its HTTP
         response (the body as it came off the wire), unless something already read from it. Use as ``async with engine.wrap(...) as events: async for ev in
-        events``; leaving the block early cancels the response and waits until every admitted call has its result."""
-        return Wrapped(self, session, stream, format)
+        events``; leaving the block early cancels the response and waits until every admitted call has its result.
+
+        ``seal`` says when a Chat Completions call is sealed and may start: ``"complete"`` (the default: once its
+        arguments form a complete JSON object, the next call starts, or ``finish_reason`` arrives), ``"next-index"``,
+        or ``"finish"`` (only at ``finish_reason``, for a server that interleaves calls; the default ends such a
+        response with an error naming this). ``record`` names a file the response's raw SSE events are appended to,
+        each with its arrival time (``headstart bench headroom`` reads it)."""
+        return Wrapped(self, session, stream, format, seal, None if record is None else os.fspath(record))
 
 
 class Run:
@@ -196,17 +210,21 @@ class Run:
 class Wrapped(Run):
     """One wrapped response (``engine.wrap``): its stream is read on the loop while its events are consumed."""
 
-    def __init__(self, engine: Engine, session: str, stream: Any, format: str) -> None:
+    def __init__(
+        self, engine: Engine, session: str, stream: Any, format: str, seal: str = "complete", record: Optional[str] = None
+    ) -> None:
         super().__init__()
         self._engine = engine
         self._session = session
         self._stream = stream
         self._format = format
+        self._seal = seal
+        self._record = record
         self._pump: Optional[asyncio.Task[None]] = None
 
     async def _open(self) -> Any:
         _refuse_in_a_forked_child()
-        feed, pending = self._engine._native.open(self._session, self._format)
+        feed, pending = self._engine._native.open(self._session, self._format, self._seal, self._record)
         events = await pending
         self._pump = asyncio.get_running_loop().create_task(pump(self._stream, feed, self._format))
         return events

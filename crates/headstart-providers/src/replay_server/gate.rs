@@ -1,0 +1,49 @@
+//! Where a recorded response's second tool call begins: the event a [`Reply::Gated`](super::Reply::Gated) holds
+//! back, so that a test's first early call must have started before the model even began the second.
+
+/// The position of the event that opens the response's second tool call, in any of the streamed wire formats:
+/// a Chat Completions chunk naming call index 1, the second Anthropic `tool_use` block's start, the second
+/// Responses `function_call` item added. `None` when the response has no second call, or streams each call whole
+/// with the others in one event (Gemini).
+pub fn second_call_start(events: &[String]) -> Option<usize> {
+    let chat = |event: &String| event.contains("\"index\":1") && event.contains("\"name\"") && event.contains("tool_calls");
+    if let Some(position) = events.iter().position(chat) {
+        return Some(position);
+    }
+    let opens_call = |event: &&String| {
+        (event.contains("content_block_start") && event.contains("\"tool_use\""))
+            || (event.contains("response.output_item.added") && event.contains("\"function_call\""))
+    };
+    events
+        .iter()
+        .enumerate()
+        .filter(|(_, event)| opens_call(event))
+        .nth(1)
+        .map(|(position, _)| position)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn exchange(name: &str) -> Vec<String> {
+        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/fixtures/providers").join(name);
+        let text = std::fs::read_to_string(path).unwrap();
+        super::super::cassette_events(&text).unwrap().remove(0)
+    }
+
+    #[test]
+    fn the_second_call_of_each_recording_is_found_where_it_begins() {
+        for name in [
+            "openai_chat__streaming_gpt41_parallel_model.yaml",
+            "anthropic__multi_turn_streaming_tools.yaml",
+            "openai_responses__parallel_tool_calls.yaml",
+        ] {
+            let events = exchange(name);
+            let at = second_call_start(&events).unwrap_or_else(|| panic!("{name}"));
+            assert!(at > 1 && at < events.len() - 1, "{name}: {at}");
+            assert!(second_call_start(&events[..at]).is_none(), "{name}: nothing earlier opens it");
+        }
+        assert_eq!(second_call_start(&exchange("gemini__parallel_function_calls.yaml")), None);
+    }
+}
