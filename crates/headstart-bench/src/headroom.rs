@@ -85,11 +85,14 @@ pub fn run(options: &HeadroomOptions) -> Result<HeadroomReport, BenchError> {
     }
     let mut responses = Vec::new();
     for path in &options.files {
-        let text = std::fs::read_to_string(path).map_err(|error| BenchError::new(format!("{}: {error}", path.display())))?;
-        let recorded = read_recording(&text).map_err(|error| BenchError::new(format!("{}: {error}", path.display())))?;
-        let file = path
-            .file_name()
-            .map_or_else(|| path.display().to_string(), |name| name.to_string_lossy().into_owned());
+        let text =
+            std::fs::read_to_string(path).map_err(|error| BenchError::new(format!("{}: {error}", path.display())))?;
+        let recorded =
+            read_recording(&text).map_err(|error| BenchError::new(format!("{}: {error}", path.display())))?;
+        let file = path.file_name().map_or_else(
+            || path.display().to_string(),
+            |name| name.to_string_lossy().into_owned(),
+        );
         for (number, response) in recorded.iter().enumerate() {
             let format = response
                 .format
@@ -265,7 +268,9 @@ mod tests {
         };
         let args = |index: u64, text: &str| {
             let text = serde_json::to_string(text).unwrap();
-            format!(r#"{{"choices":[{{"index":0,"delta":{{"tool_calls":[{{"index":{index},"function":{{"arguments":{text}}}}}]}}}}]}}"#)
+            format!(
+                r#"{{"choices":[{{"index":0,"delta":{{"tool_calls":[{{"index":{index},"function":{{"arguments":{text}}}}}]}}}}]}}"#
+            )
         };
         let response = RecordedResponse {
             format: Some(WireFormat::OpenAiChat),
@@ -274,7 +279,10 @@ mod tests {
                 chunk(20.0, &args(0, "{\"q\": 1}")),
                 chunk(50.0, &call(1, "b", "beta")),
                 chunk(60.0, &args(1, "{}")),
-                chunk(100.0, r#"{"choices":[{"index":0,"delta":{},"finish_reason":"tool_calls"}]}"#),
+                chunk(
+                    100.0,
+                    r#"{"choices":[{"index":0,"delta":{},"finish_reason":"tool_calls"}]}"#,
+                ),
                 chunk(110.0, "[DONE]"),
             ],
         };
@@ -304,7 +312,10 @@ mod tests {
                 ("complete", Some(50.0), Some(50.0)),
             ]
         );
-        let table = HeadroomReport { responses: vec![measured] }.table();
+        let table = HeadroomReport {
+            responses: vec![measured],
+        }
+        .table();
         assert!(table.contains("alpha#0"), "{table}");
     }
 

@@ -225,5 +225,6 @@ fn print(json: bool, report: &impl Serialize, table: String) -> Result<(), Bench
 }
 
 fn parse_format(name: &str) -> Result<WireFormat, String> {
-    name.parse().map_err(|error: headstart_providers::ProviderError| error.to_string())
+    name.parse()
+        .map_err(|error: headstart_providers::ProviderError| error.to_string())
 }

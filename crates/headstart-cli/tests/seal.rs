@@ -170,7 +170,11 @@ async fn an_openai_compatible_run_starts_the_first_call_eight_events_before_the_
     .expect("headroom");
     let first = &report.responses[0].calls[0];
     assert_eq!(first.name, "fetch_url");
-    let complete = first.rules.iter().find(|seal| seal.rule == "complete").expect("complete");
+    let complete = first
+        .rules
+        .iter()
+        .find(|seal| seal.rule == "complete")
+        .expect("complete");
     let finish = first.rules.iter().find(|seal| seal.rule == "finish").expect("finish");
     assert!(complete.headroom >= Some(400.0), "{first:?}");
     assert!(finish.headroom < Some(150.0), "{first:?}");

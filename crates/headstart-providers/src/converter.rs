@@ -76,7 +76,11 @@ pub struct UnknownSealAt(pub String);
 
 impl std::fmt::Display for UnknownSealAt {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "unknown sealing rule {:?} (expected complete, next-index or finish)", self.0)
+        write!(
+            f,
+            "unknown sealing rule {:?} (expected complete, next-index or finish)",
+            self.0
+        )
     }
 }
 

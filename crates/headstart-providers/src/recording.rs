@@ -207,7 +207,9 @@ pub fn read_recording(text: &str) -> Result<Vec<RecordedResponse>, ProviderError
             at_ms = Some(time);
         } else if line.is_empty() {
             if !block.is_empty() {
-                let response = responses.last_mut().ok_or_else(|| bad("an event before any response"))?;
+                let response = responses
+                    .last_mut()
+                    .ok_or_else(|| bad("an event before any response"))?;
                 for event in parse_sse_text(&block)? {
                     response.events.push(TimedSseEvent { at_ms, event });
                 }
@@ -297,7 +299,8 @@ mod tests {
         assert_eq!(untimed.len(), 1);
         assert_eq!(untimed[0].format, None);
         assert!(untimed[0].events.iter().all(|timed| timed.at_ms.is_none()));
-        let error = read_recording(": headstart-recording format=openai-chat\n\n: at_ms=soon\ndata: {}\n\n").unwrap_err();
+        let error =
+            read_recording(": headstart-recording format=openai-chat\n\n: at_ms=soon\ndata: {}\n\n").unwrap_err();
         assert!(error.to_string().contains("line 3"), "{error}");
         let error = read_recording(": headstart-recording format=morse\n").unwrap_err();
         assert!(error.to_string().contains("line 1"), "{error}");

@@ -7,7 +7,7 @@ use pyo3::prelude::*;
 
 use crate::engine::Engine;
 use crate::events::Events;
-use crate::feed::{Format, convert_options};
+use crate::feed::{convert_options, Format};
 use crate::home::Home;
 use crate::http_model::HttpModel;
 use crate::model::PyModel;

@@ -13,7 +13,7 @@ use serde_json::Value;
 
 use crate::errors::{store_error, ConfigError};
 use crate::events::Events;
-use crate::feed::{Feed, Format, convert_options};
+use crate::feed::{convert_options, Feed, Format};
 use crate::home::Home;
 use crate::hook::PyHook;
 use crate::json::{to_python, Json};

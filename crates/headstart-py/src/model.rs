@@ -17,12 +17,12 @@ use pyo3::prelude::*;
 use tokio::sync::oneshot;
 
 use crate::feed::{Feed, Format};
-use headstart_providers::ConvertOptions;
 use crate::home::Home;
 use crate::mailbox::Letter;
 use crate::outcome::CallDone;
 use crate::request::ModelRequest;
 use crate::task::CancelOnDrop;
+use headstart_providers::ConvertOptions;
 
 /// A Python model callable: `async def model(request: headstart.ModelRequest) -> <the SDK's stream>`.
 pub(crate) struct PyModel {

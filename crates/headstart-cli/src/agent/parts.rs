@@ -49,7 +49,11 @@ impl ModelArgs {
     /// Builds the parts: the model client first (its key is read), then the MCP servers are started and the
     /// toolbox assembled. `transcript` is the SQLite file the file tools must not read (none for PostgreSQL).
     /// `record` receives every response's SSE events with their arrival times (`run --record`).
-    pub(crate) async fn parts(&self, transcript: Option<&Path>, record: Option<Recorder>) -> Result<AgentParts, Failure> {
+    pub(crate) async fn parts(
+        &self,
+        transcript: Option<&Path>,
+        record: Option<Recorder>,
+    ) -> Result<AgentParts, Failure> {
         let model = self.client(record)?;
         let extra = self.mcp_tools().await?;
         let toolbox = builtin_tools::toolbox(&self.builtin_config(transcript)?, extra).map_err(Failure::Failed)?;

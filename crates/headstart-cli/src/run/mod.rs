@@ -242,7 +242,11 @@ async fn run_async(args: &RunArgs) -> Result<(u8, Option<String>), Failure> {
         Some(path) => Some(Recorder::create(path).map_err(|error| failed(format!("{}: {error}", path.display())))?),
         None => None,
     };
-    let agent = args.model.parts(Some(&args.db), record).await?.agent(Arc::clone(&store));
+    let agent = args
+        .model
+        .parts(Some(&args.db), record)
+        .await?
+        .agent(Arc::clone(&store));
     println!(
         "headstart run: session {session}, {} tools",
         agent.engine().toolbox().len()

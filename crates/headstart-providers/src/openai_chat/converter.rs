@@ -224,8 +224,10 @@ impl ChatDecoder {
             return Ok(());
         }
         let what = match sealed_by {
-            SealedBy::CompleteObject => "after its arguments had formed a complete JSON object (the server sends \
-                 text after a complete object)",
+            SealedBy::CompleteObject => {
+                "after its arguments had formed a complete JSON object (the server sends \
+                 text after a complete object)"
+            }
             SealedBy::NextIndex => "after a call at a higher index had started (the server interleaves calls)",
             SealedBy::Finish => "after finish_reason",
         };

@@ -156,7 +156,10 @@ mod tests {
     #[test]
     fn whitespace_after_the_object_is_allowed_and_anything_else_is_not() {
         assert_eq!(state_after(&["{}", " \n\t\r"]), (ObjectState::Complete, Ok(())));
-        assert_eq!(state_after(&["{}", " x"]), (ObjectState::Complete, Err(TextAfterObject)));
+        assert_eq!(
+            state_after(&["{}", " x"]),
+            (ObjectState::Complete, Err(TextAfterObject))
+        );
         assert_eq!(state_after(&["{} {}"]), (ObjectState::Complete, Err(TextAfterObject)));
     }
 

@@ -77,7 +77,10 @@ fn by_default_a_call_is_sealed_by_the_fragment_that_completes_its_json_object() 
         .position(|e| matches!(e, DeltaEvent::ToolcallDelta { index: 0, delta } if delta == "\"}"))
         .unwrap();
     assert_eq!(seal_position(&events, 0), completing + 1, "{events:#?}");
-    assert!(matches!(&events[completing + 1], DeltaEvent::ToolcallEnd { arguments: None, .. }));
+    assert!(matches!(
+        &events[completing + 1],
+        DeltaEvent::ToolcallEnd { arguments: None, .. }
+    ));
     let beta_args = position_of(&events, |e| matches!(e, DeltaEvent::ToolcallDelta { index: 1, .. }));
     assert_eq!(seal_position(&events, 1), beta_args + 1);
     let finish_at = position_of(&events, |e| matches!(e, DeltaEvent::Done { .. }));
@@ -160,7 +163,11 @@ fn a_late_fragment_for_a_sealed_call_ends_the_response_naming_what_the_server_di
         assert!(message.contains("interleaves calls"), "{message}");
         assert!(message.contains("--seal-at finish"), "{message}");
         assert!(message.contains("seal=\"finish\""), "{message}");
-        assert_eq!(calls_sealed(&events), 1, "only the call sealed before the late fragment");
+        assert_eq!(
+            calls_sealed(&events),
+            1,
+            "only the call sealed before the late fragment"
+        );
     }
     // Sealed at finish_reason, the same stream is read whole.
     let events = run(sealed_at(SealAt::Finish), &interleaved);
@@ -386,7 +393,10 @@ fn length_never_cuts_off_a_call_whose_object_was_complete() {
     );
     for index in [0, 1] {
         assert!(
-            matches!(&events[seal_position(&events, index)], DeltaEvent::ToolcallEnd { arguments: None, .. }),
+            matches!(
+                &events[seal_position(&events, index)],
+                DeltaEvent::ToolcallEnd { arguments: None, .. }
+            ),
             "{events:#?}"
         );
     }

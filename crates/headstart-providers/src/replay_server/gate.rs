@@ -6,7 +6,8 @@
 /// Responses `function_call` item added. `None` when the response has no second call, or streams each call whole
 /// with the others in one event (Gemini).
 pub fn second_call_start(events: &[String]) -> Option<usize> {
-    let chat = |event: &String| event.contains("\"index\":1") && event.contains("\"name\"") && event.contains("tool_calls");
+    let chat =
+        |event: &String| event.contains("\"index\":1") && event.contains("\"name\"") && event.contains("tool_calls");
     if let Some(position) = events.iter().position(chat) {
         return Some(position);
     }
@@ -27,7 +28,9 @@ mod tests {
     use super::*;
 
     fn exchange(name: &str) -> Vec<String> {
-        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/fixtures/providers").join(name);
+        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../../tests/fixtures/providers")
+            .join(name);
         let text = std::fs::read_to_string(path).unwrap();
         super::super::cassette_events(&text).unwrap().remove(0)
     }
@@ -42,8 +45,14 @@ mod tests {
             let events = exchange(name);
             let at = second_call_start(&events).unwrap_or_else(|| panic!("{name}"));
             assert!(at > 1 && at < events.len() - 1, "{name}: {at}");
-            assert!(second_call_start(&events[..at]).is_none(), "{name}: nothing earlier opens it");
+            assert!(
+                second_call_start(&events[..at]).is_none(),
+                "{name}: nothing earlier opens it"
+            );
         }
-        assert_eq!(second_call_start(&exchange("gemini__parallel_function_calls.yaml")), None);
+        assert_eq!(
+            second_call_start(&exchange("gemini__parallel_function_calls.yaml")),
+            None
+        );
     }
 }

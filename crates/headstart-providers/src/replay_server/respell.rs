@@ -36,7 +36,11 @@ pub fn respell_chat_calls(events: &[String], calls: &[(&str, &Value)]) -> Vec<St
                 return event.clone();
             };
             for piece in pieces {
-                let Some(index) = piece.get("index").and_then(Value::as_u64).and_then(|i| usize::try_from(i).ok()) else {
+                let Some(index) = piece
+                    .get("index")
+                    .and_then(Value::as_u64)
+                    .and_then(|i| usize::try_from(i).ok())
+                else {
                     continue;
                 };
                 let Some((name, _)) = calls.get(index) else {
@@ -80,7 +84,10 @@ fn call_pieces(chunk: &Value) -> Vec<(usize, String)> {
         .flatten()
         .filter_map(|piece| {
             let index = usize::try_from(piece.get("index")?.as_u64()?).ok()?;
-            let arguments = piece.pointer("/function/arguments").and_then(Value::as_str).unwrap_or("");
+            let arguments = piece
+                .pointer("/function/arguments")
+                .and_then(Value::as_str)
+                .unwrap_or("");
             Some((index, arguments.to_owned()))
         })
         .collect()
@@ -108,13 +115,17 @@ mod tests {
 
     #[test]
     fn the_recorded_gpt41_stream_calls_other_tools_with_other_arguments_in_as_many_chunks() {
-        let yaml = include_str!("../../../../tests/fixtures/providers/openai_chat__streaming_gpt41_parallel_model.yaml");
+        let yaml =
+            include_str!("../../../../tests/fixtures/providers/openai_chat__streaming_gpt41_parallel_model.yaml");
         let events = super::super::cassette_events(yaml).unwrap().remove(0);
         let url = json!({"url": "http://127.0.0.1:1/gate"});
         let path = json!({"path": "notes.txt"});
         let respelled = respell_chat_calls(&events, &[("fetch_url", &url), ("read_file", &path)]);
         assert_eq!(respelled.len(), events.len());
-        let sse: Vec<crate::SseEvent> = respelled.iter().flat_map(|e| crate::parse_sse_text(e).unwrap()).collect();
+        let sse: Vec<crate::SseEvent> = respelled
+            .iter()
+            .flat_map(|e| crate::parse_sse_text(e).unwrap())
+            .collect();
         let deltas = crate::convert_events(crate::WireFormat::OpenAiChat, &sse, &crate::ConvertOptions::default());
         let mut accumulator = headstart_core::Accumulator::new();
         for (_, delta) in deltas {
@@ -125,7 +136,9 @@ mod tests {
             .content
             .iter()
             .filter_map(|block| match block {
-                headstart_core::ContentBlock::ToolCall(call) => Some((call.name.clone(), format!("{:?}", call.arguments))),
+                headstart_core::ContentBlock::ToolCall(call) => {
+                    Some((call.name.clone(), format!("{:?}", call.arguments)))
+                }
                 _ => None,
             })
             .collect();
