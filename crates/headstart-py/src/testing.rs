@@ -91,21 +91,7 @@ impl ReplayServer {
     /// sent after the GET. `None` when either did not happen.
     #[pyo3(signature = (path, number=0))]
     fn lead(&self, path: &str, number: usize) -> Option<(f64, usize)> {
-        let fetched = self
-            .server
-            .requests()
-            .into_iter()
-            .find(|request| request.method == "GET" && request.path == path)?
-            .at;
-        let sent = self.server.sent(number);
-        let end = *sent.last()?;
-        let after = sent.iter().filter(|at| **at > fetched).count();
-        let ms = if end >= fetched {
-            end.duration_since(fetched).as_secs_f64() * 1000.0
-        } else {
-            -(fetched.duration_since(end).as_secs_f64() * 1000.0)
-        };
-        Some((ms, after))
+        self.server.lead(path, number).map(|lead| (lead.ms, lead.events_after))
     }
 
     /// How many events of the first reply the gate holds back (0 without a gate, or when it has no second call).

@@ -148,6 +148,15 @@ pub enum Route {
     },
 }
 
+/// How far a GET led the end of a streamed reply ([`ReplayServer::lead`]).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Lead {
+    /// Milliseconds from the GET's arrival to the reply's last event being sent; negative when the GET came after.
+    pub ms: f64,
+    /// How many of the reply's events were sent after the GET arrived.
+    pub events_after: usize,
+}
+
 /// One request as the server saw it.
 #[derive(Debug, Clone)]
 pub struct SeenRequest {
@@ -291,6 +300,27 @@ impl ReplayServer {
     /// When each event of the reply to POST `number` was handed to the connection, in order.
     pub fn sent(&self, number: usize) -> Vec<Instant> {
         lock(&self.recorded.sent).get(&number).cloned().unwrap_or_default()
+    }
+
+    /// How far the first GET of `path` led the end of the reply to POST `number`; `None` when either did not
+    /// happen. With a [`Reply::Gated`] on `path`, the events after the GET are at least the ones held back.
+    pub fn lead(&self, path: &str, number: usize) -> Option<Lead> {
+        let fetched = self
+            .requests()
+            .into_iter()
+            .find(|request| request.method == "GET" && request.path == path)?
+            .at;
+        let sent = self.sent(number);
+        let end = *sent.last()?;
+        let ms = if end >= fetched {
+            end.duration_since(fetched).as_secs_f64() * 1000.0
+        } else {
+            -(fetched.duration_since(end).as_secs_f64() * 1000.0)
+        };
+        Some(Lead {
+            ms,
+            events_after: sent.iter().filter(|at| **at > fetched).count(),
+        })
     }
 }
 
