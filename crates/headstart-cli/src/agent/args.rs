@@ -190,5 +190,6 @@ impl ModelArgs {
 
 /// Parses `--seal-at`.
 pub(crate) fn parse_seal_at(name: &str) -> Result<SealAt, String> {
-    name.parse().map_err(|error: headstart_providers::UnknownSealAt| error.to_string())
+    name.parse()
+        .map_err(|error: headstart_providers::UnknownSealAt| error.to_string())
 }

@@ -10,6 +10,6 @@ mod parts;
 #[cfg(test)]
 mod tests;
 
+pub(crate) use args::parse_seal_at;
 pub use args::ModelArgs;
 pub(crate) use parts::AgentParts;
-pub(crate) use args::parse_seal_at;

@@ -11,7 +11,7 @@ use headstart_mcp::{McpServer, ToolPolicy};
 use headstart_providers::http::{HttpModel, HttpModelConfig};
 use headstart_providers::retry::RetryPolicy;
 
-use super::args::{ModelArgs, Provider};
+use super::args::ModelArgs;
 use super::mcp_flags::{McpEnv, McpSpec};
 use crate::builtin_tools::{self, fetch_policy::normalize_host, BuiltinConfig, FetchPolicy};
 use crate::failure::{failed, Failure};
