@@ -64,6 +64,7 @@ async fn crashed_session(store: &SqliteStore) -> SessionId {
         .map(|id| AdmittedCall {
             call_id: (*id).into(),
             tool_name: "fetch".into(),
+            sealed_at_us: None,
         })
         .collect();
     store
@@ -201,6 +202,7 @@ async fn crashed_session_in(store: &Arc<dyn TranscriptStore>) -> SessionId {
     let admitted = [AdmittedCall {
         call_id: "c".into(),
         tool_name: "fetch".into(),
+        sealed_at_us: None,
     }];
     store
         .commit_fragment(&session, 0, &fragment, &admitted, 2)

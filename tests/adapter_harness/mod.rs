@@ -412,6 +412,19 @@ async fn check(
         failures.push("a message_end without a sequence number (store write failed)".to_owned());
     }
 
+    // Every admitted call was sealed before its admission, and its run says when (contract §7.2), a sync call
+    // admitted at the end of the stream included.
+    for run in &runs {
+        match run.sealed_at_us {
+            None => failures.push(format!("call {:?} was admitted without its seal time", run.call_id)),
+            Some(sealed) if sealed > run.admitted_at_us => failures.push(format!(
+                "call {:?} was sealed at {sealed} µs, after its admission at {} µs",
+                run.call_id, run.admitted_at_us
+            )),
+            Some(_) => {}
+        }
+    }
+
     // Executions as the tool bodies saw them: only admitted calls, at most once, never before the owner was stored.
     let admitted: BTreeSet<&str> = runs.iter().map(|run| run.call_id.as_str()).collect();
     let mut executed: HashMap<&str, usize> = HashMap::new();

@@ -1,7 +1,8 @@
-//! `headstart inspect STORE [--session ID] [--json]`: print a stored transcript (STORE: a SQLite file or a
-//! PostgreSQL URL).
+//! `headstart inspect STORE [--session ID] [--json] [--stats]`: print a stored transcript, or the figures of every
+//! session summarized per model (STORE: a SQLite file or a PostgreSQL URL).
 
 mod human;
+mod stats;
 
 use headstart::store::{SessionId, SessionInfo, SessionSettings, SessionState};
 use headstart_serve::data::{inspect_json, queue_state};
@@ -19,9 +20,14 @@ pub struct Args {
     session: Option<String>,
     /// Print JSON: one object per session with its queue state (`state`, `owner`, `epoch`, `failure`), the
     /// settings it was submitted with (`settings`: `system`, `model`, null when not given) and its transcript in the
-    /// report's `transcript` shape.
+    /// report's `transcript` shape, and its `figures`: per call its seal time, headroom, seal-to-start, run time and
+    /// overlap, per response its tool-round time beside end-of-stream batching's (ms, null when unknown).
     #[arg(long)]
     json: bool,
+    /// Print the figures of every session (or of `--session`) summarized per model: responses, calls, and the
+    /// median and p95 of tool-round time, batching's round time, overlap and headroom.
+    #[arg(long)]
+    stats: bool,
 }
 
 /// Prints the transcript; exit status 1 when the database cannot be read.
@@ -50,13 +56,16 @@ fn inspect(args: &Args) -> Result<String, String> {
         }
         let mut out = String::new();
         let mut json = Vec::new();
+        let mut stats = stats::Groups::default();
         for info in sessions {
             let session: SessionId = info.id.clone();
             let log = store.load_log(&session).await.map_err(|error| error.to_string())?;
-            if args.json {
-                json.push(inspect_json(&info, &log));
+            let runs = store.tool_runs(&session).await.map_err(|error| error.to_string())?;
+            if args.stats {
+                stats.add(&log, &runs);
+            } else if args.json {
+                json.push(inspect_json(&info, &log, &runs));
             } else {
-                let runs = store.tool_runs(&session).await.map_err(|error| error.to_string())?;
                 let unfinished = store
                     .unfinished_calls(&session)
                     .await
@@ -73,7 +82,16 @@ fn inspect(args: &Args) -> Result<String, String> {
                 out.push_str(&human::render(&log, &runs, &unfinished));
             }
         }
-        if args.json {
+        if args.stats {
+            out = match args.json {
+                true => {
+                    let mut text = serde_json::to_string_pretty(&stats.to_json()).map_err(|error| error.to_string())?;
+                    text.push('\n');
+                    text
+                }
+                false => stats.to_text(),
+            };
+        } else if args.json {
             out = serde_json::to_string_pretty(&json).map_err(|error| error.to_string())?;
             out.push('\n');
         }

@@ -271,6 +271,7 @@ fn unfinished_calls_are_flagged_and_drawn() {
             .map(|id| AdmittedCall {
                 call_id: (*id).to_owned(),
                 tool_name: "lookup".to_owned(),
+                sealed_at_us: None,
             })
             .collect();
         store

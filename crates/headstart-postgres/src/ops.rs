@@ -217,11 +217,12 @@ pub(crate) async fn commit_fragment(
     let seq = insert_message(tx, session, fragment, Some(request), at_us, what).await?;
     if !admitted.is_empty() {
         let tool_names: Vec<&str> = admitted.iter().map(|call| call.tool_name.as_str()).collect();
+        let sealed: Vec<Option<i64>> = admitted.iter().map(|call| call.sealed_at_us).collect();
         let request = request_i64;
         execute(
             tx,
             sql::INSERT_ADMITTED_RUNS,
-            &[&session, &call_ids, &tool_names, &request, &seq, &at_us],
+            &[&session, &call_ids, &tool_names, &request, &seq, &at_us, &sealed],
             what,
         )
         .await?;
@@ -333,6 +334,7 @@ fn run_row(row: &Row, what: &str) -> Result<RunRow, StoreError> {
         started_at_us: get(row, 7, what)?,
         ended_at_us: get(row, 8, what)?,
         result_seq: get(row, 9, what)?,
+        sealed_at_us: get(row, 10, what)?,
     })
 }
 
@@ -352,7 +354,7 @@ pub(crate) async fn unfinished_calls(
     rows.iter()
         .map(|row| {
             let raw = run_row(row, what)?;
-            let body: Option<String> = get(row, 10, what)?;
+            let body: Option<String> = get(row, 11, what)?;
             let fragment_seq = raw.fragment_seq;
             let run = raw.validate(session)?;
             let call = backend::owning_call(session, fragment_seq, &run.call_id, body.as_deref())?;

@@ -127,6 +127,9 @@ pub(crate) const MIGRATIONS: &[&str] = &[
     // 3: what a session was submitted with beyond its prompt (`SessionQueue::submit_with`): its own system prompt
     // and model, NULL for the worker's own. Existing sessions have neither. The SQLite store's version 4.
     "ALTER TABLE headstart.sessions ADD COLUMN system_prompt TEXT, ADD COLUMN model TEXT;",
+    // 4: when each call was sealed (µs, the engine's clock), written with its admission (contract §7.2). Runs
+    // admitted before this step have none. The SQLite store's version 5.
+    "ALTER TABLE headstart.tool_runs ADD COLUMN sealed_at_us BIGINT;",
 ];
 
 // ---------------------------------------------------------------------------------------------------------------
@@ -237,12 +240,14 @@ pub(crate) const RUN_STATE: &str = "SELECT state, result_seq FROM headstart.tool
 pub(crate) const ADMITTED_AMONG: &str = "SELECT call_id, state FROM headstart.tool_runs
     WHERE session_id = $1::text AND request = $2::bigint AND call_id = ANY($3::text[])";
 
-/// `$1` session id, `$2` call ids, `$3` tool names (same length, admission order), `$4` request, `$5` fragment
-/// seq, `$6` admitted_at_us. Numbers the runs after the session's last admission.
+/// `$1` session id, `$2` call ids, `$3` tool names, `$7` seal times (µs, NULL when unknown) (the three the same
+/// length, admission order), `$4` request, `$5` fragment seq, `$6` admitted_at_us. Numbers the runs after the
+/// session's last admission.
 pub(crate) const INSERT_ADMITTED_RUNS: &str = "INSERT INTO headstart.tool_runs
-        (session_id, call_id, admission, tool_name, request, fragment_seq, state, admitted_at_us)
-    SELECT $1::text, c.call_id, n.last + c.ord, c.tool_name, $4::bigint, $5::bigint, 'admitted', $6::bigint
-    FROM unnest($2::text[], $3::text[]) WITH ORDINALITY AS c (call_id, tool_name, ord)
+        (session_id, call_id, admission, tool_name, request, fragment_seq, state, admitted_at_us, sealed_at_us)
+    SELECT $1::text, c.call_id, n.last + c.ord, c.tool_name, $4::bigint, $5::bigint, 'admitted', $6::bigint,
+        c.sealed_at_us
+    FROM unnest($2::text[], $3::text[], $7::bigint[]) WITH ORDINALITY AS c (call_id, tool_name, sealed_at_us, ord)
     CROSS JOIN (SELECT COALESCE(MAX(admission), 0) AS last FROM headstart.tool_runs WHERE session_id = $1::text) AS n";
 
 /// `$1` session id, `$2` request, `$3` call id, `$4` started_at_us. Only moves `admitted → started`.
@@ -258,9 +263,9 @@ pub(crate) const END_RUN: &str = "UPDATE headstart.tool_runs
         AND state IN ('admitted', 'started') AND result_seq IS NULL";
 
 /// `$1` = session id. The run columns (`backend::RunRow`: call_id, tool_name, request, fragment_seq, state,
-/// outcome, admitted_at_us, started_at_us, ended_at_us, result_seq), in admission order.
+/// outcome, admitted_at_us, started_at_us, ended_at_us, result_seq, sealed_at_us), in admission order.
 pub(crate) const TOOL_RUNS: &str = "SELECT call_id, tool_name, request, fragment_seq, state, outcome,
-        admitted_at_us, started_at_us, ended_at_us, result_seq
+        admitted_at_us, started_at_us, ended_at_us, result_seq, sealed_at_us
     FROM headstart.tool_runs
     WHERE session_id = $1
     ORDER BY admission";
@@ -268,7 +273,7 @@ pub(crate) const TOOL_RUNS: &str = "SELECT call_id, tool_name, request, fragment
 /// `$1` = session id. The run columns of [`TOOL_RUNS`] followed by the owning fragment's body (NULL if missing),
 /// for runs that are admitted or started and have no result, in admission order.
 pub(crate) const UNFINISHED_RUNS: &str = "SELECT r.call_id, r.tool_name, r.request, r.fragment_seq, r.state,
-        r.outcome, r.admitted_at_us, r.started_at_us, r.ended_at_us, r.result_seq, m.body
+        r.outcome, r.admitted_at_us, r.started_at_us, r.ended_at_us, r.result_seq, r.sealed_at_us, m.body
     FROM headstart.tool_runs AS r
     LEFT JOIN headstart.messages AS m ON m.session_id = r.session_id AND m.seq = r.fragment_seq
     WHERE r.session_id = $1 AND r.state IN ('admitted', 'started') AND r.result_seq IS NULL

@@ -8,8 +8,10 @@ use headstart_postgres::{PgOptions, PgStore, SCHEMA_VERSION};
 use headstart_store::conformance::before_settings::{check_upgraded, OLD_PROMPT};
 use headstart_store::SessionQueue;
 
-/// Version 3 is version 2 plus two columns: dropping them and the version row gives back what version 2 wrote.
+/// Version 4 is version 2 plus three columns (two by version 3, the runs' seal time by version 4): dropping them
+/// and the version row gives back what version 2 wrote.
 const BACK_TO_VERSION_2: &str = "ALTER TABLE headstart.sessions DROP COLUMN system_prompt, DROP COLUMN model;
+    ALTER TABLE headstart.tool_runs DROP COLUMN sealed_at_us;
     UPDATE headstart.schema_version SET version = 2";
 
 #[tokio::test]
@@ -17,7 +19,7 @@ async fn a_version_2_database_keeps_its_queue_and_then_stores_settings() {
     let Some(database) = testing::database().await else {
         return;
     };
-    assert_eq!(SCHEMA_VERSION, 3);
+    assert_eq!(SCHEMA_VERSION, 4);
     let old = {
         let store = PgStore::connect(database.url(), PgOptions::default())
             .await

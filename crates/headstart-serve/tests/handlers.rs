@@ -178,7 +178,8 @@ async fn a_session_as_json_is_what_inspect_prints() {
     let json: Value = serde_json::from_str(&answer.body).expect("JSON");
     let info = writer.session(&sample.running).await.expect("read").expect("there");
     let log = writer.load_log(&sample.running).await.expect("log");
-    assert_eq!(json, inspect_json(&info, &log));
+    let runs = writer.tool_runs(&sample.running).await.expect("runs");
+    assert_eq!(json, inspect_json(&info, &log, &runs));
     assert_eq!(
         (&json["state"], &json["owner"], &json["epoch"]),
         (&Value::from("running"), &Value::from("w1"), &Value::from(1))

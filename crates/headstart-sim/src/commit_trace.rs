@@ -67,10 +67,12 @@ mod tests {
             AdmittedCall {
                 call_id: "a".to_owned(),
                 tool_name: "t".to_owned(),
+                sealed_at_us: None,
             },
             AdmittedCall {
                 call_id: "b".to_owned(),
                 tool_name: "t".to_owned(),
+                sealed_at_us: None,
             },
         ];
         assert_eq!(trace_line(&session, 3, &calls), "headstart-commit s1 3 a,b\n");

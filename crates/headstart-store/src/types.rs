@@ -165,6 +165,9 @@ pub struct AdmittedCall {
     pub call_id: String,
     /// The tool name.
     pub tool_name: String,
+    /// When the call was sealed (µs, the engine's clock; contract §7.2): its arguments could no longer change.
+    /// `None` when no seal time is known (a caller that does not track it).
+    pub sealed_at_us: Option<i64>,
 }
 
 /// The state of a tool run (contract §7.2): `admitted → started → finished | cancelled | skipped`.
@@ -297,6 +300,9 @@ pub struct ToolRun {
     pub state: RunState,
     /// Outcome, once ended.
     pub outcome: Option<RunOutcome>,
+    /// When the call was sealed (µs), as its admission recorded it; `None` when it was not recorded (a run written
+    /// before the schema stored it, or admitted without a seal time).
+    pub sealed_at_us: Option<i64>,
     /// When admitted (µs).
     pub admitted_at_us: i64,
     /// When `execute` began (µs), if it did.

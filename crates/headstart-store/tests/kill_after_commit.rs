@@ -71,6 +71,7 @@ async fn child_commits_then_waits() {
     let admitted = [AdmittedCall {
         call_id: "call_1".to_owned(),
         tool_name: "lookup".to_owned(),
+        sealed_at_us: None,
     }];
     let seq = store
         .commit_fragment(&session, 0, &the_fragment(), &admitted, 3)

@@ -58,6 +58,7 @@ impl Timeline {
                 id: run.call_id.clone(),
                 name: run.tool_name.clone(),
                 request: run.request,
+                sealed_ms: run.sealed_at_us.map(ms),
                 admitted_ms: ms(run.admitted_at_us),
                 started_ms: run.started_at_us.map(ms),
                 ended_ms: run.ended_at_us.map(ms),
@@ -125,6 +126,7 @@ impl Timeline {
                 id: run.id.clone(),
                 name: run.name.clone(),
                 request: run.request,
+                sealed_ms: None,
                 admitted_ms: run.admitted_ms.0,
                 started_ms: run.started_ms.map(|ms| ms.0),
                 ended_ms: run

@@ -6,7 +6,8 @@
 //! - [`report`]: the replay report (`docs/scenario-format.md`, "Report"), written by `headstart replay` and read
 //!   back by `headstart timeline --report`;
 //! - [`Timeline`]: model requests and tool calls on one axis, built from a stored session or from a report, and
-//!   its comparison with end-of-stream batching ([`Savings`]);
+//!   its comparison with end-of-stream batching ([`Savings`]), and each call's and response's figures (headroom,
+//!   overlap, tool-round time: [`Figures`], summarized over many sessions by [`FigureStats`]);
 //! - [`svg`]: the timeline as a self-contained SVG Gantt chart;
 //! - [`visible`]: outside text with its control characters shown as escapes.
 //!
@@ -15,6 +16,7 @@
 
 pub mod answers;
 mod build;
+mod figures;
 mod format;
 pub mod json_path;
 pub mod report;
@@ -23,6 +25,7 @@ pub mod svg;
 mod timeline;
 pub mod visible;
 
+pub use figures::{percentile, CallFigures, FigureStats, Figures, ResponseFigures, Spread};
 pub use format::format_ms;
 pub use report::{Report, ReportError};
 pub use savings::{RequestSavings, Savings};

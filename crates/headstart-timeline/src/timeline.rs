@@ -38,6 +38,9 @@ pub struct CallSpan {
     pub name: String,
     /// The model request whose response holds the call.
     pub request: u32,
+    /// When it was sealed (its arguments could no longer change), if known: stored sessions record it (contract
+    /// §7.2); reports and runs stored before it was recorded do not.
+    pub sealed_ms: Option<f64>,
     /// When it was admitted (committed with its fragment).
     pub admitted_ms: f64,
     /// When `execute` began, if it did.

@@ -72,6 +72,36 @@ fn store_timeline_derives_request_starts_and_stream_ends() {
 }
 
 #[test]
+fn stored_seal_times_give_each_call_its_headroom_and_overlap() {
+    let (log, mut runs) = two_request_session();
+    let base = 1_000_000;
+    runs[0].sealed_at_us = Some(base + 25_000);
+    let timeline = Timeline::from_store("s", &log, &runs);
+    assert_eq!(timeline.calls[0].sealed_ms, Some(25.0), "on the timeline's axis");
+    assert_eq!(timeline.calls[1].sealed_ms, None, "not recorded");
+    let figures = timeline.figures();
+    let first = &figures.calls[0];
+    assert_eq!(
+        (
+            first.headroom_ms,
+            first.seal_to_start_ms,
+            first.run_ms,
+            first.overlap_ms
+        ),
+        (Some(375.0), Some(5.0), Some(300.0), Some(300.0))
+    );
+    assert_eq!(figures.calls[1].headroom_ms, None);
+    assert_eq!(figures.calls[1].overlap_ms, Some(100.0));
+    assert_eq!(
+        (
+            figures.responses[0].tool_round_ms,
+            figures.responses[0].batching_round_ms
+        ),
+        (0.0, 300.0)
+    );
+}
+
+#[test]
 fn later_request_starts_at_a_result_written_after_the_stream_end() {
     let log = vec![
         user(1, 0, "go"),

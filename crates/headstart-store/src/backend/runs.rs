@@ -22,6 +22,8 @@ pub struct RunRow {
     pub state: String,
     /// `outcome`.
     pub outcome: Option<String>,
+    /// `sealed_at_us`.
+    pub sealed_at_us: Option<i64>,
     /// `admitted_at_us`.
     pub admitted_at_us: i64,
     /// `started_at_us`.
@@ -58,6 +60,7 @@ impl RunRow {
             fragment_seq,
             state,
             outcome,
+            sealed_at_us: self.sealed_at_us,
             admitted_at_us: self.admitted_at_us,
             started_at_us: self.started_at_us,
             ended_at_us: self.ended_at_us,

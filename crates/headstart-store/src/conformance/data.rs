@@ -49,6 +49,7 @@ pub fn admit(calls: &[&ToolCall]) -> Vec<AdmittedCall> {
         .map(|call| AdmittedCall {
             call_id: call.id.clone(),
             tool_name: call.name.clone(),
+            sealed_at_us: None,
         })
         .collect()
 }

@@ -49,7 +49,7 @@ pub use self::fixture::Fixture;
 pub use self::listing::sessions_page_lists_newest_first_filtered_and_counted;
 pub use self::transcript::{
     message_bodies_round_trip_byte_for_byte, result_carries_a_start_time_that_mark_started_never_wrote,
-    round_trip_keeps_write_order_runs_and_unfinished_calls,
+    round_trip_keeps_write_order_runs_and_unfinished_calls, seal_times_round_trip_with_their_runs,
     sessions_are_uuidv7_listed_oldest_first_with_message_counts, unknown_session_is_no_session,
 };
 
@@ -61,6 +61,7 @@ macro_rules! conformance_tests {
         $crate::conformance_tests!(@cases $fixture;
             round_trip_keeps_write_order_runs_and_unfinished_calls,
             result_carries_a_start_time_that_mark_started_never_wrote,
+            seal_times_round_trip_with_their_runs,
             duplicate_admission_is_a_conflict_and_stores_nothing,
             a_call_id_repeated_by_another_response_is_another_call,
             results_for_missing_or_ended_runs_are_conflicts_and_store_nothing,

@@ -6,7 +6,7 @@ use headstart_core::model::{
 
 use super::data::{admit, call, commit_two, finished, fragment, key, prefix, result, store_with_session};
 use super::fixture::Fixture;
-use crate::types::{RunOutcome, RunState, SessionId, SessionState};
+use crate::types::{AdmittedCall, RunOutcome, RunState, SessionId, SessionState};
 use crate::{Lease, SessionEnd, SessionQueue, StoreError, TranscriptStore};
 
 /// Writes, reads and views (contract §7.2, §7.3): seqs gapless in write order, runs in admission order, late
@@ -172,6 +172,40 @@ pub async fn result_carries_a_start_time_that_mark_started_never_wrote<F: Fixtur
     assert_eq!(runs[0].started_at_us, Some(15), "the result's start time fills the gap");
     assert_eq!(runs[1].started_at_us, Some(20), "an existing start time is kept");
     assert!(store.unfinished_calls(&session).await.expect("unfinished").is_empty());
+}
+
+/// A call's seal time is stored with its admission and read back with its run, known or not (contract §7.2).
+pub async fn seal_times_round_trip_with_their_runs<F: Fixture>(fixture: &F) {
+    let store = fixture.store();
+    let session = store_with_session(&store).await;
+    let (a, b) = (call("a", "lookup"), call("b", "fetch"));
+    let admitted = [
+        AdmittedCall {
+            sealed_at_us: Some(150),
+            ..admit(&[&a]).remove(0)
+        },
+        AdmittedCall {
+            sealed_at_us: None,
+            ..admit(&[&b]).remove(0)
+        },
+    ];
+    let first = prefix("turn-0", "two calls", &[a.clone(), b.clone()]);
+    store
+        .commit_fragment(&session, 0, &first, &admitted, 200)
+        .await
+        .expect("commit");
+    let runs = store.tool_runs(&session).await.expect("runs");
+    let sealed: Vec<(&str, Option<i64>)> = runs.iter().map(|r| (r.call_id.as_str(), r.sealed_at_us)).collect();
+    assert_eq!(sealed, vec![("a", Some(150)), ("b", None)]);
+    let unfinished = store.unfinished_calls(&session).await.expect("unfinished");
+    let sealed: Vec<Option<i64>> = unfinished.iter().map(|u| u.run.sealed_at_us).collect();
+    assert_eq!(sealed, vec![Some(150), None], "unfinished calls carry it too");
+    store
+        .append_tool_result(&session, 0, &result(&a, "A"), finished(Some(210)), 300)
+        .await
+        .expect("a's result");
+    let runs = store.tool_runs(&session).await.expect("runs after a result");
+    assert_eq!(runs[0].sealed_at_us, Some(150), "ending a run keeps its seal time");
 }
 
 /// Every operation on a session that does not exist is [`StoreError::NoSession`].

@@ -188,7 +188,8 @@ pub(super) fn commit_fragment(
                 call.tool_name,
                 i64::from(request),
                 seq,
-                at_us
+                at_us,
+                call.sealed_at_us
             ],
         )
         .map_err(ctx(what))?;
@@ -300,6 +301,7 @@ fn run_row(row: &Row<'_>) -> rusqlite::Result<RunRow> {
         started_at_us: row.get(7)?,
         ended_at_us: row.get(8)?,
         result_seq: row.get(9)?,
+        sealed_at_us: row.get(10)?,
     })
 }
 
@@ -324,7 +326,7 @@ pub(super) fn unfinished_calls(conn: &mut Connection, id: &SessionId) -> Result<
     let rows = {
         let mut stmt = tx.prepare_cached(sql::UNFINISHED_RUNS).map_err(ctx(&what))?;
         let rows = stmt
-            .query_map([session], |row| Ok((run_row(row)?, row.get::<_, Option<String>>(10)?)))
+            .query_map([session], |row| Ok((run_row(row)?, row.get::<_, Option<String>>(11)?)))
             .map_err(ctx(&what))?;
         rows.collect::<Result<Vec<_>, _>>().map_err(ctx(&what))?
     };

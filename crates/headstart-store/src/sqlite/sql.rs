@@ -172,6 +172,9 @@ pub(super) const MIGRATIONS: &[&str] = &[
     // and model, NULL for the worker's own. Existing sessions have neither.
     "ALTER TABLE sessions ADD COLUMN system_prompt TEXT;
     ALTER TABLE sessions ADD COLUMN model TEXT;",
+    // 5: when each call was sealed (µs, the engine's clock), written with its admission (contract §7.2). Runs
+    // admitted before this step have none.
+    "ALTER TABLE tool_runs ADD COLUMN sealed_at_us INTEGER;",
 ];
 
 // ---------------------------------------------------------------------------------------------------------------
@@ -284,10 +287,10 @@ pub(super) const RUN_STATE: &str =
 pub(super) const NEXT_ADMISSION: &str = "SELECT COALESCE(MAX(admission), 0) + 1 FROM tool_runs WHERE session_id = ?1";
 
 /// `?1` session id, `?2` call id, `?3` admission, `?4` tool name, `?5` request, `?6` fragment seq,
-/// `?7` admitted_at_us.
+/// `?7` admitted_at_us, `?8` sealed_at_us (NULL when unknown).
 pub(super) const INSERT_ADMITTED_RUN: &str = "INSERT INTO tool_runs
-        (session_id, call_id, admission, tool_name, request, fragment_seq, state, admitted_at_us)
-    VALUES (?1, ?2, ?3, ?4, ?5, ?6, 'admitted', ?7)";
+        (session_id, call_id, admission, tool_name, request, fragment_seq, state, admitted_at_us, sealed_at_us)
+    VALUES (?1, ?2, ?3, ?4, ?5, ?6, 'admitted', ?7, ?8)";
 
 /// `?1` session id, `?2` request, `?3` call id, `?4` started_at_us. Only moves `admitted → started`.
 pub(super) const MARK_STARTED: &str = "UPDATE tool_runs SET state = 'started', started_at_us = ?4
@@ -302,9 +305,9 @@ pub(super) const END_RUN: &str = "UPDATE tool_runs
         AND result_seq IS NULL";
 
 /// `?1` = session id. The run columns read by `RawRun` (call_id, tool_name, request, fragment_seq, state,
-/// outcome, admitted_at_us, started_at_us, ended_at_us, result_seq), in admission order.
+/// outcome, admitted_at_us, started_at_us, ended_at_us, result_seq, sealed_at_us), in admission order.
 pub(super) const TOOL_RUNS: &str = "SELECT call_id, tool_name, request, fragment_seq, state, outcome,
-        admitted_at_us, started_at_us, ended_at_us, result_seq
+        admitted_at_us, started_at_us, ended_at_us, result_seq, sealed_at_us
     FROM tool_runs
     WHERE session_id = ?1
     ORDER BY admission";
@@ -312,7 +315,7 @@ pub(super) const TOOL_RUNS: &str = "SELECT call_id, tool_name, request, fragment
 /// `?1` = session id. The run columns of [`TOOL_RUNS`] followed by the owning fragment's body (NULL if missing),
 /// for runs that are admitted or started and have no result, in admission order.
 pub(super) const UNFINISHED_RUNS: &str = "SELECT r.call_id, r.tool_name, r.request, r.fragment_seq, r.state,
-        r.outcome, r.admitted_at_us, r.started_at_us, r.ended_at_us, r.result_seq, m.body
+        r.outcome, r.admitted_at_us, r.started_at_us, r.ended_at_us, r.result_seq, r.sealed_at_us, m.body
     FROM tool_runs AS r
     LEFT JOIN messages AS m ON m.session_id = r.session_id AND m.seq = r.fragment_seq
     WHERE r.session_id = ?1 AND r.state IN ('admitted', 'started') AND r.result_seq IS NULL

@@ -107,6 +107,7 @@ mod tests {
             id: id.to_owned(),
             name: "lookup".to_owned(),
             request: 0,
+            sealed_ms: None,
             admitted_ms: 30.0,
             started_ms: started,
             ended_ms: ended,

@@ -24,14 +24,15 @@ impl Admission {
     }
 }
 
-/// Writes `fragment` and the `admitted` rows of `calls` in one transaction; on success, the fragment's sequence
-/// number and the admission of its calls.
+/// Writes `fragment` and the `admitted` rows of `calls` in one transaction, each with its seal time as
+/// `sealed_at_us` knows it; on success, the fragment's sequence number and the admission of its calls.
 pub(crate) async fn commit_fragment(
     store: &dyn TranscriptStore,
     session: &SessionId,
     request: u32,
     fragment: &AssistantMessage,
     calls: Vec<ToolCall>,
+    sealed_at_us: impl Fn(&ToolCall) -> Option<i64>,
     at_us: i64,
 ) -> Result<(u64, Admission), StoreError> {
     let records: Vec<AdmittedCall> = calls
@@ -39,6 +40,7 @@ pub(crate) async fn commit_fragment(
         .map(|call| AdmittedCall {
             call_id: call.id.clone(),
             tool_name: call.name.clone(),
+            sealed_at_us: sealed_at_us(call),
         })
         .collect();
     let seq = store

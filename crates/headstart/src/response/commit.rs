@@ -68,6 +68,8 @@ impl ResponseDriver<'_> {
             self.request,
             &fragment,
             calls,
+            // Read, not taken: `admit` takes each seal time for the call's telemetry once the commit succeeded.
+            |call| self.sealed_at_us.get(&call.id).copied(),
             self.now_us(),
         )
         .instrument(span)
