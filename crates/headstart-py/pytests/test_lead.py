@@ -80,6 +80,18 @@ async def test_the_first_call_starts_before_the_second_begins_and_well_before_th
     assert by_tool[second].content == f"{second} ran"
     assert [event.type for event in events][-1] == "turn_end"
 
+    # The figures from the stored times: sealed before the fetch, so at least the measured lead before the end.
+    figures = by_tool[first].figures
+    assert figures is not None
+    assert figures["headroom_ms"] >= 0.9 * lead_ms, (figures, lead)
+    assert 0.0 <= figures["seal_to_start_ms"] < figures["headroom_ms"]
+    assert figures["overlap_ms"] == pytest.approx(figures["run_ms"]), "its whole run was hidden behind the stream"
+    [stored] = headstart.inspect(db)["sessions"]
+    [response] = stored["figures"]["responses"]
+    assert response["calls"] == 2
+    assert 0.0 <= response["tool_round_ms"] <= response["batching_round_ms"], response
+    assert [call["headroom_ms"] for call in stored["figures"]["calls"] if call["name"] == first] == [figures["headroom_ms"]]
+
 
 async def test_sealed_at_finish_reason_the_first_call_starts_only_at_the_end(db: str) -> None:
     """The control: the same Chat Completions stream with ``seal="finish"`` (the rule before issue 29)."""

@@ -162,6 +162,22 @@ impl Engine {
         })
     }
 
+    /// Awaitable: the figures of `session` from its stored times (issue 29): per call `sealed_ms`, `headroom_ms`,
+    /// `seal_to_start_ms`, `run_ms` and `overlap_ms`; per response its model, `tool_round_ms` and
+    /// `batching_round_ms` (what end-of-stream batching would have taken), as `headstart inspect --json` shows them.
+    fn figures<'py>(&self, py: Python<'py>, session: String) -> PyResult<Bound<'py, PyAny>> {
+        let store = Arc::clone(self.engine.store());
+        awaitable(py, async move {
+            let id = SessionId(session);
+            let log = store.load_log(&id).await.map_err(store_error)?;
+            let runs = store.tool_runs(&id).await.map_err(store_error)?;
+            let timeline = headstart_timeline::Timeline::from_store(id.0.clone(), &log, &runs);
+            Ok(Json(
+                timeline.figures().to_json(&headstart_timeline::response_models(&log)),
+            ))
+        })
+    }
+
     /// Opens one response of `session` read in `format`: the feed the stream's events go into, and an awaitable of
     /// the run's events. `seal` is the Chat Completions sealing rule; `record`, a file the response is appended to
     /// with its events' arrival times. Must be called from a coroutine: the tools run on its loop.

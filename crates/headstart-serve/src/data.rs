@@ -7,9 +7,8 @@ use headstart::store::{
 };
 use headstart::{expects_answer, Message};
 use headstart_timeline::report::TranscriptEntry;
-use headstart_timeline::{Figures, Timeline};
+use headstart_timeline::{response_models, Timeline};
 use serde_json::{json, Value};
-use std::collections::BTreeMap;
 
 /// One session as stored.
 #[derive(Debug, Clone)]
@@ -133,60 +132,8 @@ pub fn inspect_json(info: &SessionInfo, log: &[StoredMessage], runs: &[ToolRun])
         "failure": info.failure,
         "settings": info.settings,
         "transcript": transcript,
-        "figures": figures_json(&timeline.figures(), &response_models(log)),
+        "figures": timeline.figures().to_json(&response_models(log)),
     })
-}
-
-/// A session's figures as `inspect --json` prints them (ms on the session's time axis, `null` when unknown):
-/// `calls`, each with `id`, `name`, `request`, `sealed_ms`, `headroom_ms`, `seal_to_start_ms`, `run_ms` and
-/// `overlap_ms`; `responses`, each with `request`, `model` (from `models`), `calls`, `stream_end_ms`,
-/// `tool_round_ms` and `batching_round_ms`.
-pub fn figures_json(figures: &Figures, models: &BTreeMap<u32, String>) -> Value {
-    let calls: Vec<Value> = figures
-        .calls
-        .iter()
-        .map(|call| {
-            json!({
-                "id": call.id,
-                "name": call.name,
-                "request": call.request,
-                "sealed_ms": call.sealed_ms,
-                "headroom_ms": call.headroom_ms,
-                "seal_to_start_ms": call.seal_to_start_ms,
-                "run_ms": call.run_ms,
-                "overlap_ms": call.overlap_ms,
-            })
-        })
-        .collect();
-    let responses: Vec<Value> = figures
-        .responses
-        .iter()
-        .map(|response| {
-            json!({
-                "request": response.request,
-                "model": models.get(&response.request),
-                "calls": response.calls,
-                "stream_end_ms": response.stream_end_ms,
-                "tool_round_ms": response.tool_round_ms,
-                "batching_round_ms": response.batching_round_ms,
-            })
-        })
-        .collect();
-    json!({ "calls": calls, "responses": responses })
-}
-
-/// The model each request's response named (`AssistantMessage::model` of its fragments, the first one that names
-/// one); a request whose fragments name none is absent.
-pub fn response_models(log: &[StoredMessage]) -> BTreeMap<u32, String> {
-    let mut models = BTreeMap::new();
-    for stored in log {
-        if let (Message::Assistant(fragment), Some(request)) = (&stored.message, stored.request) {
-            if let Some(model) = &fragment.model {
-                models.entry(request).or_insert_with(|| model.clone());
-            }
-        }
-    }
-    models
 }
 
 /// A session's place in a fleet's queue, in words: `pending`, `running by w1 (epoch 2)`, `completed by w1`,

@@ -17,6 +17,7 @@
 pub mod answers;
 mod build;
 mod figures;
+mod figures_json;
 mod format;
 pub mod json_path;
 pub mod report;
@@ -26,6 +27,7 @@ mod timeline;
 pub mod visible;
 
 pub use figures::{percentile, CallFigures, FigureStats, Figures, ResponseFigures, Spread};
+pub use figures_json::response_models;
 pub use format::format_ms;
 pub use report::{Report, ReportError};
 pub use savings::{RequestSavings, Savings};

@@ -5,7 +5,7 @@
 use std::collections::BTreeMap;
 
 use headstart::store::{StoredMessage, ToolRun};
-use headstart_serve::data::response_models;
+use headstart_timeline::response_models;
 use headstart_timeline::{format_ms, CallFigures, FigureStats, ResponseFigures, Spread, Timeline};
 use serde_json::{json, Value};
 

@@ -169,6 +169,7 @@ class ToolResult:
     content: str
     is_error: bool
     details: Any
+    figures: Optional[dict[str, Any]]
     def __init__(self, message: dict[str, Any]) -> None: ...
     def to_dict(self) -> dict[str, Any]:
         """The result as plain data."""
@@ -218,7 +219,10 @@ class Run:
     def __init__(self) -> None: ...
     @property
     def results(self) -> list[ToolResult]:
-        """The results of the (last) response's calls, in the order of the calls."""
+        """The results of the (last) response's calls, in the order of the calls, each with its ``figures``."""
+    @property
+    def figures(self) -> Optional[dict[str, Any]]:
+        """The session's figures from the stored times, once the events are over."""
     async def __aenter__(self) -> Run: ...
     async def __aexit__(
         self,

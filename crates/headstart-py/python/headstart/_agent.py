@@ -70,5 +70,8 @@ class AgentRun(Run):
         self._session = session
         self._prompt = prompt
 
+    def _figures_source(self) -> Optional[tuple[Any, str]]:
+        return self._agent.engine._native, self._session
+
     async def _open(self) -> Any:
         return await self._agent._native.run(self._session, self._prompt)

@@ -151,11 +151,44 @@ class Run:
         self._pending: Optional[Any] = None
         self._calls: list[str] = []
         self._results: dict[str, ToolResult] = {}
+        self._request: Optional[int] = None
+        self._figures: Optional[dict[str, Any]] = None
 
     @property
     def results(self) -> list[ToolResult]:
-        """The results of the (last) response's calls, in the order of the calls."""
+        """The results of the (last) response's calls, in the order of the calls. Once the events are over, each
+        carries its call's ``figures``."""
         return [self._results[call] for call in self._calls if call in self._results]
+
+    @property
+    def figures(self) -> Optional[dict[str, Any]]:
+        """Once the events are over: the session's figures from the stored times, as ``headstart inspect --json``
+        gives them. ``calls``: per call ``sealed_ms``, ``headroom_ms`` (how long before its stream ended it was
+        sealed), ``seal_to_start_ms``, ``run_ms`` and ``overlap_ms`` (the part of its run generation hid);
+        ``responses``: per response ``tool_round_ms`` beside ``batching_round_ms``, what end-of-stream batching
+        would have taken."""
+        return self._figures
+
+    def _figures_source(self) -> Optional[tuple[Any, str]]:
+        """The native engine and the session the figures are read from."""
+        return None
+
+    async def _read_figures(self) -> None:
+        source = self._figures_source()
+        if source is None:
+            return
+        native, session = source
+        try:
+            self._figures = await native.figures(session)
+        except _native.StoreError:
+            # The events were delivered; a store that cannot be read back leaves the figures unknown.
+            self._figures = None
+            return
+        calls = [call for call in self._figures["calls"] if call["request"] == self._request]
+        for call in calls:
+            result = self._results.get(call["id"])
+            if result is not None:
+                result.figures = {key: value for key, value in call.items() if key not in ("id", "name", "request")}
 
     async def _open(self) -> Any:
         raise NotImplementedError
@@ -190,6 +223,7 @@ class Run:
             batch = await asyncio.shield(self._pending)
             self._pending = None
             if not batch:
+                await self._read_figures()
                 return
             for data in batch:
                 self._note(data)
@@ -198,6 +232,7 @@ class Run:
     def _note(self, data: dict[str, Any]) -> None:
         if data["type"] == "turn_start":
             self._calls, self._results = [], {}
+            self._request = data.get("request")
         if data["type"] != "message_end":
             return
         message = data["message"]
@@ -221,6 +256,9 @@ class Wrapped(Run):
         self._seal = seal
         self._record = record
         self._pump: Optional[asyncio.Task[None]] = None
+
+    def _figures_source(self) -> Optional[tuple[Any, str]]:
+        return self._engine._native, self._session
 
     async def _open(self) -> Any:
         _refuse_in_a_forked_child()

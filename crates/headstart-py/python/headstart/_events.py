@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import copy
-from typing import Any, Iterator, Mapping
+from typing import Any, Iterator, Mapping, Optional
 
 __all__ = ["Event", "Record", "ToolResult"]
 
@@ -75,7 +75,7 @@ class Event(Record):
 class ToolResult:
     """A call's stored result: its call id, tool name, content text, and whether it is an error."""
 
-    __slots__ = ("tool_call_id", "tool_name", "content", "is_error", "details")
+    __slots__ = ("tool_call_id", "tool_name", "content", "is_error", "details", "figures")
 
     def __init__(self, message: dict[str, Any]) -> None:
         self.tool_call_id: str = message["tool_call_id"]
@@ -84,6 +84,9 @@ class ToolResult:
         self.content: str = "".join(block.get("text", "") for block in blocks if block.get("type") == "text")
         self.is_error: bool = bool(message.get("is_error", False))
         self.details: Any = message.get("details")
+        # Once the run's events are over: the call's figures from the stored times (``sealed_ms``, ``headroom_ms``,
+        # ``seal_to_start_ms``, ``run_ms``, ``overlap_ms``; ``None`` where a time is unknown).
+        self.figures: Optional[dict[str, Any]] = None
 
     def to_dict(self) -> dict[str, Any]:
         """The result as plain data."""
