@@ -136,3 +136,27 @@ fn inspect_stats_summarizes_the_figures_per_model() {
         ])
     );
 }
+
+#[test]
+fn the_human_view_shows_each_calls_figures_and_the_responses_round() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let db = dir.path().join("figures.db");
+    store_with_two_sessions(&db);
+    let sessions = inspect(&db, &[]);
+    let id = sessions[0]["session"].as_str().expect("a session id");
+    let output = Command::new(env!("CARGO_BIN_EXE_headstart"))
+        .args(["inspect", db.to_str().expect("UTF-8"), "--session", id])
+        .output()
+        .expect("the headstart binary runs");
+    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+    let text = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        text.contains("sealed +15 ms · headroom 85 ms · seal→start 7 ms · overlap 38 of 38 ms"),
+        "{text}"
+    );
+    assert!(
+        text.contains("sealed +90 ms · headroom 10 ms · seal→start 15 ms · overlap 0 of 25 ms"),
+        "{text}"
+    );
+    assert!(text.contains("tool round 30 ms (end-of-stream batching: 38 ms)"), "{text}");
+}

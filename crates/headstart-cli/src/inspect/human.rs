@@ -7,7 +7,7 @@ use headstart::core::model::{AssistantMessage, ContentBlock, ToolArguments, Tool
 use headstart::store::{RunState, StoredMessage, ToolRun, UnfinishedCall};
 use headstart::Message;
 use headstart_timeline::answers::{Answers, CallKey};
-use headstart_timeline::format_ms;
+use headstart_timeline::{format_ms, Figures, Timeline};
 
 use headstart_timeline::visible::{visible, Lines};
 
@@ -55,6 +55,7 @@ fn render_raw(log: &[StoredMessage], runs: &[ToolRun], unfinished: &[UnfinishedC
             .map(|call| ((Some(call.run.request), call.run.call_id.as_str()), call))
             .collect(),
         results: answers.results.clone(),
+        figures: Timeline::from_store("", log, runs).figures(),
     };
 
     let mut out = String::new();
@@ -171,9 +172,46 @@ struct View<'a> {
     runs: HashMap<CallKey<'a>, &'a ToolRun>,
     unfinished: HashMap<CallKey<'a>, &'a UnfinishedCall>,
     results: HashMap<CallKey<'a>, (&'a StoredMessage, &'a ToolResultMessage)>,
+    /// Headroom, overlap and each response's tool round, from the stored times (issue 29).
+    figures: Figures,
 }
 
 impl View<'_> {
+    /// `sealed +t · headroom N ms · seal→start N ms · overlap N of M ms`, for a call whose seal time is stored.
+    fn call_figures(&self, request: Option<u32>, id: &str) -> Option<String> {
+        let figures = self
+            .figures
+            .calls
+            .iter()
+            .find(|call| Some(call.request) == request && call.id == id)?;
+        let sealed = figures.sealed_ms?;
+        let mut parts = vec![format!("sealed +{} ms", format_ms(sealed))];
+        if let Some(headroom) = figures.headroom_ms {
+            parts.push(format!("headroom {} ms", format_ms(headroom)));
+        }
+        if let Some(wait) = figures.seal_to_start_ms {
+            parts.push(format!("seal→start {} ms", format_ms(wait)));
+        }
+        if let (Some(overlap), Some(run)) = (figures.overlap_ms, figures.run_ms) {
+            parts.push(format!("overlap {} of {} ms", format_ms(overlap), format_ms(run)));
+        }
+        Some(parts.join(" · "))
+    }
+
+    /// `tool round N ms (end-of-stream batching: M ms)` for a response with calls.
+    fn round(&self, request: Option<u32>) -> Option<String> {
+        let response = self
+            .figures
+            .responses
+            .iter()
+            .find(|response| Some(response.request) == request && response.calls > 0)?;
+        Some(format!(
+            "tool round {} ms (end-of-stream batching: {} ms)",
+            format_ms(response.tool_round_ms),
+            format_ms(response.batching_round_ms)
+        ))
+    }
+
     /// `+123 ms` relative to the session's first message.
     fn at(&self, at_us: i64) -> String {
         #[allow(clippy::cast_precision_loss)]
@@ -229,6 +267,9 @@ impl View<'_> {
             }
         }
         out.push_str(&format!("{:indent$}{}\n", "", status.join(" · ")));
+        if let Some(line) = self.call_figures(request, &call.id) {
+            out.push_str(&format!("{:indent$}{line}\n", ""));
+        }
 
         if let Some((stored, result)) = result {
             let mut head = format!("result #{} {}", stored.seq, self.at(stored.at_us));
@@ -296,6 +337,9 @@ fn request_header(
     };
     if let Some(error) = &last.error_message {
         header.push_str(&format!("     error: {}\n", one_line(error, MAX_LINE)));
+    }
+    if let Some(round) = view.round(request) {
+        header.push_str(&format!("     {round}\n"));
     }
     header
 }
