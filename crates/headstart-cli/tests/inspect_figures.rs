@@ -158,5 +158,8 @@ fn the_human_view_shows_each_calls_figures_and_the_responses_round() {
         text.contains("sealed +90 ms · headroom 10 ms · seal→start 15 ms · overlap 0 of 25 ms"),
         "{text}"
     );
-    assert!(text.contains("tool round 30 ms (end-of-stream batching: 38 ms)"), "{text}");
+    assert!(
+        text.contains("tool round 30 ms (end-of-stream batching: 38 ms)"),
+        "{text}"
+    );
 }

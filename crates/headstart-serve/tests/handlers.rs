@@ -117,6 +117,16 @@ async fn a_session_page_shows_its_transcript_beside_its_timeline() {
     );
     assert!(body.contains("<div class=\"result error\" data-call-id=\"sync\""));
     assert!(body.contains("tokio 1.x") && body.contains("permission denied"));
+    assert!(
+        body.contains(
+            "<div class=\"figures\">sealed +0.8 ms · headroom 1.2 ms · seal→start 0.3 ms · overlap 0.9 of 1.9 ms</div>"
+        ),
+        "the early call's figures: {body}"
+    );
+    assert!(
+        body.contains("<div class=\"round\">tool round 2 ms (end-of-stream batching: 2 ms)</div>"),
+        "the response's round"
+    );
     assert!(body.contains("data-events=\"/sessions/"), "the live events' address");
     assert!(body.contains("/assets/live.js"));
 }

@@ -2,6 +2,7 @@
 //! (issue 29): how early each call was sealed, how much of its run generation hid, and how long each response's
 //! tool round took beside what end-of-stream batching would have taken. Pure: no I/O.
 
+use crate::format::format_ms;
 use crate::timeline::{CallSpan, Timeline};
 
 /// One admitted call's figures, in milliseconds. Each is `None` when a time it needs is unknown (a call that never
@@ -48,6 +49,38 @@ pub struct Figures {
     pub calls: Vec<CallFigures>,
     /// Per response, in request order.
     pub responses: Vec<ResponseFigures>,
+}
+
+impl CallFigures {
+    /// `sealed +15 ms · headroom 85 ms · seal→start 7 ms · overlap 38 of 38 ms`, as `headstart inspect` and the
+    /// session page show a call; `None` when its seal time was not stored.
+    pub fn summary(&self) -> Option<String> {
+        let sealed = self.sealed_ms?;
+        let mut parts = vec![format!("sealed +{} ms", format_ms(sealed))];
+        if let Some(headroom) = self.headroom_ms {
+            parts.push(format!("headroom {} ms", format_ms(headroom)));
+        }
+        if let Some(wait) = self.seal_to_start_ms {
+            parts.push(format!("seal→start {} ms", format_ms(wait)));
+        }
+        if let (Some(overlap), Some(run)) = (self.overlap_ms, self.run_ms) {
+            parts.push(format!("overlap {} of {} ms", format_ms(overlap), format_ms(run)));
+        }
+        Some(parts.join(" · "))
+    }
+}
+
+impl ResponseFigures {
+    /// `tool round 30 ms (end-of-stream batching: 38 ms)`; `None` for a response without calls.
+    pub fn summary(&self) -> Option<String> {
+        (self.calls > 0).then(|| {
+            format!(
+                "tool round {} ms (end-of-stream batching: {} ms)",
+                format_ms(self.tool_round_ms),
+                format_ms(self.batching_round_ms)
+            )
+        })
+    }
 }
 
 impl Timeline {

@@ -177,39 +177,22 @@ struct View<'a> {
 }
 
 impl View<'_> {
-    /// `sealed +t · headroom N ms · seal→start N ms · overlap N of M ms`, for a call whose seal time is stored.
+    /// The call's figures in a line ([`CallFigures::summary`](headstart_timeline::CallFigures::summary)).
     fn call_figures(&self, request: Option<u32>, id: &str) -> Option<String> {
-        let figures = self
-            .figures
+        self.figures
             .calls
             .iter()
-            .find(|call| Some(call.request) == request && call.id == id)?;
-        let sealed = figures.sealed_ms?;
-        let mut parts = vec![format!("sealed +{} ms", format_ms(sealed))];
-        if let Some(headroom) = figures.headroom_ms {
-            parts.push(format!("headroom {} ms", format_ms(headroom)));
-        }
-        if let Some(wait) = figures.seal_to_start_ms {
-            parts.push(format!("seal→start {} ms", format_ms(wait)));
-        }
-        if let (Some(overlap), Some(run)) = (figures.overlap_ms, figures.run_ms) {
-            parts.push(format!("overlap {} of {} ms", format_ms(overlap), format_ms(run)));
-        }
-        Some(parts.join(" · "))
+            .find(|call| Some(call.request) == request && call.id == id)?
+            .summary()
     }
 
-    /// `tool round N ms (end-of-stream batching: M ms)` for a response with calls.
+    /// The response's tool round in a line, for a response with calls.
     fn round(&self, request: Option<u32>) -> Option<String> {
-        let response = self
-            .figures
+        self.figures
             .responses
             .iter()
-            .find(|response| Some(response.request) == request && response.calls > 0)?;
-        Some(format!(
-            "tool round {} ms (end-of-stream batching: {} ms)",
-            format_ms(response.tool_round_ms),
-            format_ms(response.batching_round_ms)
-        ))
+            .find(|response| Some(response.request) == request)?
+            .summary()
     }
 
     /// `+123 ms` relative to the session's first message.

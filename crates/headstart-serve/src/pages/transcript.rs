@@ -8,10 +8,11 @@
 use std::collections::{HashMap, HashSet};
 
 use headstart::core::model::{ContentBlock, ToolArguments, ToolCall, ToolResultMessage};
-use headstart::store::{RunOutcome, ToolRun};
+use headstart::store::{RunOutcome, StoredMessage, ToolRun};
 use headstart::Message;
 use headstart_timeline::answers::{Answers, CallKey};
 use headstart_timeline::visible::{visible, Lines};
+use headstart_timeline::{Figures, Timeline};
 use maud::{html, Markup};
 
 use crate::data::SessionData;
@@ -47,6 +48,9 @@ pub fn transcript(data: &SessionData) -> Markup {
                             }
                             @if let Some(error) = &assistant.error_message {
                                 div.error { "error: " (visible(error, Lines::Keep)) }
+                            }
+                            @if let Some(round) = calls.round_after(stored) {
+                                div.round { (round) }
                             }
                             @for (index, block) in assistant.content.iter().enumerate() {
                                 @match block {
@@ -117,6 +121,10 @@ struct Calls<'a> {
     unfinished: HashSet<CallKey<'a>>,
     /// Which result answers which call.
     answers: Answers<'a>,
+    /// Each call's headroom and overlap, each response's tool round (issue 29).
+    figures: Figures,
+    /// Each request's last fragment in the log.
+    last_fragment: HashMap<u32, u64>,
 }
 
 impl<'a> Calls<'a> {
@@ -139,7 +147,36 @@ impl<'a> Calls<'a> {
                 .map(|call| (Some(call.run.request), call.run.call_id.as_str()))
                 .collect(),
             answers,
+            figures: Timeline::from_store("", &data.log, &data.runs).figures(),
+            last_fragment: data
+                .log
+                .iter()
+                .filter(|stored| matches!(stored.message, Message::Assistant(_)))
+                .filter_map(|stored| Some((stored.request?, stored.seq)))
+                .collect(),
         }
+    }
+
+    /// The response's tool round in a line, on its request's last fragment, for a response with calls.
+    fn round_after(&self, stored: &StoredMessage) -> Option<String> {
+        let request = stored.request?;
+        if self.last_fragment.get(&request) != Some(&stored.seq) {
+            return None;
+        }
+        self.figures
+            .responses
+            .iter()
+            .find(|response| response.request == request)?
+            .summary()
+    }
+
+    /// A call's figures in a line, when its seal time is stored.
+    fn figures_of(&self, request: Option<u32>, id: &str) -> Option<String> {
+        self.figures
+            .calls
+            .iter()
+            .find(|call| Some(call.request) == request && call.id == id)?
+            .summary()
     }
 
     fn answers_a_call_in_the_log(&self, seq: u64) -> bool {
@@ -186,6 +223,9 @@ impl<'a> Calls<'a> {
                             " · ended " (offset(end, origin)) " (" (offset(end, start).trim_start_matches('+')) ")"
                         }
                     }
+                }
+                @if let Some(figures) = self.figures_of(request, &call.id) {
+                    div.figures { (figures) }
                 }
                 @if let Some(result) = result {
                     (result_block(result))

@@ -81,8 +81,11 @@ pub async fn write_sample(store: &dyn SessionQueue) -> Sample {
             signature: None,
         },
     );
+    // Sealed 0.2 ms before its commit: the session page shows its headroom and overlap.
+    let mut admitted = admit(&[&early]);
+    admitted[0].sealed_at_us = Some(1_800);
     store
-        .commit_fragment(&plain, 0, &first, &admit(&[&early]), 2_000)
+        .commit_fragment(&plain, 0, &first, &admitted, 2_000)
         .await
         .expect("prefix");
     store
