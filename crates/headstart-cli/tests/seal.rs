@@ -54,16 +54,27 @@ fn answer() -> Reply {
     Reply::Events(chat_events("answer", Some("Both done."), &[]))
 }
 
-/// A server whose first reply is the recorded response calling `fetch_url` on the gate and `read_file` on the
-/// notes, the second call held back until the gate was fetched (at most `timeout`); then a plain answer.
-async fn gated_server(timeout: Duration) -> ReplayServer {
+/// A server pacing events `pace` apart whose first reply is `first(gate URL)`, then a plain answer; it serves the
+/// gate page too, so the reply can name the server's own address.
+async fn serve_with_gate(pace: Duration, first: impl Fn(&str) -> Reply + Send + Sync + 'static) -> ReplayServer {
     let gate_url: Arc<OnceLock<String>> = Arc::default();
     let url_for_rule = Arc::clone(&gate_url);
-    let rule = move |number: usize, _: &Value| {
-        if number > 0 {
-            return answer();
-        }
-        let url = json!({"url": url_for_rule.get().cloned().unwrap_or_default()});
+    let rule = move |number: usize, _: &Value| match number {
+        0 => first(url_for_rule.get().map_or("", String::as_str)),
+        _ => answer(),
+    };
+    let server = ReplayServer::start_choosing(rule, gate_page(), pace)
+        .await
+        .expect("a server");
+    gate_url.set(server.url(GATE)).expect("set once");
+    server
+}
+
+/// The recorded response calling `fetch_url` on the gate and `read_file` on the notes, the second call held back
+/// until the gate was fetched (at most `timeout`).
+async fn gated_server(timeout: Duration) -> ReplayServer {
+    serve_with_gate(PACE, move |gate| {
+        let url = json!({"url": gate});
         let path = json!({"path": "notes.txt"});
         let events = respell_chat_calls(&recorded_two_calls(), &[("fetch_url", &url), ("read_file", &path)]);
         let before = second_call_start(&events).expect("the recording has a second call");
@@ -73,12 +84,8 @@ async fn gated_server(timeout: Duration) -> ReplayServer {
             path: GATE.to_owned(),
             timeout,
         }
-    };
-    let server = ReplayServer::start_choosing(rule, gate_page(), PACE)
-        .await
-        .expect("a server");
-    gate_url.set(server.url(GATE)).expect("set once");
-    server
+    })
+    .await
 }
 
 /// When the gate was fetched, each time.
@@ -236,17 +243,7 @@ fn interleaving(url: &str) -> Vec<String> {
 }
 
 async fn interleaving_server() -> ReplayServer {
-    let gate_url: Arc<OnceLock<String>> = Arc::default();
-    let url_for_rule = Arc::clone(&gate_url);
-    let rule = move |number: usize, _: &Value| match number {
-        0 => Reply::Events(interleaving(url_for_rule.get().map_or("", String::as_str))),
-        _ => answer(),
-    };
-    let server = ReplayServer::start_choosing(rule, gate_page(), Duration::from_millis(5))
-        .await
-        .expect("a server");
-    gate_url.set(server.url(GATE)).expect("set once");
-    server
+    serve_with_gate(Duration::from_millis(5), |gate| Reply::Events(interleaving(gate))).await
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

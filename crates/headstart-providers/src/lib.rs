@@ -50,6 +50,7 @@ pub mod http;
 pub mod openai_chat;
 pub mod openai_responses;
 mod payload;
+mod recorded;
 pub mod recording;
 #[cfg(feature = "replay-server")]
 pub mod replay_server;

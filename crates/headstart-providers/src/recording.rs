@@ -16,10 +16,10 @@
 //!
 //! Each response starts with a `headstart-recording` comment naming its wire format; `at_ms` counts milliseconds
 //! from the moment its converter was made (the response's headers had arrived). [`Recorder`] writes one (every
-//! converter made with it records, through [`ConvertOptions::record`](crate::ConvertOptions::record));
+//! converter made with it records, through [`ConvertOptions::record`](crate::ConvertOptions::record), by way of
+//! the `recorded` adapter);
 //! [`read_recording`] reads one back.
 
-use std::collections::VecDeque;
 use std::fmt;
 use std::fs::File;
 use std::io::{BufWriter, Write};
@@ -27,9 +27,6 @@ use std::path::Path;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Instant;
 
-use headstart_core::{DeltaEvent, ModelError};
-
-use crate::converter::StreamConverter;
 use crate::error::ProviderError;
 use crate::sse::{parse_sse_text, SseEvent};
 use crate::wire_format::WireFormat;
@@ -87,14 +84,16 @@ impl Recorder {
         }
     }
 
-    /// Wraps a fresh converter so that it records what it reads, as one response in `format`.
-    pub(crate) fn wrap(&self, format: WireFormat, inner: Box<dyn StreamConverter>) -> Box<dyn StreamConverter> {
-        self.write(&format!("{HEADER}{}\n\n", format.as_str()));
-        Box::new(Recording {
-            inner,
-            recorder: self.clone(),
-            origin: Instant::now(),
-        })
+    /// Begins one response in the wire format named `format`: its header line. Its events' times count from now.
+    pub(crate) fn begin(&self, format: &str) -> Instant {
+        self.write(&format!("{HEADER}{format}\n\n"));
+        Instant::now()
+    }
+
+    /// Records one event of the response that began at `origin`.
+    pub(crate) fn event(&self, origin: Instant, event: &SseEvent) {
+        let at_ms = origin.elapsed().as_secs_f64() * 1000.0;
+        self.write(&event_text(at_ms, event));
     }
 
     /// Writes and flushes one piece. A recording is a diagnostic: a failed write is logged, never fatal.
@@ -103,35 +102,6 @@ impl Recorder {
         if let Err(error) = out.write_all(text.as_bytes()).and_then(|()| out.flush()) {
             tracing::warn!(%error, "could not write to the recording");
         }
-    }
-}
-
-/// A converter that records every event it reads before converting it.
-struct Recording {
-    inner: Box<dyn StreamConverter>,
-    recorder: Recorder,
-    origin: Instant,
-}
-
-impl StreamConverter for Recording {
-    fn push(&mut self, event: &SseEvent, out: &mut VecDeque<DeltaEvent>) -> Result<(), ProviderError> {
-        if !self.inner.is_ended() {
-            let at_ms = self.origin.elapsed().as_secs_f64() * 1000.0;
-            self.recorder.write(&event_text(at_ms, event));
-        }
-        self.inner.push(event, out)
-    }
-
-    fn finish(&mut self, out: &mut VecDeque<DeltaEvent>) {
-        self.inner.finish(out);
-    }
-
-    fn fail(&mut self, error: &ModelError, out: &mut VecDeque<DeltaEvent>) {
-        self.inner.fail(error, out);
-    }
-
-    fn is_ended(&self) -> bool {
-        self.inner.is_ended()
     }
 }
 
@@ -235,6 +205,7 @@ pub fn read_recording(text: &str) -> Result<Vec<RecordedResponse>, ProviderError
 mod tests {
     use super::*;
     use crate::ConvertOptions;
+    use std::collections::VecDeque;
 
     /// A writer the test can read back.
     #[derive(Clone, Default)]

@@ -61,7 +61,7 @@ impl WireFormat {
             WireFormat::Gemini => Box::new(Converter::new(gemini::GeminiDecoder::default())),
         };
         match &options.record {
-            Some(recorder) => recorder.wrap(self, converter),
+            Some(recorder) => crate::recorded::recorded(recorder, self.as_str(), converter),
             None => converter,
         }
     }

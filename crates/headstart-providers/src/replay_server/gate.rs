@@ -1,5 +1,10 @@
-//! Where a recorded response's second tool call begins: the event a [`Reply::Gated`](super::Reply::Gated) holds
-//! back, so that a test's first early call must have started before the model even began the second.
+//! The gate of a [`Reply::Gated`](super::Reply::Gated): where a recorded response's second tool call begins (the
+//! event held back, so that a test's first early call must have started before the model even began the second),
+//! the wait for the GET that opens it, and how far that GET led the stream's end.
+
+use std::time::Duration;
+
+use super::{lock, Recorded, ReplayServer};
 
 /// The position of the event that opens the response's second tool call, in any of the streamed wire formats:
 /// a Chat Completions chunk naming call index 1, the second Anthropic `tool_use` block's start, the second
@@ -21,6 +26,52 @@ pub fn second_call_start(events: &[String]) -> Option<usize> {
         .filter(|(_, event)| opens_call(event))
         .nth(1)
         .map(|(position, _)| position)
+}
+
+/// How far a GET led the end of a streamed reply ([`ReplayServer::lead`]).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Lead {
+    /// Milliseconds from the GET's arrival to the reply's last event being sent; negative when the GET came after.
+    pub ms: f64,
+    /// How many of the reply's events were sent after the GET arrived.
+    pub events_after: usize,
+}
+
+impl ReplayServer {
+    /// How far the first GET of `path` led the end of the reply to POST `number`; `None` when either did not
+    /// happen. With a [`Reply::Gated`] on `path`, the events after the GET are at least the ones held back.
+    pub fn lead(&self, path: &str, number: usize) -> Option<Lead> {
+        let fetched = self
+            .requests()
+            .into_iter()
+            .find(|request| request.method == "GET" && request.path == path)?
+            .at;
+        let sent = self.sent(number);
+        let end = *sent.last()?;
+        let ms = if end >= fetched {
+            end.duration_since(fetched).as_secs_f64() * 1000.0
+        } else {
+            -(fetched.duration_since(end).as_secs_f64() * 1000.0)
+        };
+        Some(Lead {
+            ms,
+            events_after: sent.iter().filter(|at| **at > fetched).count(),
+        })
+    }
+}
+
+/// Waits until a GET of `path` was recorded, or `timeout` passed.
+pub(super) async fn wait_for_get(recorded: &Recorded, path: &str, timeout: Duration) {
+    let deadline = tokio::time::Instant::now() + timeout;
+    while tokio::time::Instant::now() < deadline {
+        let seen = lock(&recorded.requests)
+            .iter()
+            .any(|request| request.method == "GET" && request.path == path);
+        if seen {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(2)).await;
+    }
 }
 
 #[cfg(test)]

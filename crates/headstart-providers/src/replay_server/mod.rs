@@ -31,6 +31,8 @@ use crate::error::ProviderError;
 pub mod call_then_answer;
 pub mod chat_stream;
 pub mod gate;
+
+pub use gate::Lead;
 pub mod respell;
 #[cfg(test)]
 mod tests;
@@ -146,15 +148,6 @@ pub enum Route {
         /// How many sends.
         chunks: usize,
     },
-}
-
-/// How far a GET led the end of a streamed reply ([`ReplayServer::lead`]).
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub struct Lead {
-    /// Milliseconds from the GET's arrival to the reply's last event being sent; negative when the GET came after.
-    pub ms: f64,
-    /// How many of the reply's events were sent after the GET arrived.
-    pub events_after: usize,
 }
 
 /// One request as the server saw it.
@@ -301,27 +294,6 @@ impl ReplayServer {
     pub fn sent(&self, number: usize) -> Vec<Instant> {
         lock(&self.recorded.sent).get(&number).cloned().unwrap_or_default()
     }
-
-    /// How far the first GET of `path` led the end of the reply to POST `number`; `None` when either did not
-    /// happen. With a [`Reply::Gated`] on `path`, the events after the GET are at least the ones held back.
-    pub fn lead(&self, path: &str, number: usize) -> Option<Lead> {
-        let fetched = self
-            .requests()
-            .into_iter()
-            .find(|request| request.method == "GET" && request.path == path)?
-            .at;
-        let sent = self.sent(number);
-        let end = *sent.last()?;
-        let ms = if end >= fetched {
-            end.duration_since(fetched).as_secs_f64() * 1000.0
-        } else {
-            -(fetched.duration_since(end).as_secs_f64() * 1000.0)
-        };
-        Some(Lead {
-            ms,
-            events_after: sent.iter().filter(|at| **at > fetched).count(),
-        })
-    }
 }
 
 type Body = StreamBody<BoxStream<'static, Result<Frame<Bytes>, std::io::Error>>>;
@@ -408,7 +380,7 @@ async fn answer(
         let (events, recorded, gate) = (Arc::clone(&events), Arc::clone(&recorded), gate.clone());
         async move {
             if let Some(gate) = gate.as_deref().filter(|(before, _, _)| *before == next) {
-                wait_for_get(&recorded, &gate.1, gate.2).await;
+                gate::wait_for_get(&recorded, &gate.1, gate.2).await;
             }
             if keep == Some(next) {
                 // The pause lets hyper flush the events before; then an error from the body stream makes it drop
@@ -437,20 +409,6 @@ async fn answer(
         "text/event-stream; charset=utf-8",
         StreamBody::new(frames),
     ))
-}
-
-/// Waits until a GET of `path` was recorded, or `timeout` passed.
-async fn wait_for_get(recorded: &Recorded, path: &str, timeout: Duration) {
-    let deadline = tokio::time::Instant::now() + timeout;
-    while tokio::time::Instant::now() < deadline {
-        let seen = lock(&recorded.requests)
-            .iter()
-            .any(|request| request.method == "GET" && request.path == path);
-        if seen {
-            return;
-        }
-        tokio::time::sleep(Duration::from_millis(2)).await;
-    }
 }
 
 const SSE_CONTENT_TYPE: &str = "text/event-stream; charset=utf-8";
