@@ -19,7 +19,8 @@ use headstart_core::DeltaStream;
 use headstart_providers::{sse_delta_stream, ConvertOptions, SseEvent, WireFormat};
 use serde::Serialize;
 
-/// Chat Completions chunks in, delta events out.
+/// Chat Completions chunks in, delta events out. `options.seal_at` says when a call is sealed and may start: by
+/// default the moment its arguments form a complete JSON object ([`headstart_providers::SealAt`]).
 ///
 /// async-openai ends its stream at `data: [DONE]` without yielding it; a stream that ends cleanly is therefore
 /// given its `[DONE]` back, so the usage chunk and the end of the response are read as on the wire.

@@ -19,7 +19,8 @@
 //! - **`finish_reason: length`.** The call being generated when the limit hit (the last one that received a
 //!   fragment) is cut off and sealed invalid; calls before it are complete and sealed normally. If the server
 //!   interleaved fragments of several calls, every open call is treated as cut off, since which one was complete
-//!   cannot be told.
+//!   cannot be told. A call whose object was complete was sealed at that moment (by default) and keeps its
+//!   arguments.
 //! - `done` is emitted at `[DONE]` (so it carries the usage chunk), or when the body ends after `finish_reason`.
 //!   A body that ends before `finish_reason` (also with `[DONE]`) ends as `error`.
 //! - Stop reasons: `stop` (→ `tool_use` when the response has calls, as several compatible servers report `stop`
