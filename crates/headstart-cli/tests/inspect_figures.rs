@@ -163,3 +163,22 @@ fn the_human_view_shows_each_calls_figures_and_the_responses_round() {
         "{text}"
     );
 }
+
+#[test]
+fn inspect_stats_as_text_names_each_figure_with_its_unit() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let db = dir.path().join("figures.db");
+    store_with_two_sessions(&db);
+    let output = Command::new(env!("CARGO_BIN_EXE_headstart"))
+        .args(["inspect", db.to_str().expect("UTF-8"), "--stats"])
+        .output()
+        .expect("the headstart binary runs");
+    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+    let text = String::from_utf8_lossy(&output.stdout);
+    assert!(text.contains("alpha: 1 responses, 2 calls"), "{text}");
+    assert!(
+        text.contains("headroom:                       median 10 ms, p95 85 ms (2 samples)"),
+        "{text}"
+    );
+    assert!(text.contains("beta: 1 responses, 2 calls"), "{text}");
+}

@@ -71,7 +71,7 @@ impl Groups {
         let spread = |spread: Spread| match (spread.median_ms, spread.p95_ms) {
             (Some(median), Some(p95)) => {
                 format!(
-                    "median {}, p95 {} (of {})",
+                    "median {} ms, p95 {} ms ({} samples)",
                     format_ms(median),
                     format_ms(p95),
                     spread.count
@@ -82,14 +82,18 @@ impl Groups {
         let mut out = format!("figures per {GROUPED_BY}\n");
         for (model, stats) in self.stats() {
             out.push_str(&format!(
-                "\n{model}: {} responses, {} calls\n  tool round:     {}\n  batching round: {}\n  overlap:        {}\n  headroom:       {}\n",
-                stats.responses,
-                stats.calls,
-                spread(stats.tool_round),
-                spread(stats.batching_round),
-                spread(stats.overlap),
-                spread(stats.headroom),
+                "\n{model}: {} responses, {} calls\n",
+                stats.responses, stats.calls
             ));
+            let lines = [
+                ("tool round", stats.tool_round),
+                ("end-of-stream batching's round", stats.batching_round),
+                ("overlap", stats.overlap),
+                ("headroom", stats.headroom),
+            ];
+            for (label, figure) in lines {
+                out.push_str(&format!("  {:<32}{}\n", format!("{label}:"), spread(figure)));
+            }
         }
         out
     }
