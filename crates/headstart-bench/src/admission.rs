@@ -293,7 +293,13 @@ async fn sequential_gaps(store: Arc<dyn TranscriptStore>, calls: usize) -> Resul
         .map_err(|error| BenchError::new(error.to_string()))?;
     let engine = Engine::builder(Arc::clone(&store))
         .toolbox(toolbox)
-        .config(EngineConfig::default().tool_execution(ExecutionMode::Sequential))
+        // The chain is as long as the benchmark asks: the per-response cap (a safety default against a hostile
+        // model, 128) is the benchmark's to set, not a limit it may trip over.
+        .config(
+            EngineConfig::default()
+                .tool_execution(ExecutionMode::Sequential)
+                .max_calls_per_response(None),
+        )
         .build();
     let session = store.create_session(0).await?;
     let ids: Vec<String> = (0..calls.max(2)).map(|n| format!("step-{n}")).collect();
