@@ -48,8 +48,10 @@ use scenario::ScenarioSetup;
 )]
 pub struct Args {
     /// The store: a PostgreSQL connection string (postgresql://… or host=… dbname=…), or a SQLite file shared by
-    /// the workers of one machine.
-    #[arg(long)]
+    /// the workers of one machine. Taken from HEADSTART_STORE when not given, which keeps a password off the
+    /// command line (any local user can read a process's arguments; prefer PGPASSWORD or ~/.pgpass), e.g.
+    /// `--store postgresql://agent@db/agents`.
+    #[arg(long, env = "HEADSTART_STORE", hide_env_values = true)]
     store: String,
     /// The worker's name in the queue (unique within the fleet).
     #[arg(long)]

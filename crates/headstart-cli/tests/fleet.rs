@@ -37,6 +37,8 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::fs::File;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use headstart::store::SessionState;
@@ -265,7 +267,12 @@ async fn the_fleet_benchmark_reports_each_worker_count() {
     };
     let temp = tempfile::tempdir().expect("temp dir");
     let bin = private_binary(temp.path());
-    let url = database.url().to_owned();
+    // A password the throwaway cluster ignores (it trusts local connections): the workers must not show it.
+    let url = with_password(database.url());
+    let workers_bin = bin.clone();
+    let watching = Arc::new(AtomicBool::new(true));
+    let watch = Arc::clone(&watching);
+    let seen = std::thread::spawn(move || worker_command_lines(&workers_bin, &watch));
     let report = tokio::task::spawn_blocking(move || {
         run_json(
             &bin,
@@ -288,6 +295,15 @@ async fn the_fleet_benchmark_reports_each_worker_count() {
     })
     .await
     .expect("the benchmark ran");
+    watching.store(false, Ordering::SeqCst);
+    let workers = seen.join().expect("the watcher");
+    assert!(!workers.is_empty(), "the benchmark's workers were seen");
+    for line in &workers {
+        assert!(
+            !line.contains(PASSWORD),
+            "a worker's command line shows the password: {line}"
+        );
+    }
     check_fleet_report(
         &report,
         &[
@@ -299,6 +315,40 @@ async fn the_fleet_benchmark_reports_each_worker_count() {
             ("postgres", 2, 20),
         ],
     );
+}
+
+const PASSWORD: &str = "s3cret-never-in-argv";
+
+/// `url` with [`PASSWORD`] added, in the URL's own syntax (a `postgresql://` URI or a libpq `key=value` string).
+fn with_password(url: &str) -> String {
+    if url.starts_with("postgres") {
+        let separator = if url.contains('?') { '&' } else { '?' };
+        format!("{url}{separator}password={password}", password = PASSWORD)
+    } else {
+        format!("{url} password={PASSWORD}")
+    }
+}
+
+/// The command lines of the `headstart worker` processes running `bin`, read from `/proc` until `watching` is
+/// cleared: what any local user can read.
+fn worker_command_lines(bin: &Path, watching: &AtomicBool) -> Vec<String> {
+    let mut seen = BTreeSet::new();
+    while watching.load(Ordering::SeqCst) {
+        for entry in std::fs::read_dir("/proc").into_iter().flatten().flatten() {
+            let path = entry.path();
+            if std::fs::read_link(path.join("exe")).ok().as_deref() != Some(bin) {
+                continue;
+            }
+            if let Ok(raw) = std::fs::read(path.join("cmdline")) {
+                let line = String::from_utf8_lossy(&raw).replace('\0', " ");
+                if line.contains(" worker ") {
+                    seen.insert(line);
+                }
+            }
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    seen.into_iter().collect()
 }
 
 /// `bench sessions --store FILE.db --workers 1,2 --json` on SQLite alone: its options parse, and its JSON has every

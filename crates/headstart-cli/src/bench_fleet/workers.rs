@@ -73,15 +73,11 @@ impl Workers {
             lines,
         };
         for index in 0..count {
+            // The store (a password with it) goes through the environment: a process's arguments are readable by
+            // every local user, its environment only by its owner.
             let mut child = Command::new(&bin)
-                .args([
-                    "worker",
-                    "--store",
-                    url,
-                    "--id",
-                    &format!("bench-{index}"),
-                    "--scenario",
-                ])
+                .env("HEADSTART_STORE", url)
+                .args(["worker", "--id", &format!("bench-{index}"), "--scenario"])
                 .arg(scenario)
                 .args(["--concurrency", &concurrency.to_string(), "--poll-ms", POLL_MS])
                 .args(["--metrics", "127.0.0.1:0"])
