@@ -25,6 +25,7 @@
 //! dev-dependencies only).
 #![warn(missing_docs)]
 
+mod certificate;
 mod conninfo;
 mod errors;
 mod listener;

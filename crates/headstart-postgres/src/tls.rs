@@ -10,7 +10,8 @@
 //! | `verify-full` | always | the chain and the host name |
 //!
 //! Root certificates are `sslrootcert` (a PEM file, or `system` for the platform's store, read by
-//! rustls-native-certs from the usual files, offline), else `~/.postgresql/root.crt` when it exists.
+//! rustls-native-certs from the usual files, offline), else `~/.postgresql/root.crt` when it exists. The checks
+//! themselves, as libpq makes them, are in [`crate::certificate`].
 
 use std::future::Future;
 use std::io;
@@ -19,16 +20,13 @@ use std::pin::Pin;
 use std::sync::Arc;
 use std::task::{Context, Poll};
 
-use rustls::client::danger::{HandshakeSignatureValid, ServerCertVerified, ServerCertVerifier};
-use rustls::client::WebPkiServerVerifier;
-use rustls::crypto::{verify_tls12_signature, verify_tls13_signature, CryptoProvider};
 use rustls::pki_types::pem::PemObject;
-use rustls::pki_types::{CertificateDer, ServerName, UnixTime};
-use rustls::server::ParsedCertificate;
-use rustls::{ClientConfig, DigitallySignedStruct, RootCertStore, SignatureScheme};
+use rustls::pki_types::{CertificateDer, ServerName};
+use rustls::{ClientConfig, RootCertStore};
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio_postgres::tls::{ChannelBinding, MakeTlsConnect, TlsConnect, TlsStream};
 
+use crate::certificate::{handshake_failure, LibpqVerifier, Roots};
 use crate::conninfo::{RootCerts, SslMode, TlsSettings};
 
 /// Makes a TLS connector per host for tokio-postgres (and deadpool-postgres): rustls, one client configuration.
@@ -37,59 +35,35 @@ pub(crate) struct MakeRustls {
     config: Arc<ClientConfig>,
 }
 
-/// How the server's certificate is checked.
-enum Check {
-    /// Not at all (encryption against passive listeners only).
-    Nothing,
-    /// The chain up to one of the roots; the host name is not checked.
-    Chain(RootCertStore),
-    /// The chain and the host name.
-    Full(RootCertStore),
-}
-
 /// The connector for `settings`; `home` locates libpq's default root certificates (`~/.postgresql/root.crt`).
 pub(crate) fn connector(settings: &TlsSettings, home: Option<&Path>) -> Result<MakeRustls, String> {
     let provider = Arc::new(rustls::crypto::ring::default_provider());
-    let check = match settings.mode {
-        SslMode::Disable => Check::Nothing,
+    let roots = match settings.mode {
+        SslMode::Disable => None,
         mode => {
             let roots = roots(settings.root.as_ref(), home)?;
-            match (mode, roots) {
-                (SslMode::VerifyFull, Some(roots)) => Check::Full(roots),
-                (_, Some(roots)) => Check::Chain(roots),
-                (SslMode::VerifyCa | SslMode::VerifyFull, None) => {
-                    let mode = if mode == SslMode::VerifyCa {
-                        "verify-ca"
-                    } else {
-                        "verify-full"
-                    };
-                    return Err(format!(
-                        "sslmode={mode} needs the certificate authority's certificate: set sslrootcert to its PEM \
-                         file, or to `system` for the platform's trusted roots (there is no ~/.postgresql/root.crt)"
-                    ));
-                }
-                (_, None) => Check::Nothing,
+            if roots.is_none() && matches!(mode, SslMode::VerifyCa | SslMode::VerifyFull) {
+                let mode = if mode == SslMode::VerifyCa {
+                    "verify-ca"
+                } else {
+                    "verify-full"
+                };
+                return Err(format!(
+                    "sslmode={mode} needs the certificate authority's certificate: set sslrootcert to its PEM file \
+                     (for a self-signed server certificate, the certificate itself), or to `system` for the \
+                     platform's trusted roots (there is no ~/.postgresql/root.crt)"
+                ));
             }
+            roots
         }
     };
-    let verifier: Arc<dyn ServerCertVerifier> = match check {
-        Check::Full(roots) => WebPkiServerVerifier::builder_with_provider(Arc::new(roots), Arc::clone(&provider))
-            .build()
-            .map_err(|err| format!("cannot build the certificate verifier: {err}"))?,
-        Check::Chain(roots) => Arc::new(WithoutHostName {
-            roots: Some(roots),
-            provider: Arc::clone(&provider),
-        }),
-        Check::Nothing => Arc::new(WithoutHostName {
-            roots: None,
-            provider: Arc::clone(&provider),
-        }),
-    };
+    let host_name = settings.mode == SslMode::VerifyFull;
+    let verifier = LibpqVerifier::new(roots, host_name, Arc::clone(&provider))?;
     let mut config = ClientConfig::builder_with_provider(provider)
         .with_safe_default_protocol_versions()
         .map_err(|err| format!("cannot configure TLS: {err}"))?
         .dangerous()
-        .with_custom_certificate_verifier(verifier)
+        .with_custom_certificate_verifier(Arc::new(verifier))
         .with_no_client_auth();
     // The protocol name PostgreSQL 17 requires with direct TLS negotiation; older servers ignore it.
     config.alpn_protocols = vec![b"postgresql".to_vec()];
@@ -99,9 +73,9 @@ pub(crate) fn connector(settings: &TlsSettings, home: Option<&Path>) -> Result<M
 }
 
 /// The root certificates: `sslrootcert`, else `~/.postgresql/root.crt` if it exists, else none.
-fn roots(root: Option<&RootCerts>, home: Option<&Path>) -> Result<Option<RootCertStore>, String> {
+fn roots(root: Option<&RootCerts>, home: Option<&Path>) -> Result<Option<Roots>, String> {
     let mut store = RootCertStore::empty();
-    match root {
+    let (given, source) = match root {
         Some(RootCerts::System) => {
             let found = rustls_native_certs::load_native_certs();
             let (added, _) = store.add_parsable_certificates(found.certs);
@@ -112,8 +86,9 @@ fn roots(root: Option<&RootCerts>, home: Option<&Path>) -> Result<Option<RootCer
                     errors.join("; ")
                 ));
             }
+            (Vec::new(), "the system's trusted roots".to_owned())
         }
-        Some(RootCerts::File(path)) => add_pem(&mut store, path)?,
+        Some(RootCerts::File(path)) => (add_pem(&mut store, path)?, format!("sslrootcert {}", path.display())),
         None => {
             let Some(default) = home.map(|home| home.join(".postgresql").join("root.crt")) else {
                 return Ok(None);
@@ -121,14 +96,17 @@ fn roots(root: Option<&RootCerts>, home: Option<&Path>) -> Result<Option<RootCer
             if !default.is_file() {
                 return Ok(None);
             }
-            add_pem(&mut store, &default)?;
+            (
+                add_pem(&mut store, &default)?,
+                format!("{} (the default sslrootcert)", default.display()),
+            )
         }
-    }
-    Ok(Some(store))
+    };
+    Ok(Some(Roots { store, given, source }))
 }
 
-/// Adds every certificate of the PEM file at `path`.
-fn add_pem(store: &mut RootCertStore, path: &Path) -> Result<(), String> {
+/// Adds every certificate of the PEM file at `path`; returns them.
+fn add_pem(store: &mut RootCertStore, path: &Path) -> Result<Vec<CertificateDer<'static>>, String> {
     let shown = path.display();
     let certs = CertificateDer::pem_file_iter(path)
         .map_err(|err| format!("cannot read sslrootcert {shown}: {err}"))?
@@ -137,67 +115,12 @@ fn add_pem(store: &mut RootCertStore, path: &Path) -> Result<(), String> {
     if certs.is_empty() {
         return Err(format!("sslrootcert {shown} holds no certificate"));
     }
-    for cert in certs {
+    for cert in &certs {
         store
-            .add(cert)
+            .add(cert.clone())
             .map_err(|err| format!("sslrootcert {shown} holds an invalid certificate: {err}"))?;
     }
-    Ok(())
-}
-
-/// The two checks rustls does not ship: the chain up to a root without the host name (`verify-ca`, and `require`
-/// with root certificates), or no certificate check at all (`prefer` and `require` without root certificates, as
-/// libpq). Either way the handshake's signatures are checked: the server holds the key of the certificate it shows.
-#[derive(Debug)]
-struct WithoutHostName {
-    /// `None`: the certificate itself is not checked.
-    roots: Option<RootCertStore>,
-    provider: Arc<CryptoProvider>,
-}
-
-impl ServerCertVerifier for WithoutHostName {
-    fn verify_server_cert(
-        &self,
-        end_entity: &CertificateDer<'_>,
-        intermediates: &[CertificateDer<'_>],
-        _server_name: &ServerName<'_>,
-        _ocsp_response: &[u8],
-        now: UnixTime,
-    ) -> Result<ServerCertVerified, rustls::Error> {
-        if let Some(roots) = &self.roots {
-            let cert = ParsedCertificate::try_from(end_entity)?;
-            rustls::client::verify_server_cert_signed_by_trust_anchor(
-                &cert,
-                roots,
-                intermediates,
-                now,
-                self.provider.signature_verification_algorithms.all,
-            )?;
-        }
-        Ok(ServerCertVerified::assertion())
-    }
-
-    fn verify_tls12_signature(
-        &self,
-        message: &[u8],
-        cert: &CertificateDer<'_>,
-        dss: &DigitallySignedStruct,
-    ) -> Result<HandshakeSignatureValid, rustls::Error> {
-        verify_tls12_signature(message, cert, dss, &self.provider.signature_verification_algorithms)
-    }
-
-    fn verify_tls13_signature(
-        &self,
-        message: &[u8],
-        cert: &CertificateDer<'_>,
-        dss: &DigitallySignedStruct,
-    ) -> Result<HandshakeSignatureValid, rustls::Error> {
-        verify_tls13_signature(message, cert, dss, &self.provider.signature_verification_algorithms)
-    }
-
-    fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
-        self.provider.signature_verification_algorithms.supported_schemes()
-    }
+    Ok(certs)
 }
 
 impl<S> MakeTlsConnect<S> for MakeRustls
@@ -239,7 +162,7 @@ where
             let stream = tokio_rustls::TlsConnector::from(self.config)
                 .connect(self.name?, stream)
                 .await
-                .map_err(|err| TlsError(err.to_string()))?;
+                .map_err(|err| TlsError(handshake_failure(&err)))?;
             Ok(RustlsStream(stream))
         })
     }

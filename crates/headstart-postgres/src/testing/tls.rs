@@ -42,13 +42,38 @@ pub struct TlsCluster {
     _guardian: Mutex<ChildStdin>,
 }
 
+/// How the server's certificate is made.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Certificates {
+    /// A certificate for [`CERTIFIED_HOST`] signed by a CA the harness makes (rcgen).
+    SignedByCa,
+    /// The PostgreSQL documentation's recipe ("Creating Certificates"): `openssl req -new -x509 -days 365 -nodes
+    /// -subj "/CN=localhost"`, a self-signed certificate marked as a CA, naming its host in its common name only. It
+    /// is its own trust anchor: [`TlsCluster::ca_file`] is the server's certificate itself.
+    DocsSelfSigned,
+}
+
 /// The TLS-only cluster of this test process, started on first use; `None` (after saying why, or a panic under
 /// `HEADSTART_REQUIRE_POSTGRES=1`) when PostgreSQL cannot be had.
 pub async fn cluster() -> Option<&'static TlsCluster> {
     static CLUSTER: OnceCell<Result<TlsCluster, String>> = OnceCell::const_new();
-    let started = CLUSTER
+    cluster_of(&CLUSTER, Certificates::SignedByCa).await
+}
+
+/// A second TLS-only cluster, whose certificate is made with the `openssl` command as the PostgreSQL documentation
+/// makes it ([`Certificates::DocsSelfSigned`]).
+pub async fn docs_self_signed_cluster() -> Option<&'static TlsCluster> {
+    static CLUSTER: OnceCell<Result<TlsCluster, String>> = OnceCell::const_new();
+    cluster_of(&CLUSTER, Certificates::DocsSelfSigned).await
+}
+
+async fn cluster_of(
+    cell: &'static OnceCell<Result<TlsCluster, String>>,
+    certificates: Certificates,
+) -> Option<&'static TlsCluster> {
+    let started = cell
         .get_or_init(|| async {
-            let started = tokio::task::spawn_blocking(start)
+            let started = tokio::task::spawn_blocking(move || start(certificates))
                 .await
                 .unwrap_or_else(|err| Err(format!("starting the TLS cluster panicked: {err}")))?;
             started.create_role().await?;
@@ -140,7 +165,7 @@ impl TlsCluster {
 }
 
 /// Starts the cluster (blocking).
-fn start() -> Result<TlsCluster, String> {
+fn start(certificates: Certificates) -> Result<TlsCluster, String> {
     // A free port: the kernel's pick, released just before the server takes it.
     let port = std::net::TcpListener::bind("127.0.0.1:0")
         .and_then(|listener| listener.local_addr())
@@ -148,7 +173,7 @@ fn start() -> Result<TlsCluster, String> {
         .port();
     let files = Mutex::new(None);
     let configure = |base: &Path, data: &Path, owner: Option<(u32, u32)>| {
-        let written = write_files(base, data, owner)?;
+        let written = write_files(base, data, owner, certificates)?;
         let options = format!(
             "-c listen_addresses=127.0.0.1 -c ssl=on -c ssl_cert_file='{}' -c ssl_key_file='{}'",
             written.cert.display(),
@@ -191,19 +216,17 @@ struct Files {
 }
 
 /// Writes the certificates, the server's key and `pg_hba.conf`.
-fn write_files(base: &Path, data: &Path, owner: Option<(u32, u32)>) -> Result<Files, String> {
+fn write_files(
+    base: &Path,
+    data: &Path,
+    owner: Option<(u32, u32)>,
+    certificates: Certificates,
+) -> Result<Files, String> {
     let failed = |err: rcgen::Error| format!("cannot make the test certificates: {err}");
-    let ca = authority("headstart test CA").map_err(failed)?;
     let foreign = authority("headstart foreign CA").map_err(failed)?;
-    let key = KeyPair::generate().map_err(failed)?;
-    let mut params = CertificateParams::new(vec![CERTIFIED_HOST.to_owned()]).map_err(failed)?;
-    params.distinguished_name.push(DnType::CommonName, CERTIFIED_HOST);
-    params.extended_key_usages = vec![ExtendedKeyUsagePurpose::ServerAuth];
-    let cert = params.signed_by(&key, &ca).map_err(failed)?;
-
     let dir = base.join("tls");
     fs::create_dir(&dir).map_err(|err| format!("cannot create {}: {err}", dir.display()))?;
-    let files = Files {
+    let mut files = Files {
         ca: dir.join("ca.pem"),
         foreign_ca: dir.join("foreign-ca.pem"),
         cert: dir.join("server.crt"),
@@ -212,10 +235,38 @@ fn write_files(base: &Path, data: &Path, owner: Option<(u32, u32)>) -> Result<Fi
     let write = |path: &Path, contents: &str| {
         fs::write(path, contents).map_err(|err| format!("cannot write {}: {err}", path.display()))
     };
-    write(&files.ca, &ca.pem())?;
     write(&files.foreign_ca, &foreign.pem())?;
-    write(&files.cert, &cert.pem())?;
-    write(&files.key, &key.serialize_pem())?;
+    match certificates {
+        Certificates::SignedByCa => {
+            let ca = authority("headstart test CA").map_err(failed)?;
+            let key = KeyPair::generate().map_err(failed)?;
+            let mut params = CertificateParams::new(vec![CERTIFIED_HOST.to_owned()]).map_err(failed)?;
+            params.distinguished_name.push(DnType::CommonName, CERTIFIED_HOST);
+            params.extended_key_usages = vec![ExtendedKeyUsagePurpose::ServerAuth];
+            let cert = params.signed_by(&key, &ca).map_err(failed)?;
+            write(&files.ca, &ca.pem())?;
+            write(&files.cert, &cert.pem())?;
+            write(&files.key, &key.serialize_pem())?;
+        }
+        Certificates::DocsSelfSigned => {
+            let made = std::process::Command::new("openssl")
+                .args(["req", "-new", "-x509", "-days", "365", "-nodes", "-text", "-out"])
+                .arg(&files.cert)
+                .arg("-keyout")
+                .arg(&files.key)
+                .args(["-subj", &format!("/CN={CERTIFIED_HOST}")])
+                .output()
+                .map_err(|err| format!("cannot run openssl: {err}"))?;
+            if !made.status.success() {
+                return Err(format!(
+                    "openssl req failed: {}",
+                    String::from_utf8_lossy(&made.stderr).trim()
+                ));
+            }
+            // The server's certificate is its own root.
+            files.ca = files.cert.clone();
+        }
+    }
     // The server refuses a key others can read, and must own it.
     fs::set_permissions(&files.key, fs::Permissions::from_mode(0o600))
         .map_err(|err| format!("cannot chmod {}: {err}", files.key.display()))?;
