@@ -376,6 +376,8 @@ fn help_documents_every_flag_with_an_example() {
     }
     let (_, flags) = help_with_examples(&["recover"]);
     assert_eq!(flags, ["session", "json", "force"]);
+    let (_, flags) = help_with_examples(&["mcp", "tools"]);
+    assert_eq!(flags, ["trusted", "name", "env", "timeout"]);
 }
 
 /// `headstart COMMAND… --help` and the long flags it lists (but `--help`), once each has been checked to give an
