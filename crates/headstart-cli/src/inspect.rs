@@ -46,14 +46,9 @@ pub fn run(args: &Args) -> u8 {
 
 fn inspect(args: &Args) -> Result<String, String> {
     runtime()?.block_on(async {
-        let store = StoreUrl::parse(&args.db).open(Access::Read).await?;
-        let mut sessions: Vec<SessionInfo> = store.sessions().await.map_err(|error| error.to_string())?;
-        if let Some(id) = &args.session {
-            sessions.retain(|info| &info.id.0 == id);
-            if sessions.is_empty() {
-                return Err(format!("no session {id}"));
-            }
-        }
+        let url = StoreUrl::parse(&args.db);
+        let store = url.open(Access::Read).await?;
+        let sessions: Vec<SessionInfo> = url.sessions(store.as_ref(), args.session.as_deref()).await?;
         let mut out = String::new();
         let mut json = Vec::new();
         let mut stats = stats::Groups::default();

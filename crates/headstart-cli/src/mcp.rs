@@ -1,9 +1,16 @@
-//! `headstart mcp tools [--trusted] [--name NAME] [--env NAME] -- COMMAND ARGS…`: start a stdio MCP server and print its tools as
-//! headstart would register them — name, description, schema, and the flags applied, each with its reason.
+//! `headstart mcp tools [--trusted] [--name NAME] [--env NAME] [--timeout SECS] -- COMMAND ARGS…`: start a stdio
+//! MCP server and print its tools as headstart would register them — name, description, schema, and the flags
+//! applied, each with its reason. A server that does not answer `initialize`, or list its tools, within
+//! `--timeout` is a one-line error naming it.
+//!
+//! [`limits`] and [`default_timeout_secs`] also serve `run`'s `--mcp-timeout`: one place turns the flag into
+//! [`McpLimits`].
+
+use std::time::Duration;
 
 use headstart::Tool;
 use headstart_mcp::rmcp::model::ToolAnnotations;
-use headstart_mcp::{McpServer, McpTool, ToolFlags, ToolPolicy};
+use headstart_mcp::{McpLimits, McpServer, McpTool, ToolFlags, ToolPolicy};
 use serde::Serialize;
 use serde_json::Value;
 
@@ -22,19 +29,40 @@ enum Command {
 
 #[derive(clap::Args)]
 struct ToolsArgs {
-    /// Believe the server's annotations (readOnlyHint, idempotentHint); by default they are ignored.
+    /// Believe the server's annotations (readOnlyHint, idempotentHint); by default they are ignored, e.g.
+    /// `--trusted`.
     #[arg(long)]
     trusted: bool,
-    /// The server's name: the prefix of its tools' names and its conflict key.
+    /// The server's name: the prefix of its tools' names and its conflict key, e.g. `--name everything`.
     #[arg(long, default_value = "mcp")]
     name: String,
     /// A variable of headstart's environment to pass to the server, which starts with a clean environment (only
     /// HOME, LOGNAME, PATH, SHELL, TERM, USER); repeatable, e.g. `--env GITHUB_TOKEN`.
     #[arg(long, value_name = "NAME")]
     env: Vec<String>,
+    /// Seconds the server has to answer `initialize`, and again to list all its tools (every page), before the
+    /// command stops with an error naming the server, e.g. `--timeout 10`.
+    #[arg(long, value_name = "SECS", default_value_t = default_timeout_secs(),
+        value_parser = clap::value_parser!(u64).range(1..))]
+    timeout: u64,
     /// The server's command line, after `--`.
     #[arg(last = true, required = true, value_name = "COMMAND")]
     command: Vec<String>,
+}
+
+/// The default of `mcp tools --timeout` and `run --mcp-timeout`: headstart-mcp's own, in seconds.
+pub(crate) fn default_timeout_secs() -> u64 {
+    McpLimits::default().initialize_timeout.as_secs()
+}
+
+/// The limits of a server that has `secs` seconds to answer `initialize`, and again to list its tools; the rest
+/// are headstart-mcp's defaults.
+pub(crate) fn limits(secs: u64) -> McpLimits {
+    McpLimits {
+        initialize_timeout: Duration::from_secs(secs),
+        list_timeout: Duration::from_secs(secs),
+        ..McpLimits::default()
+    }
 }
 
 /// What is printed.
@@ -98,7 +126,7 @@ fn list(args: &ToolsArgs) -> Result<String, String> {
             let value = std::env::var_os(name).ok_or_else(|| format!("--env {name}: {name} is not set"))?;
             command.env(name, value);
         }
-        let server = McpServer::stdio(args.name.clone(), command)
+        let server = McpServer::stdio_with_limits(args.name.clone(), command, limits(args.timeout))
             .await
             .map_err(|error| error.to_string())?;
         let policy = if args.trusted {

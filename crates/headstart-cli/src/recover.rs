@@ -1,12 +1,14 @@
-//! `headstart recover STORE [--json] [--force]`: give every unfinished call (admitted, no result) the interrupted
-//! result (contract §7.4), and print what was done. STORE is a SQLite file or a PostgreSQL URL.
+//! `headstart recover STORE [--session ID] [--json] [--force]`: give every unfinished call (admitted, no result)
+//! the interrupted result (contract §7.4), and print what was done. STORE is a SQLite file or a PostgreSQL URL.
 //!
 //! Recovery is for calls whose process is gone. A session that a live process runs (`headstart run` or `resume`,
 //! holding the session's lock beside a SQLite file) or that a worker of a fleet holds (`running`, under a lease) is
 //! not recovered: when such a session has unfinished calls, `recover` names its owner and stops with exit status 1
-//! before writing anything, to any session. `--force` takes sessions over from processes that hold them (when
-//! they are known to be gone or hung); a worker's lease is never overridden, since the store fences every write
-//! made without it (contract §7.5.2): the next worker to claim the session recovers it.
+//! before writing anything, to any session. `--session ID` considers that session only: it is recovered, or
+//! refused the same way, whoever holds the others; an id the store does not have is an error. `--force` takes
+//! sessions over from processes that hold them (when they are known to be gone or hung); a worker's lease is never
+//! overridden, since the store fences every write made without it (contract §7.5.2): the next worker to claim the
+//! session recovers it.
 
 use headstart::store::owner::{decide, Holder, SessionLock};
 use headstart::store::{SessionId, SessionQueue};
@@ -20,11 +22,15 @@ use crate::store_url::{runtime, Access, StoreUrl};
 pub struct Args {
     /// The store: a SQLite file, or a PostgreSQL connection string (postgresql://… or host=… dbname=…).
     db: String,
-    /// Print JSON: an array with one object per recovered call.
+    /// Recover this session only, whoever holds the others (default: every session), e.g. `--session
+    /// 0192f3a4-…`.
+    #[arg(long, value_name = "ID")]
+    session: Option<String>,
+    /// Print JSON: an array with one object per recovered call, e.g. `--json`.
     #[arg(long)]
     json: bool,
     /// Recover sessions that a live process holds too, taking them over: for a process that is known to be gone
-    /// or hung (a worker's lease is never overridden).
+    /// or hung (a worker's lease is never overridden), e.g. `--force`.
     #[arg(long)]
     force: bool,
 }
@@ -36,12 +42,12 @@ struct Plan {
     refused: Vec<String>,
 }
 
-/// Takes every session that has unfinished calls for this process, or notes who holds it. Writes nothing, and
-/// touches no lock of a session with nothing to recover.
-async fn plan(url: &StoreUrl, store: &dyn SessionQueue, force: bool) -> Result<Plan, String> {
+/// Takes every session (or only the session `only`) that has unfinished calls for this process, or notes who holds
+/// it. Writes nothing, and touches no lock of a session with nothing to recover.
+async fn plan(url: &StoreUrl, store: &dyn SessionQueue, only: Option<&str>, force: bool) -> Result<Plan, String> {
     let now_us = SystemClock.now_us();
     let mut plan = Plan::default();
-    for info in store.sessions().await.map_err(|error| error.to_string())? {
+    for info in url.sessions(store, only).await? {
         let session = info.id.clone();
         if !has_unfinished(store, &session).await? {
             continue;
@@ -88,7 +94,7 @@ pub fn run(args: &Args) -> u8 {
     let recovered = runtime().and_then(|runtime| {
         runtime.block_on(async {
             let store = url.open(Access::WriteExisting).await?;
-            let plan = plan(&url, store.as_ref(), args.force).await?;
+            let plan = plan(&url, store.as_ref(), args.session.as_deref(), args.force).await?;
             if !plan.refused.is_empty() {
                 let mut message = plan.refused.join("\nheadstart recover: ");
                 message.push_str("\nheadstart recover: nothing was recovered");
@@ -123,7 +129,10 @@ pub fn run(args: &Args) -> u8 {
         return 0;
     }
     if recovered.is_empty() {
-        println!("nothing to recover: every admitted call in {url} has a result");
+        match &args.session {
+            Some(id) => println!("nothing to recover: every admitted call of session {id} in {url} has a result"),
+            None => println!("nothing to recover: every admitted call in {url} has a result"),
+        }
     }
     for call in &recovered {
         println!(

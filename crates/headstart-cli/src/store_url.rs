@@ -6,7 +6,7 @@ use std::fmt;
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use headstart::store::{SessionQueue, SqliteOptions, SqliteStore};
+use headstart::store::{SessionInfo, SessionQueue, SqliteOptions, SqliteStore};
 use headstart_postgres::{PgOptions, PgStore};
 
 /// Where a store is.
@@ -64,6 +64,19 @@ impl StoreUrl {
                 Ok(Arc::new(store.map_err(|error| error.to_string())?))
             }
         }
+    }
+
+    /// The sessions of `store` (opened from this URL): every one, or only the session `only`, which must exist
+    /// (else the error `<store> has no session <id>`).
+    pub async fn sessions(&self, store: &dyn SessionQueue, only: Option<&str>) -> Result<Vec<SessionInfo>, String> {
+        let mut sessions = store.sessions().await.map_err(|error| error.to_string())?;
+        if let Some(id) = only {
+            sessions.retain(|info| info.id.0 == id);
+            if sessions.is_empty() {
+                return Err(format!("{self} has no session {id}"));
+            }
+        }
+        Ok(sessions)
     }
 }
 

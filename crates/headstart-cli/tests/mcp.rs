@@ -1,9 +1,10 @@
 //! `headstart mcp tools` against the MCP reference server (installed by the test setup, see
 //! `headstart_mcp::testing`): valid JSON naming each tool with its schema and flags; `--trusted` makes the
-//! read-only tools async.
+//! read-only tools async; a server that never answers is a one-line error once `--timeout` has passed.
 
 use std::path::Path;
 use std::process::Command;
+use std::time::{Duration, Instant};
 
 use headstart_mcp::testing::server_everything_or_skip;
 use serde_json::Value;
@@ -81,4 +82,34 @@ fn a_server_that_cannot_start_is_a_clear_error() {
     assert_eq!(output.status.code(), Some(1));
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert!(stderr.contains("cannot start `/nonexistent/mcp-server`"), "{stderr}");
+}
+
+#[test]
+fn a_server_that_never_answers_is_one_line_after_the_timeout() {
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("../headstart-mcp/tests/fixtures/hostile_mcp.py");
+    let script = script.to_str().expect("a UTF-8 path");
+    let began = Instant::now();
+    let args = [
+        "mcp",
+        "tools",
+        "--name",
+        "evil",
+        "--timeout",
+        "1",
+        "--",
+        "python3",
+        script,
+        "silent",
+    ];
+    let output = headstart(&args);
+    let took = began.elapsed();
+    eprintln!("mcp tools took {took:?}");
+    assert_eq!(output.status.code(), Some(1));
+    // Well under the 30 s default: the flag, not the default, ended it.
+    assert!(took < Duration::from_secs(20), "{took:?}");
+    assert_eq!(
+        String::from_utf8_lossy(&output.stderr).trim_end(),
+        "headstart mcp tools: MCP server `evil`: no answer to initialize within 1 s"
+    );
+    assert!(output.stdout.is_empty(), "{}", String::from_utf8_lossy(&output.stdout));
 }

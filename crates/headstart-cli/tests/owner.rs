@@ -1,8 +1,9 @@
 //! An owner that is alive is respected (issue 19): `headstart recover`, `run --session` and `resume --session`
 //! refuse a session another live process runs, naming it, and change nothing; once that process is killed with
 //! SIGKILL they proceed without `--force`; `--force` takes a session over from a hung process; a fleet worker's
-//! lease is respected the same way on SQLite and PostgreSQL. Also the SQLite edges: another application's database
-//! is refused with its bytes untouched, and the read-only commands read a store in a read-only directory.
+//! lease is respected the same way on SQLite and PostgreSQL; `recover --session ID` recovers or refuses that session
+//! alone. Also the SQLite edges: another application's database is refused with its bytes untouched, and the
+//! read-only commands read a store in a read-only directory.
 //!
 //! The live run is `headstart run` against the replay server, blocked in a `fetch_url` of a page the test serves on
 //! 127.0.0.1 and answers only when told: the call stays running until the test releases it (or kills the run),
@@ -296,6 +297,91 @@ async fn force_takes_a_session_over_from_a_hung_process() {
         result_texts(&store.load_log(&live.session).await.expect("log")),
         [INTERRUPTED]
     );
+
+    live.child.start_kill().expect("SIGKILL");
+    assert_eq!(live.wait().await.signal(), Some(9));
+}
+
+/// One session's log and tool runs.
+async fn contents_of(db: &Path, session: &SessionId) -> (Vec<StoredMessage>, Vec<ToolRun>) {
+    let store = SqliteStore::open_read_only(db).expect("the store opens read-only");
+    let log = store.load_log(session).await.expect("log");
+    let runs = store.tool_runs(session).await.expect("runs");
+    (log, runs)
+}
+
+/// `recover --session ID` (issue 33) considers that session only: with two sessions holding unfinished calls, one
+/// of them run by a live process, the other is recovered and the held one left as it was; naming the held one is
+/// refused and writes nothing; an unknown id is an error; `--force` takes the named session over.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn recover_session_recovers_one_session_whoever_holds_the_others() {
+    let mut live = LiveRun::start(Vec::new()).await;
+    let (db, held) = (live.db_arg(), live.session.clone());
+    // A second session whose process is gone: a call admitted, no result, no lock.
+    let free = {
+        let store = SqliteStore::open(live.db(), Default::default()).expect("open");
+        let session = headstart_store::conformance::data::store_with_session(&store).await;
+        commit_one(&store, &session, "c1").await.expect("commit");
+        session
+    };
+    let before = snapshot_of(&live.db()).await;
+    assert_eq!(before.0.len(), 2, "two sessions");
+
+    // Every session, or the held one by name: refused, nothing written.
+    for args in [vec!["recover", &db], vec!["recover", "--session", &held.0, &db]] {
+        let refused = headstart(&args).await;
+        assert_eq!(refused.status.code(), Some(1), "{args:?}");
+        let said = stderr(&refused);
+        assert!(said.contains(&live.named()), "{args:?}: {said}");
+        assert!(said.contains("nothing was recovered"), "{args:?}: {said}");
+        assert!(!said.contains(&free.0), "{args:?}: {said}");
+        assert_eq!(snapshot_of(&live.db()).await, before, "{args:?} changed the store");
+    }
+
+    let unknown = headstart(&["recover", "--session", "nope", &db]).await;
+    assert_eq!(unknown.status.code(), Some(1));
+    assert_eq!(
+        stderr(&unknown).trim_end(),
+        format!("headstart recover: {db} has no session nope")
+    );
+    assert_eq!(snapshot_of(&live.db()).await, before, "an unknown id changed the store");
+
+    // The free one by name: recovered, the held one untouched.
+    let held_before = contents_of(&live.db(), &held).await;
+    let recovered = headstart(&["recover", "--session", &free.0, "--json", &db]).await;
+    assert!(recovered.status.success(), "{}", stderr(&recovered));
+    let calls: Value = serde_json::from_slice(&recovered.stdout).expect("JSON");
+    assert_eq!(calls.as_array().map(Vec::len), Some(1), "{calls}");
+    assert_eq!(calls[0]["session"], free.0.as_str());
+    assert_eq!(calls[0]["call_id"], "c1");
+    let (log, _) = contents_of(&live.db(), &free).await;
+    assert_eq!(result_texts(&log), [INTERRUPTED]);
+    assert_eq!(
+        contents_of(&live.db(), &held).await,
+        held_before,
+        "the held session changed"
+    );
+
+    let again = headstart(&["recover", "--session", &free.0, &db]).await;
+    assert!(again.status.success(), "{}", stderr(&again));
+    assert_eq!(
+        String::from_utf8_lossy(&again.stdout).trim_end(),
+        format!("nothing to recover: every admitted call of session {free} in {db} has a result")
+    );
+
+    // Hung: `--force` takes the named session over.
+    let pid = live.pid().to_string();
+    let stopped = std::process::Command::new("kill")
+        .args(["-STOP", &pid])
+        .status()
+        .expect("kill -STOP");
+    assert!(stopped.success());
+    let forced = headstart(&["recover", "--session", &held.0, "--force", "--json", &db]).await;
+    assert!(forced.status.success(), "{}", stderr(&forced));
+    let calls: Value = serde_json::from_slice(&forced.stdout).expect("JSON");
+    assert_eq!(calls.as_array().map(Vec::len), Some(1), "{calls}");
+    assert_eq!(calls[0]["session"], held.0.as_str());
+    assert_eq!(calls[0]["call_id"], "toolu_slow");
 
     live.child.start_kill().expect("SIGKILL");
     assert_eq!(live.wait().await.signal(), Some(9));

@@ -370,23 +370,36 @@ async fn a_missing_key_is_one_line_naming_the_variable() {
 #[test]
 fn help_documents_every_flag_with_an_example() {
     for command in ["run", "resume"] {
-        let output = std::process::Command::new(env!("CARGO_BIN_EXE_headstart"))
-            .args([command, "--help"])
-            .output()
-            .unwrap();
-        let help = String::from_utf8_lossy(&output.stdout);
-        let mut flags = 0;
-        for block in help.split("\n      --").skip(1) {
-            let flag = block.split_whitespace().next().unwrap_or_default();
-            if flag == "help" {
-                continue;
-            }
-            flags += 1;
-            assert!(block.contains("e.g."), "{command} --{flag} has no example:\n{block}");
-        }
-        assert!(flags >= 10, "{command}: {flags} flags");
+        let (help, flags) = help_with_examples(&[command]);
+        assert!(flags.len() >= 10, "{command}: {flags:?}");
         assert!(help.contains("Example"), "{command}");
     }
+    let (_, flags) = help_with_examples(&["recover"]);
+    assert_eq!(flags, ["session", "json", "force"]);
+    let (_, flags) = help_with_examples(&["mcp", "tools"]);
+    assert_eq!(flags, ["trusted", "name", "env", "timeout"]);
+}
+
+/// `headstart COMMAND… --help` and the long flags it lists (but `--help`), once each has been checked to give an
+/// example.
+fn help_with_examples(command: &[&str]) -> (String, Vec<String>) {
+    let output = std::process::Command::new(env!("CARGO_BIN_EXE_headstart"))
+        .args(command)
+        .arg("--help")
+        .output()
+        .unwrap();
+    assert!(output.status.success(), "{command:?} --help");
+    let help = String::from_utf8_lossy(&output.stdout).into_owned();
+    let mut flags = Vec::new();
+    for block in help.split("\n      --").skip(1) {
+        let flag = block.split_whitespace().next().unwrap_or_default();
+        if flag == "help" {
+            continue;
+        }
+        assert!(block.contains("e.g."), "{command:?} --{flag} has no example:\n{block}");
+        flags.push(flag.to_owned());
+    }
+    (help, flags)
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

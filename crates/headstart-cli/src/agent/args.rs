@@ -108,7 +108,7 @@ pub struct ModelArgs {
     pub(super) trusted_mcp: Vec<String>,
     /// Seconds an MCP server has to answer `initialize`, and again to list all its tools (every page), before the
     /// run stops with an error naming the server, e.g. `--mcp-timeout 10`.
-    #[arg(long, value_name = "SECS", default_value_t = McpLimits::default().initialize_timeout.as_secs(),
+    #[arg(long, value_name = "SECS", default_value_t = crate::mcp::default_timeout_secs(),
         value_parser = clap::value_parser!(u64).range(1..))]
     pub(super) mcp_timeout: u64,
     /// Seconds each MCP tool call may take; past it the call fails (the run goes on) and the server is sent
@@ -177,13 +177,12 @@ impl ModelArgs {
         Ok((key_env, self.base_url.as_deref()))
     }
 
-    /// The limits `--mcp-timeout` and `--mcp-call-timeout` set; the rest are headstart-mcp's defaults.
+    /// The limits `--mcp-timeout` (as `mcp tools --timeout`) and `--mcp-call-timeout` set; the rest are
+    /// headstart-mcp's defaults.
     pub(super) fn mcp_limits(&self) -> McpLimits {
         McpLimits {
-            initialize_timeout: Duration::from_secs(self.mcp_timeout),
-            list_timeout: Duration::from_secs(self.mcp_timeout),
             call_timeout: Duration::from_secs(self.mcp_call_timeout),
-            ..McpLimits::default()
+            ..crate::mcp::limits(self.mcp_timeout)
         }
     }
 }
