@@ -13,9 +13,9 @@ use std::time::Duration;
 
 use headstart_store::wake::{self, WakeSender, WakeUp, WakeUps};
 use headstart_store::{Backoff, Failures};
-use tokio_postgres::tls::MakeTlsConnect;
 use tokio_postgres::{AsyncMessage, Config, Connection, Socket};
 
+use crate::connect::{connect, Stream};
 use crate::errors::describe;
 use crate::sql;
 use crate::tls::MakeRustls;
@@ -35,8 +35,6 @@ pub(crate) struct Listener {
     tls: MakeRustls,
     retry: Backoff,
 }
-
-type Stream = <MakeRustls as MakeTlsConnect<Socket>>::Stream;
 
 impl Listener {
     /// A listener connecting as `config` says (the store's settings) through `tls`, waiting as `retry` says
@@ -72,7 +70,7 @@ impl Listener {
 
     /// One connection: connects, listens, passes notifications on until the connection is lost; returns why.
     async fn listen_once(&self, sender: &WakeSender, failures: &mut Failures, down: &mut bool) -> String {
-        let (client, mut connection) = match self.config.connect(self.tls.clone()).await {
+        let (client, mut connection) = match connect(&self.config, &self.tls).await {
             Ok(connected) => connected,
             Err(error) => return format!("cannot connect: {}", describe(&error)),
         };

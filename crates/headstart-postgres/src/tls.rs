@@ -4,7 +4,8 @@
 //! | sslmode | encrypted | certificate checked |
 //! |---|---|---|
 //! | `disable` | never | – |
-//! | `prefer` (default) | when the server offers TLS | the chain, when root certificates are configured |
+//! | `allow` | only when the server refuses plain text | – |
+//! | `prefer` (default) | when the server offers TLS; plain text when the handshake fails | the chain, when root certificates are configured |
 //! | `require` | always | the chain, when root certificates are configured (libpq: then it is `verify-ca`) |
 //! | `verify-ca` | always | the chain |
 //! | `verify-full` | always | the chain and the host name |
@@ -33,13 +34,23 @@ use crate::conninfo::{RootCerts, SslMode, TlsSettings};
 #[derive(Clone)]
 pub(crate) struct MakeRustls {
     config: Arc<ClientConfig>,
+    /// The `sslmode` it was made for: how a connection falls back ([`crate::connect`]).
+    mode: SslMode,
+}
+
+impl MakeRustls {
+    /// The `sslmode` it was made for.
+    pub(crate) fn mode(&self) -> SslMode {
+        self.mode
+    }
 }
 
 /// The connector for `settings`; `home` locates libpq's default root certificates (`~/.postgresql/root.crt`).
 pub(crate) fn connector(settings: &TlsSettings, home: Option<&Path>) -> Result<MakeRustls, String> {
     let provider = Arc::new(rustls::crypto::ring::default_provider());
     let roots = match settings.mode {
-        SslMode::Disable => None,
+        // libpq's `allow` checks no certificate: TLS only as a fallback, for encryption.
+        SslMode::Disable | SslMode::Allow => None,
         mode => {
             let roots = roots(settings.root.as_ref(), home)?;
             if roots.is_none() && matches!(mode, SslMode::VerifyCa | SslMode::VerifyFull) {
@@ -69,6 +80,7 @@ pub(crate) fn connector(settings: &TlsSettings, home: Option<&Path>) -> Result<M
     config.alpn_protocols = vec![b"postgresql".to_vec()];
     Ok(MakeRustls {
         config: Arc::new(config),
+        mode: settings.mode,
     })
 }
 

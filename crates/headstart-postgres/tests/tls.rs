@@ -397,3 +397,29 @@ async fn the_documentations_self_signed_certificate_is_accepted_as_libpq_accepts
     );
     assert!(!message.contains("CaUsedAsEndEntity"), "words, not an enum: {message}");
 }
+
+/// libpq's two second attempts: `allow` asks again over TLS when the server refuses plain text (this one accepts
+/// TCP over TLS only), and `prefer` tries plain text when the TLS handshake fails (here: the certificate refused
+/// against another root), which this server then refuses as unencrypted.
+#[tokio::test]
+async fn allow_and_prefer_try_a_second_way_as_libpq_does() {
+    let Some(cluster) = tls::cluster().await else { return };
+    let database = cluster.database().await;
+    let url = cluster.url(CERTIFIED_HOST, cluster.port(), &database, true, "sslmode=allow");
+    let store = PgStore::connect(&url, options(PgEnvironment::default()))
+        .await
+        .expect("allow falls back to TLS");
+    works(&store).await;
+
+    let foreign = encoded(&cluster.foreign_ca_file().display().to_string());
+    let params = format!("sslmode=prefer&sslrootcert={foreign}");
+    let url = cluster.url(CERTIFIED_HOST, cluster.port(), &database, true, &params);
+    let message = refused(&url, PgEnvironment::default()).await;
+    assert!(
+        message.contains("no encryption"),
+        "the plain-text attempt was made: {message}"
+    );
+    // Without the fallback the handshake's refusal would be the error.
+    assert!(!message.contains("not signed"), "{message}");
+    assert!(!message.contains(cluster.password()), "{message}");
+}

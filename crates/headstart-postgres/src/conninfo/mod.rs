@@ -79,8 +79,10 @@ impl fmt::Debug for PgEnvironment {
 pub(crate) enum SslMode {
     /// Plain text only.
     Disable,
+    /// Plain text first; TLS (no certificate check) only when the server refuses plain text.
+    Allow,
     /// TLS when the server offers it, else plain text; the certificate is checked only against root
-    /// certificates that are configured (libpq's compatibility rule).
+    /// certificates that are configured (libpq's compatibility rule). A failed handshake falls back to plain text.
     Prefer,
     /// TLS or nothing; the certificate is checked as under `Prefer`.
     Require,
@@ -98,12 +100,10 @@ impl SslMode {
             "require" => SslMode::Require,
             "verify-ca" => SslMode::VerifyCa,
             "verify-full" => SslMode::VerifyFull,
-            "allow" => {
-                return Err("sslmode=allow (plain text first) is not supported: use prefer or disable".to_owned())
-            }
+            "allow" => SslMode::Allow,
             other => {
                 return Err(format!(
-                    "invalid sslmode `{other}` (expected disable, prefer, require, verify-ca or verify-full)"
+                    "invalid sslmode `{other}` (expected disable, allow, prefer, require, verify-ca or verify-full)"
                 ))
             }
         })
@@ -264,15 +264,10 @@ pub(crate) fn parse(conn: &str, env: &PgEnvironment) -> Result<Target, String> {
         }
     }
     // Like libpq, TLS is never tried over Unix sockets (the server refuses it there).
-    #[cfg(unix)]
-    let local_only = !config.get_hosts().is_empty()
-        && config.get_hostaddrs().is_empty()
-        && config.get_hosts().iter().all(|host| matches!(host, Host::Unix(_)));
-    #[cfg(not(unix))]
-    let local_only = false;
     config.ssl_mode(match mode {
-        _ if local_only => tokio_postgres::config::SslMode::Disable,
-        SslMode::Disable => tokio_postgres::config::SslMode::Disable,
+        _ if local_only(&config) => tokio_postgres::config::SslMode::Disable,
+        // `allow` tries plain text first (`crate::connect` retries with TLS).
+        SslMode::Disable | SslMode::Allow => tokio_postgres::config::SslMode::Disable,
         SslMode::Prefer => tokio_postgres::config::SslMode::Prefer,
         SslMode::Require | SslMode::VerifyCa | SslMode::VerifyFull => tokio_postgres::config::SslMode::Require,
     });
@@ -315,5 +310,20 @@ fn pass_key(config: &tokio_postgres::Config) -> PassKey {
         port: config.get_ports().first().copied().unwrap_or(5432),
         dbname: config.get_dbname().map_or_else(|| user.clone(), str::to_owned),
         user,
+    }
+}
+
+/// `true` when every host of `config` is a Unix socket, where the server never speaks TLS.
+pub(crate) fn local_only(config: &tokio_postgres::Config) -> bool {
+    #[cfg(unix)]
+    {
+        !config.get_hosts().is_empty()
+            && config.get_hostaddrs().is_empty()
+            && config.get_hosts().iter().all(|host| matches!(host, Host::Unix(_)))
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = config;
+        false
     }
 }

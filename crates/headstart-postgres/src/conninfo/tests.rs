@@ -166,6 +166,13 @@ fn prefer_is_the_default_and_the_environment_fills_gaps() {
 }
 
 #[test]
+fn allow_starts_in_plain_text() {
+    let target = parse("postgresql://h/db?sslmode=allow", &env()).expect("parses");
+    assert_eq!(target.tls.mode, SslMode::Allow);
+    assert_eq!(target.config.get_ssl_mode(), tokio_postgres::config::SslMode::Disable);
+}
+
+#[test]
 fn system_roots_imply_verify_full() {
     let target = parse("host=h sslrootcert=system", &env()).expect("parses");
     assert_eq!(target.tls.mode, SslMode::VerifyFull);
@@ -188,7 +195,6 @@ fn bad_strings_are_refused_without_echoing_secrets() {
         ("host=h password=s3 cret", "follows the value of `password`"),
         ("host=h password='s3cret", "no closing quote"),
         ("postgresql://h/db?sslmode=verify", "invalid sslmode"),
-        ("postgresql://h/db?sslmode=allow", "not supported"),
         ("postgresql://u:s3cret@h:notaport/db", "port"),
         ("host=h sslcert=/c.pem password=s3cret", "sslcert"),
     ] {

@@ -11,6 +11,7 @@ use std::time::Duration;
 use deadpool_postgres::{Hook, HookError, Manager, ManagerConfig, Pool, RecyclingMethod, Runtime};
 use headstart_store::{Backoff, Durability, Lease, StoreError};
 
+use crate::connect::LibpqConnect;
 use crate::conninfo::{redact, PgEnvironment};
 use crate::errors::{self, pg_error, pool_error, Stage};
 use crate::listener::Listener;
@@ -211,9 +212,9 @@ impl PgStore {
         let tls = tls::connector(&target.tls, environment.home.as_deref()).map_err(refused)?;
         let listener = (options.listen && !read_only)
             .then(|| Arc::new(Listener::new(config.clone(), tls.clone(), options.listen_retry)));
-        let manager = Manager::from_config(
+        let manager = Manager::from_connect(
             config,
-            tls,
+            LibpqConnect(tls),
             ManagerConfig {
                 recycling_method: RecyclingMethod::Fast,
             },
