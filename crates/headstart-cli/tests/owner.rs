@@ -159,6 +159,15 @@ impl LiveRun {
         self.child.id().expect("the run is alive")
     }
 
+    /// Stops the run (SIGSTOP): alive, holding its lock, doing nothing.
+    fn hang(&self) {
+        let stopped = std::process::Command::new("kill")
+            .args(["-STOP", &self.pid().to_string()])
+            .status()
+            .expect("kill -STOP");
+        assert!(stopped.success());
+    }
+
     /// What a refusal of this run's session says.
     fn named(&self) -> String {
         format!("session {} is running in process {} on host ", self.session, self.pid())
@@ -270,11 +279,7 @@ async fn force_takes_a_session_over_from_a_hung_process() {
     let db = live.db_arg();
     let pid = live.pid().to_string();
     // Hung: alive, holding its lock, doing nothing.
-    let stopped = std::process::Command::new("kill")
-        .args(["-STOP", &pid])
-        .status()
-        .expect("kill -STOP");
-    assert!(stopped.success());
+    live.hang();
 
     let refused = headstart(&["recover", &db]).await;
     assert_eq!(refused.status.code(), Some(1));
@@ -370,12 +375,7 @@ async fn recover_session_recovers_one_session_whoever_holds_the_others() {
     );
 
     // Hung: `--force` takes the named session over.
-    let pid = live.pid().to_string();
-    let stopped = std::process::Command::new("kill")
-        .args(["-STOP", &pid])
-        .status()
-        .expect("kill -STOP");
-    assert!(stopped.success());
+    live.hang();
     let forced = headstart(&["recover", "--session", &held.0, "--force", "--json", &db]).await;
     assert!(forced.status.success(), "{}", stderr(&forced));
     let calls: Value = serde_json::from_slice(&forced.stdout).expect("JSON");

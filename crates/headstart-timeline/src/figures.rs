@@ -83,6 +83,24 @@ impl ResponseFigures {
     }
 }
 
+impl Figures {
+    /// The summary line of call `id` of request `request` ([`CallFigures::summary`]).
+    pub fn call_summary(&self, request: Option<u32>, id: &str) -> Option<String> {
+        self.calls
+            .iter()
+            .find(|call| Some(call.request) == request && call.id == id)?
+            .summary()
+    }
+
+    /// The summary line of request `request`'s tool round ([`ResponseFigures::summary`]).
+    pub fn round_summary(&self, request: u32) -> Option<String> {
+        self.responses
+            .iter()
+            .find(|response| response.request == request)?
+            .summary()
+    }
+}
+
 impl Timeline {
     /// The figures of every call and every response, from the timeline's times.
     pub fn figures(&self) -> Figures {

@@ -177,24 +177,6 @@ struct View<'a> {
 }
 
 impl View<'_> {
-    /// The call's figures in a line ([`CallFigures::summary`](headstart_timeline::CallFigures::summary)).
-    fn call_figures(&self, request: Option<u32>, id: &str) -> Option<String> {
-        self.figures
-            .calls
-            .iter()
-            .find(|call| Some(call.request) == request && call.id == id)?
-            .summary()
-    }
-
-    /// The response's tool round in a line, for a response with calls.
-    fn round(&self, request: Option<u32>) -> Option<String> {
-        self.figures
-            .responses
-            .iter()
-            .find(|response| Some(response.request) == request)?
-            .summary()
-    }
-
     /// `+123 ms` relative to the session's first message.
     fn at(&self, at_us: i64) -> String {
         #[allow(clippy::cast_precision_loss)]
@@ -250,7 +232,7 @@ impl View<'_> {
             }
         }
         out.push_str(&format!("{:indent$}{}\n", "", status.join(" · ")));
-        if let Some(line) = self.call_figures(request, &call.id) {
+        if let Some(line) = self.figures.call_summary(request, &call.id) {
             out.push_str(&format!("{:indent$}{line}\n", ""));
         }
 
@@ -321,7 +303,7 @@ fn request_header(
     if let Some(error) = &last.error_message {
         header.push_str(&format!("     error: {}\n", one_line(error, MAX_LINE)));
     }
-    if let Some(round) = view.round(request) {
+    if let Some(round) = request.and_then(|request| view.figures.round_summary(request)) {
         header.push_str(&format!("     {round}\n"));
     }
     header

@@ -163,20 +163,7 @@ impl<'a> Calls<'a> {
         if self.last_fragment.get(&request) != Some(&stored.seq) {
             return None;
         }
-        self.figures
-            .responses
-            .iter()
-            .find(|response| response.request == request)?
-            .summary()
-    }
-
-    /// A call's figures in a line, when its seal time is stored.
-    fn figures_of(&self, request: Option<u32>, id: &str) -> Option<String> {
-        self.figures
-            .calls
-            .iter()
-            .find(|call| Some(call.request) == request && call.id == id)?
-            .summary()
+        self.figures.round_summary(request)
     }
 
     fn answers_a_call_in_the_log(&self, seq: u64) -> bool {
@@ -224,7 +211,7 @@ impl<'a> Calls<'a> {
                         }
                     }
                 }
-                @if let Some(figures) = self.figures_of(request, &call.id) {
+                @if let Some(figures) = self.figures.call_summary(request, &call.id) {
                     div.figures { (figures) }
                 }
                 @if let Some(result) = result {
