@@ -423,3 +423,24 @@ async fn allow_and_prefer_try_a_second_way_as_libpq_does() {
     assert!(!message.contains("not signed"), "{message}");
     assert!(!message.contains(cluster.password()), "{message}");
 }
+
+/// A chain through an intermediate CA, the server sending its certificate and the intermediate, `sslrootcert` the
+/// root only: accepted under verify-full and verify-ca, as libpq accepts it.
+#[tokio::test]
+async fn a_chain_through_an_intermediate_authority_is_accepted() {
+    let Some(cluster) = tls::intermediate_ca_cluster().await else {
+        return;
+    };
+    for mode in ["verify-full", "verify-ca"] {
+        let database = cluster.database().await;
+        let params = format!(
+            "sslmode={mode}&sslrootcert={}",
+            encoded(&cluster.ca_file().display().to_string())
+        );
+        let url = cluster.url(CERTIFIED_HOST, cluster.port(), &database, true, &params);
+        let store = PgStore::connect(&url, options(PgEnvironment::default()))
+            .await
+            .unwrap_or_else(|err| panic!("sslmode={mode}: {err}"));
+        works(&store).await;
+    }
+}

@@ -51,6 +51,9 @@ enum Certificates {
     /// -subj "/CN=localhost"`, a self-signed certificate marked as a CA, naming its host in its common name only. It
     /// is its own trust anchor: [`TlsCluster::ca_file`] is the server's certificate itself.
     DocsSelfSigned,
+    /// A certificate for [`CERTIFIED_HOST`] signed by an intermediate CA, which the root CA signed; the server
+    /// sends its certificate and the intermediate, and [`TlsCluster::ca_file`] holds the root only.
+    Intermediate,
 }
 
 /// The TLS-only cluster of this test process, started on first use; `None` (after saying why, or a panic under
@@ -65,6 +68,13 @@ pub async fn cluster() -> Option<&'static TlsCluster> {
 pub async fn docs_self_signed_cluster() -> Option<&'static TlsCluster> {
     static CLUSTER: OnceCell<Result<TlsCluster, String>> = OnceCell::const_new();
     cluster_of(&CLUSTER, Certificates::DocsSelfSigned).await
+}
+
+/// A third TLS-only cluster, whose certificate chains to the root through an intermediate CA
+/// ([`Certificates::Intermediate`]).
+pub async fn intermediate_ca_cluster() -> Option<&'static TlsCluster> {
+    static CLUSTER: OnceCell<Result<TlsCluster, String>> = OnceCell::const_new();
+    cluster_of(&CLUSTER, Certificates::Intermediate).await
 }
 
 async fn cluster_of(
@@ -237,15 +247,26 @@ fn write_files(
     };
     write(&files.foreign_ca, &foreign.pem())?;
     match certificates {
-        Certificates::SignedByCa => {
+        Certificates::SignedByCa | Certificates::Intermediate => {
             let ca = authority("headstart test CA").map_err(failed)?;
             let key = KeyPair::generate().map_err(failed)?;
             let mut params = CertificateParams::new(vec![CERTIFIED_HOST.to_owned()]).map_err(failed)?;
             params.distinguished_name.push(DnType::CommonName, CERTIFIED_HOST);
             params.extended_key_usages = vec![ExtendedKeyUsagePurpose::ServerAuth];
-            let cert = params.signed_by(&key, &ca).map_err(failed)?;
+            let chain = if certificates == Certificates::Intermediate {
+                let intermediate = CertifiedIssuer::signed_by(
+                    ca_params("headstart intermediate CA").map_err(failed)?,
+                    KeyPair::generate().map_err(failed)?,
+                    &ca,
+                )
+                .map_err(failed)?;
+                let cert = params.signed_by(&key, &intermediate).map_err(failed)?;
+                format!("{}{}", cert.pem(), intermediate.pem())
+            } else {
+                params.signed_by(&key, &ca).map_err(failed)?.pem()
+            };
             write(&files.ca, &ca.pem())?;
-            write(&files.cert, &cert.pem())?;
+            write(&files.cert, &chain)?;
             write(&files.key, &key.serialize_pem())?;
         }
         Certificates::DocsSelfSigned => {
@@ -286,6 +307,11 @@ fn write_files(
 
 /// A self-signed certificate authority.
 fn authority(name: &str) -> Result<CertifiedIssuer<'static, KeyPair>, rcgen::Error> {
+    CertifiedIssuer::self_signed(ca_params(name)?, KeyPair::generate()?)
+}
+
+/// A certificate authority's parameters: it signs certificates and revocation lists.
+fn ca_params(name: &str) -> Result<CertificateParams, rcgen::Error> {
     let mut params = CertificateParams::new(Vec::<String>::new())?;
     params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
     params.distinguished_name.push(DnType::CommonName, name);
@@ -294,5 +320,5 @@ fn authority(name: &str) -> Result<CertifiedIssuer<'static, KeyPair>, rcgen::Err
         KeyUsagePurpose::CrlSign,
         KeyUsagePurpose::DigitalSignature,
     ];
-    CertifiedIssuer::self_signed(params, KeyPair::generate()?)
+    Ok(params)
 }
