@@ -1,8 +1,10 @@
-//! A throwaway cluster for the TLS tests. It listens on 127.0.0.1 (a free port) and accepts TCP connections only
+//! Throwaway clusters for the TLS tests. Each listens on 127.0.0.1 (a free port) and accepts TCP connections only
 //! over TLS (`pg_hba.conf`: `hostssl … scram-sha-256`, `hostnossl … reject`), with a certificate for `localhost`
-//! only, signed by a certificate authority the harness makes (rcgen). Tests connect as [`USER`] with a password;
-//! the harness itself uses the superuser over the cluster's Unix socket. One cluster per test process, started on
-//! first use and stopped, its folder deleted, when the process ends however it ends (the guardian of
+//! only: signed by a certificate authority the harness makes (rcgen; [`cluster`]), made with `openssl` as the
+//! PostgreSQL documentation makes a self-signed one ([`docs_self_signed_cluster`]), or chained to the root through
+//! an intermediate authority ([`intermediate_ca_cluster`]). Tests connect as [`USER`] with a password;
+//! the harness itself uses the superuser over the cluster's Unix socket. One cluster of each kind per test process,
+//! started on first use and stopped, its folder deleted, when the process ends however it ends (the guardian of
 //! `cluster.rs`).
 
 use std::fs;
