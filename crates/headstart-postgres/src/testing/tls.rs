@@ -66,14 +66,14 @@ pub async fn cluster() -> Option<&'static TlsCluster> {
 }
 
 /// A second TLS-only cluster, whose certificate is made with the `openssl` command as the PostgreSQL documentation
-/// makes it ([`Certificates::DocsSelfSigned`]).
+/// makes it (`Certificates::DocsSelfSigned`).
 pub async fn docs_self_signed_cluster() -> Option<&'static TlsCluster> {
     static CLUSTER: OnceCell<Result<TlsCluster, String>> = OnceCell::const_new();
     cluster_of(&CLUSTER, Certificates::DocsSelfSigned).await
 }
 
 /// A third TLS-only cluster, whose certificate chains to the root through an intermediate CA
-/// ([`Certificates::Intermediate`]).
+/// (`Certificates::Intermediate`).
 pub async fn intermediate_ca_cluster() -> Option<&'static TlsCluster> {
     static CLUSTER: OnceCell<Result<TlsCluster, String>> = OnceCell::const_new();
     cluster_of(&CLUSTER, Certificates::Intermediate).await
