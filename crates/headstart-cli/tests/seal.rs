@@ -13,6 +13,7 @@
 
 use std::collections::HashMap;
 use std::path::Path;
+use std::process::Output;
 use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
 
@@ -98,9 +99,20 @@ fn gate_fetches(server: &ReplayServer) -> Vec<Instant> {
         .collect()
 }
 
-/// When the first reply's last event was handed to the connection.
-fn first_stream_end(server: &ReplayServer) -> Instant {
-    server.sent(0).last().copied().expect("the first reply was sent")
+/// How many events of the recorded response the gate holds back: from the second call's first one to the end.
+fn held_back() -> usize {
+    let events = recorded_two_calls();
+    events.len() - second_call_start(&events).expect("the recording has a second call")
+}
+
+/// `headstart run` of [`RUN`] and `extra` against `server`, in a fresh working directory; the directory and the
+/// command's output.
+async fn run(server: &ReplayServer, extra: &[&str]) -> (tempfile::TempDir, Output) {
+    let dir = workdir();
+    let mut args = RUN.to_vec();
+    args.extend(extra);
+    let output = run_to_end(&mut command(dir.path(), server, "openai-compatible", &args)).await;
+    (dir, output)
 }
 
 async fn stored_log(db: &Path) -> Vec<StoredMessage> {
@@ -131,17 +143,14 @@ const RUN: [&str; 6] = [
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_openai_compatible_run_starts_the_first_call_eight_events_before_the_recorded_stream_ends() {
     let server = gated_server(Duration::from_secs(60)).await;
-    let dir = workdir();
-    let mut args = RUN.to_vec();
-    args.extend(["--record", "run.sse"]);
-    let output = run_to_end(&mut command(dir.path(), &server, "openai-compatible", &args)).await;
+    let (dir, output) = run(&server, &["--record", "run.sse"]).await;
     assert!(output.status.success(), "{:?}", output.status);
 
-    let fetches = gate_fetches(&server);
-    assert_eq!(fetches.len(), 1, "the early call ran once");
-    let lead = first_stream_end(&server).saturating_duration_since(fetches[0]);
+    assert_eq!(gate_fetches(&server).len(), 1, "the early call ran once");
+    let lead = server.lead(GATE, 0).expect("the gate was fetched");
+    assert!(lead.events_after >= held_back(), "{lead:?}, {} held back", held_back());
     assert!(
-        fetches[0] < first_stream_end(&server) && lead >= Duration::from_millis(250),
+        lead.ms >= 250.0,
         "the first call started {lead:?} before the stream ended"
     );
     let log = stored_log(&dir.path().join("headstart.db")).await;
@@ -191,23 +200,19 @@ async fn an_openai_compatible_run_starts_the_first_call_eight_events_before_the_
 async fn sealed_at_finish_reason_the_same_run_starts_the_call_only_after_the_stream() {
     // The control: without early sealing the gate opens by its timeout, and the fetch comes after the stream.
     let server = gated_server(Duration::from_secs(1)).await;
-    let dir = workdir();
-    let mut args = RUN.to_vec();
-    args.extend(["--seal-at", "finish"]);
-    let output = run_to_end(&mut command(dir.path(), &server, "openai-compatible", &args)).await;
+    let (_dir, output) = run(&server, &["--seal-at", "finish"]).await;
     assert!(output.status.success(), "{:?}", output.status);
-    let fetches = gate_fetches(&server);
-    assert_eq!(fetches.len(), 1);
+    assert_eq!(gate_fetches(&server).len(), 1);
     let events = recorded_two_calls();
     let finish = events
         .iter()
         .position(|event| event.contains("\"finish_reason\":\"tool_calls\""))
         .expect("a finish_reason");
-    let sent = server.sent(0);
-    assert_eq!(sent.len(), events.len());
+    assert_eq!(server.sent(0).len(), events.len());
+    let lead = server.lead(GATE, 0).expect("the gate was fetched");
     assert!(
-        fetches[0] > sent[finish],
-        "the call started only once finish_reason had been sent, after the whole second call"
+        lead.events_after < events.len() - finish,
+        "the call started only once finish_reason had been sent, after the whole second call: {lead:?}"
     );
 }
 
@@ -249,8 +254,7 @@ async fn interleaving_server() -> ReplayServer {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_server_that_interleaves_calls_gets_a_clear_error_and_runs_nothing_twice_unless_sealed_at_finish() {
     let server = interleaving_server().await;
-    let dir = workdir();
-    let output = run_to_end(&mut command(dir.path(), &server, "openai-compatible", &RUN)).await;
+    let (dir, output) = run(&server, &[]).await;
     assert!(!output.status.success(), "the response failed");
     let log = stored_log(&dir.path().join("headstart.db")).await;
     let failed = log
@@ -291,10 +295,7 @@ async fn a_server_that_interleaves_calls_gets_a_clear_error_and_runs_nothing_twi
     assert_eq!(calls.len(), answered.len(), "{calls:?} {answered:?}");
 
     let server = interleaving_server().await;
-    let dir = workdir();
-    let mut args = RUN.to_vec();
-    args.extend(["--seal-at", "finish"]);
-    let output = run_to_end(&mut command(dir.path(), &server, "openai-compatible", &args)).await;
+    let (dir, output) = run(&server, &["--seal-at", "finish"]).await;
     assert!(output.status.success(), "{:?}", output.status);
     assert_eq!(gate_fetches(&server).len(), 1);
     let mut results = results(&stored_log(&dir.path().join("headstart.db")).await);
