@@ -33,12 +33,27 @@ fn encoded(value: &str) -> String {
         .collect()
 }
 
-/// `sslmode=verify-full` with the cluster's CA.
-fn verify_full(cluster: &TlsCluster) -> String {
+/// `sslmode=MODE` with the cluster's CA as `sslrootcert`.
+fn with_root(cluster: &TlsCluster, mode: &str) -> String {
     format!(
-        "sslmode=verify-full&sslrootcert={}",
+        "sslmode={mode}&sslrootcert={}",
         encoded(&cluster.ca_file().display().to_string())
     )
+}
+
+/// `sslmode=verify-full` with the cluster's CA.
+fn verify_full(cluster: &TlsCluster) -> String {
+    with_root(cluster, "verify-full")
+}
+
+/// Connects to a fresh database of `cluster` at `host` with `params`, and checks the store works.
+async fn connects_and_works(cluster: &TlsCluster, host: &str, params: &str) {
+    let database = cluster.database().await;
+    let url = cluster.url(host, cluster.port(), &database, true, params);
+    let store = PgStore::connect(&url, options(PgEnvironment::default()))
+        .await
+        .unwrap_or_else(|err| panic!("{params}: {err}"));
+    works(&store).await;
 }
 
 /// The basics of a working store: a session created, one submitted and claimed, both listed.
@@ -77,19 +92,13 @@ async fn refused(url: &str, environment: PgEnvironment) -> String {
 #[tokio::test]
 async fn require_verify_ca_and_verify_full_connect_and_work() {
     let Some(cluster) = tls::cluster().await else { return };
-    let ca = encoded(&cluster.ca_file().display().to_string());
     for (host, params) in [
         (CERTIFIED_HOST, "sslmode=require".to_owned()),
         (CERTIFIED_HOST, verify_full(cluster)),
         // verify-ca checks the chain, not the name: an address the certificate does not name is fine.
-        ("127.0.0.1", format!("sslmode=verify-ca&sslrootcert={ca}")),
+        ("127.0.0.1", with_root(cluster, "verify-ca")),
     ] {
-        let database = cluster.database().await;
-        let url = cluster.url(host, cluster.port(), &database, true, &params);
-        let store = PgStore::connect(&url, options(PgEnvironment::default()))
-            .await
-            .unwrap_or_else(|err| panic!("{params}: {err}"));
-        works(&store).await;
+        connects_and_works(cluster, host, &params).await;
     }
 }
 
@@ -356,16 +365,7 @@ async fn the_documentations_self_signed_certificate_is_accepted_as_libpq_accepts
         return;
     };
     for mode in ["verify-full", "verify-ca", "require"] {
-        let database = cluster.database().await;
-        let params = format!(
-            "sslmode={mode}&sslrootcert={}",
-            encoded(&cluster.ca_file().display().to_string())
-        );
-        let url = cluster.url(CERTIFIED_HOST, cluster.port(), &database, true, &params);
-        let store = PgStore::connect(&url, options(PgEnvironment::default()))
-            .await
-            .unwrap_or_else(|err| panic!("sslmode={mode}: {err}"));
-        works(&store).await;
+        connects_and_works(cluster, CERTIFIED_HOST, &with_root(cluster, mode)).await;
     }
     let database = cluster.database().await;
     // The host name is still checked under verify-full: the common name is localhost, not 127.0.0.1.
@@ -373,14 +373,7 @@ async fn the_documentations_self_signed_certificate_is_accepted_as_libpq_accepts
     let message = refused(&url, PgEnvironment::default()).await;
     assert!(message.contains("not valid for the host name 127.0.0.1"), "{message}");
     // verify-ca checks no name.
-    let params = format!(
-        "sslmode=verify-ca&sslrootcert={}",
-        encoded(&cluster.ca_file().display().to_string())
-    );
-    let url = cluster.url("127.0.0.1", cluster.port(), &database, true, &params);
-    PgStore::connect(&url, options(PgEnvironment::default()))
-        .await
-        .expect("verify-ca by address");
+    connects_and_works(cluster, "127.0.0.1", &with_root(cluster, "verify-ca")).await;
     // Another root is still refused, in words.
     let foreign = encoded(&cluster.foreign_ca_file().display().to_string());
     let url = cluster.url(
@@ -404,12 +397,9 @@ async fn the_documentations_self_signed_certificate_is_accepted_as_libpq_accepts
 #[tokio::test]
 async fn allow_and_prefer_try_a_second_way_as_libpq_does() {
     let Some(cluster) = tls::cluster().await else { return };
+    // allow: plain text refused, then TLS.
+    connects_and_works(cluster, CERTIFIED_HOST, "sslmode=allow").await;
     let database = cluster.database().await;
-    let url = cluster.url(CERTIFIED_HOST, cluster.port(), &database, true, "sslmode=allow");
-    let store = PgStore::connect(&url, options(PgEnvironment::default()))
-        .await
-        .expect("allow falls back to TLS");
-    works(&store).await;
 
     let foreign = encoded(&cluster.foreign_ca_file().display().to_string());
     let params = format!("sslmode=prefer&sslrootcert={foreign}");
@@ -432,15 +422,6 @@ async fn a_chain_through_an_intermediate_authority_is_accepted() {
         return;
     };
     for mode in ["verify-full", "verify-ca"] {
-        let database = cluster.database().await;
-        let params = format!(
-            "sslmode={mode}&sslrootcert={}",
-            encoded(&cluster.ca_file().display().to_string())
-        );
-        let url = cluster.url(CERTIFIED_HOST, cluster.port(), &database, true, &params);
-        let store = PgStore::connect(&url, options(PgEnvironment::default()))
-            .await
-            .unwrap_or_else(|err| panic!("sslmode={mode}: {err}"));
-        works(&store).await;
+        connects_and_works(cluster, CERTIFIED_HOST, &with_root(cluster, mode)).await;
     }
 }
