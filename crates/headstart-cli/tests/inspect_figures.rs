@@ -1,7 +1,7 @@
 //! `headstart inspect --json` and `--stats --json` on a store written with exact times: each call's headroom,
 //! seal-to-start, run time and overlap, each response's tool round beside batching's, and their spread per model.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use headstart::store::{AdmittedCall, CallKey, SessionId, SqliteOptions, SqliteStore, TranscriptStore};
@@ -58,31 +58,40 @@ async fn write_session(store: &SqliteStore, model: &str, sealed: bool) -> Sessio
     session
 }
 
-fn inspect(db: &Path, extra: &[&str]) -> Value {
-    let db = db.to_str().expect("a UTF-8 path");
+/// What `headstart inspect DB ARGS` prints, after checking it succeeded.
+fn inspect_text(db: &Path, args: &[&str]) -> String {
     let output = Command::new(env!("CARGO_BIN_EXE_headstart"))
-        .args(["inspect", db, "--json"])
-        .args(extra)
+        .arg("inspect")
+        .arg(db)
+        .args(args)
         .output()
         .expect("the headstart binary runs");
     assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
-    serde_json::from_slice(&output.stdout).expect("JSON")
+    String::from_utf8(output.stdout).expect("UTF-8 output")
 }
 
-fn store_with_two_sessions(db: &Path) {
+/// `headstart inspect DB --json EXTRA`, parsed.
+fn inspect(db: &Path, extra: &[&str]) -> Value {
+    let args: Vec<&str> = std::iter::once("--json").chain(extra.iter().copied()).collect();
+    serde_json::from_str(&inspect_text(db, &args)).expect("JSON")
+}
+
+/// A store holding two sessions, `alpha`'s with seal times and `beta`'s without; its folder and path.
+fn store_with_two_sessions() -> (tempfile::TempDir, PathBuf) {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let db = dir.path().join("figures.db");
     let runtime = tokio::runtime::Builder::new_current_thread().build().expect("runtime");
     runtime.block_on(async {
-        let store = SqliteStore::open(db, SqliteOptions::default()).expect("store");
+        let store = SqliteStore::open(&db, SqliteOptions::default()).expect("store");
         write_session(&store, "alpha", true).await;
         write_session(&store, "beta", false).await;
     });
+    (dir, db)
 }
 
 #[test]
 fn inspect_json_gives_every_call_and_response_its_figures() {
-    let dir = tempfile::tempdir().expect("tempdir");
-    let db = dir.path().join("figures.db");
-    store_with_two_sessions(&db);
+    let (_dir, db) = store_with_two_sessions();
     let sessions = inspect(&db, &[]);
     let figures = &sessions[0]["figures"];
     assert_eq!(
@@ -114,9 +123,7 @@ fn inspect_json_gives_every_call_and_response_its_figures() {
 
 #[test]
 fn inspect_stats_summarizes_the_figures_per_model() {
-    let dir = tempfile::tempdir().expect("tempdir");
-    let db = dir.path().join("figures.db");
-    store_with_two_sessions(&db);
+    let (_dir, db) = store_with_two_sessions();
     let stats = inspect(&db, &["--stats"]);
     assert_eq!(stats["grouped_by"], "model (the provider is not stored)");
     let spread = |count: usize, median: Value, p95: Value| json!({"count": count, "median": median, "p95": p95});
@@ -139,17 +146,10 @@ fn inspect_stats_summarizes_the_figures_per_model() {
 
 #[test]
 fn the_human_view_shows_each_calls_figures_and_the_responses_round() {
-    let dir = tempfile::tempdir().expect("tempdir");
-    let db = dir.path().join("figures.db");
-    store_with_two_sessions(&db);
+    let (_dir, db) = store_with_two_sessions();
     let sessions = inspect(&db, &[]);
     let id = sessions[0]["session"].as_str().expect("a session id");
-    let output = Command::new(env!("CARGO_BIN_EXE_headstart"))
-        .args(["inspect", db.to_str().expect("UTF-8"), "--session", id])
-        .output()
-        .expect("the headstart binary runs");
-    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
-    let text = String::from_utf8_lossy(&output.stdout);
+    let text = inspect_text(&db, &["--session", id]);
     assert!(
         text.contains("sealed +15 ms · headroom 85 ms · seal→start 7 ms · overlap 38 of 38 ms"),
         "{text}"
@@ -166,15 +166,8 @@ fn the_human_view_shows_each_calls_figures_and_the_responses_round() {
 
 #[test]
 fn inspect_stats_as_text_names_each_figure_with_its_unit() {
-    let dir = tempfile::tempdir().expect("tempdir");
-    let db = dir.path().join("figures.db");
-    store_with_two_sessions(&db);
-    let output = Command::new(env!("CARGO_BIN_EXE_headstart"))
-        .args(["inspect", db.to_str().expect("UTF-8"), "--stats"])
-        .output()
-        .expect("the headstart binary runs");
-    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
-    let text = String::from_utf8_lossy(&output.stdout);
+    let (_dir, db) = store_with_two_sessions();
+    let text = inspect_text(&db, &["--stats"]);
     assert!(text.contains("alpha: 1 responses, 2 calls"), "{text}");
     assert!(
         text.contains("headroom:                       median 10 ms, p95 85 ms (2 samples)"),
