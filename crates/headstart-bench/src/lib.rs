@@ -10,6 +10,7 @@
 //! | [`deltas`] | the per-delta cost of the full adapter (with a real SQLite store) vs a bare counting loop | current-thread |
 //! | [`admission`] | sealed `toolcall_end` → the tool's `execute` starting, vs a bare SQLite commit of a same-sized row | current-thread |
 //! | [`sessions`] | thousands of concurrent agent sessions against one SQLite file: throughput and peak memory | multi-thread |
+//! | [`history`] | one long session: the step gap (last durable write → next request) at its start and at its end | current-thread |
 //! | [`headroom`] | recordings replayed through each Chat Completions sealing rule: when each call is sealed, and its headroom | none (pure) |
 //! | [`fleet`] | worker processes on one store (`headstart bench sessions --store`): the scenario and the report | processes |
 //!
@@ -25,6 +26,7 @@ pub mod admission;
 pub mod deltas;
 pub mod fleet;
 pub mod headroom;
+pub mod history;
 pub mod overlap;
 pub mod prometheus;
 pub mod scheduler;

@@ -4,6 +4,7 @@
 
 use headstart_bench::admission::{self, AdmissionOptions};
 use headstart_bench::deltas::{self, DeltaVariant, DeltasOptions};
+use headstart_bench::history::{self, HistoryOptions};
 use headstart_bench::overlap::{self, OverlapOptions, ResponseSpec};
 use headstart_bench::scheduler::{self, SchedulerOptions};
 use headstart_bench::sessions::{self, SessionsOptions};
@@ -68,4 +69,30 @@ fn sessions_and_scheduler_run() {
         ..SchedulerOptions::default()
     });
     assert_eq!(report.calls, 1_000);
+}
+
+#[test]
+fn history_runs_a_session_on_both_sqlite_durabilities_and_every_context_matches_the_store() {
+    let report = history::run(
+        &HistoryOptions {
+            rounds: 40,
+            bytes: 300,
+            result_bytes: 60,
+            window: 10,
+            verify: true,
+            dir: None,
+        },
+        Vec::new(),
+    )
+    .expect("bench history completes, every request's context equal to a fresh read");
+    let stores: Vec<&str> = report.rows.iter().map(|row| row.store.as_str()).collect();
+    assert_eq!(stores, ["sqlite normal", "sqlite full"]);
+    assert!(report.verified);
+    for row in &report.rows {
+        assert!(
+            row.first_ms > 0.0 && row.last_ms > 0.0 && row.history_kib > 10.0,
+            "{row:?}"
+        );
+    }
+    assert!(report.table().contains("verified"));
 }

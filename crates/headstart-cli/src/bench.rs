@@ -1,13 +1,16 @@
-//! `headstart bench <overlap|deltas|admission|sessions|scheduler|headroom> [--json] [options]`: the measurements of issue 6
+//! `headstart bench <overlap|deltas|admission|sessions|scheduler|headroom|history> [--json] [options]`: the measurements of issue 6
 //! (docs/performance.md explains each figure). The measuring code lives in the `headstart-bench` crate.
 
 use std::path::PathBuf;
+use std::sync::Arc;
 
 use clap::ValueEnum;
+use headstart::TranscriptStore;
 use headstart_bench::admission::{self, AdmissionOptions};
 use headstart_bench::deltas::{self, DeltaVariant, DeltasOptions};
 use headstart_bench::fleet::FleetLoad;
 use headstart_bench::headroom::{self, HeadroomOptions};
+use headstart_bench::history::{self, HistoryOptions, HistoryStore};
 use headstart_bench::overlap::{self, OverlapOptions};
 use headstart_bench::scheduler::{self, SchedulerOptions};
 use headstart_bench::sessions::{self, SessionsOptions};
@@ -17,6 +20,7 @@ use serde::Serialize;
 
 use crate::bench_fleet::{self, FleetOptions};
 use crate::durability::DurabilityArg;
+use crate::store_url::{Access, StoreUrl};
 
 /// Arguments of `headstart bench`.
 #[derive(clap::Args)]
@@ -26,7 +30,8 @@ pub struct Args {
     /// SQLite commit, and the sequential gap), sessions (many concurrent sessions: throughput and peak memory),
     /// scheduler (the pure scheduler's cost per call on one response of many keyed calls), headroom (recordings
     /// replayed through each Chat Completions sealing rule: when each call is sealed and how long before the
-    /// stream's end it could start).
+    /// stream's end it could start), history (one long session: the step from a response's last write to the next
+    /// request, at the session's start and at its end).
     #[arg(value_enum)]
     what: What,
     /// headroom: the recordings (`run --record` files, raw SSE bodies or YAML cassettes), e.g.
@@ -48,6 +53,7 @@ pub struct Args {
     sessions: Option<usize>,
     /// sessions: measure a fleet instead: worker processes on this store (a PostgreSQL URL, next to one worker on
     /// a SQLite file; or a SQLite file), for each count of `--workers`, CPU-only and under `--model-ms`/`--tool-ms`.
+    /// history: one more store to run the session on (one session is left in it), e.g. a PostgreSQL URL.
     #[arg(long)]
     store: Option<String>,
     /// Durability of the SQLite store (and, for admission, of the floor's database).
@@ -94,6 +100,22 @@ pub struct Args {
     /// (`1,2,4`), or one count N for 1, 2, 4, … up to N (default 4).
     #[arg(long, value_delimiter = ',')]
     workers: Vec<usize>,
+    /// history: requests in the session.
+    #[arg(long, default_value_t = 1_000)]
+    rounds: usize,
+    /// history: text bytes of each response.
+    #[arg(long, default_value_t = 2_500)]
+    bytes: usize,
+    /// history: bytes of each call's result.
+    #[arg(long, default_value_t = 600)]
+    result_bytes: usize,
+    /// history: steps at each end of the session whose gaps are compared.
+    #[arg(long, default_value_t = 50)]
+    window: usize,
+    /// history: compare every request's context with a fresh read of the whole log, and fail on a difference
+    /// (a check: its timings include the reads).
+    #[arg(long)]
+    verify: bool,
 }
 
 #[derive(Clone, Copy, ValueEnum)]
@@ -104,6 +126,7 @@ enum What {
     Sessions,
     Scheduler,
     Headroom,
+    History,
 }
 
 #[derive(Clone, Copy, ValueEnum)]
@@ -171,6 +194,18 @@ pub fn run(args: &Args) -> u8 {
             });
             print(args.json, &report, report.table())
         }
+        What::History => history::run(
+            &HistoryOptions {
+                rounds: args.rounds,
+                bytes: args.bytes,
+                result_bytes: args.result_bytes,
+                window: args.window,
+                verify: args.verify,
+                dir: args.dir.clone(),
+            },
+            history_stores(args.store.as_deref()),
+        )
+        .and_then(|report| print(args.json, &report, report.table())),
         What::Headroom => headroom::run(&HeadroomOptions {
             files: args.files.clone(),
             format: args.format,
@@ -203,6 +238,27 @@ pub(crate) fn fleet_options(args: &Args) -> Option<FleetOptions> {
             tool_ms: args.tool_ms.unwrap_or(100),
         },
     })
+}
+
+/// `bench history --store URL`: the store the session also runs on, next to the two SQLite rows.
+fn history_stores(url: Option<&str>) -> Vec<HistoryStore> {
+    let Some(url) = url else {
+        return Vec::new();
+    };
+    let store = StoreUrl::parse(url);
+    let name = match store {
+        StoreUrl::Postgres(_) => "postgresql",
+        StoreUrl::Sqlite(_) => "sqlite (--store)",
+    };
+    vec![HistoryStore {
+        name: name.to_owned(),
+        open: Box::new(move || {
+            Box::pin(async move {
+                let queue = store.open(Access::Create).await.map_err(BenchError::new)?;
+                Ok(queue as Arc<dyn TranscriptStore>)
+            })
+        }),
+    }]
 }
 
 /// The in-process mode's `--workers`: one count of runtime threads at most.

@@ -24,6 +24,7 @@ pub mod model_api;
 pub mod model_error;
 
 pub use accumulator::{Accumulator, AccumulatorError, Applied, Violation};
+pub use context::ModelContext;
 pub use delta::{DeltaEvent, DoneReason, ErrorReason};
 pub use model::{
     AssistantMessage, ContentBlock, Message, StopReason, ToolArguments, ToolCall, ToolResultMessage, Usage, UserMessage,

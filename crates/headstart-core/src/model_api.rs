@@ -8,8 +8,8 @@ use futures_core::stream::BoxStream;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use crate::context::ModelContext;
 use crate::delta::DeltaEvent;
-use crate::model::Message;
 use crate::model_error::ModelError;
 
 /// A model's response stream: delta events (contract §2), or a transport/provider failure.
@@ -31,8 +31,8 @@ pub struct ToolDefinition {
 pub struct ModelRequest {
     /// 0-based index of the request within the agent run.
     pub request: u32,
-    /// The canonical model context (contract §7.3).
-    pub context: Vec<Message>,
+    /// The canonical model context (contract §7.3), its messages shared with the loop's copy.
+    pub context: ModelContext,
     /// The tools the model may call.
     pub tools: Vec<ToolDefinition>,
 }

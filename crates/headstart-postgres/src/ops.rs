@@ -304,9 +304,10 @@ pub(crate) async fn load_log(
     tx: &Transaction<'_>,
     what: &str,
     session: &str,
+    after: i64,
 ) -> Result<Vec<StoredMessage>, StoreError> {
     require_session(tx, session, what).await?;
-    let rows = query(tx, sql::LOAD_LOG, &[&session], what).await?;
+    let rows = query(tx, sql::LOAD_LOG, &[&session, &after], what).await?;
     rows.iter()
         .map(|row| {
             MessageRow {

@@ -222,9 +222,10 @@ pub(crate) const INSERT_MESSAGE: &str = "INSERT INTO headstart.messages
     FROM headstart.messages WHERE session_id = $1::text
     RETURNING seq";
 
-/// `$1` = session id. Columns: seq, role, request, at_us, body (`backend::MessageRow`); in write order.
+/// `$1` = session id, `$2` = the last seq already read (0: the whole log). Columns: seq, role, request, at_us, body
+/// (`backend::MessageRow`); in write order. A range of the primary key, so its cost follows the rows returned.
 pub(crate) const LOAD_LOG: &str = "SELECT seq, role, request, at_us, body FROM headstart.messages
-    WHERE session_id = $1
+    WHERE session_id = $1 AND seq > $2
     ORDER BY seq";
 
 // ---------------------------------------------------------------------------------------------------------------

@@ -180,8 +180,8 @@ impl<L: WriteLayer> TranscriptStore for Layered<L> {
         self.layer.around(write, next).await
     }
 
-    async fn load_log(&self, session: &SessionId) -> Result<Vec<StoredMessage>, StoreError> {
-        self.inner.load_log(session).await
+    async fn load_log_after(&self, session: &SessionId, seq: u64) -> Result<Vec<StoredMessage>, StoreError> {
+        self.inner.load_log_after(session, seq).await
     }
 
     async fn tool_runs(&self, session: &SessionId) -> Result<Vec<ToolRun>, StoreError> {

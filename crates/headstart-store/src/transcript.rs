@@ -64,7 +64,14 @@ pub trait TranscriptStore: Send + Sync {
     ) -> Result<u64, StoreError>;
 
     /// The session's durable log, in write order.
-    async fn load_log(&self, session: &SessionId) -> Result<Vec<StoredMessage>, StoreError>;
+    async fn load_log(&self, session: &SessionId) -> Result<Vec<StoredMessage>, StoreError> {
+        self.load_log_after(session, 0).await
+    }
+
+    /// The session's messages after sequence number `seq`, in write order: what a reader that has read the log up to
+    /// `seq` has not seen yet (sequence numbers are per session, from 1, without gaps). The agent loop reads this
+    /// before each request, so its cost follows what changed, not the history.
+    async fn load_log_after(&self, session: &SessionId, seq: u64) -> Result<Vec<StoredMessage>, StoreError>;
 
     /// The session's tool runs, in admission order.
     async fn tool_runs(&self, session: &SessionId) -> Result<Vec<ToolRun>, StoreError>;

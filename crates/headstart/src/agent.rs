@@ -8,7 +8,8 @@ use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 use tracing::Instrument;
 
-use crate::engine::{request_after, Engine, Run};
+use crate::context_cache::SessionContext;
+use crate::engine::{Engine, Run};
 use crate::events::event::{AgentEvent, AgentStop, Role};
 use crate::events::outbox::Outbox;
 use crate::events::queue::EventStream;
@@ -79,7 +80,7 @@ impl Agent {
         cancel: CancellationToken,
     ) -> Result<Resumed, StoreError> {
         let recovered = self.engine().recover(session, policy).await?;
-        let context = self.engine().store().model_context(session).await?;
+        let context = self.engine().model_context(session).await?;
         let events = expects_answer(&context).then(|| self.resume(session, cancel));
         Ok(Resumed { recovered, events })
     }
@@ -121,24 +122,37 @@ async fn run_loop(
     out.push(AgentEvent::AgentStart {
         session: session.clone(),
     });
+    // The loop keeps the session's context in memory for the run and reads only what each step wrote; the cache
+    // gets it back when the run ends, for the session's next run.
+    let mut context = match engine.session_context(session).await {
+        Ok(context) => context,
+        Err(error) => return store_stop(&error),
+    };
+    let stop = run_requests(engine, model, &mut context, prompt, cancel, tasks, out).await;
+    engine.parts().contexts.put(context);
+    stop
+}
+
+/// The requests of one run, on the session's cached `context`.
+async fn run_requests(
+    engine: &Engine,
+    model: &dyn Model,
+    context: &mut SessionContext,
+    prompt: Option<UserMessage>,
+    cancel: &CancellationToken,
+    tasks: &TaskTracker,
+    out: &mut Outbox,
+) -> AgentStop {
+    let session = &context.session().clone();
     let store = engine.store();
     let clock = engine.clock();
     // The loop numbers its requests after the stored ones, so every request of a session keeps one number however
     // many runs it took (`run --session`, a resume, a session taken over by another worker, contract §7.5.3).
-    let log = match store.load_log(session).await {
-        Ok(log) => log,
-        Err(error) => return store_stop(&error),
-    };
-    let first_request = request_after(&log);
-    drop(log);
+    let first_request = context.next_request();
     // Resuming a loop that had already ended (its owner stopped between the final answer and finishing the
     // session): there is nothing to ask the model.
-    if prompt.is_none() {
-        match store.model_context(session).await {
-            Ok(context) if !expects_answer(&context) => return AgentStop::Completed,
-            Ok(_) => {}
-            Err(error) => return store_stop(&error),
-        }
+    if prompt.is_none() && !expects_answer(context.context()) {
+        return AgentStop::Completed;
     }
     if let Some(prompt) = prompt {
         out.push(AgentEvent::MessageStart { role: Role::User });
@@ -162,14 +176,13 @@ async fn run_loop(
             return AgentStop::MaxRequests;
         }
         out.flush();
-        let context = match store.model_context(session).await {
-            Ok(context) => context,
-            Err(error) => return store_stop(&error),
-        };
+        if let Err(error) = context.refresh(store.as_ref()).await {
+            return store_stop(&error);
+        }
         let chat = ChatSpan::open(session, request, model.provider(), model.model_name(), clock.now_us());
         let model_request = ModelRequest {
             request,
-            context,
+            context: context.context().clone(),
             tools: engine.toolbox().definitions(),
         };
         let opened = tokio::select! {

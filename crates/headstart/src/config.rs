@@ -34,6 +34,13 @@ fn default_max_calls_per_response() -> Option<usize> {
     Some(DEFAULT_MAX_CALLS_PER_RESPONSE)
 }
 
+/// The default of [`EngineConfig::cached_contexts`].
+pub const DEFAULT_CACHED_CONTEXTS: usize = 64;
+
+fn default_cached_contexts() -> usize {
+    DEFAULT_CACHED_CONTEXTS
+}
+
 /// Engine-wide settings. Non-exhaustive: start from `EngineConfig::default()` and use the setters
 /// (`EngineConfig::default().max_requests(8).early_execution(false)`).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -65,6 +72,12 @@ pub struct EngineConfig {
     /// default: they may hold personal or secret data (OpenTelemetry GenAI semantic conventions, "content").
     #[serde(default)]
     pub capture_content: bool,
+    /// The model contexts of at most this many sessions stay in memory between requests (least recently used
+    /// first out), so a request reads only what was written since the last one instead of the whole history.
+    /// Default [`DEFAULT_CACHED_CONTEXTS`] (64); each holds about its session's history. 0 reads each run's
+    /// session whole once, and keeps nothing after the run.
+    #[serde(default = "default_cached_contexts")]
+    pub cached_contexts: usize,
 }
 
 impl EngineConfig {
@@ -115,6 +128,12 @@ impl EngineConfig {
         self.capture_content = capture;
         self
     }
+
+    /// Sets [`EngineConfig::cached_contexts`].
+    pub fn cached_contexts(mut self, sessions: usize) -> Self {
+        self.cached_contexts = sessions;
+        self
+    }
 }
 
 impl Default for EngineConfig {
@@ -127,6 +146,7 @@ impl Default for EngineConfig {
             early_execution: true,
             continue_after_failed_stream: None,
             capture_content: false,
+            cached_contexts: DEFAULT_CACHED_CONTEXTS,
         }
     }
 }

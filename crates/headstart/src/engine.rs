@@ -4,7 +4,7 @@
 use std::sync::Arc;
 
 use futures::Stream;
-use headstart_core::{DeltaEvent, ModelError};
+use headstart_core::{DeltaEvent, ModelContext, ModelError};
 use headstart_store::{SessionId, StoreError, TranscriptStore};
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
@@ -12,6 +12,7 @@ use tracing::Instrument;
 
 use crate::clock::{Clock, SystemClock};
 use crate::config::EngineConfig;
+use crate::context_cache::{ContextCache, SessionContext};
 use crate::events::outbox::Outbox;
 use crate::events::queue::EventStream;
 use crate::parts::EngineParts;
@@ -89,12 +90,31 @@ impl Engine {
     /// The request number `session`'s next response gets: one past the highest request of its stored assistant
     /// fragments, 0 for a session without any.
     ///
-    /// It is read from the durable log, not counted in memory, so it is right after a restart and when another
-    /// process (a fleet worker) ran the session's previous requests. A response whose every commit failed left no
-    /// fragment, and its number is given again: nothing durable refers to it.
+    /// It comes from the durable log, not from a count of this engine's requests, so it is right after a restart
+    /// and when another process (a fleet worker) ran the session's previous requests. A response whose every commit
+    /// failed left no fragment, and its number is given again: nothing durable refers to it. The engine reads only
+    /// the messages written since it last read the session ([`EngineConfig::cached_contexts`]).
     pub async fn next_request(&self, session: &SessionId) -> Result<u32, StoreError> {
-        let log = self.parts.store.load_log(session).await?;
-        Ok(request_after(&log))
+        let context = self.session_context(session).await?;
+        let next = context.next_request();
+        self.parts.contexts.put(context);
+        Ok(next)
+    }
+
+    /// The canonical model context of `session`'s next request (contract §7.3): what
+    /// [`TranscriptStore::model_context`] reads, kept in memory between calls and brought up to date with the
+    /// messages written since ([`EngineConfig::cached_contexts`]).
+    pub async fn model_context(&self, session: &SessionId) -> Result<ModelContext, StoreError> {
+        let context = self.session_context(session).await?;
+        let messages = context.context().clone();
+        self.parts.contexts.put(context);
+        Ok(messages)
+    }
+
+    /// The cached context of `session`, taken out of the cache and brought up to date; put it back when done.
+    pub(crate) async fn session_context(&self, session: &SessionId) -> Result<SessionContext, StoreError> {
+        let cached = self.parts.contexts.take(session);
+        SessionContext::refreshed(cached, self.parts.store.as_ref(), session).await
     }
 
     /// [`Engine::wrap`] with the request number the engine keeps ([`Engine::next_request`]).
@@ -238,19 +258,12 @@ impl EngineBuilder {
                 store: self.store,
                 toolbox: Arc::new(self.toolbox),
                 hooks: self.hooks,
-                config: self.config,
                 clock: self.clock,
                 turn_ids: self.turn_ids,
                 lease_guard: self.lease_guard,
+                contexts: ContextCache::new(self.config.cached_contexts),
+                config: self.config,
             }),
         }
     }
-}
-
-/// The request number after every response stored in `log`: the number the session's next request gets.
-pub(crate) fn request_after(log: &[headstart_store::StoredMessage]) -> u32 {
-    log.iter()
-        .filter_map(|stored| stored.request)
-        .max()
-        .map_or(0, |last| last.saturating_add(1))
 }

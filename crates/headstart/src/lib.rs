@@ -85,6 +85,7 @@
 mod agent;
 mod clock;
 mod config;
+mod context_cache;
 mod engine;
 mod events;
 pub mod metrics;
@@ -101,7 +102,9 @@ pub use schemars;
 
 pub use agent::Agent;
 pub use clock::{Clock, SystemClock, TokioClock};
-pub use config::{EngineConfig, ExecutionMode, DEFAULT_MAX_CALLS_PER_RESPONSE, DEFAULT_MAX_IN_FLIGHT};
+pub use config::{
+    EngineConfig, ExecutionMode, DEFAULT_CACHED_CONTEXTS, DEFAULT_MAX_CALLS_PER_RESPONSE, DEFAULT_MAX_IN_FLIGHT,
+};
 pub use engine::{Engine, EngineBuilder, TurnIdSource};
 #[allow(deprecated)]
 pub use events::event::TurnOutcome;

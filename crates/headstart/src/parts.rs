@@ -6,6 +6,7 @@ use headstart_store::TranscriptStore;
 
 use crate::clock::Clock;
 use crate::config::EngineConfig;
+use crate::context_cache::ContextCache;
 use crate::response::lease_guard::LeaseGuard;
 use crate::tools::hooks::Hooks;
 use crate::tools::toolbox::Toolbox;
@@ -23,4 +24,6 @@ pub(crate) struct EngineParts {
     pub turn_ids: TurnIdSource,
     /// Asked before each call's `execute` when the engine runs a leased session (contract §7.5.4).
     pub lease_guard: Option<Arc<dyn LeaseGuard>>,
+    /// The model contexts of the sessions run last.
+    pub contexts: ContextCache,
 }

@@ -241,8 +241,12 @@ async fn reexecute(
 ///
 /// The one rule both ask: [`Agent::resume`](crate::Agent::resume) (a loop resumed on a conversation that does not
 /// wait ends at once as `completed`) and [`Agent::resume_after_crash`](crate::Agent::resume_after_crash).
-pub fn expects_answer(context: &[Message]) -> bool {
-    match context.last() {
+pub fn expects_answer<'a, C>(context: C) -> bool
+where
+    C: IntoIterator<Item = &'a Message>,
+    C::IntoIter: DoubleEndedIterator,
+{
+    match context.into_iter().next_back() {
         None => false,
         Some(Message::User(_) | Message::ToolResult(_)) => true,
         Some(Message::Assistant(last)) => {

@@ -164,8 +164,8 @@ impl TranscriptStore for Switched {
             .append_tool_result(session, request, result, run, at_us)
             .await
     }
-    async fn load_log(&self, session: &SessionId) -> Result<Vec<StoredMessage>, StoreError> {
-        self.inner.load_log(session).await
+    async fn load_log_after(&self, session: &SessionId, seq: u64) -> Result<Vec<StoredMessage>, StoreError> {
+        self.inner.load_log_after(session, seq).await
     }
     async fn tool_runs(&self, session: &SessionId) -> Result<Vec<ToolRun>, StoreError> {
         self.inner.tool_runs(session).await

@@ -186,11 +186,12 @@ impl TranscriptStore for PgStore {
         .await
     }
 
-    async fn load_log(&self, session: &SessionId) -> Result<Vec<StoredMessage>, StoreError> {
-        let what = Op::LoadLog(session).to_string();
+    async fn load_log_after(&self, session: &SessionId, seq: u64) -> Result<Vec<StoredMessage>, StoreError> {
+        let what = Op::LoadLog(session, seq).to_string();
         let session = session.0.clone();
+        let after = i64::try_from(seq).unwrap_or(i64::MAX);
         self.run(what, Access::Read, move |tx, what| {
-            Box::pin(async move { ops::load_log(tx, what, &session).await })
+            Box::pin(async move { ops::load_log(tx, what, &session, after).await })
         })
         .await
     }

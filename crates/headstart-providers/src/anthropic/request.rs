@@ -33,7 +33,11 @@ pub(crate) fn headers(request: RequestBuilder, key: Option<&str>) -> RequestBuil
 }
 
 /// Anthropic Messages: content blocks; consecutive tool results share one user message.
-pub fn anthropic_body(settings: &RequestSettings, context: &[Message], tools: &[ToolDefinition]) -> Value {
+pub fn anthropic_body<'a>(
+    settings: &RequestSettings,
+    context: impl IntoIterator<Item = &'a Message>,
+    tools: &[ToolDefinition],
+) -> Value {
     let mut messages: Vec<Value> = Vec::new();
     let mut last_is_results = false;
     for message in context {

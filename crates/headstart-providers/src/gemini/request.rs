@@ -28,7 +28,11 @@ pub(crate) fn headers(request: RequestBuilder, key: Option<&str>) -> RequestBuil
 
 /// Gemini `generateContent`: `contents` with `functionCall` / `functionResponse` parts, thought signatures attached
 /// to the part that followed them, tool schemas as `parametersJsonSchema`.
-pub fn gemini_body(settings: &RequestSettings, context: &[Message], tools: &[ToolDefinition]) -> Value {
+pub fn gemini_body<'a>(
+    settings: &RequestSettings,
+    context: impl IntoIterator<Item = &'a Message>,
+    tools: &[ToolDefinition],
+) -> Value {
     let mut contents: Vec<Value> = Vec::new();
     let mut last_is_results = false;
     for message in context {

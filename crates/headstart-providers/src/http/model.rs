@@ -93,7 +93,7 @@ impl HttpModel {
     }
 
     /// The request body this model sends for `context` and `tools`.
-    pub fn request_body(&self, context: &[Message], tools: &[ToolDefinition]) -> Value {
+    pub fn request_body<'a>(&self, context: impl IntoIterator<Item = &'a Message>, tools: &[ToolDefinition]) -> Value {
         let settings = RequestSettings {
             model: self.config.model.clone(),
             system: self.config.system.clone(),
@@ -105,9 +105,9 @@ impl HttpModel {
 
     /// Sends one request and returns its delta stream. A request that fails before its first delta (contract §3.6.6)
     /// is tried again as [`HttpModelConfig::retry`] allows; the engine only ever sees the attempt that streamed.
-    pub async fn stream_context(
+    pub async fn stream_context<'a>(
         &self,
-        context: &[Message],
+        context: impl IntoIterator<Item = &'a Message>,
         tools: &[ToolDefinition],
     ) -> Result<DeltaStream, ModelError> {
         let url = self.config.url();

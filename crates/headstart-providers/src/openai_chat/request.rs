@@ -31,7 +31,11 @@ fn assistant_text(message: &AssistantMessage) -> String {
 }
 
 /// OpenAI Chat Completions: `messages` with `tool_calls` / `role: tool`, `stream_options.include_usage`.
-pub fn openai_chat_body(settings: &RequestSettings, context: &[Message], tools: &[ToolDefinition]) -> Value {
+pub fn openai_chat_body<'a>(
+    settings: &RequestSettings,
+    context: impl IntoIterator<Item = &'a Message>,
+    tools: &[ToolDefinition],
+) -> Value {
     let mut messages = Vec::new();
     if let Some(system) = &settings.system {
         messages.push(json!({"role": "system", "content": system}));

@@ -31,7 +31,11 @@ pub(super) fn reasoning_item(thinking: &str, signature: Option<&str>) -> Option<
 }
 
 /// OpenAI Responses: `input` items (messages, reasoning, `function_call`, `function_call_output`).
-pub fn openai_responses_body(settings: &RequestSettings, context: &[Message], tools: &[ToolDefinition]) -> Value {
+pub fn openai_responses_body<'a>(
+    settings: &RequestSettings,
+    context: impl IntoIterator<Item = &'a Message>,
+    tools: &[ToolDefinition],
+) -> Value {
     let mut input = Vec::new();
     for message in context {
         match message {

@@ -33,10 +33,10 @@ pub use settings::RequestSettings;
 use crate::WireFormat;
 
 /// Builds the streaming request body for `format`.
-pub fn build_body(
+pub fn build_body<'a>(
     format: WireFormat,
     settings: &RequestSettings,
-    context: &[Message],
+    context: impl IntoIterator<Item = &'a Message>,
     tools: &[ToolDefinition],
 ) -> Value {
     let mut body = match format {

@@ -15,8 +15,9 @@ pub enum Op<'a> {
     Write(Write<'a>),
     /// [`TranscriptStore::sessions`](crate::TranscriptStore::sessions).
     Sessions,
-    /// [`TranscriptStore::load_log`](crate::TranscriptStore::load_log).
-    LoadLog(&'a SessionId),
+    /// [`TranscriptStore::load_log`](crate::TranscriptStore::load_log) (after message 0) and
+    /// [`TranscriptStore::load_log_after`](crate::TranscriptStore::load_log_after).
+    LoadLog(&'a SessionId, u64),
     /// [`TranscriptStore::tool_runs`](crate::TranscriptStore::tool_runs).
     ToolRuns(&'a SessionId),
     /// [`TranscriptStore::unfinished_calls`](crate::TranscriptStore::unfinished_calls).
@@ -54,7 +55,8 @@ impl fmt::Display for Op<'_> {
                 )
             }
             Op::Sessions => f.write_str("list sessions"),
-            Op::LoadLog(session) => write!(f, "load the log of session {session}"),
+            Op::LoadLog(session, 0) => write!(f, "load the log of session {session}"),
+            Op::LoadLog(session, seq) => write!(f, "load the log of session {session} after message {seq}"),
             Op::ToolRuns(session) => write!(f, "list the tool runs of session {session}"),
             Op::UnfinishedCalls(session) => write!(f, "list the unfinished calls of session {session}"),
             Op::Submit => f.write_str("submit a session"),

@@ -65,6 +65,16 @@ pub async fn round_trip_keeps_write_order_runs_and_unfinished_calls<F: Fixture>(
     let log = store.load_log(&session).await.expect("load log");
     let seqs: Vec<u64> = log.iter().map(|m| m.seq).collect();
     assert_eq!(seqs, vec![1, 2, 3, 4, 5], "gapless from 1, in write order");
+    // What changed since a reader's last seq: the tail, the same messages as in the whole log.
+    for after in 0..=6 {
+        let tail = store
+            .load_log_after(&session, after)
+            .await
+            .expect("load the log's tail");
+        let skip = usize::try_from(after).unwrap_or(usize::MAX).min(log.len());
+        assert_eq!(tail, log[skip..], "the log after message {after}");
+    }
+    assert_eq!(store.load_log_after(&session, u64::MAX).await, Ok(Vec::new()));
     let roles: Vec<&str> = log.iter().map(|m| m.message.role()).collect();
     assert_eq!(
         roles,
@@ -232,6 +242,7 @@ pub async fn unknown_session_is_no_session<F: Fixture>(fixture: &F) {
             .map(drop)
     ));
     assert!(is_no_session(store.load_log(&ghost).await.map(drop)));
+    assert!(is_no_session(store.load_log_after(&ghost, 3).await.map(drop)));
     assert!(is_no_session(store.tool_runs(&ghost).await.map(drop)));
     assert!(is_no_session(store.unfinished_calls(&ghost).await.map(drop)));
     assert!(is_no_session(store.model_context(&ghost).await.map(drop)));

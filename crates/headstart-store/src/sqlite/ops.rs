@@ -265,15 +265,16 @@ pub(super) fn append_tool_result(
     seq_u64(seq, session, "seq")
 }
 
-pub(super) fn load_log(conn: &mut Connection, id: &SessionId) -> Result<Vec<StoredMessage>, StoreError> {
-    let what = Op::LoadLog(id).to_string();
+pub(super) fn load_log(conn: &mut Connection, id: &SessionId, after: u64) -> Result<Vec<StoredMessage>, StoreError> {
+    let what = Op::LoadLog(id, after).to_string();
+    let after = i64::try_from(after).unwrap_or(i64::MAX);
     let session = id.0.as_str();
     let tx = begin_read(conn, &what)?;
     require_session(&tx, session, &what)?;
     let rows = {
         let mut stmt = tx.prepare_cached(sql::LOAD_LOG).map_err(ctx(&what))?;
         let rows = stmt
-            .query_map([session], |row| {
+            .query_map(rusqlite::params![session, after], |row| {
                 Ok(MessageRow {
                     seq: row.get(0)?,
                     role: row.get(1)?,

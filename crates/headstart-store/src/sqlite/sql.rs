@@ -270,9 +270,10 @@ pub(super) const NEXT_SEQ: &str = "SELECT COALESCE(MAX(seq), 0) + 1 FROM message
 pub(super) const INSERT_MESSAGE: &str = "INSERT INTO messages (session_id, seq, role, request, turn_id, at_us, body)
     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)";
 
-/// `?1` = session id. Columns: seq, role, request, at_us, body; in write order.
+/// `?1` = session id, `?2` = the last seq already read (0: the whole log). Columns: seq, role, request, at_us, body;
+/// in write order. A range of the primary key, so its cost follows the rows returned.
 pub(super) const LOAD_LOG: &str = "SELECT seq, role, request, at_us, body FROM messages
-    WHERE session_id = ?1
+    WHERE session_id = ?1 AND seq > ?2
     ORDER BY seq";
 
 // ---------------------------------------------------------------------------------------------------------------

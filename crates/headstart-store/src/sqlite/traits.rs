@@ -156,9 +156,9 @@ impl TranscriptStore for SqliteStore {
         .await
     }
 
-    async fn load_log(&self, session: &SessionId) -> Result<Vec<StoredMessage>, StoreError> {
+    async fn load_log_after(&self, session: &SessionId, seq: u64) -> Result<Vec<StoredMessage>, StoreError> {
         let session = session.clone();
-        self.run(move |conn| ops::load_log(conn, &session)).await
+        self.run(move |conn| ops::load_log(conn, &session, seq)).await
     }
 
     async fn tool_runs(&self, session: &SessionId) -> Result<Vec<ToolRun>, StoreError> {
