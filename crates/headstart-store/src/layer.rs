@@ -10,7 +10,9 @@ use std::sync::Arc;
 use async_trait::async_trait;
 use headstart_core::model::{AssistantMessage, Message, ToolResultMessage, UserMessage};
 
-use crate::types::{AdmittedCall, CallKey, RunEnd, SessionId, SessionInfo, StoredMessage, ToolRun, UnfinishedCall};
+use crate::types::{
+    AdmittedCall, CallKey, NewResult, RunEnd, SessionId, SessionInfo, StoredMessage, ToolRun, UnfinishedCall,
+};
 use crate::{SessionsPage, SessionsQuery, StoreError, TranscriptStore};
 
 /// A write about to be performed.
@@ -50,6 +52,15 @@ pub enum Write<'a> {
         /// The result.
         result: &'a ToolResultMessage,
     },
+    /// [`TranscriptStore::append_tool_results`].
+    AppendToolResults {
+        /// The session.
+        session: &'a SessionId,
+        /// The model request whose response holds the calls.
+        request: u32,
+        /// The results, in order.
+        results: &'a [NewResult],
+    },
 }
 
 /// A write in progress, resolving to what the write returns.
@@ -64,6 +75,13 @@ pub trait Written: Send {
 impl Written for u64 {
     fn seq(&self) -> Option<u64> {
         Some(*self)
+    }
+}
+
+/// The last of the messages written.
+impl Written for Vec<u64> {
+    fn seq(&self) -> Option<u64> {
+        self.last().copied()
     }
 }
 
@@ -177,6 +195,22 @@ impl<L: WriteLayer> TranscriptStore for Layered<L> {
             result,
         };
         let next = self.inner.append_tool_result(session, request, result, run, at_us);
+        self.layer.around(write, next).await
+    }
+
+    async fn append_tool_results(
+        &self,
+        session: &SessionId,
+        request: u32,
+        results: &[NewResult],
+        at_us: i64,
+    ) -> Result<Vec<u64>, StoreError> {
+        let write = Write::AppendToolResults {
+            session,
+            request,
+            results,
+        };
+        let next = self.inner.append_tool_results(session, request, results, at_us);
         self.layer.around(write, next).await
     }
 

@@ -47,7 +47,7 @@ pub use listing::{SessionsPage, SessionsQuery};
 pub use sqlite::{SqliteOptions, SqliteStore};
 pub use transcript::TranscriptStore;
 pub use types::{
-    AdmittedCall, CallKey, Durability, RunEnd, RunOutcome, RunState, SessionId, SessionInfo, SessionSettings,
-    SessionState, StoredMessage, ToolRun, UnfinishedCall,
+    AdmittedCall, CallKey, Durability, NewResult, RunEnd, RunOutcome, RunState, SessionId, SessionInfo,
+    SessionSettings, SessionState, StoredMessage, ToolRun, UnfinishedCall,
 };
 pub use wake::{WakeUp, WakeUps};

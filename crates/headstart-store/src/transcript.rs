@@ -4,7 +4,9 @@ use async_trait::async_trait;
 use headstart_core::model::{AssistantMessage, Message, ToolResultMessage, UserMessage};
 
 use crate::listing::{SessionsPage, SessionsQuery};
-use crate::types::{AdmittedCall, CallKey, RunEnd, SessionId, SessionInfo, StoredMessage, ToolRun, UnfinishedCall};
+use crate::types::{
+    AdmittedCall, CallKey, NewResult, RunEnd, SessionId, SessionInfo, StoredMessage, ToolRun, UnfinishedCall,
+};
 use crate::StoreError;
 
 /// Durable storage of transcripts (contract §7).
@@ -62,6 +64,28 @@ pub trait TranscriptStore: Send + Sync {
         run: Option<RunEnd>,
         at_us: i64,
     ) -> Result<u64, StoreError>;
+
+    /// Appends several results of request `request`, in order, each as
+    /// [`append_tool_result`](Self::append_tool_result) would, in one transaction: all of them or, on error, none.
+    /// Returns their sequence numbers. The engine writes a response's refused calls this way (thousands of them
+    /// when a model floods the call cap), not one transaction each. The default writes them one at a time (not
+    /// atomic); the SQLite and PostgreSQL stores use one transaction.
+    async fn append_tool_results(
+        &self,
+        session: &SessionId,
+        request: u32,
+        results: &[NewResult],
+        at_us: i64,
+    ) -> Result<Vec<u64>, StoreError> {
+        let mut seqs = Vec::with_capacity(results.len());
+        for new in results {
+            seqs.push(
+                self.append_tool_result(session, request, &new.result, new.run, at_us)
+                    .await?,
+            );
+        }
+        Ok(seqs)
+    }
 
     /// The session's durable log, in write order.
     async fn load_log(&self, session: &SessionId) -> Result<Vec<StoredMessage>, StoreError> {

@@ -2,7 +2,7 @@
 
 use std::fmt;
 
-use headstart_core::model::{Message, ToolCall};
+use headstart_core::model::{Message, ToolCall, ToolResultMessage};
 use serde::{Deserialize, Serialize};
 
 /// Identifies a session (a UUIDv7 string for sessions the store creates).
@@ -283,6 +283,17 @@ pub struct RunEnd {
     /// separate [`TranscriptStore::mark_started`](crate::TranscriptStore::mark_started) write (which the engine
     /// issues off the critical path) lands late or not at all; an existing `started_at_us` is kept.
     pub started_at_us: Option<i64>,
+}
+
+/// One result of [`TranscriptStore::append_tool_results`](crate::TranscriptStore::append_tool_results): the result,
+/// and how it ends the call's run (`None` for a call never admitted), as
+/// [`append_tool_result`](crate::TranscriptStore::append_tool_result) takes them.
+#[derive(Debug, Clone, PartialEq)]
+pub struct NewResult {
+    /// The result; `tool_call_id` names the call.
+    pub result: ToolResultMessage,
+    /// How the call's run ends, if it has one.
+    pub run: Option<RunEnd>,
 }
 
 /// A tool run record (contract §7.2).

@@ -33,14 +33,60 @@ pub struct ContextBuilder {
     unowned: HashSet<(u32, String)>,
 }
 
-/// Where the response begun last is in the context, and which of its calls have their result there.
-#[derive(Debug, Clone)]
+/// Where the response begun last is in the context, and which of its calls have their result there. Lookups are
+/// by id and the common case (results in call order) is O(1), so a response of ten thousand calls costs ten
+/// thousand steps, not their square.
+#[derive(Debug, Clone, Default)]
 struct Latest {
     key: Key,
     /// The position of its merged message; its results follow it in call order.
     index: usize,
-    /// Its call ids in call order, each with whether its result is placed.
-    calls: Vec<(String, bool)>,
+    /// Call id → its position in call order.
+    position: HashMap<String, usize>,
+    /// Ids that appear more than once in the response (only a log built by [`ContextBuilder::from_log`] has them):
+    /// a result for one reloads.
+    repeated: HashSet<String>,
+    /// By position: whether the call's result is placed.
+    placed: Vec<bool>,
+    /// How many results are placed, and the highest position among them.
+    placed_count: usize,
+    last_placed: Option<usize>,
+}
+
+impl Latest {
+    fn new(key: Key, index: usize) -> Self {
+        Latest {
+            key,
+            index,
+            ..Latest::default()
+        }
+    }
+
+    /// Adds the response's next call.
+    fn add_call(&mut self, id: &str, placed: bool) {
+        if self.position.insert(id.to_owned(), self.placed.len()).is_some() {
+            self.repeated.insert(id.to_owned());
+        }
+        self.placed.push(placed);
+        if placed {
+            self.placed_count += 1;
+            self.last_placed = Some(self.placed.len() - 1);
+        }
+    }
+
+    /// How many of the calls before `position` have their result placed.
+    fn placed_before(&self, position: usize) -> usize {
+        match self.last_placed {
+            Some(last) if last > position => self.placed[..position].iter().filter(|placed| **placed).count(),
+            _ => self.placed_count,
+        }
+    }
+
+    fn place(&mut self, position: usize) {
+        self.placed[position] = true;
+        self.placed_count += 1;
+        self.last_placed = Some(self.last_placed.map_or(position, |last| last.max(position)));
+    }
 }
 
 /// [`ContextBuilder::push`] cannot place a message without reading the whole log again; the builder is left
@@ -76,18 +122,13 @@ impl ContextBuilder {
                 .iter()
                 .rposition(|message| matches!(message, Message::Assistant(_)))
                 .unwrap_or_default();
-            let calls = match &built.context[index] {
-                Message::Assistant(response) => response
-                    .tool_calls()
-                    .map(|call| (call.id.clone(), built.answered.contains(&(key, call.id.as_str()))))
-                    .collect(),
-                _ => Vec::new(),
-            };
-            Latest {
-                key: owned(key),
-                index,
-                calls,
+            let mut latest = Latest::new(owned(key), index);
+            if let Message::Assistant(response) = &built.context[index] {
+                for call in response.tool_calls() {
+                    latest.add_call(&call.id, built.answered.contains(&(key, call.id.as_str())));
+                }
             }
+            latest
         });
         ContextBuilder {
             latest,
@@ -133,10 +174,7 @@ impl ContextBuilder {
         let mut own = HashSet::new();
         for call in fragment.tool_calls() {
             let repeated = !own.insert(call.id.as_str())
-                || self
-                    .latest
-                    .as_ref()
-                    .is_some_and(|latest| latest.key == key && latest.calls.iter().any(|(id, _)| *id == call.id));
+                || (self.latest.as_ref()).is_some_and(|latest| continues && latest.position.contains_key(&call.id));
             let claimed = request.is_some_and(|request| {
                 let call = (request, call.id.clone());
                 self.response_of_call.contains_key(&call) || self.unowned.contains(&call)
@@ -151,20 +189,21 @@ impl ContextBuilder {
             }
             self.latest_with_call.insert(call.id.clone(), key.clone());
         }
-        let new_calls = fragment.tool_calls().map(|call| (call.id.clone(), false));
         match &mut self.latest {
             Some(latest) if continues => {
-                latest.calls.extend(new_calls);
+                for call in fragment.tool_calls() {
+                    latest.add_call(&call.id, false);
+                }
                 if let Some(Message::Assistant(response)) = self.context.make_mut(latest.index) {
                     merge_fragment(response, fragment);
                 }
             }
             _ => {
-                self.latest = Some(Latest {
-                    key: key.clone(),
-                    index: self.context.len(),
-                    calls: new_calls.collect(),
-                });
+                let mut latest = Latest::new(key.clone(), self.context.len());
+                for call in fragment.tool_calls() {
+                    latest.add_call(&call.id, false);
+                }
+                self.latest = Some(latest);
                 self.responses.insert(key);
                 self.context.push(Message::Assistant(fragment.clone()));
             }
@@ -189,17 +228,16 @@ impl ContextBuilder {
         let Some(latest) = self.latest.as_mut().filter(|latest| latest.key == *owner) else {
             return Err(reload("a result answers a response before the last one begun"));
         };
-        let mut positions = latest.calls.iter().enumerate().filter(|(_, (call, _))| call == id);
-        let (Some((position, _)), None) = (positions.next(), positions.next()) else {
-            return Err(reload("a result answers a call its response has not once"));
+        let position = match latest.position.get(id) {
+            Some(position) if !latest.repeated.contains(id) => *position,
+            _ => return Err(reload("a result answers a call its response has not once")),
         };
-        if latest.calls[position].1 {
+        if latest.placed[position] {
             return Ok(()); // the first result wins, as in the whole log's context
         }
-        latest.calls[position].1 = true;
-        let placed_before = latest.calls[..position].iter().filter(|(_, placed)| *placed).count();
-        self.context
-            .insert(latest.index + 1 + placed_before, Message::ToolResult(result.clone()));
+        let at = latest.index + 1 + latest.placed_before(position);
+        latest.place(position);
+        self.context.insert(at, Message::ToolResult(result.clone()));
         Ok(())
     }
 }

@@ -6,11 +6,11 @@ use std::time::{Duration, Instant};
 
 use async_trait::async_trait;
 use headstart_core::model::{AssistantMessage, ToolResultMessage, UserMessage};
-use headstart_store::backend::{self, EncodedMessage, Op};
+use headstart_store::backend::{self, encode_results, EncodedMessage, Op};
 use headstart_store::{
-    AdmittedCall, CallKey, Claim, Lease, RunEnd, SessionEnd, SessionId, SessionInfo, SessionQueue, SessionSettings,
-    SessionState, SessionsPage, SessionsQuery, StoreError, StoredMessage, ToolRun, TranscriptStore, UnfinishedCall,
-    WakeUps, Write,
+    AdmittedCall, CallKey, Claim, Lease, NewResult, RunEnd, SessionEnd, SessionId, SessionInfo, SessionQueue,
+    SessionSettings, SessionState, SessionsPage, SessionsQuery, StoreError, StoredMessage, ToolRun, TranscriptStore,
+    UnfinishedCall, WakeUps, Write,
 };
 
 use super::PgStore;
@@ -181,6 +181,35 @@ impl TranscriptStore for PgStore {
         self.run(what, Access::WriteRelaxable, move |tx, what| {
             Box::pin(async move {
                 ops::append_tool_result(tx, what, fence.as_deref(), &session, &call, &result, run, at_us).await
+            })
+        })
+        .await
+    }
+
+    async fn append_tool_results(
+        &self,
+        session: &SessionId,
+        request: u32,
+        results: &[NewResult],
+        at_us: i64,
+    ) -> Result<Vec<u64>, StoreError> {
+        let what = Op::Write(Write::AppendToolResults {
+            session,
+            request,
+            results,
+        })
+        .to_string();
+        let (fence, session) = (self.fence.clone(), session.0.clone());
+        let encoded = encode_results(request, results, &what)?;
+        // One transaction: all of the results or none.
+        self.run(what, Access::WriteRelaxable, move |tx, what| {
+            Box::pin(async move {
+                let mut seqs = Vec::with_capacity(encoded.len());
+                for (call, result, run) in &encoded {
+                    let seq = ops::append_tool_result(tx, what, fence.as_deref(), &session, call, result, *run, at_us);
+                    seqs.push(seq.await?);
+                }
+                Ok(seqs)
             })
         })
         .await

@@ -4,7 +4,7 @@
 use headstart_core::model::{AssistantMessage, Message, ToolResultMessage, UserMessage};
 use serde::Serialize;
 
-use crate::types::StoredMessage;
+use crate::types::{CallKey, NewResult, RunEnd, StoredMessage};
 use crate::StoreError;
 
 /// The stored text of a message: its serde JSON, stored as text (never re-encoded by the database) so that it
@@ -88,6 +88,22 @@ impl MessageRef<'_> {
             Self::ToolResult(_) => "tool_result",
         }
     }
+}
+
+/// A result of [`TranscriptStore::append_tool_results`](crate::TranscriptStore::append_tool_results), ready for the
+/// transaction: its call's key, its encoded body, and how it ends the run.
+pub type EncodedResult = (CallKey, EncodedMessage, Option<RunEnd>);
+
+/// Encodes the results of one `append_tool_results` of request `request` before its transaction begins (a body
+/// that does not encode fails the whole write, with nothing stored).
+pub fn encode_results(request: u32, results: &[NewResult], what: &str) -> Result<Vec<EncodedResult>, StoreError> {
+    results
+        .iter()
+        .map(|new| {
+            let call = CallKey::new(request, &*new.result.tool_call_id);
+            Ok((call, EncodedMessage::tool_result(&new.result, what)?, new.run))
+        })
+        .collect()
 }
 
 /// One row of the message log, as stored.

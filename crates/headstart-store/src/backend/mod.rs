@@ -13,7 +13,7 @@ mod runs;
 #[cfg(test)]
 mod tests;
 
-pub use self::messages::{decode, encode, seq_u64, EncodedMessage, MessageRow};
+pub use self::messages::{decode, encode, encode_results, seq_u64, EncodedMessage, EncodedResult, MessageRow};
 pub use self::op::{read_only, Op};
 pub use self::queue::{
     check_fence, check_owner, duration_us, end_state, finish_refused, lease_lost, limit_i64, new_session, ClaimedRow,

@@ -54,6 +54,15 @@ impl fmt::Display for Op<'_> {
                     result.tool_call_id
                 )
             }
+            Op::Write(Write::AppendToolResults {
+                session,
+                request,
+                results,
+            }) => write!(
+                f,
+                "append {} results (request {request}) to session {session}",
+                results.len()
+            ),
             Op::Sessions => f.write_str("list sessions"),
             Op::LoadLog(session, 0) => write!(f, "load the log of session {session}"),
             Op::LoadLog(session, seq) => write!(f, "load the log of session {session} after message {seq}"),

@@ -1,6 +1,8 @@
 //! Tool runs as rows: the checks of a fragment's admissions and of a result against its run, and a run row read
 //! back.
 
+use std::collections::HashSet;
+
 use headstart_core::model::{AssistantMessage, Message, ToolCall};
 
 use super::messages::decode;
@@ -97,8 +99,11 @@ pub fn owning_call(
 /// ([`already_admitted`]): a call is identified by its request and id ([`CallKey`]), so the same id admitted by
 /// another response of the session is another call.
 pub fn check_admissions(what: &str, fragment: &AssistantMessage, admitted: &[AdmittedCall]) -> Result<(), StoreError> {
-    for (position, call) in admitted.iter().enumerate() {
-        if !fragment.tool_calls().any(|c| c.id == call.call_id) {
+    // Sets, not scans: a flooded response admits thousands of calls in one commit.
+    let in_fragment: HashSet<&str> = fragment.tool_calls().map(|c| c.id.as_str()).collect();
+    let mut seen = HashSet::with_capacity(admitted.len());
+    for call in admitted {
+        if !in_fragment.contains(call.call_id.as_str()) {
             return Err(StoreError::Conflict(
                 format!(
                     "{what}: admitted call {} is not a tool call of the fragment",
@@ -107,10 +112,7 @@ pub fn check_admissions(what: &str, fragment: &AssistantMessage, admitted: &[Adm
                 .into(),
             ));
         }
-        if admitted[..position]
-            .iter()
-            .any(|earlier| earlier.call_id == call.call_id)
-        {
+        if !seen.insert(call.call_id.as_str()) {
             return Err(StoreError::Conflict(
                 format!("{what}: call {} is admitted twice in one commit", call.call_id).into(),
             ));

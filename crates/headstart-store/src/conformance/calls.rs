@@ -1,10 +1,10 @@
 //! Conformance cases: calls and their runs: admissions unique per response, results that must fit their run.
 
-use headstart_core::model::{Message, UserMessage};
+use headstart_core::model::{Message, ToolCall, UserMessage};
 
 use super::data::{admit, call, commit_one, finished, prefix, result, store_with_session};
 use super::fixture::Fixture;
-use crate::types::{CallKey, RunEnd, RunOutcome, RunState};
+use crate::types::{CallKey, NewResult, RunEnd, RunOutcome, RunState};
 use crate::{StoreError, TranscriptStore};
 
 /// A call id admitted twice (in two commits or in one), or a call not in the fragment, is a conflict, and the
@@ -208,4 +208,69 @@ pub async fn results_for_missing_or_ended_runs_are_conflicts_and_store_nothing<F
     assert_eq!(log.len(), 3, "only the valid result was stored");
     let runs = store.tool_runs(&session).await.expect("runs");
     assert_eq!((runs[0].ended_at_us, runs[0].result_seq), (Some(30), Some(3)));
+}
+
+/// Many results in one write (`append_tool_results`): in order, with consecutive seqs, each ending its run (or none
+/// for a call never admitted); a batch with one result that cannot be written stores none of them.
+pub async fn many_results_are_written_in_one_transaction_or_not_at_all<F: Fixture>(fixture: &F) {
+    let store = fixture.store();
+    let session = store_with_session(&store).await;
+    let (a, b, c, d) = (call("a", "t"), call("b", "t"), call("c", "t"), call("d", "t"));
+    let calls = [a.clone(), b.clone(), c.clone(), d.clone()];
+    store
+        .commit_fragment(&session, 0, &prefix("r0", "x", &calls), &admit(&[&a, &b, &d]), 10)
+        .await
+        .expect("admit a, b and d; c never admitted");
+    let new = |call: &ToolCall, text: &str, run: Option<RunEnd>| NewResult {
+        result: result(call, text),
+        run,
+    };
+
+    // d's result twice in one batch: the second is a conflict, so nothing of the batch is stored.
+    let refused = store
+        .append_tool_results(
+            &session,
+            0,
+            &[new(&d, "D", finished(None)), new(&d, "D again", finished(None))],
+            20,
+        )
+        .await;
+    assert!(matches!(refused, Err(StoreError::Conflict(_))), "{refused:?}");
+    assert_eq!(
+        store.load_log(&session).await.expect("log").len(),
+        2,
+        "nothing of the batch stored"
+    );
+    assert_eq!(store.unfinished_calls(&session).await.expect("unfinished").len(), 3);
+
+    let seqs = store
+        .append_tool_results(
+            &session,
+            0,
+            &[
+                new(&b, "B", finished(Some(15))),
+                new(&c, "not executed", None),
+                new(&a, "A", finished(None)),
+            ],
+            30,
+        )
+        .await
+        .expect("three results in one write");
+    assert_eq!(seqs, [3, 4, 5]);
+    let log = store.load_log(&session).await.expect("log");
+    let texts: Vec<String> = log[2..]
+        .iter()
+        .map(|stored| match &stored.message {
+            Message::ToolResult(result) => result.text(),
+            other => panic!("not a result: {other:?}"),
+        })
+        .collect();
+    assert_eq!(texts, ["B", "not executed", "A"]);
+    assert!(log[2..]
+        .iter()
+        .all(|stored| stored.request == Some(0) && stored.at_us == 30));
+    let unfinished = store.unfinished_calls(&session).await.expect("unfinished");
+    let keys: Vec<CallKey> = unfinished.iter().map(|u| u.run.key()).collect();
+    assert_eq!(keys, [CallKey::new(0, "d")], "a and b ended with their results");
+    assert_eq!(store.append_tool_results(&session, 0, &[], 40).await, Ok(Vec::new()));
 }

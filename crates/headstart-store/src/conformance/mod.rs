@@ -32,6 +32,7 @@ mod transcript;
 
 pub use self::calls::{
     a_call_id_repeated_by_another_response_is_another_call, duplicate_admission_is_a_conflict_and_stores_nothing,
+    many_results_are_written_in_one_transaction_or_not_at_all,
     results_for_missing_or_ended_runs_are_conflicts_and_store_nothing,
 };
 pub use self::claims::{
@@ -65,6 +66,7 @@ macro_rules! conformance_tests {
             duplicate_admission_is_a_conflict_and_stores_nothing,
             a_call_id_repeated_by_another_response_is_another_call,
             results_for_missing_or_ended_runs_are_conflicts_and_store_nothing,
+            many_results_are_written_in_one_transaction_or_not_at_all,
             unknown_session_is_no_session,
             sessions_are_uuidv7_listed_oldest_first_with_message_counts,
             sessions_page_lists_newest_first_filtered_and_counted,

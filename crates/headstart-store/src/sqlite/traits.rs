@@ -9,11 +9,12 @@ use async_trait::async_trait;
 use headstart_core::model::{AssistantMessage, ToolResultMessage, UserMessage};
 
 use super::{listing, ops, SqliteStore};
-use crate::backend::{self, EncodedMessage, Op};
+use crate::backend::{self, encode_results, EncodedMessage, Op};
 use crate::layer::Write;
 use crate::lease::{Claim, Lease, SessionEnd, SessionQueue};
 use crate::types::{
-    AdmittedCall, CallKey, RunEnd, SessionId, SessionInfo, SessionSettings, StoredMessage, ToolRun, UnfinishedCall,
+    AdmittedCall, CallKey, NewResult, RunEnd, SessionId, SessionInfo, SessionSettings, StoredMessage, ToolRun,
+    UnfinishedCall,
 };
 use crate::wake::WakeUps;
 use crate::{SessionsPage, SessionsQuery, StoreError, TranscriptStore};
@@ -152,6 +153,33 @@ impl TranscriptStore for SqliteStore {
         let result = EncodedMessage::tool_result(result, &what)?;
         self.write(what, move |conn, what| {
             ops::append_tool_result(conn, what, fence.as_deref(), &session, &call, &result, run, at_us)
+        })
+        .await
+    }
+
+    async fn append_tool_results(
+        &self,
+        session: &SessionId,
+        request: u32,
+        results: &[NewResult],
+        at_us: i64,
+    ) -> Result<Vec<u64>, StoreError> {
+        let what = Op::Write(Write::AppendToolResults {
+            session,
+            request,
+            results,
+        })
+        .to_string();
+        self.writable(&what)?;
+        let (fence, session) = (self.fence.clone(), session.0.clone());
+        let encoded = encode_results(request, results, &what)?;
+        // One job, so one transaction (the job's savepoint inside a group): all of the results or none.
+        self.write(what, move |conn, what| {
+            (encoded.iter())
+                .map(|(call, result, run)| {
+                    ops::append_tool_result(conn, what, fence.as_deref(), &session, call, result, *run, at_us)
+                })
+                .collect()
         })
         .await
     }

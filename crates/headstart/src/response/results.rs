@@ -31,9 +31,9 @@ impl ResponseDriver<'_> {
     /// Waits for the write in flight, if any: a fragment commit goes after it, so the engine never has two writes
     /// in flight and the transcript's order is deterministic.
     pub(super) async fn finish_write_in_flight(&mut self) {
-        if let Some((write, future)) = self.results.take_in_flight() {
-            self.out.flush();
-            let written = future.await;
+        let out = &mut self.out;
+        let written = self.results.finish_in_flight(|| out.flush()).await;
+        for (write, written) in written {
             self.on_written(write, written);
         }
     }
