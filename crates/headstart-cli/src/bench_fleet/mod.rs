@@ -14,11 +14,13 @@ mod workers;
 #[cfg(test)]
 mod tests;
 
-use std::collections::{HashMap, HashSet};
+use std::collections::{BTreeMap, HashMap, HashSet};
+use std::fmt::Write as _;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-use headstart::store::SessionQueue;
+use headstart::store::{SessionInfo, SessionQueue};
+use headstart::SessionId;
 use headstart::{Clock, SystemClock, UserMessage};
 use headstart_bench::fleet::{self, FleetLoad, FleetReport, FleetRun, Quantiles};
 use headstart_bench::{percentile, prometheus};
@@ -26,8 +28,9 @@ use headstart_bench::{percentile, prometheus};
 use crate::store_url::{runtime, Access, StoreUrl};
 use workers::{Line, Seen, Workers};
 
-/// A run that makes no progress for this long fails rather than hangs.
-const RUN_DEADLINE: Duration = Duration::from_secs(600);
+/// A run in which no session finishes for this long has stalled: it fails with a report of what is stuck rather
+/// than hangs (a session of the benchmark takes about a second).
+const STALL_AFTER: Duration = Duration::from_secs(120);
 
 /// What `bench sessions --store` was asked for.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -88,6 +91,8 @@ struct Progress {
     /// Submit→claim of each session (ms).
     waits: Vec<f64>,
     finished: usize,
+    /// The worker that claimed each of this run's sessions last, until it finishes.
+    claimed_by: HashMap<String, usize>,
 }
 
 /// Runs `options.sessions` sessions on `workers` worker processes under `load`, closed-loop.
@@ -116,15 +121,24 @@ fn measure(
         Ok(())
     };
     let started = Instant::now();
-    let deadline = started + RUN_DEADLINE;
     for _ in 0..(workers * options.concurrency).min(sessions) {
         submit(&mut progress)?;
     }
     let mut last = started;
     while progress.finished < sessions {
-        let Line { worker, seen, at } = fleet.next(deadline)?;
+        let line = fleet.next(last + STALL_AFTER);
+        let Line { worker, seen, at } = match line {
+            Ok(line) => line,
+            Err(silence) => {
+                let stuck = runtime.block_on(stuck(store.as_ref(), &progress));
+                return Err(format!("{silence}: {stuck}"));
+            }
+        };
         match seen {
             Seen::Claimed(session) => {
+                if progress.ours.contains(&session) {
+                    progress.claimed_by.insert(session.clone(), worker);
+                }
                 if let Some(submitted) = progress.unclaimed.remove(&session) {
                     let wait = at.saturating_duration_since(submitted);
                     progress.waits.push(wait.as_secs_f64() * 1000.0);
@@ -134,7 +148,8 @@ fn measure(
             Seen::Finished {
                 completed: false, line, ..
             } => return Err(format!("worker {worker}: {line}")),
-            Seen::Finished { .. } => {
+            Seen::Finished { session, .. } => {
+                progress.claimed_by.remove(&session);
                 progress.finished += 1;
                 last = at;
                 if progress.ours.len() < sessions {
@@ -173,6 +188,63 @@ fn measure(
             .reduce(|a, b| a + b)
             .map(|statements| round2(statements / sessions as f64)),
     })
+}
+
+/// What a stalled run left unfinished: each claimed session by the worker that claimed it, and the sessions never
+/// claimed, each with what the store says of it (state, owner, epoch, lease, messages).
+async fn stuck(store: &dyn SessionQueue, progress: &Progress) -> String {
+    let now_us = SystemClock.now_us();
+    let describe = |info: Option<SessionInfo>| match info {
+        Some(info) => format!(
+            "{} (state {}, owner {}, epoch {}, lease {}, {} messages)",
+            info.id,
+            info.state.as_str(),
+            info.owner.as_deref().unwrap_or("none"),
+            info.epoch,
+            info.lease_expires_at_us.map_or_else(
+                || "none".to_owned(),
+                |at| format!("{:+.1} s", (at - now_us) as f64 / 1e6)
+            ),
+            info.messages
+        ),
+        None => "a session the store does not have".to_owned(),
+    };
+    let mut by_worker: BTreeMap<usize, Vec<String>> = BTreeMap::new();
+    for (session, worker) in &progress.claimed_by {
+        let info = store.session(&SessionId(session.clone())).await;
+        by_worker
+            .entry(*worker)
+            .or_default()
+            .push(info.map_or_else(|error| format!("{session} (unreadable: {error})"), describe));
+    }
+    let mut report = format!(
+        "no session finished for {} s ({} of this run's finished);",
+        STALL_AFTER.as_secs(),
+        progress.finished
+    );
+    for (worker, sessions) in &by_worker {
+        let _ = write!(
+            report,
+            " worker {worker} holds {}: {};",
+            sessions.len(),
+            sessions.join(", ")
+        );
+    }
+    let mut never: Vec<String> = Vec::new();
+    for session in progress.unclaimed.keys() {
+        let info = store.session(&SessionId(session.clone())).await;
+        never.push(info.map_or_else(|error| format!("{session} (unreadable: {error})"), describe));
+    }
+    let _ = write!(
+        report,
+        " never claimed: {}",
+        if never.is_empty() {
+            "none".to_owned()
+        } else {
+            never.join(", ")
+        }
+    );
+    report
 }
 
 /// Seal→start of early calls over every worker's histogram.

@@ -58,3 +58,36 @@ fn bench_sessions_takes_a_list_of_worker_counts_and_the_load() {
     assert_eq!(options.concurrency, 8);
     assert_eq!(options.sessions, 500);
 }
+
+#[tokio::test]
+async fn a_stalled_run_names_each_stuck_session_by_worker_with_its_state() {
+    use headstart::store::{SessionQueue, SqliteStore};
+    use headstart::UserMessage;
+
+    let store = SqliteStore::open_in_memory().expect("store");
+    let held = store.submit(&UserMessage::new("go"), 0).await.expect("submit");
+    let waiting = store.submit(&UserMessage::new("go"), 1).await.expect("submit");
+    let claims = store
+        .claim("bench-1", std::time::Duration::from_secs(30), 1)
+        .await
+        .expect("claim");
+    assert_eq!(claims[0].lease.session, held);
+    let mut progress = super::Progress {
+        finished: 3,
+        ..super::Progress::default()
+    };
+    progress.claimed_by.insert(held.0.clone(), 1);
+    progress.unclaimed.insert(waiting.0.clone(), std::time::Instant::now());
+    let report = super::stuck(&store, &progress).await;
+    assert!(report.contains("(3 of this run's finished)"), "{report}");
+    assert!(
+        report.contains(&format!(
+            "worker 1 holds 1: {held} (state running, owner bench-1, epoch 1"
+        )),
+        "{report}"
+    );
+    assert!(
+        report.contains(&format!("never claimed: {waiting} (state pending, owner none")),
+        "{report}"
+    );
+}

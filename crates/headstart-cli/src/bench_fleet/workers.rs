@@ -101,7 +101,7 @@ impl Workers {
             .recv_timeout(deadline.saturating_duration_since(Instant::now()))
         {
             Ok(line) => Ok(line),
-            Err(RecvTimeoutError::Timeout) => Err("the workers did not finish in time".to_owned()),
+            Err(RecvTimeoutError::Timeout) => Err("the workers stalled".to_owned()),
             Err(RecvTimeoutError::Disconnected) => Err("every worker's log ended".to_owned()),
         }
     }
