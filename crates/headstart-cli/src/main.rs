@@ -3,7 +3,6 @@
 
 mod agent;
 mod bench;
-mod bench_fleet;
 mod builtin_tools;
 mod convert;
 mod demo;

@@ -52,7 +52,9 @@ fn bench_sessions_takes_a_list_of_worker_counts_and_the_load() {
     else {
         panic!("bench sessions parses");
     };
-    let options = crate::bench::fleet_options(&args).expect("a fleet run");
+    let options = (args.sessions())
+        .and_then(super::super::SessionsArgs::fleet_options)
+        .expect("a fleet run");
     assert_eq!(options.workers, [1, 2, 4]);
     assert_eq!((options.load.model_ms, options.load.tool_ms), (200, 100));
     assert_eq!(options.concurrency, 8);
