@@ -7,6 +7,10 @@
 //! to the model, and the request's construction. Its median over the first and the last `window` steps, side by
 //! side, shows whether a step at round 1,000 costs what it cost at round 1.
 //!
+//! With `wire`, the model also builds each request's body in that wire format the way `HttpModel` does (from the
+//! items kept from the request before, `BodyCache`) and, beside it, whole (`build_body`), and reports both times:
+//! what a provider request costs to build at the session's start and at its end, cached and not.
+//!
 //! With `verify`, the model also compares every request's context with a fresh read of the whole log
 //! (`TranscriptStore::model_context`), and the run fails on any difference: a check, so its timings are not
 //! reported as figures.
@@ -27,6 +31,8 @@ use headstart::{
     ModelError, ModelRequest, SessionId, Tool, ToolContext, ToolError, ToolOutput, Toolbox, TranscriptStore,
     UserMessage,
 };
+use headstart_providers::request::{build_body, BodyCache, RequestSettings};
+use headstart_providers::WireFormat;
 use serde::Serialize;
 
 use crate::{bench_dir, current_thread_runtime, durability_name, median, peak_rss_mb, round3, BenchError, Durability};
@@ -44,6 +50,8 @@ pub struct HistoryOptions {
     pub window: usize,
     /// Compare every request's context with a fresh read of the store.
     pub verify: bool,
+    /// Also build each request's body in this wire format, cached and whole.
+    pub wire: Option<WireFormat>,
     /// Where the SQLite files go (default: the system's temporary directory).
     pub dir: Option<std::path::PathBuf>,
 }
@@ -56,6 +64,7 @@ impl Default for HistoryOptions {
             result_bytes: 600,
             window: 50,
             verify: false,
+            wire: None,
             dir: None,
         }
     }
@@ -83,6 +92,10 @@ pub struct HistoryRow {
     pub last_ms: f64,
     /// `last_ms / first_ms`.
     pub growth: f64,
+    /// With `wire`: the median time to build a body from the kept items, over the first and the last steps, in ms.
+    pub body_ms: Option<(f64, f64)>,
+    /// With `wire`: the same for the whole body serialized anew.
+    pub whole_body_ms: Option<(f64, f64)>,
     /// The session's stored message bodies at the end, in KiB.
     pub history_kib: f64,
     /// The process's peak resident set size after this store's run, in MiB (0 where unknown).
@@ -134,6 +147,23 @@ impl HistoryReport {
                 row.store, row.first_ms, row.last_ms, row.growth, row.history_kib, row.peak_rss_mb
             );
         }
+        let bodies = self
+            .rows
+            .iter()
+            .filter_map(|row| Some((row, row.body_ms?, row.whole_body_ms?)));
+        for (n, (row, cached, whole)) in bodies.enumerate() {
+            if n == 0 {
+                let _ = writeln!(
+                    out,
+                    "request body, first -> last ms: from kept items | serialized whole"
+                );
+            }
+            let _ = writeln!(
+                out,
+                "{:<16} {:>8.3} -> {:<8.3} | {:>8.3} -> {:.3}",
+                row.store, cached.0, cached.1, whole.0, whole.1
+            );
+        }
         out
     }
 }
@@ -173,13 +203,23 @@ pub fn run(options: &HistoryOptions, others: Vec<HistoryStore>) -> Result<Histor
             let ms: Vec<f64> = steps.iter().map(|gap| gap.as_secs_f64() * 1000.0).collect();
             median(&ms)
         };
-        let first = ms(&gaps.steps[..window.min(gaps.steps.len())]);
-        let last = ms(&gaps.steps[gaps.steps.len().saturating_sub(window)..]);
+        let ends = |steps: &[Duration]| {
+            let first = ms(&steps[..window.min(steps.len())]);
+            let last = ms(&steps[steps.len().saturating_sub(window)..]);
+            (first, last)
+        };
+        let (first, last) = ends(&gaps.steps);
+        let bodies = options.wire.map(|_| {
+            let (cached, whole) = (ends(&gaps.bodies), ends(&gaps.whole_bodies));
+            ((round3(cached.0), round3(cached.1)), (round3(whole.0), round3(whole.1)))
+        });
         rows.push(HistoryRow {
             store: store.name,
             first_ms: round3(first),
             last_ms: round3(last),
             growth: round3(last / first.max(f64::MIN_POSITIVE)),
+            body_ms: bodies.map(|(cached, _)| cached),
+            whole_body_ms: bodies.map(|(_, whole)| whole),
             history_kib: round3(history as f64 / 1024.0),
             peak_rss_mb: round3(peak_rss_mb().unwrap_or(0.0)),
         });
@@ -194,10 +234,12 @@ pub fn run(options: &HistoryOptions, others: Vec<HistoryStore>) -> Result<Histor
     })
 }
 
-/// The step gaps of one session, in request order (request 1 on).
+/// The step gaps of one session, in request order (request 1 on), and the body times (every request).
 struct Gaps {
     session: SessionId,
     steps: Vec<Duration>,
+    bodies: Vec<Duration>,
+    whole_bodies: Vec<Duration>,
 }
 
 async fn one_session(options: &HistoryOptions, inner: Arc<dyn TranscriptStore>) -> Result<Gaps, BenchError> {
@@ -220,6 +262,9 @@ async fn one_session(options: &HistoryOptions, inner: Arc<dyn TranscriptStore>) 
         clock,
         steps: Mutex::default(),
         verify: options.verify.then(|| (Arc::clone(&store), session.clone())),
+        wire: options.wire,
+        bodies: BodyCache::new(),
+        body_times: Mutex::default(),
     };
     let model = Arc::new(model);
     let agent = Agent::new(engine, Arc::clone(&model) as Arc<dyn Model>);
@@ -240,7 +285,15 @@ async fn one_session(options: &HistoryOptions, inner: Arc<dyn TranscriptStore>) 
             steps.len() + 1
         )));
     }
-    Ok(Gaps { session, steps })
+    let (bodies, whole_bodies) = std::mem::take(&mut *model.body_times.lock().unwrap_or_else(PoisonError::into_inner))
+        .into_iter()
+        .unzip();
+    Ok(Gaps {
+        session,
+        steps,
+        bodies,
+        whole_bodies,
+    })
 }
 
 async fn history_bytes(store: &dyn TranscriptStore, session: &SessionId) -> Result<usize, BenchError> {
@@ -275,6 +328,10 @@ struct HistoryModel {
     clock: Arc<Layered<WriteClock>>,
     steps: Mutex<Vec<Duration>>,
     verify: Option<(Arc<dyn TranscriptStore>, SessionId)>,
+    wire: Option<WireFormat>,
+    bodies: BodyCache,
+    /// Per request: the body from kept items, and the whole body.
+    body_times: Mutex<Vec<(Duration, Duration)>>,
 }
 
 #[async_trait]
@@ -300,6 +357,31 @@ impl Model for HistoryModel {
                 return Err(ModelError::new(format!(
                     "verify: request {} got a context that differs from the store's",
                     request.request
+                )));
+            }
+        }
+        if let Some(format) = self.wire {
+            let settings = RequestSettings {
+                model: "history".to_owned(),
+                ..RequestSettings::default()
+            };
+            let started = Instant::now();
+            let cached = self
+                .bodies
+                .body_text(format, &settings, &request.context, &request.tools);
+            let between = Instant::now();
+            let whole = build_body(format, &settings, &request.context, &request.tools).to_string();
+            let times = (between - started, between.elapsed());
+            self.body_times
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .push(times);
+            if cached.len() != whole.len() {
+                return Err(ModelError::new(format!(
+                    "request {}: the cached body has {} bytes, the whole one {}",
+                    request.request,
+                    cached.len(),
+                    whole.len()
                 )));
             }
         }

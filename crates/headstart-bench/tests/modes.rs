@@ -8,6 +8,7 @@ use headstart_bench::history::{self, HistoryOptions};
 use headstart_bench::overlap::{self, OverlapOptions, ResponseSpec};
 use headstart_bench::scheduler::{self, SchedulerOptions};
 use headstart_bench::sessions::{self, SessionsOptions};
+use headstart_providers::WireFormat;
 
 #[test]
 fn admission_runs_a_chain_longer_than_the_per_response_call_cap() {
@@ -80,6 +81,7 @@ fn history_runs_a_session_on_both_sqlite_durabilities_and_every_context_matches_
             result_bytes: 60,
             window: 10,
             verify: true,
+            wire: Some(WireFormat::OpenAiChat),
             dir: None,
         },
         Vec::new(),
@@ -94,5 +96,8 @@ fn history_runs_a_session_on_both_sqlite_durabilities_and_every_context_matches_
             "{row:?}"
         );
     }
-    assert!(report.table().contains("verified"));
+    for row in &report.rows {
+        assert!(row.body_ms.is_some() && row.whole_body_ms.is_some(), "{row:?}");
+    }
+    assert!(report.table().contains("verified") && report.table().contains("request body"));
 }

@@ -453,13 +453,20 @@ async fn eight_workers_claiming_at_once_never_share_a_session() {
         );
     }
     let mut workers = Vec::new();
+    // Each worker waits after its first claim until all have made theirs, so every worker takes part however the
+    // machine schedules them (on a busy one, the first worker spawned could otherwise claim everything alone).
+    let first_claims = Arc::new(tokio::sync::Barrier::new(8));
     for worker in 0..8 {
         let queue = fixture.connect().await;
+        let first_claims = Arc::clone(&first_claims);
         workers.push(tokio::spawn(async move {
             let owner = format!("worker-{worker}");
             let mut mine = Vec::new();
             loop {
                 let claims = queue.claim(&owner, Duration::from_secs(60), 2).await.expect("claim");
+                if mine.is_empty() {
+                    first_claims.wait().await;
+                }
                 if claims.is_empty() {
                     break mine;
                 }
@@ -477,7 +484,7 @@ async fn eight_workers_claiming_at_once_never_share_a_session() {
         }
     }
     assert_eq!(seen, submitted);
-    assert!(busy_workers >= 2, "the claimers did not overlap at all");
+    assert_eq!(busy_workers, 8, "every worker claimed before any claimed twice");
 }
 
 // ---- read-only handles ------------------------------------------------------------------------------------------

@@ -298,6 +298,10 @@ pub(super) struct HistoryArgs {
     /// PostgreSQL URL.
     #[arg(long)]
     store: Option<String>,
+    /// Also build each request's body in this wire format, from the items kept from the request before (as
+    /// `--provider` models do) and whole, and print both times, e.g. `--wire openai-chat`.
+    #[arg(long, value_parser = parse_format)]
+    wire: Option<WireFormat>,
 }
 
 impl HistoryArgs {
@@ -309,6 +313,7 @@ impl HistoryArgs {
                 result_bytes: self.result_bytes,
                 window: self.window,
                 verify: self.verify,
+                wire: self.wire,
                 dir: self.dir.clone(),
             },
             self.store.as_deref().map(history_store).into_iter().collect(),

@@ -1,6 +1,7 @@
 //! [`HttpModel`]: a model reached over HTTP, streaming with SSE.
 
 use std::fmt;
+use std::sync::Arc;
 
 use headstart_core::{Message, ModelError};
 use serde_json::Value;
@@ -9,7 +10,7 @@ use super::attempt::attempt;
 use super::config::HttpModelConfig;
 use super::error_text::error_chain;
 use crate::error::ProviderError;
-use crate::request::{build_body, RequestSettings, ToolDefinition};
+use crate::request::{build_body, BodyCache, RequestSettings, ToolDefinition};
 use crate::retry::with_retries;
 use crate::stream::DeltaStream;
 
@@ -18,6 +19,8 @@ pub struct HttpModel {
     config: HttpModelConfig,
     api_key: Option<String>,
     client: reqwest::Client,
+    /// Each context message's serialized items, shared by the model's clones (every session it serves).
+    bodies: Arc<BodyCache>,
 }
 
 impl fmt::Debug for HttpModel {
@@ -66,6 +69,7 @@ impl HttpModel {
             config,
             api_key,
             client,
+            bodies: Arc::default(),
         })
     }
 
@@ -84,6 +88,7 @@ impl HttpModel {
             config,
             api_key: self.api_key.clone(),
             client: self.client.clone(),
+            bodies: Arc::clone(&self.bodies),
         }
     }
 
@@ -94,13 +99,16 @@ impl HttpModel {
 
     /// The request body this model sends for `context` and `tools`.
     pub fn request_body<'a>(&self, context: impl IntoIterator<Item = &'a Message>, tools: &[ToolDefinition]) -> Value {
-        let settings = RequestSettings {
+        build_body(self.config.format, &self.settings(), context, tools)
+    }
+
+    fn settings(&self) -> RequestSettings {
+        RequestSettings {
             model: self.config.model.clone(),
             system: self.config.system.clone(),
             max_tokens: self.config.max_tokens,
             extra: self.config.extra_body.clone(),
-        };
-        build_body(self.config.format, &settings, context, tools)
+        }
     }
 
     /// Sends one request and returns its delta stream. A request that fails before its first delta (contract §3.6.6)
@@ -110,8 +118,12 @@ impl HttpModel {
         context: impl IntoIterator<Item = &'a Message>,
         tools: &[ToolDefinition],
     ) -> Result<DeltaStream, ModelError> {
+        self.send(self.request_body(context, tools).to_string()).await
+    }
+
+    /// Sends a request with `body`, retrying as [`HttpModelConfig::retry`] allows.
+    async fn send(&self, body: String) -> Result<DeltaStream, ModelError> {
         let url = self.config.url();
-        let body = self.request_body(context, tools).to_string();
         let key = self.api_key.as_deref();
         with_retries(&self.config.retry, |_| {
             attempt(&self.client, &self.config, key, &url, &body)
@@ -123,7 +135,9 @@ impl HttpModel {
 #[async_trait::async_trait]
 impl headstart_core::Model for HttpModel {
     async fn stream(&self, request: headstart_core::ModelRequest) -> Result<DeltaStream, ModelError> {
-        self.stream_context(&request.context, &request.tools).await
+        // From the items kept from this model's last requests: a step serializes what is new in the context.
+        let body = (self.bodies).body_text(self.config.format, &self.settings(), &request.context, &request.tools);
+        self.send(body).await
     }
 
     fn provider(&self) -> Option<&str> {

@@ -32,7 +32,7 @@
 
 mod converter;
 mod object_end;
-mod request;
+pub(crate) mod request;
 #[cfg(test)]
 mod tests;
 

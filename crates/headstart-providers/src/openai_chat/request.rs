@@ -36,39 +36,51 @@ pub fn openai_chat_body<'a>(
     context: impl IntoIterator<Item = &'a Message>,
     tools: &[ToolDefinition],
 ) -> Value {
-    let mut messages = Vec::new();
-    if let Some(system) = &settings.system {
-        messages.push(json!({"role": "system", "content": system}));
-    }
+    let (mut body, mut messages) = openai_chat_frame(settings, tools);
     for message in context {
-        match message {
-            Message::User(user) => messages.push(json!({"role": "user", "content": user.text})),
-            Message::Assistant(assistant) => {
-                let text = assistant_text(assistant);
-                let calls: Vec<Value> = assistant
-                    .tool_calls()
-                    .map(|call| {
-                        json!({"id": call.id, "type": "function",
-                               "function": {"name": call.name, "arguments": arguments_text(call)}})
-                    })
-                    .collect();
-                if text.is_empty() && calls.is_empty() {
-                    continue;
-                }
-                let mut entry = json!({"role": "assistant", "content": if text.is_empty() { Value::Null } else { Value::String(text) }});
-                if !calls.is_empty() {
-                    entry["tool_calls"] = Value::Array(calls);
-                }
-                messages.push(entry);
+        openai_chat_items(message, &mut messages);
+    }
+    body["messages"] = Value::Array(messages);
+    body
+}
+
+/// The `messages` items of one context message (none for an empty assistant message): each message's items depend
+/// on that message alone, so a body can be assembled from items kept from the request before.
+pub(crate) fn openai_chat_items(message: &Message, items: &mut Vec<Value>) {
+    match message {
+        Message::User(user) => items.push(json!({"role": "user", "content": user.text})),
+        Message::Assistant(assistant) => {
+            let text = assistant_text(assistant);
+            let calls: Vec<Value> = assistant
+                .tool_calls()
+                .map(|call| {
+                    json!({"id": call.id, "type": "function",
+                           "function": {"name": call.name, "arguments": arguments_text(call)}})
+                })
+                .collect();
+            if text.is_empty() && calls.is_empty() {
+                return;
             }
-            Message::ToolResult(result) => messages.push(json!({
-                "role": "tool", "tool_call_id": result.tool_call_id, "content": result.text(),
-            })),
+            let mut entry = json!({"role": "assistant", "content": if text.is_empty() { Value::Null } else { Value::String(text) }});
+            if !calls.is_empty() {
+                entry["tool_calls"] = Value::Array(calls);
+            }
+            items.push(entry);
         }
+        Message::ToolResult(result) => items.push(json!({
+            "role": "tool", "tool_call_id": result.tool_call_id, "content": result.text(),
+        })),
+    }
+}
+
+/// The body without its `messages`, and the items before the context's (the system prompt).
+pub(crate) fn openai_chat_frame(settings: &RequestSettings, tools: &[ToolDefinition]) -> (Value, Vec<Value>) {
+    let mut before = Vec::new();
+    if let Some(system) = &settings.system {
+        before.push(json!({"role": "system", "content": system}));
     }
     let mut body = json!({
         "model": settings.model,
-        "messages": messages,
         "stream": true,
         "stream_options": {"include_usage": true},
     });
@@ -84,5 +96,5 @@ pub fn openai_chat_body<'a>(
     if let Some(max_tokens) = settings.max_tokens {
         body["max_tokens"] = json!(max_tokens);
     }
-    body
+    (body, before)
 }

@@ -24,7 +24,7 @@
 //!   `cached_tokens` → `cache_read`, `cache_write_tokens` → `cache_write`, `output_tokens` → `output`.
 
 mod converter;
-mod request;
+pub(crate) mod request;
 #[cfg(test)]
 mod tests;
 

@@ -36,44 +36,57 @@ pub fn openai_responses_body<'a>(
     context: impl IntoIterator<Item = &'a Message>,
     tools: &[ToolDefinition],
 ) -> Value {
+    let mut body = openai_responses_frame(settings, tools);
     let mut input = Vec::new();
     for message in context {
-        match message {
-            Message::User(user) => input.push(json!({"role": "user", "content": user.text})),
-            Message::Assistant(assistant) => {
-                let mut text_parts: Vec<Value> = Vec::new();
-                let flush = |parts: &mut Vec<Value>, input: &mut Vec<Value>| {
-                    if !parts.is_empty() {
-                        input.push(json!({"type": "message", "role": "assistant", "content": std::mem::take(parts)}));
+        openai_responses_items(message, &mut input);
+    }
+    body["input"] = Value::Array(input);
+    body
+}
+
+/// The `input` items of one context message: each message's items depend on that message alone, so a body can be
+/// assembled from items kept from the request before.
+pub(crate) fn openai_responses_items(message: &Message, input: &mut Vec<Value>) {
+    match message {
+        Message::User(user) => input.push(json!({"role": "user", "content": user.text})),
+        Message::Assistant(assistant) => {
+            let mut text_parts: Vec<Value> = Vec::new();
+            let flush = |parts: &mut Vec<Value>, input: &mut Vec<Value>| {
+                if !parts.is_empty() {
+                    input.push(json!({"type": "message", "role": "assistant", "content": std::mem::take(parts)}));
+                }
+            };
+            for block in &assistant.content {
+                match block {
+                    ContentBlock::Text { text } if !text.is_empty() => {
+                        text_parts.push(json!({"type": "output_text", "text": text}));
                     }
-                };
-                for block in &assistant.content {
-                    match block {
-                        ContentBlock::Text { text } if !text.is_empty() => {
-                            text_parts.push(json!({"type": "output_text", "text": text}));
+                    ContentBlock::Text { .. } => {}
+                    ContentBlock::Thinking { thinking, signature } => {
+                        if let Some(item) = reasoning_item(thinking, signature.as_deref()) {
+                            flush(&mut text_parts, input);
+                            input.push(item);
                         }
-                        ContentBlock::Text { .. } => {}
-                        ContentBlock::Thinking { thinking, signature } => {
-                            if let Some(item) = reasoning_item(thinking, signature.as_deref()) {
-                                flush(&mut text_parts, &mut input);
-                                input.push(item);
-                            }
-                        }
-                        ContentBlock::ToolCall(call) => {
-                            flush(&mut text_parts, &mut input);
-                            input.push(json!({"type": "function_call", "call_id": call.id, "name": call.name,
-                                              "arguments": arguments_text(call)}));
-                        }
+                    }
+                    ContentBlock::ToolCall(call) => {
+                        flush(&mut text_parts, input);
+                        input.push(json!({"type": "function_call", "call_id": call.id, "name": call.name,
+                                          "arguments": arguments_text(call)}));
                     }
                 }
-                flush(&mut text_parts, &mut input);
             }
-            Message::ToolResult(result) => input.push(json!({
-                "type": "function_call_output", "call_id": result.tool_call_id, "output": result.text(),
-            })),
+            flush(&mut text_parts, input);
         }
+        Message::ToolResult(result) => input.push(json!({
+            "type": "function_call_output", "call_id": result.tool_call_id, "output": result.text(),
+        })),
     }
-    let mut body = json!({"model": settings.model, "input": input, "stream": true});
+}
+
+/// The body without its `input`.
+pub(crate) fn openai_responses_frame(settings: &RequestSettings, tools: &[ToolDefinition]) -> Value {
+    let mut body = json!({"model": settings.model, "stream": true});
     if let Some(system) = &settings.system {
         body["instructions"] = json!(system);
     }

@@ -16,6 +16,7 @@
 //!
 //! Each format's body is built beside its converter (`anthropic::anthropic_body`, ...); [`build_body`] picks one.
 
+mod cached;
 pub(crate) mod settings;
 #[cfg(test)]
 mod tests;
@@ -27,6 +28,7 @@ pub use crate::anthropic::{anthropic_body, ANTHROPIC_DEFAULT_MAX_TOKENS};
 pub use crate::gemini::gemini_body;
 pub use crate::openai_chat::openai_chat_body;
 pub use crate::openai_responses::openai_responses_body;
+pub use cached::BodyCache;
 pub use headstart_core::ToolDefinition;
 pub use settings::RequestSettings;
 
@@ -39,12 +41,17 @@ pub fn build_body<'a>(
     context: impl IntoIterator<Item = &'a Message>,
     tools: &[ToolDefinition],
 ) -> Value {
-    let mut body = match format {
+    let body = match format {
         WireFormat::OpenAiChat => openai_chat_body(settings, context, tools),
         WireFormat::OpenAiResponses => openai_responses_body(settings, context, tools),
         WireFormat::Anthropic => anthropic_body(settings, context, tools),
         WireFormat::Gemini => gemini_body(settings, context, tools),
     };
+    with_extra(body, settings)
+}
+
+/// `body` with the settings' extra fields set on it (each replacing a field of the same name).
+fn with_extra(mut body: Value, settings: &RequestSettings) -> Value {
     if let Value::Object(fields) = &mut body {
         for (key, value) in &settings.extra {
             fields.insert(key.clone(), value.clone());
