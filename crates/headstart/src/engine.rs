@@ -95,20 +95,26 @@ impl Engine {
     /// failed left no fragment, and its number is given again: nothing durable refers to it. The engine reads only
     /// the messages written since it last read the session ([`EngineConfig::cached_contexts`]).
     pub async fn next_request(&self, session: &SessionId) -> Result<u32, StoreError> {
-        let context = self.session_context(session).await?;
-        let next = context.next_request();
-        self.parts.contexts.put(context);
-        Ok(next)
+        self.read_context(session, SessionContext::next_request).await
     }
 
     /// The canonical model context of `session`'s next request (contract §7.3): what
     /// [`TranscriptStore::model_context`] reads, kept in memory between calls and brought up to date with the
     /// messages written since ([`EngineConfig::cached_contexts`]).
     pub async fn model_context(&self, session: &SessionId) -> Result<ModelContext, StoreError> {
+        self.read_context(session, |context| context.context().clone()).await
+    }
+
+    /// What `read` takes from the cached context of `session`, brought up to date; the context goes back to the cache.
+    async fn read_context<T>(
+        &self,
+        session: &SessionId,
+        read: impl FnOnce(&SessionContext) -> T,
+    ) -> Result<T, StoreError> {
         let context = self.session_context(session).await?;
-        let messages = context.context().clone();
+        let value = read(&context);
         self.parts.contexts.put(context);
-        Ok(messages)
+        Ok(value)
     }
 
     /// The cached context of `session`, taken out of the cache and brought up to date; put it back when done.

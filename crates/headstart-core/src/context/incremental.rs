@@ -67,10 +67,9 @@ impl Latest {
         if self.position.insert(id.to_owned(), self.placed.len()).is_some() {
             self.repeated.insert(id.to_owned());
         }
-        self.placed.push(placed);
+        self.placed.push(false);
         if placed {
-            self.placed_count += 1;
-            self.last_placed = Some(self.placed.len() - 1);
+            self.place(self.placed.len() - 1);
         }
     }
 

@@ -1,7 +1,8 @@
 use super::*;
 use crate::model::{ContentBlock, StopReason, ToolArguments, ToolCall, Usage, UserMessage};
 
-fn fragment(turn: &str, calls: &[&str], stop: StopReason, usage: u64) -> Message {
+/// A fragment of response `turn` with one call per id (also the incremental builder's tests').
+pub(super) fn fragment(turn: &str, calls: &[&str], stop: StopReason, usage: u64) -> Message {
     Message::Assistant(AssistantMessage {
         turn_id: turn.into(),
         stop_reason: stop,
@@ -66,7 +67,8 @@ fn result_text(message: &Message) -> String {
     result.text()
 }
 
-fn result_with(id: &str, text: &str) -> Message {
+/// A result of call `id` saying `text`.
+pub(super) fn result_with(id: &str, text: &str) -> Message {
     let Message::ToolResult(mut result) = result(id) else {
         unreachable!()
     };

@@ -79,15 +79,11 @@ impl WriteQueue {
         };
         let batches = first.never_started;
         let mut writes = vec![first];
-        while batches && writes.len() < MAX_RESULTS_PER_WRITE {
-            match self.waiting.pop_front() {
-                Some(next) if next.never_started => writes.push(next),
-                Some(next) => {
-                    self.waiting.push_front(next);
-                    break;
-                }
-                None => break,
-            }
+        while batches
+            && writes.len() < MAX_RESULTS_PER_WRITE
+            && self.waiting.front().is_some_and(|next| next.never_started)
+        {
+            writes.extend(self.waiting.pop_front());
         }
         let store = Arc::clone(&self.store);
         let session = self.session.clone();

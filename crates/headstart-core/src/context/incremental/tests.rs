@@ -2,36 +2,20 @@ use proptest::prelude::*;
 
 use super::*;
 use crate::context::model_context_by_request;
-use crate::model::{ContentBlock, StopReason, ToolArguments, ToolCall, Usage, UserMessage};
+use crate::context::tests as context_tests;
+use crate::model::{ContentBlock, StopReason, UserMessage};
 
+/// A fragment of response `turn`: `text`, then one call per id.
 fn fragment(turn: &str, calls: &[&str], text: &str, stop: StopReason) -> Message {
-    let mut content = vec![ContentBlock::text(text)];
-    content.extend(calls.iter().map(|id| {
-        ContentBlock::ToolCall(ToolCall {
-            id: (*id).into(),
-            name: "t".into(),
-            arguments: ToolArguments::default(),
-        })
-    }));
-    Message::Assistant(AssistantMessage {
-        turn_id: turn.into(),
-        stop_reason: stop,
-        content,
-        usage: Usage::default(),
-        model: None,
-        error_message: None,
-    })
+    let mut message = context_tests::fragment(turn, calls, stop, 0);
+    if let Message::Assistant(fragment) = &mut message {
+        fragment.content.insert(0, ContentBlock::text(text));
+    }
+    message
 }
 
 fn result(id: &str, text: &str) -> Message {
-    Message::ToolResult(ToolResultMessage {
-        tool_call_id: id.into(),
-        tool_name: "t".into(),
-        content: vec![ContentBlock::text(text)],
-        details: serde_json::Value::Null,
-        is_error: false,
-        terminate: false,
-    })
+    context_tests::result_with(id, text)
 }
 
 /// Pushes `log` one message at a time, rebuilding from the prefix on [`Reload`], and checks the context against the
