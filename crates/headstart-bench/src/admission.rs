@@ -23,7 +23,7 @@
 
 use std::collections::HashMap;
 use std::fmt::Write as _;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -36,6 +36,7 @@ use headstart::{
 };
 use serde::{Serialize, Serializer};
 
+use crate::floor::Floor;
 use crate::instrumented::{instrumented, InstrumentedStore};
 use crate::tools::{BenchTool, CallLog};
 use crate::{bench_dir, current_thread_runtime, durability_name, percentile, round3, BenchError, Durability};
@@ -163,54 +164,6 @@ impl AdmissionReport {
     }
 }
 
-/// The floor's database: one connection, same pragmas as the store.
-struct Floor {
-    conn: Arc<Mutex<rusqlite::Connection>>,
-    body: Arc<String>,
-}
-
-impl Floor {
-    fn open(path: &Path, durability: Durability) -> Result<Self, BenchError> {
-        let conn = rusqlite::Connection::open(path)?;
-        let mode: String = conn.query_row("PRAGMA journal_mode = WAL", [], |row| row.get(0))?;
-        if !mode.eq_ignore_ascii_case("wal") {
-            return Err(BenchError::new(format!(
-                "the floor database is in journal mode {mode}, not WAL"
-            )));
-        }
-        conn.execute_batch(match durability {
-            Durability::Full => "PRAGMA synchronous = FULL",
-            Durability::Normal => "PRAGMA synchronous = NORMAL",
-        })?;
-        conn.execute_batch("PRAGMA foreign_keys = ON")?;
-        conn.execute_batch("CREATE TABLE IF NOT EXISTS floor (id INTEGER PRIMARY KEY, body TEXT NOT NULL)")?;
-        Ok(Floor {
-            conn: Arc::new(Mutex::new(conn)),
-            body: Arc::new(String::new()),
-        })
-    }
-
-    /// One durable insert, timed around the SQLite calls.
-    async fn sample(&self) -> Result<Duration, BenchError> {
-        let conn = Arc::clone(&self.conn);
-        let body = Arc::clone(&self.body);
-        tokio::task::spawn_blocking(move || {
-            let conn = conn
-                .lock()
-                .map_err(|_| BenchError::new("the floor connection is poisoned"))?;
-            // Prepared once and cached, as the store's statements are: the floor pays for no SQL parsing.
-            let started = Instant::now();
-            conn.prepare_cached("BEGIN IMMEDIATE")?.execute([])?;
-            conn.prepare_cached("INSERT INTO floor (body) VALUES (?1)")?
-                .execute([body.as_str()])?;
-            conn.prepare_cached("COMMIT")?.execute([])?;
-            Ok(started.elapsed())
-        })
-        .await
-        .map_err(|error| BenchError::new(format!("the floor sample did not run: {error}")))?
-    }
-}
-
 /// Runs the benchmark.
 pub fn run(options: &AdmissionOptions) -> Result<AdmissionReport, BenchError> {
     let dir = bench_dir(options.dir.as_deref())?;
@@ -231,7 +184,7 @@ pub fn run(options: &AdmissionOptions) -> Result<AdmissionReport, BenchError> {
     let engine = Engine::builder(Arc::clone(&store) as Arc<dyn TranscriptStore>)
         .toolbox(toolbox)
         .build();
-    let mut floor = Floor::open(&dir.path().join("floor.db"), options.durability)?;
+    let floor = Floor::open(&dir.path().join("floor.db"), options.durability)?;
     let calls = options.calls.max(1);
     let per_response = options.calls_per_response.max(1);
     runtime.block_on(async {
@@ -240,7 +193,7 @@ pub fn run(options: &AdmissionOptions) -> Result<AdmissionReport, BenchError> {
         let warm = Arc::new(Samples::default());
         respond(&engine, &store, &session, 0, per_response.min(3), None, &warm).await?;
         let row_bytes = first_fragment_bytes(&store, &session).await?;
-        floor.body = Arc::new("x".repeat(row_bytes));
+        let floor = floor.with_row_bytes(row_bytes);
         store.layer().take_fragment_commit_times();
         let floor = Arc::new(floor);
         let samples = Arc::new(Samples::default());

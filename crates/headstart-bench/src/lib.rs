@@ -6,7 +6,7 @@
 //!
 //! | mode | what it measures | runtime |
 //! |---|---|---|
-//! | [`overlap`] | a realistic response on the wall clock: early execution vs end-of-stream batching vs the lower bound | current-thread |
+//! | [`overlap`] | a realistic response on the wall clock: early execution vs end-of-stream batching vs the lower bound, beside a bare SQLite commit after an idle pause | current-thread |
 //! | [`deltas`] | the per-delta cost of the full adapter (with a real SQLite store) vs a bare counting loop | current-thread |
 //! | [`admission`] | sealed `toolcall_end` → the tool's `execute` starting, vs a bare SQLite commit of a same-sized row | current-thread |
 //! | [`sessions`] | thousands of concurrent agent sessions against one SQLite file: throughput and peak memory | multi-thread |
@@ -32,6 +32,7 @@ pub mod prometheus;
 pub mod scheduler;
 pub mod sessions;
 
+mod floor;
 mod instrumented;
 mod stats;
 mod tools;

@@ -10,6 +10,13 @@
 //!   finish earlier; `overhead_ms` = early − lower bound is what the engine adds (commits, scheduling, result
 //!   writes, event delivery).
 //!
+//! Beside them, the **commit floor** ([`crate::floor`]): a bare SQLite commit of a row as large as the response's
+//! terminal fragment, on a second file with the store's pragmas, taken after the runtime and the blocking pool sat
+//! idle as long as the sync call's body (the idle before the two writes the contract puts on the critical path
+//! after the stream ends: the terminal fragment before the sync call starts, its result before `turn_end`). On a
+//! virtual machine a write after an idle pause costs several times a write in a busy loop (cold caches, a halted
+//! vCPU woken), so `overhead_ms − 2 × commit_floor_ms` is the part of the overhead that is the engine's.
+//!
 //! Each time is measured from the moment the simulated model starts sending to the response's `turn_end` (every
 //! call has its durable result). The model is a separate OS thread that sends each delta event over a channel at
 //! its scheduled time and records when it actually sent it, like a network stream: the engine is woken by the
@@ -21,212 +28,24 @@
 use std::fmt::Write as _;
 use std::path::PathBuf;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use futures::StreamExt;
-use headstart::core::{DoneReason, Usage};
 use headstart::store::{SqliteOptions, SqliteStore};
 use headstart::{
-    AgentEvent, CancellationToken, DeltaEvent, Engine, EngineConfig, ModelError, Toolbox, TranscriptStore,
+    AgentEvent, CancellationToken, DeltaEvent, Engine, EngineConfig, ModelError, SessionId, Toolbox, TranscriptStore,
 };
 use serde::Serialize;
 
+use crate::floor::Floor;
 use crate::tools::{BenchTool, CallLog};
 use crate::{bench_dir, current_thread_runtime, durability_name, median, round3, BenchError, Durability};
 
-/// The name of the early tool of the response.
-const ASYNC_TOOL: &str = "fetch";
-/// The name of the sync tool of the response.
-const SYNC_TOOL: &str = "apply";
+mod response;
 
-/// One content block of a simulated response.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum BlockSpec {
-    /// A text block of `tokens` deltas.
-    Text {
-        /// Number of text deltas.
-        tokens: usize,
-    },
-    /// A tool call whose arguments stream as `arg_tokens` deltas; its body takes `tool_ms`.
-    Call {
-        /// How long the tool's body sleeps.
-        tool_ms: u64,
-        /// An early tool, or a sync one.
-        early: bool,
-        /// Number of argument deltas (at least 1).
-        arg_tokens: usize,
-    },
-}
-
-/// A simulated response: its blocks, streamed one delta per `token_interval`.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ResponseSpec {
-    /// Time between two deltas (the token rate).
-    pub token_interval: Duration,
-    /// The content blocks, in order. The response ends with `done(tool_use)` right after the last block.
-    pub blocks: Vec<BlockSpec>,
-}
-
-impl Default for ResponseSpec {
-    fn default() -> Self {
-        Self::realistic()
-    }
-}
-
-impl ResponseSpec {
-    /// The default response: 96 text tokens and 56 argument tokens at 16 ms per token (≈ 60 tokens/s, 2.4 s of
-    /// streaming); six early calls (800, 500, 650, 300, 150, 100 ms), each after some text; then one sync call
-    /// (200 ms) that ends the response.
-    pub fn realistic() -> Self {
-        let mut blocks = vec![BlockSpec::Text { tokens: 24 }];
-        for tool_ms in [800, 500, 650, 300, 150, 100] {
-            blocks.push(BlockSpec::Call {
-                tool_ms,
-                early: true,
-                arg_tokens: 8,
-            });
-            blocks.push(BlockSpec::Text { tokens: 12 });
-        }
-        blocks.push(BlockSpec::Call {
-            tool_ms: 200,
-            early: false,
-            arg_tokens: 8,
-        });
-        ResponseSpec {
-            token_interval: Duration::from_millis(16),
-            blocks,
-        }
-    }
-
-    /// A response that takes a few milliseconds (for tests): a little text, an early call and a sync call.
-    pub fn tiny() -> Self {
-        ResponseSpec {
-            token_interval: Duration::from_millis(1),
-            blocks: vec![
-                BlockSpec::Text { tokens: 2 },
-                BlockSpec::Call {
-                    tool_ms: 3,
-                    early: true,
-                    arg_tokens: 2,
-                },
-                BlockSpec::Call {
-                    tool_ms: 1,
-                    early: false,
-                    arg_tokens: 2,
-                },
-            ],
-        }
-    }
-
-    /// Number of tool calls.
-    pub fn calls(&self) -> usize {
-        self.blocks
-            .iter()
-            .filter(|block| matches!(block, BlockSpec::Call { .. }))
-            .count()
-    }
-
-    /// Number of early calls.
-    pub fn async_calls(&self) -> usize {
-        self.blocks
-            .iter()
-            .filter(|block| matches!(block, BlockSpec::Call { early: true, .. }))
-            .count()
-    }
-
-    /// The delta events with their send offsets, and where the calls and the end are.
-    fn script(&self, tag: &str) -> Script {
-        let mut events = Vec::new();
-        let mut calls = Vec::new();
-        let mut at = Duration::ZERO;
-        events.push((
-            at,
-            DeltaEvent::Start {
-                model: Some("bench".to_owned()),
-                response_id: Some(format!("{tag}-response")),
-            },
-        ));
-        for (index, block) in self.blocks.iter().enumerate() {
-            match block {
-                BlockSpec::Text { tokens } => {
-                    events.push((at, DeltaEvent::TextStart { index }));
-                    for token in 0..*tokens {
-                        at += self.token_interval;
-                        let delta = WORDS[token % WORDS.len()].to_owned();
-                        events.push((at, DeltaEvent::TextDelta { index, delta }));
-                    }
-                    events.push((at, DeltaEvent::TextEnd { index }));
-                }
-                BlockSpec::Call {
-                    tool_ms,
-                    early,
-                    arg_tokens,
-                } => {
-                    let id = format!("{tag}-call-{index}");
-                    let name = if *early { ASYNC_TOOL } else { SYNC_TOOL };
-                    events.push((
-                        at,
-                        DeltaEvent::ToolcallStart {
-                            index,
-                            id: id.clone(),
-                            name: name.to_owned(),
-                            early: false,
-                        },
-                    ));
-                    let arguments = format!(r#"{{"ms": {tool_ms}, "path": "src/module_{index}/file.rs"}}"#);
-                    for delta in split_even(&arguments, *arg_tokens) {
-                        at += self.token_interval;
-                        events.push((at, DeltaEvent::ToolcallDelta { index, delta }));
-                    }
-                    events.push((at, DeltaEvent::ToolcallEnd { index, arguments: None }));
-                    calls.push(ScriptedCall {
-                        id,
-                        early: *early,
-                        sealed_at: events.len() - 1,
-                    });
-                }
-            }
-        }
-        events.push((
-            at,
-            DeltaEvent::Done {
-                stop_reason: DoneReason::ToolUse,
-                usage: Usage::default(),
-            },
-        ));
-        let done_at = events.len() - 1;
-        Script { events, calls, done_at }
-    }
-}
-
-/// A few words for text deltas.
-pub(crate) const WORDS: [&str; 8] = ["The ", "file ", "shows ", "that ", "the ", "tests ", "pass, ", "so "];
-
-/// Splits ASCII `text` into `parts` pieces of nearly equal length (at least one piece).
-fn split_even(text: &str, parts: usize) -> Vec<String> {
-    let parts = parts.clamp(1, text.len().max(1));
-    let bytes = text.as_bytes();
-    (0..parts)
-        .map(|part| {
-            let from = part * bytes.len() / parts;
-            let to = (part + 1) * bytes.len() / parts;
-            String::from_utf8_lossy(&bytes[from..to]).into_owned()
-        })
-        .collect()
-}
-
-struct ScriptedCall {
-    id: String,
-    early: bool,
-    /// Position of its `toolcall_end` in the script.
-    sealed_at: usize,
-}
-
-struct Script {
-    events: Vec<(Duration, DeltaEvent)>,
-    calls: Vec<ScriptedCall>,
-    done_at: usize,
-}
+pub(crate) use response::WORDS;
+pub use response::{BlockSpec, ResponseSpec};
+use response::{Script, ASYNC_TOOL, SYNC_TOOL};
 
 /// Options of the overlap benchmark.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -256,7 +75,7 @@ impl Default for OverlapOptions {
 }
 
 /// The figures of the overlap benchmark; serializes to exactly `early_ms`, `batch_ms`, `lower_bound_ms`,
-/// `speedup`, `overhead_ms`.
+/// `speedup`, `overhead_ms`, `commit_floor_ms`.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct OverlapReport {
     /// Median time to `turn_end` with early execution.
@@ -269,6 +88,9 @@ pub struct OverlapReport {
     pub speedup: f64,
     /// Median over runs of (early − lower bound).
     pub overhead_ms: f64,
+    /// Median bare SQLite commit after an idle pause as long as the sync call's body (see the module
+    /// documentation); two of them are on the critical path after the stream ends.
+    pub commit_floor_ms: f64,
     /// Number of runs.
     #[serde(skip)]
     pub runs: usize,
@@ -312,6 +134,17 @@ impl OverlapReport {
             "overhead (early - lower bound)", self.overhead_ms
         );
         let _ = writeln!(out, "  {:<38} {:>10.3}", "overhead per admitted call", per_call);
+        let _ = writeln!(
+            out,
+            "  {:<38} {:>10.3}",
+            "bare SQLite commit after idle (floor)", self.commit_floor_ms
+        );
+        let _ = writeln!(
+            out,
+            "  {:<38} {:>10.3}",
+            "overhead - 2 x floor (the engine's)",
+            self.overhead_ms - 2.0 * self.commit_floor_ms
+        );
         out
     }
 }
@@ -345,15 +178,34 @@ pub fn run(options: &OverlapOptions) -> Result<OverlapReport, BenchError> {
         .toolbox(toolbox)
         .config(EngineConfig::default().early_execution(false))
         .build();
+    let floor = Floor::open(&dir.path().join("floor.db"), options.durability)?;
+    let idle = options.response.sync_body();
     let runs = options.runs.max(1);
-    let (early_runs, batch_runs) = runtime.block_on(async {
+    let (early_runs, batch_runs, floor_ms) = runtime.block_on(async {
         let mut early_runs = Vec::with_capacity(runs);
         let mut batch_runs = Vec::with_capacity(runs);
+        let mut floor_ms = Vec::with_capacity(2 * runs);
+        let mut floor = Some(floor);
+        let mut sized = None;
         for run in 0..runs {
-            early_runs.push(run_once(&early, &store, &log, &options.response, &format!("e{run}")).await?);
-            batch_runs.push(run_once(&batch, &store, &log, &options.response, &format!("b{run}")).await?);
+            let (times, session) = run_once(&early, &store, &log, &options.response, &format!("e{run}")).await?;
+            early_runs.push(times);
+            batch_runs.push(
+                run_once(&batch, &store, &log, &options.response, &format!("b{run}"))
+                    .await?
+                    .0,
+            );
+            if let Some(unsized_floor) = floor.take() {
+                sized = Some(unsized_floor.with_row_bytes(largest_message_bytes(&store, &session).await?));
+            }
+            if let Some(floor) = &sized {
+                for _ in 0..2 {
+                    tokio::time::sleep(idle).await;
+                    floor_ms.push(floor.sample().await?.as_secs_f64() * 1000.0);
+                }
+            }
         }
-        Ok::<_, BenchError>((early_runs, batch_runs))
+        Ok::<_, BenchError>((early_runs, batch_runs, floor_ms))
     })?;
     let early_ms = median(&early_runs.iter().map(|run| run.total_ms).collect::<Vec<_>>());
     let batch_ms = median(&batch_runs.iter().map(|run| run.total_ms).collect::<Vec<_>>());
@@ -372,6 +224,7 @@ pub fn run(options: &OverlapOptions) -> Result<OverlapReport, BenchError> {
         lower_bound_ms: round3(lower_bound_ms),
         speedup: round3(if early_ms > 0.0 { batch_ms / early_ms } else { 0.0 }),
         overhead_ms: round3(overhead_ms),
+        commit_floor_ms: round3(median(&floor_ms)),
         runs,
         admitted_calls: early_runs.first().map_or(0, |run| run.admitted),
         async_calls: options.response.async_calls(),
@@ -380,14 +233,25 @@ pub fn run(options: &OverlapOptions) -> Result<OverlapReport, BenchError> {
     })
 }
 
-/// Streams the response once through `engine` on a fresh session.
+/// The size of the largest message `session` stored (its terminal fragment), as the store encodes it.
+async fn largest_message_bytes(store: &Arc<dyn TranscriptStore>, session: &SessionId) -> Result<usize, BenchError> {
+    let mut largest = 0;
+    for stored in store.load_log(session).await? {
+        let body = serde_json::to_string(&stored.message)
+            .map_err(|error| BenchError::new(format!("cannot encode a stored message: {error}")))?;
+        largest = largest.max(body.len());
+    }
+    Ok(largest)
+}
+
+/// Streams the response once through `engine` on a fresh session; its times and the session.
 async fn run_once(
     engine: &Engine,
     store: &Arc<dyn TranscriptStore>,
     log: &Arc<CallLog>,
     response: &ResponseSpec,
     tag: &str,
-) -> Result<RunTimes, BenchError> {
+) -> Result<(RunTimes, SessionId), BenchError> {
     let session = store.create_session(0).await?;
     let Script { events, calls, done_at } = response.script(tag);
     let (sender, mut receiver) = tokio::sync::mpsc::unbounded_channel::<Result<DeltaEvent, ModelError>>();
@@ -446,37 +310,14 @@ async fn run_once(
         let ready = if call.early { sent[call.sealed_at] } else { done };
         bound = bound.max(ready + body);
     }
-    Ok(RunTimes {
+    let times = RunTimes {
         total_ms: ms_between(start, ended),
         lower_bound_ms: ms_between(start, bound),
         admitted: outcome.admitted,
-    })
+    };
+    Ok((times, session))
 }
 
 fn ms_between(from: Instant, to: Instant) -> f64 {
     to.saturating_duration_since(from).as_secs_f64() * 1000.0
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn split_even_keeps_every_byte() {
-        let text = r#"{"ms": 300, "path": "x"}"#;
-        let parts = split_even(text, 8);
-        assert_eq!(parts.len(), 8);
-        assert_eq!(parts.concat(), text);
-        assert_eq!(split_even("ab", 5).concat(), "ab");
-    }
-
-    #[test]
-    fn the_realistic_response_has_the_shape_issue_6_asks_for() {
-        let spec = ResponseSpec::realistic();
-        assert!((4..=8).contains(&spec.async_calls()));
-        assert_eq!(spec.calls() - spec.async_calls(), 1);
-        let script = spec.script("t");
-        assert_eq!(script.calls.len(), spec.calls());
-        assert_eq!(script.done_at, script.events.len() - 1);
-    }
 }

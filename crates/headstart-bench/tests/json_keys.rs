@@ -39,7 +39,14 @@ fn overlap_json_has_exactly_its_keys() {
     let json = serde_json::to_value(&report).unwrap();
     assert_eq!(
         keys(&json),
-        sorted(&["early_ms", "batch_ms", "lower_bound_ms", "speedup", "overhead_ms"])
+        sorted(&[
+            "early_ms",
+            "batch_ms",
+            "lower_bound_ms",
+            "speedup",
+            "overhead_ms",
+            "commit_floor_ms"
+        ])
     );
     numbers_are_finite(&json);
     assert_eq!(report.admitted_calls, 2);

@@ -34,6 +34,7 @@ fn overlap_runs_each_contender() {
     .expect("bench overlap completes");
     assert_eq!(report.runs, 1);
     assert!(report.early_ms > 0.0 && report.batch_ms > 0.0 && report.lower_bound_ms > 0.0);
+    assert!(report.commit_floor_ms > 0.0, "the floor was sampled");
 }
 
 #[test]
