@@ -61,6 +61,29 @@ async def test_an_early_tool_finds_its_own_call_committed_and_starts_before_the_
     assert [(result.tool_call_id, result.content, result.is_error) for result in results] == [("c1", "found tokio", False)]
 
 
+async def test_each_run_reports_the_figures_of_its_own_responses(db: str) -> None:
+    @headstart.tool(early=True, idempotent=True)
+    async def lookup(query: str) -> str:
+        """Look something up."""
+        return f"found {query}"
+
+    engine = headstart.Engine(db, tools=[lookup])
+    session = await engine.create_session()
+    for n in range(3):
+        async with engine.wrap(session, call_deltas(f"c{n}", "lookup", '{"query": "x"}', then_text=2), format="headstart") as run:
+            kinds = [event.type async for event in run]
+        assert kinds[-1] == "turn_end"
+        # Read from what this response wrote: its own call and response only, whatever came before.
+        figures = run.figures
+        assert figures is not None
+        assert [(call["id"], call["request"]) for call in figures["calls"]] == [(f"c{n}", n)]
+        assert [response["request"] for response in figures["responses"]] == [n]
+        [call] = figures["calls"]
+        assert call["headroom_ms"] is not None and call["headroom_ms"] >= 0, call
+        [result] = run.results
+        assert result.figures is not None and result.figures["run_ms"] is not None
+
+
 async def test_a_sync_tool_runs_in_a_thread_after_the_stream(db: str) -> None:
     @headstart.tool()
     def add(a: int, b: int) -> dict[str, int]:

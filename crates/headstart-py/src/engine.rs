@@ -165,16 +165,37 @@ impl Engine {
     /// Awaitable: the figures of `session` from its stored times (issue 29): per call `sealed_ms`, `headroom_ms`,
     /// `seal_to_start_ms`, `run_ms` and `overlap_ms`; per response its model, `tool_round_ms` and
     /// `batching_round_ms` (what end-of-stream batching would have taken), as `headstart inspect --json` shows them.
-    fn figures<'py>(&self, py: Python<'py>, session: String) -> PyResult<Bound<'py, PyAny>> {
+    ///
+    /// With `after`, only what was stored after sequence number `after` is read: the figures of the responses whose
+    /// fragments come after `after + 1`, timed from the message at `after + 1` (a run passes the sequence number two
+    /// below its first fragment's, so a step reads what the step wrote, not the session's history).
+    #[pyo3(signature = (session, after=None))]
+    fn figures<'py>(&self, py: Python<'py>, session: String, after: Option<u64>) -> PyResult<Bound<'py, PyAny>> {
         let store = Arc::clone(self.engine.store());
         awaitable(py, async move {
             let id = SessionId(session);
-            let log = store.load_log(&id).await.map_err(store_error)?;
-            let runs = store.tool_runs(&id).await.map_err(store_error)?;
+            let log = match after {
+                Some(seq) => store.load_log_after(&id, seq).await,
+                None => store.load_log(&id).await,
+            }
+            .map_err(store_error)?;
+            let mut runs = store.tool_runs(&id).await.map_err(store_error)?;
+            // The first message read only dates the first response's start; responses before it are not this read's.
+            let first = log
+                .iter()
+                .skip(usize::from(after.is_some()))
+                .find_map(|stored| stored.request);
+            if after.is_some() {
+                runs.retain(|run| first.is_some_and(|first| run.request >= first));
+            }
             let timeline = headstart_timeline::Timeline::from_store(id.0.clone(), &log, &runs);
-            Ok(Json(
-                timeline.figures().to_json(&headstart_timeline::response_models(&log)),
-            ))
+            let mut figures = timeline.figures();
+            if after.is_some() {
+                let kept = |request: u32| first.is_some_and(|first| request >= first);
+                figures.calls.retain(|call| kept(call.request));
+                figures.responses.retain(|response| kept(response.request));
+            }
+            Ok(Json(figures.to_json(&headstart_timeline::response_models(&log))))
         })
     }
 

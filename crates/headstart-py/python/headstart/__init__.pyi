@@ -222,7 +222,8 @@ class Run:
         """The results of the (last) response's calls, in the order of the calls, each with its ``figures``."""
     @property
     def figures(self) -> Optional[dict[str, Any]]:
-        """The session's figures from the stored times, once the events are over."""
+        """This run's figures from the stored times (its responses' calls and tool rounds), once the events are
+        over."""
     async def __aenter__(self) -> Run: ...
     async def __aexit__(
         self,

@@ -152,6 +152,7 @@ class Run:
         self._calls: list[str] = []
         self._results: dict[str, ToolResult] = {}
         self._request: Optional[int] = None
+        self._first_fragment: Optional[int] = None
         self._figures: Optional[dict[str, Any]] = None
 
     @property
@@ -162,11 +163,12 @@ class Run:
 
     @property
     def figures(self) -> Optional[dict[str, Any]]:
-        """Once the events are over: the session's figures from the stored times, as ``headstart inspect --json``
-        gives them. ``calls``: per call ``sealed_ms``, ``headroom_ms`` (how long before its stream ended it was
-        sealed), ``seal_to_start_ms``, ``run_ms`` and ``overlap_ms`` (the part of its run generation hid);
-        ``responses``: per response ``tool_round_ms`` beside ``batching_round_ms``, what end-of-stream batching
-        would have taken."""
+        """Once the events are over: this run's figures from the stored times, as ``headstart inspect --json`` gives
+        them for its responses. ``calls``: per call ``sealed_ms`` (from the message stored before the run's first
+        response), ``headroom_ms`` (how long before its stream ended it was sealed), ``seal_to_start_ms``, ``run_ms``
+        and ``overlap_ms`` (the part of its run generation hid); ``responses``: per response ``tool_round_ms``
+        beside ``batching_round_ms``, what end-of-stream batching would have taken. Only what the run wrote is read,
+        so a step of a long session costs the same as the first (``headstart inspect`` shows the whole session)."""
         return self._figures
 
     def _figures_source(self) -> Optional[tuple[Any, str]]:
@@ -178,8 +180,12 @@ class Run:
         if source is None:
             return
         native, session = source
+        # The message before the run's first fragment dates its first response's start; a run that began the
+        # session reads it whole (there is nothing before it).
+        first = self._first_fragment
+        after = first - 2 if first is not None and first >= 2 else None
         try:
-            self._figures = await native.figures(session)
+            self._figures = await native.figures(session, after)
         except _native.StoreError:
             # The events were delivered; a store that cannot be read back leaves the figures unknown.
             self._figures = None
@@ -236,6 +242,8 @@ class Run:
         if data["type"] != "message_end":
             return
         message = data["message"]
+        if message["role"] == "assistant" and self._first_fragment is None and data.get("seq") is not None:
+            self._first_fragment = data["seq"]
         if message["role"] == "assistant":
             self._calls.extend(block["id"] for block in message["content"] if block["type"] == "tool_call")
         elif message["role"] == "tool_result":
