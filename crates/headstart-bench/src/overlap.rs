@@ -10,7 +10,7 @@
 //!   finish earlier; `overhead_ms` = early − lower bound is what the engine adds (commits, scheduling, result
 //!   writes, event delivery).
 //!
-//! Beside them, the **commit floor** ([`crate::floor`]): a bare SQLite commit of a row as large as the response's
+//! Beside them, the **commit floor**: a bare SQLite commit of a row as large as the response's
 //! terminal fragment, on a second file with the store's pragmas, taken after the runtime and the blocking pool sat
 //! idle as long as the sync call's body (the idle before the two writes the contract puts on the critical path
 //! after the stream ends: the terminal fragment before the sync call starts, its result before `turn_end`). On a
