@@ -339,9 +339,14 @@ fn run_row(row: &Row, what: &str) -> Result<RunRow, StoreError> {
     })
 }
 
-pub(crate) async fn tool_runs(tx: &Transaction<'_>, what: &str, session: &str) -> Result<Vec<ToolRun>, StoreError> {
+pub(crate) async fn tool_runs(
+    tx: &Transaction<'_>,
+    what: &str,
+    session: &str,
+    from_request: i64,
+) -> Result<Vec<ToolRun>, StoreError> {
     require_session(tx, session, what).await?;
-    let rows = query(tx, sql::TOOL_RUNS, &[&session], what).await?;
+    let rows = query(tx, sql::TOOL_RUNS, &[&session, &from_request], what).await?;
     rows.iter().map(|row| run_row(row, what)?.validate(session)).collect()
 }
 

@@ -263,12 +263,13 @@ pub(crate) const END_RUN: &str = "UPDATE headstart.tool_runs
     WHERE session_id = $1::text AND request = $2::bigint AND call_id = $3::text
         AND state IN ('admitted', 'started') AND result_seq IS NULL";
 
-/// `$1` = session id. The run columns (`backend::RunRow`: call_id, tool_name, request, fragment_seq, state,
-/// outcome, admitted_at_us, started_at_us, ended_at_us, result_seq, sealed_at_us), in admission order.
+/// `$1` = session id, `$2` = the first request wanted (0: all). The run columns (`backend::RunRow`: call_id,
+/// tool_name, request, fragment_seq, state, outcome, admitted_at_us, started_at_us, ended_at_us, result_seq,
+/// sealed_at_us), in admission order; the primary key (session, request, call id) bounds the rows read.
 pub(crate) const TOOL_RUNS: &str = "SELECT call_id, tool_name, request, fragment_seq, state, outcome,
         admitted_at_us, started_at_us, ended_at_us, result_seq, sealed_at_us
     FROM headstart.tool_runs
-    WHERE session_id = $1
+    WHERE session_id = $1 AND request >= $2::bigint
     ORDER BY admission";
 
 /// `$1` = session id. The run columns of [`TOOL_RUNS`] followed by the owning fragment's body (NULL if missing),

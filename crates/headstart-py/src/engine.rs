@@ -179,15 +179,17 @@ impl Engine {
                 None => store.load_log(&id).await,
             }
             .map_err(store_error)?;
-            let mut runs = store.tool_runs(&id).await.map_err(store_error)?;
             // The first message read only dates the first response's start; responses before it are not this read's.
             let first = log
                 .iter()
                 .skip(usize::from(after.is_some()))
                 .find_map(|stored| stored.request);
-            if after.is_some() {
-                runs.retain(|run| first.is_some_and(|first| run.request >= first));
+            let runs = match (after, first) {
+                (None, _) => store.tool_runs(&id).await,
+                (Some(_), Some(first)) => store.tool_runs_from(&id, first).await,
+                (Some(_), None) => Ok(Vec::new()),
             }
+            .map_err(store_error)?;
             let timeline = headstart_timeline::Timeline::from_store(id.0.clone(), &log, &runs);
             let mut figures = timeline.figures();
             if after.is_some() {

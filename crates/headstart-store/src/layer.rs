@@ -222,6 +222,10 @@ impl<L: WriteLayer> TranscriptStore for Layered<L> {
         self.inner.tool_runs(session).await
     }
 
+    async fn tool_runs_from(&self, session: &SessionId, request: u32) -> Result<Vec<ToolRun>, StoreError> {
+        self.inner.tool_runs_from(session, request).await
+    }
+
     async fn unfinished_calls(&self, session: &SessionId) -> Result<Vec<UnfinishedCall>, StoreError> {
         self.inner.unfinished_calls(session).await
     }

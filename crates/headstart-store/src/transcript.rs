@@ -100,6 +100,13 @@ pub trait TranscriptStore: Send + Sync {
     /// The session's tool runs, in admission order.
     async fn tool_runs(&self, session: &SessionId) -> Result<Vec<ToolRun>, StoreError>;
 
+    /// The session's tool runs of requests `request` and later, in admission order: the runs [`tool_runs`]
+    /// returns, read from a range of the run key, so a reader of the last response's runs pays for those, not for
+    /// the session's history. `tool_runs_from(session, 0)` is `tool_runs(session)`.
+    ///
+    /// [`tool_runs`]: TranscriptStore::tool_runs
+    async fn tool_runs_from(&self, session: &SessionId, request: u32) -> Result<Vec<ToolRun>, StoreError>;
+
     /// Calls admitted but without a result (contract §7.4), in admission order.
     async fn unfinished_calls(&self, session: &SessionId) -> Result<Vec<UnfinishedCall>, StoreError>;
 

@@ -170,6 +170,9 @@ impl TranscriptStore for Switched {
     async fn tool_runs(&self, session: &SessionId) -> Result<Vec<ToolRun>, StoreError> {
         self.inner.tool_runs(session).await
     }
+    async fn tool_runs_from(&self, session: &SessionId, request: u32) -> Result<Vec<ToolRun>, StoreError> {
+        self.inner.tool_runs_from(session, request).await
+    }
     async fn unfinished_calls(&self, session: &SessionId) -> Result<Vec<UnfinishedCall>, StoreError> {
         self.inner.unfinished_calls(session).await
     }

@@ -226,10 +226,14 @@ impl TranscriptStore for PgStore {
     }
 
     async fn tool_runs(&self, session: &SessionId) -> Result<Vec<ToolRun>, StoreError> {
-        let what = Op::ToolRuns(session).to_string();
+        self.tool_runs_from(session, 0).await
+    }
+
+    async fn tool_runs_from(&self, session: &SessionId, request: u32) -> Result<Vec<ToolRun>, StoreError> {
+        let what = Op::ToolRuns(session, request).to_string();
         let session = session.0.clone();
         self.run(what, Access::Read, move |tx, what| {
-            Box::pin(async move { ops::tool_runs(tx, what, &session).await })
+            Box::pin(async move { ops::tool_runs(tx, what, &session, i64::from(request)).await })
         })
         .await
     }

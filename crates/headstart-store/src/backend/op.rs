@@ -18,8 +18,9 @@ pub enum Op<'a> {
     /// [`TranscriptStore::load_log`](crate::TranscriptStore::load_log) (after message 0) and
     /// [`TranscriptStore::load_log_after`](crate::TranscriptStore::load_log_after).
     LoadLog(&'a SessionId, u64),
-    /// [`TranscriptStore::tool_runs`](crate::TranscriptStore::tool_runs).
-    ToolRuns(&'a SessionId),
+    /// [`TranscriptStore::tool_runs`](crate::TranscriptStore::tool_runs) (from request 0) and
+    /// [`TranscriptStore::tool_runs_from`](crate::TranscriptStore::tool_runs_from).
+    ToolRuns(&'a SessionId, u32),
     /// [`TranscriptStore::unfinished_calls`](crate::TranscriptStore::unfinished_calls).
     UnfinishedCalls(&'a SessionId),
     /// [`SessionQueue::submit`](crate::SessionQueue::submit).
@@ -66,7 +67,10 @@ impl fmt::Display for Op<'_> {
             Op::Sessions => f.write_str("list sessions"),
             Op::LoadLog(session, 0) => write!(f, "load the log of session {session}"),
             Op::LoadLog(session, seq) => write!(f, "load the log of session {session} after message {seq}"),
-            Op::ToolRuns(session) => write!(f, "list the tool runs of session {session}"),
+            Op::ToolRuns(session, 0) => write!(f, "list the tool runs of session {session}"),
+            Op::ToolRuns(session, request) => {
+                write!(f, "list the tool runs of session {session} from request {request}")
+            }
             Op::UnfinishedCalls(session) => write!(f, "list the unfinished calls of session {session}"),
             Op::Submit => f.write_str("submit a session"),
             Op::Claim(owner) => write!(f, "claim sessions for worker {owner}"),

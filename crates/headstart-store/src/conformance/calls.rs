@@ -134,6 +134,10 @@ pub async fn a_call_id_repeated_by_another_response_is_another_call<F: Fixture>(
         summary,
         [(0, "call_0", None, Some(5)), (1, "call_0", Some(30), Some(4))]
     );
+    // From a request on: the same runs, those of the earlier requests left out.
+    assert_eq!(store.tool_runs_from(&session, 0).await.expect("runs from 0"), runs);
+    assert_eq!(store.tool_runs_from(&session, 1).await.expect("runs from 1"), runs[1..]);
+    assert_eq!(store.tool_runs_from(&session, 2).await, Ok(Vec::new()));
     assert!(store.unfinished_calls(&session).await.expect("unfinished").is_empty());
     let log = store.load_log(&session).await.expect("log");
     assert_eq!(

@@ -244,6 +244,7 @@ pub async fn unknown_session_is_no_session<F: Fixture>(fixture: &F) {
     assert!(is_no_session(store.load_log(&ghost).await.map(drop)));
     assert!(is_no_session(store.load_log_after(&ghost, 3).await.map(drop)));
     assert!(is_no_session(store.tool_runs(&ghost).await.map(drop)));
+    assert!(is_no_session(store.tool_runs_from(&ghost, 1).await.map(drop)));
     assert!(is_no_session(store.unfinished_calls(&ghost).await.map(drop)));
     assert!(is_no_session(store.model_context(&ghost).await.map(drop)));
     let lease = Lease {

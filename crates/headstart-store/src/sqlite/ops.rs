@@ -306,14 +306,16 @@ fn run_row(row: &Row<'_>) -> rusqlite::Result<RunRow> {
     })
 }
 
-pub(super) fn tool_runs(conn: &mut Connection, id: &SessionId) -> Result<Vec<ToolRun>, StoreError> {
-    let what = Op::ToolRuns(id).to_string();
+pub(super) fn tool_runs(conn: &mut Connection, id: &SessionId, request: u32) -> Result<Vec<ToolRun>, StoreError> {
+    let what = Op::ToolRuns(id, request).to_string();
     let session = id.0.as_str();
     let tx = begin_read(conn, &what)?;
     require_session(&tx, session, &what)?;
     let rows = {
         let mut stmt = tx.prepare_cached(sql::TOOL_RUNS).map_err(ctx(&what))?;
-        let rows = stmt.query_map([session], run_row).map_err(ctx(&what))?;
+        let rows = stmt
+            .query_map(params![session, i64::from(request)], run_row)
+            .map_err(ctx(&what))?;
         rows.collect::<Result<Vec<_>, _>>().map_err(ctx(&what))?
     };
     rows.into_iter().map(|raw| raw.validate(session)).collect()

@@ -305,12 +305,14 @@ pub(super) const END_RUN: &str = "UPDATE tool_runs
     WHERE session_id = ?1 AND request = ?2 AND call_id = ?3 AND state IN ('admitted', 'started')
         AND result_seq IS NULL";
 
-/// `?1` = session id. The run columns read by `RawRun` (call_id, tool_name, request, fragment_seq, state,
-/// outcome, admitted_at_us, started_at_us, ended_at_us, result_seq, sealed_at_us), in admission order.
+/// `?1` = session id, `?2` = the first request wanted (0: all). The run columns read by `RawRun` (call_id,
+/// tool_name, request, fragment_seq, state, outcome, admitted_at_us, started_at_us, ended_at_us, result_seq,
+/// sealed_at_us), in admission order. A range of the run key (session, request, call id), then a sort of the rows
+/// found, so its cost follows the runs returned.
 pub(super) const TOOL_RUNS: &str = "SELECT call_id, tool_name, request, fragment_seq, state, outcome,
         admitted_at_us, started_at_us, ended_at_us, result_seq, sealed_at_us
     FROM tool_runs
-    WHERE session_id = ?1
+    WHERE session_id = ?1 AND request >= ?2
     ORDER BY admission";
 
 /// `?1` = session id. The run columns of [`TOOL_RUNS`] followed by the owning fragment's body (NULL if missing),
