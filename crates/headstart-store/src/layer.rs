@@ -218,10 +218,6 @@ impl<L: WriteLayer> TranscriptStore for Layered<L> {
         self.inner.load_log_after(session, seq).await
     }
 
-    async fn tool_runs(&self, session: &SessionId) -> Result<Vec<ToolRun>, StoreError> {
-        self.inner.tool_runs(session).await
-    }
-
     async fn tool_runs_from(&self, session: &SessionId, request: u32) -> Result<Vec<ToolRun>, StoreError> {
         self.inner.tool_runs_from(session, request).await
     }

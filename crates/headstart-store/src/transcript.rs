@@ -98,11 +98,13 @@ pub trait TranscriptStore: Send + Sync {
     async fn load_log_after(&self, session: &SessionId, seq: u64) -> Result<Vec<StoredMessage>, StoreError>;
 
     /// The session's tool runs, in admission order.
-    async fn tool_runs(&self, session: &SessionId) -> Result<Vec<ToolRun>, StoreError>;
+    async fn tool_runs(&self, session: &SessionId) -> Result<Vec<ToolRun>, StoreError> {
+        self.tool_runs_from(session, 0).await
+    }
 
     /// The session's tool runs of requests `request` and later, in admission order: the runs [`tool_runs`]
     /// returns, read from a range of the run key, so a reader of the last response's runs pays for those, not for
-    /// the session's history. `tool_runs_from(session, 0)` is `tool_runs(session)`.
+    /// the session's history.
     ///
     /// [`tool_runs`]: TranscriptStore::tool_runs
     async fn tool_runs_from(&self, session: &SessionId, request: u32) -> Result<Vec<ToolRun>, StoreError>;

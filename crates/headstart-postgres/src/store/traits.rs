@@ -225,10 +225,6 @@ impl TranscriptStore for PgStore {
         .await
     }
 
-    async fn tool_runs(&self, session: &SessionId) -> Result<Vec<ToolRun>, StoreError> {
-        self.tool_runs_from(session, 0).await
-    }
-
     async fn tool_runs_from(&self, session: &SessionId, request: u32) -> Result<Vec<ToolRun>, StoreError> {
         let what = Op::ToolRuns(session, request).to_string();
         let session = session.0.clone();

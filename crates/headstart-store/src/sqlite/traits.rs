@@ -189,10 +189,6 @@ impl TranscriptStore for SqliteStore {
         self.run(move |conn| ops::load_log(conn, &session, seq)).await
     }
 
-    async fn tool_runs(&self, session: &SessionId) -> Result<Vec<ToolRun>, StoreError> {
-        self.tool_runs_from(session, 0).await
-    }
-
     async fn tool_runs_from(&self, session: &SessionId, request: u32) -> Result<Vec<ToolRun>, StoreError> {
         let session = session.clone();
         self.run(move |conn| ops::tool_runs(conn, &session, request)).await
