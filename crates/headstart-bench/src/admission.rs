@@ -31,12 +31,12 @@ use futures::StreamExt;
 use headstart::core::{DoneReason, Usage};
 use headstart::store::{SqliteOptions, SqliteStore};
 use headstart::{
-    AgentEvent, CancellationToken, DeltaEvent, Engine, EngineConfig, ExecutionMode, Message, ModelError, Toolbox,
+    AgentEvent, CancellationToken, DeltaEvent, Engine, EngineConfig, ExecutionMode, ModelError, Toolbox,
     TranscriptStore,
 };
 use serde::{Serialize, Serializer};
 
-use crate::floor::Floor;
+use crate::floor::{fragment_bytes, Floor};
 use crate::instrumented::{instrumented, InstrumentedStore};
 use crate::tools::{BenchTool, CallLog};
 use crate::{bench_dir, current_thread_runtime, durability_name, percentile, round3, BenchError, Durability};
@@ -184,7 +184,7 @@ pub fn run(options: &AdmissionOptions) -> Result<AdmissionReport, BenchError> {
     let engine = Engine::builder(Arc::clone(&store) as Arc<dyn TranscriptStore>)
         .toolbox(toolbox)
         .build();
-    let floor = Floor::open(&dir.path().join("floor.db"), options.durability)?;
+    let mut floor = Floor::open(&dir.path().join("floor.db"), options.durability)?;
     let calls = options.calls.max(1);
     let per_response = options.calls_per_response.max(1);
     runtime.block_on(async {
@@ -192,8 +192,12 @@ pub fn run(options: &AdmissionOptions) -> Result<AdmissionReport, BenchError> {
         let session = store.create_session(0).await?;
         let warm = Arc::new(Samples::default());
         respond(&engine, &store, &session, 0, per_response.min(3), None, &warm).await?;
-        let row_bytes = first_fragment_bytes(&store, &session).await?;
-        let floor = floor.with_row_bytes(row_bytes);
+        let row_bytes = fragment_bytes(store.as_ref(), &session)
+            .await?
+            .first()
+            .copied()
+            .ok_or_else(|| BenchError::new("the warm-up response stored no fragment"))?;
+        floor.resize(row_bytes);
         store.layer().take_fragment_commit_times();
         let floor = Arc::new(floor);
         let samples = Arc::new(Samples::default());
@@ -419,16 +423,4 @@ async fn respond(
             None => Ok(()),
         },
     }
-}
-
-/// The size of the first assistant fragment stored in `session`, as the store encodes it.
-async fn first_fragment_bytes(store: &InstrumentedStore, session: &headstart::SessionId) -> Result<usize, BenchError> {
-    let log = store.load_log(session).await?;
-    let fragment = log
-        .iter()
-        .find(|stored| matches!(stored.message, Message::Assistant(_)))
-        .ok_or_else(|| BenchError::new("the warm-up response stored no fragment"))?;
-    serde_json::to_string(&fragment.message)
-        .map(|body| body.len())
-        .map_err(|error| BenchError::new(format!("cannot encode the fragment: {error}")))
 }

@@ -9,7 +9,23 @@ use std::path::Path;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+use headstart::{Message, SessionId, TranscriptStore};
+
 use crate::{BenchError, Durability};
+
+/// The size of each assistant fragment `session` stored, in write order, as the store encodes it: what a floor row
+/// is sized after.
+pub(crate) async fn fragment_bytes(store: &dyn TranscriptStore, session: &SessionId) -> Result<Vec<usize>, BenchError> {
+    let mut sizes = Vec::new();
+    for stored in store.load_log(session).await? {
+        if matches!(stored.message, Message::Assistant(_)) {
+            let body = serde_json::to_string(&stored.message)
+                .map_err(|error| BenchError::new(format!("cannot encode a stored fragment: {error}")))?;
+            sizes.push(body.len());
+        }
+    }
+    Ok(sizes)
+}
 
 /// The floor's database.
 pub(crate) struct Floor {
@@ -40,9 +56,8 @@ impl Floor {
     }
 
     /// Samples from now on insert rows of `bytes` bytes (the size of what the store writes in the write compared).
-    pub fn with_row_bytes(mut self, bytes: usize) -> Self {
+    pub fn resize(&mut self, bytes: usize) {
         self.body = Arc::new("x".repeat(bytes));
-        self
     }
 
     /// One durable insert, timed around the SQLite calls.

@@ -37,7 +37,7 @@ use headstart::{
 };
 use serde::Serialize;
 
-use crate::floor::Floor;
+use crate::floor::{fragment_bytes, Floor};
 use crate::tools::{BenchTool, CallLog};
 use crate::{bench_dir, current_thread_runtime, durability_name, median, round3, BenchError, Durability};
 
@@ -178,15 +178,13 @@ pub fn run(options: &OverlapOptions) -> Result<OverlapReport, BenchError> {
         .toolbox(toolbox)
         .config(EngineConfig::default().early_execution(false))
         .build();
-    let floor = Floor::open(&dir.path().join("floor.db"), options.durability)?;
+    let mut floor = Floor::open(&dir.path().join("floor.db"), options.durability)?;
     let idle = options.response.sync_body();
     let runs = options.runs.max(1);
     let (early_runs, batch_runs, floor_ms) = runtime.block_on(async {
         let mut early_runs = Vec::with_capacity(runs);
         let mut batch_runs = Vec::with_capacity(runs);
         let mut floor_ms = Vec::with_capacity(2 * runs);
-        let mut floor = Some(floor);
-        let mut sized = None;
         for run in 0..runs {
             let (times, session) = run_once(&early, &store, &log, &options.response, &format!("e{run}")).await?;
             early_runs.push(times);
@@ -195,14 +193,14 @@ pub fn run(options: &OverlapOptions) -> Result<OverlapReport, BenchError> {
                     .await?
                     .0,
             );
-            if let Some(unsized_floor) = floor.take() {
-                sized = Some(unsized_floor.with_row_bytes(largest_message_bytes(&store, &session).await?));
+            if run == 0 {
+                // The largest fragment is the terminal one, the first write after the stream ends.
+                let sizes = fragment_bytes(store.as_ref(), &session).await?;
+                floor.resize(sizes.into_iter().max().unwrap_or(0));
             }
-            if let Some(floor) = &sized {
-                for _ in 0..2 {
-                    tokio::time::sleep(idle).await;
-                    floor_ms.push(floor.sample().await?.as_secs_f64() * 1000.0);
-                }
+            for _ in 0..2 {
+                tokio::time::sleep(idle).await;
+                floor_ms.push(floor.sample().await?.as_secs_f64() * 1000.0);
             }
         }
         Ok::<_, BenchError>((early_runs, batch_runs, floor_ms))
@@ -231,17 +229,6 @@ pub fn run(options: &OverlapOptions) -> Result<OverlapReport, BenchError> {
         stream_ms,
         durability: options.durability,
     })
-}
-
-/// The size of the largest message `session` stored (its terminal fragment), as the store encodes it.
-async fn largest_message_bytes(store: &Arc<dyn TranscriptStore>, session: &SessionId) -> Result<usize, BenchError> {
-    let mut largest = 0;
-    for stored in store.load_log(session).await? {
-        let body = serde_json::to_string(&stored.message)
-            .map_err(|error| BenchError::new(format!("cannot encode a stored message: {error}")))?;
-        largest = largest.max(body.len());
-    }
-    Ok(largest)
 }
 
 /// Streams the response once through `engine` on a fresh session; its times and the session.

@@ -193,9 +193,10 @@ impl Engine {
             let timeline = headstart_timeline::Timeline::from_store(id.0.clone(), &log, &runs);
             let mut figures = timeline.figures();
             if after.is_some() {
-                let kept = |request: u32| first.is_some_and(|first| request >= first);
-                figures.calls.retain(|call| kept(call.request));
-                figures.responses.retain(|response| kept(response.request));
+                // The runs read are this read's already; a response can come from the first message alone.
+                figures
+                    .responses
+                    .retain(|response| first.is_some_and(|first| response.request >= first));
             }
             Ok(Json(figures.to_json(&headstart_timeline::response_models(&log))))
         })

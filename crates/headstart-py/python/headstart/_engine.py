@@ -242,9 +242,9 @@ class Run:
         if data["type"] != "message_end":
             return
         message = data["message"]
-        if message["role"] == "assistant" and self._first_fragment is None and data.get("seq") is not None:
-            self._first_fragment = data["seq"]
         if message["role"] == "assistant":
+            if self._first_fragment is None:
+                self._first_fragment = data.get("seq")
             self._calls.extend(block["id"] for block in message["content"] if block["type"] == "tool_call")
         elif message["role"] == "tool_result":
             self._results[message["tool_call_id"]] = ToolResult(message)
