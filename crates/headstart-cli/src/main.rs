@@ -14,6 +14,8 @@ mod metrics_endpoint;
 mod owner;
 mod recover;
 mod replay;
+#[cfg(feature = "restate")]
+mod restate;
 mod run;
 mod serve;
 mod store_url;
@@ -59,6 +61,9 @@ enum Command {
     Submit(submit::Args),
     /// Run a worker of a fleet: claim sessions, keep their leases, recover and run them (docs/fleet.md).
     Worker(worker::Args),
+    /// Run headstart on a Restate server: `restate serve` a deployment, `restate register` it (docs/restate.md).
+    #[cfg(feature = "restate")]
+    Restate(restate::Args),
     /// Measure overlap, per-delta cost, admission latency and scale (docs/performance.md).
     Bench(bench::Args),
     /// Look at MCP servers as headstart sees them: `headstart mcp tools [--trusted] -- COMMAND ARGS…`.
@@ -81,6 +86,8 @@ fn main() -> ExitCode {
         Command::Mcp(args) => mcp::run(&args),
         Command::Submit(args) => submit::run(&args),
         Command::Worker(args) => worker::run(&args),
+        #[cfg(feature = "restate")]
+        Command::Restate(args) => restate::run(&args),
     };
     ExitCode::from(code)
 }

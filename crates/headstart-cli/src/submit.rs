@@ -1,5 +1,6 @@
-//! `headstart submit --store URL [--scenario FILE] [--count N] [--system TEXT] [--model NAME] ["PROMPT"]`: put
-//! sessions in a fleet's queue (contract §7.5); a worker claims them. Prints each new session's id.
+//! `headstart submit (--store URL | --restate INGRESS_URL [--wait]) [--scenario FILE] [--count N] [--system TEXT]
+//! [--model NAME] ["PROMPT"]`: put sessions in a fleet's queue (contract §7.5), where a worker claims them, or send
+//! them to a Restate server, where a deployment runs them (docs/restate.md). Prints each new session's id.
 
 use std::path::PathBuf;
 
@@ -14,8 +15,15 @@ use crate::store_url::{runtime, Access, StoreUrl};
 pub struct Args {
     /// The store: a SQLite file (created if missing), or a PostgreSQL connection string (postgresql://… or
     /// host=… dbname=…).
-    #[arg(long)]
-    store: String,
+    #[arg(long, required_unless_present = "restate", conflicts_with = "restate")]
+    store: Option<String>,
+    /// Send each session to the `Session` object of this Restate server's ingress instead, e.g.
+    /// `--restate http://127.0.0.1:8080`.
+    #[arg(long, value_name = "INGRESS_URL")]
+    restate: Option<String>,
+    /// With --restate: wait for each session's turn to end and print its report (one JSON line) before its id.
+    #[arg(long, requires = "restate")]
+    wait: bool,
     /// Take the prompt from this scenario when none is given.
     #[arg(long)]
     scenario: Option<PathBuf>,
@@ -60,7 +68,14 @@ pub fn run(args: &Args) -> u8 {
     }
     let submitted = runtime().and_then(|runtime| {
         runtime.block_on(async {
-            let store = StoreUrl::parse(&args.store).open(Access::Create).await?;
+            #[cfg(feature = "restate")]
+            if let Some(ingress) = &args.restate {
+                return to_restate(ingress, args, &prompt, &settings).await;
+            }
+            let Some(store) = &args.store else {
+                return Err("--restate needs a binary built with the `restate` feature".to_owned());
+            };
+            let store = StoreUrl::parse(store).open(Access::Create).await?;
             let message = UserMessage::new(prompt);
             for _ in 0..args.count {
                 let session = store
@@ -79,4 +94,30 @@ pub fn run(args: &Args) -> u8 {
             1
         }
     }
+}
+
+/// Sends `count` new sessions to a Restate server, each under its own id (the object's key, and its idempotency
+/// key: a retried submission is refused, never run twice).
+#[cfg(feature = "restate")]
+async fn to_restate(ingress: &str, args: &Args, prompt: &str, settings: &SessionSettings) -> Result<(), String> {
+    use headstart_restate::{new_session_id, RestateClient, TurnRequest};
+    let client = RestateClient::new(ingress);
+    let request = TurnRequest {
+        prompt: prompt.to_owned(),
+        model: settings.model.clone(),
+        system: settings.system.clone(),
+    };
+    for _ in 0..args.count {
+        let session = new_session_id();
+        let invocation = client
+            .submit(&session, &request, &session)
+            .await
+            .map_err(|error| error.to_string())?;
+        if args.wait {
+            let report = client.attach(&invocation).await.map_err(|error| error.to_string())?;
+            println!("{}", serde_json::to_string(&report).map_err(|error| error.to_string())?);
+        }
+        println!("{session}");
+    }
+    Ok(())
 }

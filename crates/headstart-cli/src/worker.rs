@@ -33,19 +33,73 @@ use crate::failure::{failed, Failure};
 use crate::store_url::{Access, StoreUrl};
 use scenario::ScenarioSetup;
 
-/// Arguments of `headstart worker`: exactly one of `--provider` (with `--model` and `run`'s model and tool flags)
-/// and `--scenario`.
+/// The agent a worker or a Restate deployment runs: exactly one of `--provider` (with `--model` and `run`'s model
+/// and tool flags) and `--scenario`.
 #[derive(clap::Args)]
 #[command(
     group(ArgGroup::new("agent").required(true).args(["provider", "scenario"])),
     mut_arg("provider", |arg| arg.required(false).requires("model")),
     mut_arg("model", |arg| arg.required(false).requires("provider")),
-    after_help = "Examples:
+)]
+pub(crate) struct AgentChoice {
+    /// Run every session on this scenario's simulated model and tools, for tests and demos, instead of a real model
+    /// (`--provider`); none of the model and tool flags apply then, e.g. `--scenario agent.json`.
+    #[arg(long, value_name = "FILE", conflicts_with = "ModelArgs")]
+    scenario: Option<PathBuf>,
+    #[command(flatten)]
+    model: ModelArgs,
+    /// With --scenario: each call's body appends one line (the worker's name; a deployment's address) to
+    /// DIR/<session id>/<call id> when it begins.
+    // Not `requires = "scenario"`: clap waives a requirement that conflicts with an argument given, as --scenario
+    // does with every model flag.
+    #[arg(long, conflicts_with = "ModelArgs")]
+    touch_dir: Option<PathBuf>,
+}
+
+impl AgentChoice {
+    /// The scenario of `--scenario FILE`, loaded; without one, the model flags' endpoint checked (its key read). Done
+    /// before the runtime, the store and the MCP servers start, so bad flags are refused at once.
+    pub(crate) fn load_scenario(&self) -> Result<Option<Scenario>, Failure> {
+        match &self.scenario {
+            Some(path) => Scenario::load(path)
+                .map(Some)
+                .map_err(|error| Failure::Usage(error.to_string())),
+            None => self.model.endpoint().map(|_| None),
+        }
+    }
+
+    /// Each session's engine and model: the scenario's simulated ones (with `--touch-dir`, every body appending
+    /// `touch_line` to its call's file), or the model flags' agent, its MCP servers started once.
+    pub(crate) async fn session_setup(
+        &self,
+        store: &StoreUrl,
+        scenario: Option<Scenario>,
+        touch_line: &str,
+    ) -> Result<Arc<dyn SessionSetup>, Failure> {
+        Ok(match scenario {
+            Some(scenario) => Arc::new(ScenarioSetup::new(
+                scenario,
+                self.touch_dir.clone().map(|dir| (dir, touch_line.to_owned())),
+            )),
+            None => {
+                // The file tools must not read a SQLite store's file (PostgreSQL keeps none where they could look).
+                let transcript = match store {
+                    StoreUrl::Sqlite(path) => Some(path.as_path()),
+                    StoreUrl::Postgres(_) => None,
+                };
+                Arc::new(self.model.parts(transcript, None).await?)
+            }
+        })
+    }
+}
+
+/// Arguments of `headstart worker`.
+#[derive(clap::Args)]
+#[command(after_help = "Examples:
   headstart worker --store postgresql://agent@db/agents --id w1 --provider anthropic --model claude-sonnet-4-5
   headstart worker --store fleet.db --id w1 --provider openai-compatible --base-url http://127.0.0.1:8000/v1 \\
       --model qwen3 --workdir /srv/docs --mcp \"search=search-server --stdio\" --concurrency 16
-  headstart worker --store fleet.db --id w1 --scenario agent.json"
-)]
+  headstart worker --store fleet.db --id w1 --scenario agent.json")]
 pub struct Args {
     /// The store: a PostgreSQL connection string (postgresql://… or host=… dbname=…), or a SQLite file shared by
     /// the workers of one machine. Taken from HEADSTART_STORE when not given, which keeps a password off the
@@ -56,12 +110,8 @@ pub struct Args {
     /// The worker's name in the queue (unique within the fleet).
     #[arg(long)]
     id: String,
-    /// Run every session on this scenario's simulated model and tools, for tests and demos, instead of a real model
-    /// (`--provider`); none of the model and tool flags apply then, e.g. `--scenario agent.json`.
-    #[arg(long, value_name = "FILE", conflicts_with = "ModelArgs")]
-    scenario: Option<PathBuf>,
     #[command(flatten)]
-    model: ModelArgs,
+    agent: AgentChoice,
     /// The most sessions run at once.
     #[arg(long, default_value_t = 8)]
     concurrency: usize,
@@ -71,11 +121,6 @@ pub struct Args {
     /// How often to look for work, in milliseconds.
     #[arg(long, default_value_t = 250)]
     poll_ms: u64,
-    /// With --scenario: each call's body appends one line to DIR/<session id>/<call id> when it begins.
-    // Not `requires = "scenario"`: clap waives a requirement that conflicts with an argument given, as --scenario
-    // does with every model flag.
-    #[arg(long, conflicts_with = "ModelArgs")]
-    touch_dir: Option<PathBuf>,
     /// Serve Prometheus metrics on http://ADDR/metrics, e.g. `--metrics 127.0.0.1:9464` (port 0: any free port;
     /// the address bound is logged).
     #[arg(long, value_name = "ADDR")]
@@ -86,17 +131,9 @@ pub struct Args {
 /// anything starts), 1 when it cannot start otherwise.
 pub fn run(args: &Args) -> u8 {
     // Checked before the runtime, the store and the MCP servers: a worker that could answer nothing never claims.
-    let scenario = match &args.scenario {
-        Some(path) => match Scenario::load(path) {
-            Ok(scenario) => Some(scenario),
-            Err(error) => return Failure::Usage(error.to_string()).report("worker"),
-        },
-        None => {
-            if let Err(failure) = args.model.endpoint() {
-                return failure.report("worker");
-            }
-            None
-        }
+    let scenario = match args.agent.load_scenario() {
+        Ok(scenario) => scenario,
+        Err(failure) => return failure.report("worker"),
     };
     let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
         Ok(runtime) => runtime,
@@ -114,20 +151,7 @@ pub fn run(args: &Args) -> u8 {
 /// Sets the worker up (its agent first: a bad MCP flag is refused before the store is touched) and runs it.
 async fn work(args: &Args, scenario: Option<Scenario>) -> Result<WorkerStats, Failure> {
     let store = StoreUrl::parse(&args.store);
-    let setup: Arc<dyn SessionSetup> = match scenario {
-        Some(scenario) => Arc::new(ScenarioSetup::new(
-            scenario,
-            args.touch_dir.clone().map(|dir| (dir, args.id.clone())),
-        )),
-        None => {
-            // The file tools must not read a SQLite store's file (PostgreSQL keeps none where they could look).
-            let transcript = match &store {
-                StoreUrl::Sqlite(path) => Some(path.as_path()),
-                StoreUrl::Postgres(_) => None,
-            };
-            Arc::new(args.model.parts(transcript, None).await?)
-        }
-    };
+    let setup = args.agent.session_setup(&store, scenario, &args.id).await?;
     let config = WorkerConfig {
         concurrency: args.concurrency,
         lease: Duration::from_millis(args.lease_ms),
@@ -148,7 +172,7 @@ async fn work(args: &Args, scenario: Option<Scenario>) -> Result<WorkerStats, Fa
 }
 
 /// Cancels `shutdown` on SIGINT or SIGTERM.
-async fn stop_on_signal(shutdown: headstart::CancellationToken) {
+pub(crate) async fn stop_on_signal(shutdown: headstart::CancellationToken) {
     #[cfg(unix)]
     {
         use tokio::signal::unix::{signal, SignalKind};
@@ -171,7 +195,7 @@ fn log_event(event: &WorkerEvent) {
     log_line(&event.to_string());
 }
 
-fn log_line(line: &str) {
+pub(crate) fn log_line(line: &str) {
     // One write per line, so lines of concurrent sessions never interleave.
     let _ = std::io::stderr().write_all(format!("{line}\n").as_bytes());
 }

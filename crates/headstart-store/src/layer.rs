@@ -135,6 +135,14 @@ impl<L: WriteLayer> TranscriptStore for Layered<L> {
             .await
     }
 
+    async fn create_session_with_id(&self, session: &SessionId, at_us: i64) -> Result<(), StoreError> {
+        let next = self.inner.create_session_with_id(session, at_us);
+        self.layer
+            .around(Write::CreateSession, Box::pin(async move { next.await.map(|()| 0) }))
+            .await
+            .map(|_| ())
+    }
+
     async fn sessions(&self) -> Result<Vec<SessionInfo>, StoreError> {
         self.inner.sessions().await
     }

@@ -18,6 +18,10 @@ pub trait TranscriptStore: Send + Sync {
     /// Creates a new, empty session and returns its id.
     async fn create_session(&self, at_us: i64) -> Result<SessionId, StoreError>;
 
+    /// Creates a new, empty session under the caller's id: for a runtime that names sessions itself (a Restate
+    /// Virtual Object's key). An id already taken is refused ([`StoreError::Conflict`]) and nothing is written.
+    async fn create_session_with_id(&self, session: &SessionId, at_us: i64) -> Result<(), StoreError>;
+
     /// Lists the stored sessions, oldest first.
     async fn sessions(&self) -> Result<Vec<SessionInfo>, StoreError>;
 

@@ -131,6 +131,9 @@ impl TranscriptStore for Switched {
     async fn create_session(&self, at_us: i64) -> Result<SessionId, StoreError> {
         self.inner.create_session(at_us).await
     }
+    async fn create_session_with_id(&self, session: &SessionId, at_us: i64) -> Result<(), StoreError> {
+        self.inner.create_session_with_id(session, at_us).await
+    }
     async fn sessions(&self) -> Result<Vec<SessionInfo>, StoreError> {
         self.inner.sessions().await
     }

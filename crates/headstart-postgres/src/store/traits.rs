@@ -37,6 +37,7 @@ impl PgStore {
     /// (`SessionQueue::submit_with`).
     async fn insert_session(
         &self,
+        id: Option<&SessionId>,
         submitted: Option<(&UserMessage, &SessionSettings)>,
         at_us: i64,
     ) -> Result<SessionId, StoreError> {
@@ -45,7 +46,7 @@ impl PgStore {
             None => (Op::Write(Write::CreateSession).to_string(), Access::WriteRelaxable),
         };
         self.unfenced(&what)?;
-        let id = uuid::Uuid::now_v7().to_string();
+        let id = id.map_or_else(|| uuid::Uuid::now_v7().to_string(), |id| id.0.clone());
         let session = id.clone();
         let submitted = submitted
             .map(|(prompt, settings)| Ok::<_, StoreError>((EncodedMessage::user(prompt, &what)?, settings.clone())))
@@ -71,7 +72,11 @@ fn announcement(state: SessionState, session: &str) -> String {
 #[async_trait]
 impl TranscriptStore for PgStore {
     async fn create_session(&self, at_us: i64) -> Result<SessionId, StoreError> {
-        self.insert_session(None, at_us).await
+        self.insert_session(None, None, at_us).await
+    }
+
+    async fn create_session_with_id(&self, session: &SessionId, at_us: i64) -> Result<(), StoreError> {
+        self.insert_session(Some(session), None, at_us).await.map(drop)
     }
 
     async fn sessions(&self) -> Result<Vec<SessionInfo>, StoreError> {
@@ -252,7 +257,7 @@ impl SessionQueue for PgStore {
         settings: &SessionSettings,
         at_us: i64,
     ) -> Result<SessionId, StoreError> {
-        self.insert_session(Some((prompt, settings)), at_us).await
+        self.insert_session(None, Some((prompt, settings)), at_us).await
     }
 
     async fn claim(&self, owner: &str, lease: Duration, limit: usize) -> Result<Vec<Claim>, StoreError> {

@@ -1,11 +1,11 @@
-//! Conformance case: one page of the session listing ([`TranscriptStore::sessions_page`]) and one session's entry
+//! Conformance cases: a session created under an id; one page of the session listing ([`TranscriptStore::sessions_page`]) and one session's entry
 //! ([`TranscriptStore::session`]).
 
 use headstart_core::model::UserMessage;
 
 use super::fixture::Fixture;
 use crate::types::{SessionId, SessionState};
-use crate::{SessionQueue, SessionsQuery, TranscriptStore};
+use crate::{SessionQueue, SessionsQuery, StoreError, TranscriptStore};
 
 /// One session's entry is its listing entry; a page lists sessions newest first (creation time, ties: the later created first), skips and limits in that
 /// order, filters by state, counts every match, and agrees with the full listing read backwards.
@@ -65,4 +65,21 @@ pub async fn sessions_page_lists_newest_first_filtered_and_counted<F: Fixture>(f
     );
     let ghost = SessionId("no-such-session".to_owned());
     assert_eq!(store.session(&ghost).await.expect("no session"), None);
+}
+
+/// A session created under the caller's id (a Restate object's key) is an empty, unqueued session like any other;
+/// the same id again is a conflict that writes nothing.
+pub async fn a_session_created_under_an_id_is_listed_and_the_id_is_not_reused<F: Fixture>(fixture: &F) {
+    let store = fixture.store();
+    let id = SessionId("restate-key-1".into());
+    store.create_session_with_id(&id, 7).await.expect("create under an id");
+    let info = store.session(&id).await.expect("read").expect("listed");
+    assert_eq!(
+        (info.created_at_us, info.messages, info.state),
+        (7, 0, SessionState::Unqueued)
+    );
+    assert_eq!(store.append_user(&id, &UserMessage::new("hi"), 8).await, Ok(1));
+    let again = store.create_session_with_id(&id, 9).await;
+    assert!(matches!(again, Err(StoreError::Conflict(_))), "{again:?}");
+    assert_eq!(store.load_log(&id).await.expect("log").len(), 1);
 }

@@ -47,7 +47,10 @@ pub use self::faults::{
 };
 pub use self::fencing::{a_later_claim_fences_every_write_of_the_earlier_owner, writes_without_the_lease_are_refused};
 pub use self::fixture::Fixture;
-pub use self::listing::sessions_page_lists_newest_first_filtered_and_counted;
+pub use self::listing::{
+    a_session_created_under_an_id_is_listed_and_the_id_is_not_reused,
+    sessions_page_lists_newest_first_filtered_and_counted,
+};
 pub use self::transcript::{
     message_bodies_round_trip_byte_for_byte, result_carries_a_start_time_that_mark_started_never_wrote,
     round_trip_keeps_write_order_runs_and_unfinished_calls, seal_times_round_trip_with_their_runs,
@@ -70,6 +73,7 @@ macro_rules! conformance_tests {
             unknown_session_is_no_session,
             sessions_are_uuidv7_listed_oldest_first_with_message_counts,
             sessions_page_lists_newest_first_filtered_and_counted,
+            a_session_created_under_an_id_is_listed_and_the_id_is_not_reused,
             message_bodies_round_trip_byte_for_byte,
             concurrent_sessions_lose_nothing,
             concurrent_writes_to_one_session_keep_seqs_gapless,

@@ -24,6 +24,7 @@ impl SqliteStore {
     /// (`SessionQueue::submit_with`).
     async fn insert_session(
         &self,
+        id: Option<&SessionId>,
         submitted: Option<(&UserMessage, &SessionSettings)>,
         at_us: i64,
     ) -> Result<SessionId, StoreError> {
@@ -41,7 +42,7 @@ impl SqliteStore {
                 .into(),
             ));
         }
-        let id = uuid::Uuid::now_v7().to_string();
+        let id = id.map_or_else(|| uuid::Uuid::now_v7().to_string(), |id| id.0.clone());
         let session = id.clone();
         let submitted = submitted
             .map(|(prompt, settings)| Ok::<_, StoreError>((EncodedMessage::user(prompt, &what)?, settings.clone())))
@@ -58,7 +59,11 @@ impl SqliteStore {
 #[async_trait]
 impl TranscriptStore for SqliteStore {
     async fn create_session(&self, at_us: i64) -> Result<SessionId, StoreError> {
-        self.insert_session(None, at_us).await
+        self.insert_session(None, None, at_us).await
+    }
+
+    async fn create_session_with_id(&self, session: &SessionId, at_us: i64) -> Result<(), StoreError> {
+        self.insert_session(Some(session), None, at_us).await.map(drop)
     }
 
     async fn sessions(&self) -> Result<Vec<SessionInfo>, StoreError> {
@@ -208,7 +213,7 @@ impl SessionQueue for SqliteStore {
         settings: &SessionSettings,
         at_us: i64,
     ) -> Result<SessionId, StoreError> {
-        let session = self.insert_session(Some((prompt, settings)), at_us).await?;
+        let session = self.insert_session(None, Some((prompt, settings)), at_us).await?;
         self.inner.wake.work();
         Ok(session)
     }

@@ -1,0 +1,130 @@
+//! `headstart restate serve --addr ADDR --store URL (--provider P --model M [model and tool flags] | --scenario FILE)
+//! [--register ADMIN_URL]` and `headstart restate register --admin ADMIN_URL DEPLOYMENT_URL`: a deployment of
+//! headstart on Restate (docs/restate.md), and its registration with a Restate server.
+//!
+//! A deployment serves the `Session` Virtual Object and the `Tools` service; it runs the agent `worker` runs, with
+//! the same flags, and writes every session to the store (`inspect --store`, `serve`, `timeline` read it). Prompts
+//! reach it through the server: `headstart submit --restate INGRESS_URL "prompt"`.
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use headstart_restate::{Deployment, RestateClient};
+
+use crate::failure::{failed, Failure};
+use crate::store_url::{Access, StoreUrl};
+use crate::worker::{log_line, stop_on_signal, AgentChoice};
+
+/// Arguments of `headstart restate`.
+#[derive(clap::Args)]
+pub struct Args {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(clap::Subcommand)]
+enum Command {
+    /// Serve a deployment: the `Session` object and the `Tools` service, on HTTP/2 for a Restate server.
+    Serve(Box<ServeArgs>),
+    /// Register a deployment with a Restate server (its admin API), replacing an earlier registration of its URL.
+    Register(RegisterArgs),
+}
+
+/// Arguments of `headstart restate serve`.
+#[derive(clap::Args)]
+#[command(after_help = "Examples:
+  headstart restate serve --addr 127.0.0.1:9080 --store agents.db --provider anthropic --model claude-sonnet-4-5 \\
+      --register http://127.0.0.1:9070
+  headstart restate serve --addr 127.0.0.1:9081 --store postgresql://agent@db/agents --scenario agent.json")]
+struct ServeArgs {
+    /// The address to serve on (the Restate server connects to it).
+    #[arg(long, default_value = "127.0.0.1:9080")]
+    addr: SocketAddr,
+    /// The store every session is written to: a SQLite file (one deployment), or a PostgreSQL connection string (any
+    /// number of deployments). Taken from HEADSTART_STORE when not given, which keeps a password off the command
+    /// line.
+    #[arg(long, env = "HEADSTART_STORE", hide_env_values = true)]
+    store: String,
+    #[command(flatten)]
+    agent: AgentChoice,
+    /// Once serving, register `http://ADDR` with the Restate server whose admin API is here, e.g.
+    /// `--register http://127.0.0.1:9070`.
+    #[arg(long, value_name = "ADMIN_URL")]
+    register: Option<String>,
+}
+
+/// Arguments of `headstart restate register`.
+#[derive(clap::Args)]
+struct RegisterArgs {
+    /// The server's admin API, e.g. `http://127.0.0.1:9070`.
+    #[arg(long, default_value = "http://127.0.0.1:9070")]
+    admin: String,
+    /// The deployment's URL as the server reaches it, e.g. `http://127.0.0.1:9080`.
+    deployment: String,
+}
+
+/// Runs the subcommand; exit status 2 on bad arguments, 1 when it cannot start or register.
+pub fn run(args: &Args) -> u8 {
+    let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
+        Ok(runtime) => runtime,
+        Err(error) => return failed(format!("cannot start a runtime: {error}")).report("restate"),
+    };
+    let done = match &args.command {
+        Command::Serve(serve) => match serve.agent.load_scenario() {
+            Ok(scenario) => runtime.block_on(serve_deployment(serve, scenario)),
+            Err(failure) => Err(failure),
+        },
+        Command::Register(register) => runtime.block_on(async {
+            RestateClient::new("http://unused")
+                .register(&register.admin, &register.deployment)
+                .await
+                .map_err(|error| failed(error.to_string()))
+        }),
+    };
+    match done {
+        Ok(()) => 0,
+        Err(failure) => failure.report("restate"),
+    }
+}
+
+/// Serves until SIGINT or SIGTERM.
+async fn serve_deployment(args: &ServeArgs, scenario: Option<headstart_sim::Scenario>) -> Result<(), Failure> {
+    let store_url = StoreUrl::parse(&args.store);
+    let setup = args
+        .agent
+        .session_setup(&store_url, scenario, &args.addr.to_string())
+        .await?;
+    let store = store_url.open(Access::Create).await.map_err(Failure::Failed)?;
+    let deployment = Arc::new(Deployment::new(store, setup));
+    // The SDK's server binds the address itself; a port already taken ends the process with its own message.
+    let server = tokio::spawn(headstart_restate::serve(deployment, args.addr));
+    log_line(&format!("serving http://{}", args.addr));
+    if let Some(admin) = &args.register {
+        register_when_up(admin, &format!("http://{}", args.addr)).await?;
+        log_line(&format!("registered http://{} with {admin}", args.addr));
+    }
+    let shutdown = headstart::CancellationToken::new();
+    tokio::spawn(stop_on_signal(shutdown.clone()));
+    tokio::select! {
+        () = shutdown.cancelled() => Ok(()),
+        ended = server => Err(failed(format!("the deployment's server stopped: {ended:?}"))),
+    }
+}
+
+/// Registers `deployment` once its server answers: the first attempts may reach it before it listens.
+async fn register_when_up(admin: &str, deployment: &str) -> Result<(), Failure> {
+    let client = RestateClient::new("http://unused");
+    let mut last = None;
+    for _ in 0..50 {
+        match client.register(admin, deployment).await {
+            Ok(()) => return Ok(()),
+            Err(error) => last = Some(error),
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    Err(failed(format!(
+        "cannot register {deployment} with {admin}: {}",
+        last.map_or_else(String::new, |error| error.to_string())
+    )))
+}

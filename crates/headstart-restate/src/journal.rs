@@ -1,0 +1,165 @@
+//! What the journal of a `Session` invocation holds, one [`Step`] per entry, and what crosses to the `Tools`
+//! service: pure data, no I/O.
+//!
+//! The journal is a log of what the engine made durable, in the engine's order. A replay reads it back to issue the
+//! same durable calls again (Restate requires a replayed invocation to repeat its commands) without re-asking the
+//! model: the stream that produced the seals died with its attempt.
+
+use headstart::core::model::{AssistantMessage, ContentBlock};
+use headstart::{Arguments, ToolError, ToolOutput, ToolResult, INTERRUPTED};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+/// One journal entry of a `Session` invocation (every entry is named `step`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "step", rename_all = "snake_case")]
+pub enum Step {
+    /// A fragment was committed to the transcript store (contract §1): the entry is written only once the store
+    /// holds it, and no call of the fragment is issued before the entry is acknowledged.
+    Seal(Seal),
+    /// The engine started a call: the durable call to `Tools` that follows this entry runs it.
+    Issue(CallSpec),
+    /// A replay reached the end of the journal: the model stream of the attempt that wrote the entries before is
+    /// gone. The invocation recovers the session (contract §7.4) and goes on from the stored transcript.
+    Lost,
+    /// The invocation's agent loop ended.
+    Done(TurnReport),
+}
+
+/// A committed fragment, as journaled.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Seal {
+    /// The model request whose response the fragment belongs to.
+    pub request: u32,
+    /// The fragment's sequence number in the store.
+    pub seq: u64,
+    /// The fragment.
+    pub fragment: AssistantMessage,
+    /// The calls the commit admitted, in admission order.
+    pub admitted: Vec<String>,
+}
+
+/// One call for the `Tools` service: everything it needs to run the tool's body on any deployment.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CallSpec {
+    /// The session.
+    pub session: String,
+    /// The call id.
+    pub call_id: String,
+    /// The tool.
+    pub tool: String,
+    /// The call's arguments, as the engine prepared them.
+    pub arguments: Arguments,
+    /// headstart's idempotency key of the call (stable across retries and recovery).
+    pub idempotency_key: String,
+}
+
+/// What a call returned, as it crosses from `Tools` back to the session's engine.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "outcome", rename_all = "snake_case")]
+pub enum CallOutcome {
+    /// The body returned an output.
+    Output {
+        /// The output's content.
+        content: Vec<ContentBlock>,
+        /// The output's details.
+        #[serde(default)]
+        details: Value,
+        /// Whether the output asks the loop to stop.
+        #[serde(default)]
+        terminate: bool,
+    },
+    /// The body failed, or the tool is unknown to the deployment that ran it.
+    Failed {
+        /// The error's text.
+        message: String,
+    },
+    /// An earlier attempt of this call may have run the body and died: it is not run again (at most once), and the
+    /// call's result is the interrupted error of contract §7.4.
+    Interrupted,
+}
+
+impl From<ToolResult> for CallOutcome {
+    fn from(result: ToolResult) -> Self {
+        match result {
+            Ok(output) => CallOutcome::Output {
+                content: output.content,
+                details: output.details,
+                terminate: output.terminate,
+            },
+            Err(error) => CallOutcome::Failed { message: error.message },
+        }
+    }
+}
+
+impl From<CallOutcome> for ToolResult {
+    fn from(outcome: CallOutcome) -> Self {
+        match outcome {
+            CallOutcome::Output {
+                content,
+                details,
+                terminate,
+            } => Ok(ToolOutput {
+                content,
+                details,
+                terminate,
+            }),
+            CallOutcome::Failed { message } => Err(ToolError::new(message)),
+            CallOutcome::Interrupted => Err(ToolError::new(INTERRUPTED)),
+        }
+    }
+}
+
+/// What a `turn` answers: the session, how its agent loop stopped, and how often a crash cut a response short.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TurnReport {
+    /// The session (the object's key).
+    pub session: String,
+    /// How the last agent loop stopped (`AgentStop` as JSON: `"completed"`, `{"error": "…"}`, …).
+    pub stop: Value,
+    /// Responses lost with a crashed attempt and recovered (contract §7.4).
+    pub recoveries: u32,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use headstart::core::model::ContentBlock;
+
+    #[test]
+    fn outcomes_round_trip_through_json_and_back_to_tool_results() {
+        let cases = [
+            CallOutcome::from(Ok::<_, ToolError>(ToolOutput::text("42").with_terminate(true))),
+            CallOutcome::from(Err::<ToolOutput, _>(ToolError::new("no such file"))),
+            CallOutcome::Interrupted,
+        ];
+        for outcome in cases {
+            let json = serde_json::to_string(&outcome).expect("serialize");
+            let back: CallOutcome = serde_json::from_str(&json).expect("deserialize");
+            assert_eq!(back, outcome);
+        }
+        let output = ToolResult::from(CallOutcome::Output {
+            content: vec![ContentBlock::Text { text: "42".into() }],
+            details: Value::Null,
+            terminate: true,
+        });
+        assert_eq!(output, Ok(ToolOutput::text("42").with_terminate(true)));
+        assert_eq!(
+            ToolResult::from(CallOutcome::Interrupted),
+            Err(ToolError::new(INTERRUPTED))
+        );
+    }
+
+    #[test]
+    fn a_step_names_its_kind() {
+        let json = serde_json::to_value(Step::Lost).expect("serialize");
+        assert_eq!(json, serde_json::json!({"step": "lost"}));
+        let done = Step::Done(TurnReport {
+            session: "s".into(),
+            stop: serde_json::json!("completed"),
+            recoveries: 1,
+        });
+        let back: Step = serde_json::from_value(serde_json::to_value(&done).expect("ser")).expect("de");
+        assert_eq!(back, done);
+    }
+}

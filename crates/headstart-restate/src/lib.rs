@@ -1,0 +1,46 @@
+//! headstart on [Restate](https://restate.dev): a session is a Virtual Object, each seal a journal entry, each early
+//! call a durable call to the `Tools` service, issued while the model goes on streaming.
+//!
+//! A deployment ([`endpoint`]) serves two services to a Restate server:
+//! - `Session` (a Virtual Object keyed by the session id): its exclusive handler `turn` runs the agent loop for one
+//!   prompt. The engine runs unchanged; a store layer and a tool layer (the *pump*) hand its durable steps to the
+//!   invocation, which journals them in the engine's order.
+//! - `Tools`: its handler `run_call` runs one call's body, at most once.
+//!
+//! The transcript store stays the record (docs/decisions.md): every seal is committed to it before its journal entry
+//! is written, and no call of the seal is issued before the entry is acknowledged. `inspect`, `serve` and `timeline`
+//! read Restate sessions as any others. docs/restate.md tells how to run it.
+
+mod client;
+mod deployment;
+mod flagged;
+mod journal;
+mod pump;
+mod session;
+mod tools;
+
+pub use client::{new_session_id, RestateClient, RestateError};
+pub use deployment::Deployment;
+pub use journal::{CallOutcome, CallSpec, Seal, Step, TurnReport};
+pub use session::{Session, TurnRequest};
+pub use tools::Tools;
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+
+use restate_sdk::prelude::{Endpoint, HttpServer};
+
+/// The deployment's endpoint: both services, bound to `deployment`.
+pub fn endpoint(deployment: Arc<Deployment>) -> Endpoint {
+    Endpoint::builder()
+        .bind(Session {
+            deployment: Arc::clone(&deployment),
+        })
+        .bind(Tools { deployment })
+        .build()
+}
+
+/// Serves `deployment` on `addr` (HTTP/2, what the Restate server speaks) until the process ends.
+pub async fn serve(deployment: Arc<Deployment>, addr: SocketAddr) {
+    HttpServer::new(endpoint(deployment)).listen_and_serve(addr).await;
+}

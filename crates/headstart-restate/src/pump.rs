@@ -1,0 +1,93 @@
+//! The journal pump's engine side: a store layer and a tool layer that hand the engine's durable steps to the
+//! invocation that owns the Restate context, and wait for its answer.
+//!
+//! The engine runs unchanged on a task of its own. Only the invocation may touch the context (one operation at a
+//! time, in its own task), so the two layers send it [`Ask`]s:
+//! - [`JournalLayer`] lets every fragment commit reach the store first, then asks for the seal's journal entry;
+//!   the commit returns, and the engine admits the fragment's calls, only once the entry is acknowledged.
+//! - [`RestateCalls`] turns a call's `execute` into a durable call to the `Tools` service, issued by the
+//!   invocation, and waits for its outcome.
+
+use async_trait::async_trait;
+use headstart::layer::ToolMiddleware;
+use headstart::store::{StoreError, Write, WriteFuture, WriteLayer, Written};
+use headstart::{Arguments, Tool, ToolContext, ToolError, ToolResult};
+use tokio::sync::{mpsc, oneshot};
+
+use crate::journal::{CallOutcome, CallSpec, Seal};
+
+/// What the engine's side asks of the invocation.
+#[derive(Debug)]
+pub(crate) enum Ask {
+    /// Journal this seal; answer once the entry is acknowledged (`false`: the journal refused it).
+    Seal(Seal, oneshot::Sender<bool>),
+    /// Journal the call and issue it to `Tools`; answer with its outcome.
+    Call(CallSpec, oneshot::Sender<CallOutcome>),
+}
+
+/// The store layer of the pump: a fragment commit is durable in the store, then in the journal, before it returns.
+pub(crate) struct JournalLayer {
+    pub(crate) asks: mpsc::Sender<Ask>,
+}
+
+/// What a commit returns when the invocation is gone: this attempt no longer owns the session (Restate retries the
+/// invocation elsewhere), so the engine stops without retrying, as a fenced fleet worker does.
+fn gone(what: &str) -> StoreError {
+    StoreError::Fenced(format!(
+        "{what}: the Restate invocation that owned this session ended (its attempt was aborted or replaced)"
+    ))
+}
+
+impl WriteLayer for JournalLayer {
+    fn around<'a, T: Written + 'a>(&'a self, write: Write<'a>, next: WriteFuture<'a, T>) -> WriteFuture<'a, T> {
+        let Write::CommitFragment {
+            request,
+            fragment,
+            admitted,
+            ..
+        } = write
+        else {
+            return next;
+        };
+        Box::pin(async move {
+            let written = next.await?;
+            let seal = Seal {
+                request,
+                seq: written.seq().unwrap_or_default(),
+                fragment: fragment.clone(),
+                admitted: admitted.iter().map(|call| call.call_id.clone()).collect(),
+            };
+            let (reply, acknowledged) = oneshot::channel();
+            if self.asks.send(Ask::Seal(seal, reply)).await.is_err() {
+                return Err(gone("commit a fragment"));
+            }
+            match acknowledged.await {
+                Ok(true) => Ok(written),
+                _ => Err(gone("journal a seal")),
+            }
+        })
+    }
+}
+
+/// The tool layer of the pump: the body runs in the `Tools` service, reached by a durable call the invocation
+/// issues. The layered tool keeps its name, schema and flags, so the engine schedules it as before.
+pub(crate) struct RestateCalls {
+    pub(crate) asks: mpsc::Sender<Ask>,
+}
+
+#[async_trait]
+impl ToolMiddleware for RestateCalls {
+    async fn execute(&self, next: &dyn Tool, arguments: Arguments, context: ToolContext) -> ToolResult {
+        let spec = CallSpec {
+            session: context.session_id.map(|session| session.0).unwrap_or_default(),
+            call_id: context.call_id,
+            tool: next.name().to_owned(),
+            arguments,
+            idempotency_key: context.idempotency_key,
+        };
+        let (reply, outcome) = oneshot::channel();
+        let gone = || ToolError::new("the Restate invocation that owned this call ended before its result came back");
+        self.asks.send(Ask::Call(spec, reply)).await.map_err(|_| gone())?;
+        outcome.await.map_err(|_| gone())?.into()
+    }
+}

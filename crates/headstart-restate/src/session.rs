@@ -1,0 +1,307 @@
+//! The `Session` Virtual Object: one exclusive `turn` per prompt, keyed by the session id, so Restate gives each
+//! session one writer at a time.
+//!
+//! A turn's journal: `begin` (the session opened), `prompt` (appended), then one `step` per durable act of the
+//! engine ([`Step`]), in the engine's order. A fresh attempt runs the agent loop on a task of its own and serves its
+//! [`Ask`]s: each seal's entry after the store commit, each call's entry followed by the durable call to `Tools`.
+//! A replayed attempt reads its steps back without a model: it issues the journaled calls again (Restate matches
+//! them with the calls already made), and the first `step` whose closure runs marks where the dead attempt stopped:
+//! [`Step::Lost`]. Then the calls it had issued are awaited and their results stored, every other call of the lost
+//! response is recovered (contract §7.4), and the loop goes on from the stored transcript.
+
+use std::sync::Arc;
+
+use futures::stream::FuturesUnordered;
+use futures::{Future, StreamExt};
+use headstart::core::model::{ToolResultMessage, UserMessage};
+use headstart::layer::Around;
+use headstart::store::{Layered, RunEnd, RunOutcome, RunState, SessionSettings};
+use headstart::{Agent, AgentEvent, AgentStop, CancellationToken, SessionId, Tool, TranscriptStore};
+use restate_sdk::prelude::*;
+use serde::{Deserialize, Serialize};
+use tokio::sync::mpsc;
+
+use crate::deployment::Deployment;
+use crate::flagged::Ran;
+use crate::journal::{CallOutcome, CallSpec, Step, TurnReport};
+use crate::pump::{Ask, JournalLayer, RestateCalls};
+use crate::tools::ToolsClient;
+
+/// What `turn` takes: the prompt, and the session's own model and system prompt where given.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct TurnRequest {
+    /// The user's prompt.
+    pub prompt: String,
+    /// The model to ask instead of the deployment's.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model: Option<String>,
+    /// The system prompt instead of the deployment's.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub system: Option<String>,
+}
+
+/// How many asks may wait for the invocation: the engine waits on each answer, so a handful suffices.
+const ASKS: usize = 64;
+
+/// The `Session` Virtual Object, bound to a deployment.
+pub struct Session {
+    pub(crate) deployment: Arc<Deployment>,
+}
+
+// A model may think for minutes without a seal; Restate's default inactivity timeout (1 min) would abort the attempt
+// and lose the response. Raised here, per service, as the server allows.
+#[restate_sdk::object(name = "Session", inactivity_timeout = "10m", abort_timeout = "30m")]
+impl Session {
+    /// Runs the agent loop on the session for one prompt, and answers how it ended.
+    #[handler]
+    async fn turn(&self, ctx: ObjectContext<'_>, request: Json<TurnRequest>) -> HandlerResult<Json<TurnReport>> {
+        let request = request.into_inner();
+        let session = SessionId(ctx.key().to_owned());
+        let deployment = Arc::clone(&self.deployment);
+        let before = {
+            let (deployment, session) = (Arc::clone(&deployment), session.clone());
+            ctx.run(move || async move { deployment.open(&session).await.map(Json).map_err(retry) })
+                .name("begin")
+                .await?
+                .into_inner()
+        };
+        let prompted = Ran::default();
+        {
+            let (deployment, session) = (Arc::clone(&deployment), session.clone());
+            let prompt = UserMessage::new(request.prompt.clone());
+            ctx.run(prompted.wrap(move || async move {
+                deployment
+                    .append_prompt_once(&session, before, &prompt)
+                    .await
+                    .map_err(retry)
+            }))
+            .name("prompt")
+            .await?;
+        }
+        let fresh = prompted.now();
+        let settings = SessionSettings {
+            system: request.system,
+            model: request.model,
+        };
+        let turn = Turn {
+            ctx: &ctx,
+            deployment,
+            session,
+            settings,
+        };
+        turn.run(fresh).await.map(Json)
+    }
+}
+
+/// One invocation of `turn`.
+struct Turn<'a, 'ctx> {
+    ctx: &'a ObjectContext<'ctx>,
+    deployment: Arc<Deployment>,
+    session: SessionId,
+    settings: SessionSettings,
+}
+
+impl<'ctx> Turn<'_, 'ctx> {
+    /// Replays the journal up to its end, then runs the agent loop fresh.
+    async fn run(&self, mut fresh: bool) -> Result<TurnReport, HandlerError> {
+        let mut issued = Vec::new();
+        let mut recoveries = 0;
+        while !fresh {
+            let ran = Ran::default();
+            let step = self
+                .ctx
+                .run(ran.wrap(|| async { Ok(Json(Step::Lost)) }))
+                .name("step")
+                .await?;
+            match step.into_inner() {
+                Step::Seal(_) => {}
+                Step::Issue(spec) => issued.push(self.issue(spec)),
+                Step::Lost => {
+                    recoveries += 1;
+                    if ran.now() {
+                        self.settle(std::mem::take(&mut issued)).await?;
+                        fresh = true;
+                    }
+                }
+                Step::Done(report) => return Ok(report),
+            }
+        }
+        let stop = self.serve_engine(recoveries > 0).await?;
+        let report = TurnReport {
+            session: self.session.0.clone(),
+            stop: serde_json::to_value(&stop).unwrap_or_default(),
+            recoveries,
+        };
+        let step = Step::Done(report.clone());
+        self.ctx.run(|| async move { Ok(Json(step)) }).name("step").await?;
+        Ok(report)
+    }
+
+    /// The durable call to `Tools` for `spec` (a new call, or on a replay the call already made).
+    fn issue(&self, spec: CallSpec) -> impl Future<Output = (String, CallOutcome)> + Send + 'ctx {
+        let call_id = spec.call_id.clone();
+        let call = self.ctx.service_client::<ToolsClient>().run_call(Json(spec)).call();
+        async move {
+            let outcome = match call.await {
+                Ok(outcome) => outcome.into_inner(),
+                Err(error) => CallOutcome::Failed {
+                    message: format!("the call failed in Restate: {error}"),
+                },
+            };
+            (call_id, outcome)
+        }
+    }
+
+    /// Stores the results of the calls a lost attempt had issued, where the store has none yet, then recovers the
+    /// rest of the lost response (contract §7.4) before the loop goes on.
+    async fn settle(&self, issued: Vec<impl Future<Output = (String, CallOutcome)>>) -> Result<(), HandlerError> {
+        let store = &self.deployment.store;
+        for call in issued {
+            let (call_id, outcome) = call.await;
+            let unfinished = store.unfinished_calls(&self.session).await.map_err(retry)?;
+            let Some(open) = unfinished.iter().find(|open| open.call.id == call_id) else {
+                continue;
+            };
+            let (result, run) = stored_result(open, outcome);
+            store
+                .append_tool_result(
+                    &self.session,
+                    open.run.request,
+                    &result,
+                    Some(run),
+                    self.deployment.clock.now_us(),
+                )
+                .await
+                .map_err(retry)?;
+        }
+        Ok(())
+    }
+
+    /// Runs the agent loop (after a recovery when `after_crash`) on a task of its own and serves its asks until it
+    /// ends; returns how it stopped.
+    async fn serve_engine(&self, after_crash: bool) -> Result<AgentStop, HandlerError> {
+        let (asks_tx, mut asks) = mpsc::channel(ASKS);
+        let agent = self.agent(&asks_tx);
+        drop(asks_tx);
+        let (session, policy) = (self.session.clone(), self.deployment.policy);
+        let mut engine = tokio::spawn(async move {
+            let cancel = CancellationToken::new();
+            let events = if after_crash {
+                match agent.resume_after_crash(&session, policy, cancel).await {
+                    Ok(resumed) => resumed.events,
+                    Err(error) => return AgentStop::Error(error.to_string()),
+                }
+            } else {
+                Some(agent.resume(&session, cancel))
+            };
+            let mut stop = AgentStop::Completed;
+            if let Some(mut events) = events {
+                while let Some(event) = events.next().await {
+                    if let AgentEvent::AgentEnd { stop: end } = event {
+                        stop = end;
+                    }
+                }
+            }
+            stop
+        });
+        let mut calls = FuturesUnordered::new();
+        let mut replies = std::collections::HashMap::new();
+        let mut asking = true;
+        loop {
+            tokio::select! {
+                biased;
+                ask = asks.recv(), if asking => match ask {
+                    Some(Ask::Seal(seal, reply)) => {
+                        let step = Step::Seal(seal);
+                        let journaled = self.ctx.run(|| async move { Ok(Json(step)) }).name("step").await;
+                        let _ = reply.send(journaled.is_ok());
+                        journaled?;
+                    }
+                    Some(Ask::Call(spec, reply)) => {
+                        let step = Step::Issue(spec.clone());
+                        self.ctx.run(|| async move { Ok(Json(step)) }).name("step").await?;
+                        replies.insert(spec.call_id.clone(), reply);
+                        calls.push(self.issue(spec));
+                    }
+                    // The engine and its layers are gone; its task's end comes next.
+                    None => asking = false,
+                },
+                Some((call_id, outcome)) = calls.next(), if !calls.is_empty() => {
+                    if let Some(reply) = replies.remove(&call_id) {
+                        let _ = reply.send(outcome);
+                    }
+                }
+                stop = &mut engine => {
+                    return stop.map_err(|error| retry(format!("the agent loop's task failed: {error}")));
+                }
+            }
+        }
+    }
+
+    /// The session's agent, its store and tools behind the pump's layers.
+    fn agent(&self, asks: &mpsc::Sender<Ask>) -> Agent {
+        let setup = &self.deployment.setup;
+        let store: Arc<dyn TranscriptStore> = Arc::new(Layered::new(
+            Arc::clone(&self.deployment.store),
+            JournalLayer { asks: asks.clone() },
+        ));
+        let calls = asks.clone();
+        let toolbox = setup
+            .engine(&self.session, Arc::clone(&store))
+            .build()
+            .toolbox()
+            .clone()
+            .layer(move |tool: Arc<dyn Tool>| {
+                Arc::new(Around::new(tool, RestateCalls { asks: calls.clone() })) as Arc<dyn Tool>
+            });
+        let engine = setup.engine(&self.session, store).toolbox(toolbox).build();
+        Agent::new(engine, setup.model(&self.session, &self.settings))
+    }
+}
+
+/// The result and run end to store for a call a lost attempt had issued, from what `Tools` answered.
+fn stored_result(open: &headstart::store::UnfinishedCall, outcome: CallOutcome) -> (ToolResultMessage, RunEnd) {
+    let started_at_us = open.run.started_at_us;
+    match outcome {
+        CallOutcome::Output {
+            content,
+            details,
+            terminate,
+        } => (
+            ToolResultMessage {
+                tool_call_id: open.call.id.clone(),
+                tool_name: open.call.name.clone(),
+                content,
+                details,
+                is_error: false,
+                terminate,
+            },
+            RunEnd {
+                state: RunState::Finished,
+                outcome: RunOutcome::Finished,
+                started_at_us,
+            },
+        ),
+        CallOutcome::Failed { message } => (
+            ToolResultMessage::error(&open.call, message),
+            RunEnd {
+                state: RunState::Finished,
+                outcome: RunOutcome::Error,
+                started_at_us,
+            },
+        ),
+        CallOutcome::Interrupted => (
+            ToolResultMessage::error(&open.call, headstart::INTERRUPTED),
+            RunEnd {
+                state: RunState::Cancelled,
+                outcome: RunOutcome::Interrupted,
+                started_at_us,
+            },
+        ),
+    }
+}
+
+/// A failure Restate should retry (a store that is briefly unavailable, say): the attempt ends and runs again.
+pub(crate) fn retry(error: impl std::fmt::Display) -> HandlerError {
+    HandlerError::from(std::io::Error::other(error.to_string()))
+}

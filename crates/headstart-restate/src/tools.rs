@@ -1,0 +1,75 @@
+//! The `Tools` service: one invocation runs one call's body, on whichever deployment Restate sends it to.
+//!
+//! A durable call from a `Session` invocation starts it, so the call is in Restate's log before the body begins.
+//! Restate may run an invocation again after a crash; a journaled `started` marker keeps a body to at most one run:
+//! when the marker comes back from the journal instead of being written now, an earlier attempt may have run the
+//! body, and the call ends interrupted (contract §7.4). Whether an interrupted idempotent call runs again is then the
+//! session's recovery policy, not Restate's retry.
+
+use std::panic::AssertUnwindSafe;
+use std::sync::Arc;
+
+use futures::FutureExt;
+use headstart::{SessionId, ToolContext};
+use restate_sdk::prelude::*;
+
+use crate::deployment::Deployment;
+use crate::flagged::Ran;
+use crate::journal::{CallOutcome, CallSpec};
+
+/// The `Tools` service, bound to a deployment's tools.
+pub struct Tools {
+    pub(crate) deployment: Arc<Deployment>,
+}
+
+#[restate_sdk::service(name = "Tools")]
+impl Tools {
+    /// Runs one call's body at most once and returns its outcome.
+    #[handler]
+    async fn run_call(&self, ctx: Context<'_>, spec: Json<CallSpec>) -> HandlerResult<Json<CallOutcome>> {
+        let spec = spec.into_inner();
+        let started = Ran::default();
+        ctx.run(started.wrap(|| async { Ok(()) })).name("started").await?;
+        if !started.now() {
+            tracing::warn!(call = %spec.call_id, "an earlier attempt of this call may have run its body: interrupted");
+            return Ok(Json(CallOutcome::Interrupted));
+        }
+        Ok(Json(self.deployment.run_call(spec).await))
+    }
+}
+
+impl Deployment {
+    /// Runs `spec`'s body with the session's own tools (as the session's engine would, minus the scheduling the
+    /// engine already did).
+    pub(crate) async fn run_call(&self, spec: CallSpec) -> CallOutcome {
+        let session = SessionId(spec.session.clone());
+        let engine = self.setup.engine(&session, Arc::clone(&self.store)).build();
+        let Some(tool) = engine.toolbox().get(&spec.tool).cloned() else {
+            return CallOutcome::Failed {
+                message: format!("unknown tool `{}` on this deployment", spec.tool),
+            };
+        };
+        let mut context = ToolContext::detached(spec.call_id.clone());
+        context.session_id = Some(session);
+        context.idempotency_key = spec.idempotency_key;
+        // As the engine runs a body: its timeout, and a panic as an error instead of an unwinding handler.
+        let body = AssertUnwindSafe(tool.execute(spec.arguments, context)).catch_unwind();
+        let returned = match tool.timeout() {
+            None => body.await,
+            Some(limit) => match tokio::time::timeout(limit, body).await {
+                Ok(returned) => returned,
+                Err(_) => {
+                    return CallOutcome::Failed {
+                        message: format!("timed out after {}ms", limit.as_millis()),
+                    }
+                }
+            },
+        };
+        match returned {
+            Ok(result) => result.into(),
+            Err(_) => CallOutcome::Failed {
+                message: format!("tool {} panicked", spec.tool),
+            },
+        }
+    }
+}
