@@ -14,8 +14,8 @@ use serde_json::Value;
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "step", rename_all = "snake_case")]
 pub enum Step {
-    /// A fragment was committed to the transcript store (contract §1): the entry is written only once the store
-    /// holds it, and no call of the fragment is issued before the entry is acknowledged.
+    /// A fragment about to be committed (contract §1): the store commit follows the entry's acknowledgement, and
+    /// the engine admits the fragment's calls only after both.
     Seal(Seal),
     /// The engine started a call: the durable call to `Tools` that follows this entry runs it.
     Issue(CallSpec),
@@ -31,8 +31,6 @@ pub enum Step {
 pub struct Seal {
     /// The model request whose response the fragment belongs to.
     pub request: u32,
-    /// The fragment's sequence number in the store.
-    pub seq: u64,
     /// The fragment.
     pub fragment: AssistantMessage,
     /// The calls the commit admitted, in admission order.

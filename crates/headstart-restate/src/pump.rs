@@ -3,8 +3,8 @@
 //!
 //! The engine runs unchanged on a task of its own. Only the invocation may touch the context (one operation at a
 //! time, in its own task), so the two layers send it [`Ask`]s:
-//! - [`JournalLayer`] lets every fragment commit reach the store first, then asks for the seal's journal entry;
-//!   the commit returns, and the engine admits the fragment's calls, only once the entry is acknowledged.
+//! - [`JournalLayer`] asks for the seal's journal entry before every fragment commit, and lets the commit reach the
+//!   store only once the entry is acknowledged; the engine admits the fragment's calls after both.
 //! - [`RestateCalls`] turns a call's `execute` into a durable call to the `Tools` service, issued by the
 //!   invocation, and waits for its outcome.
 
@@ -25,7 +25,7 @@ pub(crate) enum Ask {
     Call(CallSpec, oneshot::Sender<CallOutcome>),
 }
 
-/// The store layer of the pump: a fragment commit is durable in the store, then in the journal, before it returns.
+/// The store layer of the pump: a fragment commit is durable in the journal, then in the store, before it returns.
 pub(crate) struct JournalLayer {
     pub(crate) asks: mpsc::Sender<Ask>,
 }
@@ -49,20 +49,21 @@ impl WriteLayer for JournalLayer {
         else {
             return next;
         };
+        // The journal first: an attempt Restate has replaced can no longer write it, so a stale deployment's
+        // commit stops here, before the store. A crash between the two leaves the seal in the journal only; no call
+        // of it was admitted, and the replay's recovery works from the store.
+        let seal = Seal {
+            request,
+            fragment: fragment.clone(),
+            admitted: admitted.iter().map(|call| call.call_id.clone()).collect(),
+        };
         Box::pin(async move {
-            let written = next.await?;
-            let seal = Seal {
-                request,
-                seq: written.seq().unwrap_or_default(),
-                fragment: fragment.clone(),
-                admitted: admitted.iter().map(|call| call.call_id.clone()).collect(),
-            };
             let (reply, acknowledged) = oneshot::channel();
             if self.asks.send(Ask::Seal(seal, reply)).await.is_err() {
                 return Err(gone("commit a fragment"));
             }
             match acknowledged.await {
-                Ok(true) => Ok(written),
+                Ok(true) => next.await,
                 _ => Err(gone("journal a seal")),
             }
         })
