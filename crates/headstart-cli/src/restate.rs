@@ -76,8 +76,7 @@ pub fn run(args: &Args) -> u8 {
             Err(failure) => Err(failure),
         },
         Command::Register(register) => runtime.block_on(async {
-            RestateClient::new("http://unused")
-                .register(&register.admin, &register.deployment)
+            RestateClient::register(&register.admin, &register.deployment)
                 .await
                 .map_err(|error| failed(error.to_string()))
         }),
@@ -114,10 +113,9 @@ async fn serve_deployment(args: &ServeArgs, scenario: Option<headstart_sim::Scen
 
 /// Registers `deployment` once its server answers: the first attempts may reach it before it listens.
 async fn register_when_up(admin: &str, deployment: &str) -> Result<(), Failure> {
-    let client = RestateClient::new("http://unused");
     let mut last = None;
     for _ in 0..50 {
-        match client.register(admin, deployment).await {
+        match RestateClient::register(admin, deployment).await {
             Ok(()) => return Ok(()),
             Err(error) => last = Some(error),
         }

@@ -82,12 +82,13 @@ pub fn new_session_id() -> String {
 #[derive(Clone)]
 pub struct RestateClient {
     http: Client<HttpConnector, Full<Bytes>>,
-    ingress: String,
+    /// The server's URL this client asks: its ingress, or for [`RestateClient::register`] its admin API.
+    base: String,
 }
 
 impl std::fmt::Debug for RestateClient {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("RestateClient").field("ingress", &self.ingress).finish()
+        f.debug_struct("RestateClient").field("base", &self.base).finish()
     }
 }
 
@@ -104,16 +105,25 @@ impl RestateClient {
     pub fn new(ingress: &str) -> Self {
         RestateClient {
             http: Client::builder(TokioExecutor::new()).build_http(),
-            ingress: ingress.trim_end_matches('/').to_owned(),
+            base: ingress.trim_end_matches('/').to_owned(),
         }
     }
 
     /// Registers the deployment at `deployment` (its URL as the server reaches it) through the admin API at
     /// `admin`, replacing an earlier registration of the same URL.
-    pub async fn register(&self, admin: &str, deployment: &str) -> Result<(), RestateError> {
-        let url = format!("{}/deployments", admin.trim_end_matches('/'));
+    pub async fn register(admin: &str, deployment: &str) -> Result<(), RestateError> {
+        let admin = RestateClient::new(admin);
+        let url = format!("{}/deployments", admin.base);
         let body = serde_json::json!({ "uri": deployment, "force": true }).to_string();
-        self.request(Method::POST, &url, Some(body), &[], "register the deployment")
+        admin
+            .request(
+                Method::POST,
+                &url,
+                Some(body),
+                &[],
+                "register the deployment",
+                Some(REQUEST_TIMEOUT),
+            )
             .await
             .map(drop)
     }
@@ -121,7 +131,7 @@ impl RestateClient {
     /// Submits `request` as a turn of `session`, once: a second submission under the same `key` is
     /// [`RestateError::SubmittedTwice`]. Returns the turn's invocation id.
     pub async fn submit(&self, session: &str, request: &TurnRequest, key: &str) -> Result<String, RestateError> {
-        let url = format!("{}/Session/{}/turn/send", self.ingress, encode(session));
+        let url = format!("{}/Session/{}/turn/send", self.base, encode(session));
         let body = serde_json::to_string(request).map_err(|error| RestateError::BadAnswer {
             what: "encode the prompt".into(),
             reason: error.to_string(),
@@ -133,6 +143,7 @@ impl RestateClient {
                 Some(body),
                 &[("idempotency-key", key)],
                 "submit a turn",
+                Some(REQUEST_TIMEOUT),
             )
             .await?;
         let sent: Sent = read_json(&answer, "submit a turn")?;
@@ -147,8 +158,11 @@ impl RestateClient {
 
     /// Waits for the turn `invocation` to end and returns its report.
     pub async fn attach(&self, invocation: &str) -> Result<TurnReport, RestateError> {
-        let url = format!("{}/restate/invocation/{}/attach", self.ingress, encode(invocation));
-        let answer = self.request(Method::GET, &url, None, &[], "wait for a turn").await?;
+        let url = format!("{}/restate/invocation/{}/attach", self.base, encode(invocation));
+        // A turn takes as long as it takes: no bound but the caller's.
+        let answer = self
+            .request(Method::GET, &url, None, &[], "wait for a turn", None)
+            .await?;
         read_json(&answer, "wait for a turn")
     }
 
@@ -159,6 +173,7 @@ impl RestateClient {
         body: Option<String>,
         headers: &[(&str, &str)],
         what: &str,
+        timeout: Option<Duration>,
     ) -> Result<Bytes, RestateError> {
         let mut builder = Request::builder().method(method).uri(url);
         if body.is_some() {
@@ -177,13 +192,11 @@ impl RestateClient {
             url: url.to_owned(),
             reason,
         };
-        // Waiting for a turn takes as long as the turn: only the other requests are bounded.
-        let response = if what == "wait for a turn" {
-            self.http.request(request).await
-        } else {
-            tokio::time::timeout(REQUEST_TIMEOUT, self.http.request(request))
+        let response = match timeout {
+            None => self.http.request(request).await,
+            Some(limit) => tokio::time::timeout(limit, self.http.request(request))
                 .await
-                .map_err(|_| unreachable(format!("no answer within {}s", REQUEST_TIMEOUT.as_secs())))?
+                .map_err(|_| unreachable(format!("no answer within {}s", limit.as_secs())))?,
         }
         .map_err(|error| unreachable(connect_reason(&error)))?;
         let status = response.status();
@@ -201,9 +214,7 @@ impl RestateClient {
         }
         let text = String::from_utf8_lossy(&bytes);
         if status == StatusCode::NOT_FOUND && url.contains("/Session/") && text.contains("ervice") {
-            return Err(RestateError::NotRegistered {
-                url: self.ingress.clone(),
-            });
+            return Err(RestateError::NotRegistered { url: self.base.clone() });
         }
         Err(RestateError::Refused {
             what: what.into(),

@@ -8,8 +8,8 @@
 //! - `Tools`: its handler `run_call` runs one call's body, at most once.
 //!
 //! The transcript store stays the record (docs/decisions.md): every seal is journaled, then committed to it, and no
-//! call of the seal is admitted before both. `inspect`, `serve` and `timeline`
-//! read Restate sessions as any others. docs/restate.md tells how to run it.
+//! call of the seal is admitted before both. `inspect`, `serve` and `timeline` read Restate sessions as any others.
+//! docs/restate.md tells how to run it.
 
 mod client;
 mod deployment;

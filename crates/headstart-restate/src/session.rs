@@ -3,7 +3,7 @@
 //!
 //! A turn's journal: `begin` (the session opened), `prompt` (appended), then one `step` per durable act of the
 //! engine ([`Step`]), in the engine's order. A fresh attempt runs the agent loop on a task of its own and serves its
-//! [`Ask`]s: each seal's entry after the store commit, each call's entry followed by the durable call to `Tools`.
+//! [`Ask`]s: each seal's entry before the store commit, each call's entry followed by the durable call to `Tools`.
 //! A replayed attempt reads its steps back without a model: it issues the journaled calls again (Restate matches
 //! them with the calls already made), and the first `step` whose closure runs marks where the dead attempt stopped:
 //! [`Step::Lost`]. Then the calls it had issued are awaited and their results stored, every other call of the lost
@@ -132,9 +132,17 @@ impl<'ctx> Turn<'_, 'ctx> {
             stop: serde_json::to_value(&stop).unwrap_or_default(),
             recoveries,
         };
-        let step = Step::Done(report.clone());
-        self.ctx.run(|| async move { Ok(Json(step)) }).name("step").await?;
+        self.journal(Step::Done(report.clone())).await?;
         Ok(report)
+    }
+
+    /// Journals `step` as the next `step` entry; returns once it is acknowledged.
+    async fn journal(&self, step: Step) -> Result<(), TerminalError> {
+        self.ctx
+            .run(|| async move { Ok(Json(step)) })
+            .name("step")
+            .await
+            .map(drop)
     }
 
     /// The durable call to `Tools` for `spec` (a new call, or on a replay the call already made).
@@ -155,10 +163,10 @@ impl<'ctx> Turn<'_, 'ctx> {
     /// Stores the results of the calls a lost attempt had issued, where the store has none yet, then recovers the
     /// rest of the lost response (contract §7.4) before the loop goes on.
     async fn settle(&self, issued: Vec<impl Future<Output = (String, CallOutcome)>>) -> Result<(), HandlerError> {
+        let outcomes = futures::future::join_all(issued).await;
         let store = &self.deployment.store;
-        for call in issued {
-            let (call_id, outcome) = call.await;
-            let unfinished = store.unfinished_calls(&self.session).await.map_err(retry)?;
+        let unfinished = store.unfinished_calls(&self.session).await.map_err(retry)?;
+        for (call_id, outcome) in outcomes {
             let Some(open) = unfinished.iter().find(|open| open.call.id == call_id) else {
                 continue;
             };
@@ -205,31 +213,26 @@ impl<'ctx> Turn<'_, 'ctx> {
             stop
         });
         let mut calls = FuturesUnordered::new();
-        let mut replies = std::collections::HashMap::new();
         let mut asking = true;
         loop {
             tokio::select! {
                 biased;
                 ask = asks.recv(), if asking => match ask {
                     Some(Ask::Seal(seal, reply)) => {
-                        let step = Step::Seal(seal);
-                        let journaled = self.ctx.run(|| async move { Ok(Json(step)) }).name("step").await;
+                        let journaled = self.journal(Step::Seal(seal)).await;
                         let _ = reply.send(journaled.is_ok());
                         journaled?;
                     }
                     Some(Ask::Call(spec, reply)) => {
-                        let step = Step::Issue(spec.clone());
-                        self.ctx.run(|| async move { Ok(Json(step)) }).name("step").await?;
-                        replies.insert(spec.call_id.clone(), reply);
-                        calls.push(self.issue(spec));
+                        self.journal(Step::Issue(spec.clone())).await?;
+                        let call = self.issue(spec);
+                        calls.push(async move { (reply, call.await.1) });
                     }
                     // The engine and its layers are gone; its task's end comes next.
                     None => asking = false,
                 },
-                Some((call_id, outcome)) = calls.next(), if !calls.is_empty() => {
-                    if let Some(reply) = replies.remove(&call_id) {
-                        let _ = reply.send(outcome);
-                    }
+                Some((reply, outcome)) = calls.next(), if !calls.is_empty() => {
+                    let _ = reply.send(outcome);
                 }
                 stop = &mut engine => {
                     return stop.map_err(|error| retry(format!("the agent loop's task failed: {error}")));
@@ -246,15 +249,12 @@ impl<'ctx> Turn<'_, 'ctx> {
             JournalLayer { asks: asks.clone() },
         ));
         let calls = asks.clone();
-        let toolbox = setup
-            .engine(&self.session, Arc::clone(&store))
-            .build()
-            .toolbox()
-            .clone()
-            .layer(move |tool: Arc<dyn Tool>| {
+        let engine = setup
+            .engine(&self.session, store)
+            .tool_layer(move |tool: Arc<dyn Tool>| {
                 Arc::new(Around::new(tool, RestateCalls { asks: calls.clone() })) as Arc<dyn Tool>
-            });
-        let engine = setup.engine(&self.session, store).toolbox(toolbox).build();
+            })
+            .build();
         Agent::new(engine, setup.model(&self.session, &self.settings))
     }
 }

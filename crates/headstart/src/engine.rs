@@ -22,6 +22,7 @@ use crate::response::drive::{drive_response, DrivenResponse};
 use crate::response::lease_guard::LeaseGuard;
 use crate::response::telemetry::ChatSpan;
 use crate::tools::hooks::Hooks;
+use crate::tools::layer::ToolLayer;
 use crate::tools::toolbox::Toolbox;
 
 /// What one run (a wrapped response, or an agent loop) is made of: its tasks, its cancellation (the caller's
@@ -221,6 +222,14 @@ impl EngineBuilder {
     /// The tools.
     pub fn toolbox(mut self, toolbox: Toolbox) -> Self {
         self.toolbox = toolbox;
+        self
+    }
+
+    /// Wraps every tool of the builder's toolbox with `layer` ([`Toolbox::layer`]): behaviour around execution added
+    /// by whoever builds the engine, on top of the tools an application chose. A toolbox set afterwards with
+    /// [`toolbox`](Self::toolbox) replaces this one, layers included.
+    pub fn tool_layer(mut self, layer: impl ToolLayer + Send + Sync + 'static) -> Self {
+        self.toolbox = self.toolbox.layer(layer);
         self
     }
 
