@@ -96,9 +96,10 @@ pub struct Quantiles {
 /// One measurement: `workers` processes on one store under one load.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct FleetRun {
-    /// `sqlite` or `postgres`.
+    /// `sqlite` or `postgres` (worker processes claiming from that store), or `restate` (deployments behind a
+    /// Restate server, writing to the PostgreSQL store).
     pub store: &'static str,
-    /// Worker processes.
+    /// Worker processes, or Restate deployments.
     pub workers: usize,
     /// The simulated model's time per response (ms).
     pub model_ms: u64,
@@ -114,14 +115,19 @@ pub struct FleetRun {
     pub vs_one_worker: Option<f64>,
     /// Transcript commits (messages written by the workers) per second.
     pub commits_per_s: f64,
-    /// From calling `submit` to the worker's `claimed` line (exact, every session).
+    /// From calling `submit` to the worker's `claimed` line (exact, every session); on Restate, to the turn's
+    /// `begin` (the session's creation in the store, on the same wall clock).
     pub submit_to_claim_ms: Quantiles,
     /// From `toolcall_end` to the body starting, of early calls, estimated from the workers' histograms
-    /// (`headstart_seal_to_start_seconds`, interpolated within buckets); `None` without early calls.
+    /// (`headstart_seal_to_start_seconds`, interpolated within buckets); on Restate, from the seal to the body
+    /// starting in `Tools` (`headstart_restate_seal_to_body_seconds`, every call). `None` without calls.
     pub seal_to_start_ms: Option<Quantiles>,
     /// SQL statements the workers sent per session (`headstart_store_statements_total`, idle claims and renewals
     /// included); `None` on SQLite, which does not count them.
     pub statements_per_session: Option<f64>,
+    /// On Restate: the journal entries the deployments wrote per session (`headstart_restate_journal_entries_total`;
+    /// Restate's own input and output entries not counted). `None` for a fleet of workers.
+    pub journal_entries_per_session: Option<f64>,
 }
 
 /// The report of `bench sessions --store`.
@@ -161,12 +167,12 @@ impl FleetReport {
         );
         out.push_str(
             "  store     workers  model/tool ms  seconds  sessions/s  x1 worker  commits/s  submit>claim p50/p99 ms  \
-             seal>start p50/p99 ms  stmts/session\n",
+             seal>start p50/p99 ms  stmts/session  journal/session\n",
         );
         let pair = |q: Option<Quantiles>| q.map_or_else(|| "-".to_owned(), |q| format!("{:.1} / {:.1}", q.p50, q.p99));
         for run in &self.runs {
             out.push_str(&format!(
-                "  {:<9} {:>7} {:>14} {:>8.2} {:>11.1} {:>10} {:>10.1} {:>24} {:>22} {:>14}\n",
+                "  {:<9} {:>7} {:>14} {:>8.2} {:>11.1} {:>10} {:>10.1} {:>24} {:>22} {:>14} {:>16}\n",
                 run.store,
                 run.workers,
                 format!("{}/{}", run.model_ms, run.tool_ms),
@@ -177,6 +183,8 @@ impl FleetReport {
                 pair(Some(run.submit_to_claim_ms)),
                 pair(run.seal_to_start_ms),
                 run.statements_per_session
+                    .map_or_else(|| "-".to_owned(), |n| format!("{n:.1}")),
+                run.journal_entries_per_session
                     .map_or_else(|| "-".to_owned(), |n| format!("{n:.1}")),
             ));
         }

@@ -1,6 +1,7 @@
 //! `headstart restate serve --addr ADDR --store URL (--provider P --model M [model and tool flags] | --scenario FILE)
-//! [--register ADMIN_URL]` and `headstart restate register --admin ADMIN_URL DEPLOYMENT_URL`: a deployment of
-//! headstart on Restate (docs/restate.md), and its registration with a Restate server.
+//! [--register ADMIN_URL] [--concurrency N] [--metrics ADDR]`, `headstart restate register --admin ADMIN_URL
+//! DEPLOYMENT_URL` and `headstart restate balance --addr ADDR --to URL…`: a deployment of headstart on Restate
+//! (docs/restate.md), its registration with a Restate server, and one URL in front of several deployments.
 //!
 //! A deployment serves the `Session` Virtual Object and the `Tools` service; it runs the agent `worker` runs, with
 //! the same flags, and writes every session to the store (`inspect --store`, `serve`, `timeline` read it). Prompts
@@ -10,7 +11,7 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
-use headstart_restate::{Deployment, RestateClient};
+use headstart_restate::{Balancer, Deployment, RestateClient};
 
 use crate::failure::{failed, Failure};
 use crate::store_url::{Access, StoreUrl};
@@ -29,6 +30,8 @@ enum Command {
     Serve(Box<ServeArgs>),
     /// Register a deployment with a Restate server (its admin API), replacing an earlier registration of its URL.
     Register(RegisterArgs),
+    /// Serve one deployment URL in front of several deployments, spreading invocations over them (HTTP/2).
+    Balance(BalanceArgs),
 }
 
 /// Arguments of `headstart restate serve`.
@@ -50,6 +53,31 @@ struct ServeArgs {
     agent: AgentChoice,
     /// Once serving, register `http://ADDR` with the Restate server whose admin API is here, e.g.
     /// `--register http://127.0.0.1:9070`.
+    #[arg(long, value_name = "ADMIN_URL")]
+    register: Option<String>,
+    /// The turns this process runs at once; more wait for a slot (Restate sends a deployment every invocation it
+    /// has).
+    #[arg(long, default_value_t = headstart_restate::DEFAULT_TURN_LIMIT)]
+    concurrency: usize,
+    /// Serve Prometheus metrics on http://ADDR/metrics (the engine's and the deployment's: journal entries,
+    /// seal→body), e.g. `--metrics 127.0.0.1:9464`; port 0 picks a free one.
+    #[arg(long, value_name = "ADDR")]
+    metrics: Option<SocketAddr>,
+}
+
+/// Arguments of `headstart restate balance`.
+#[derive(clap::Args)]
+#[command(after_help = "Example (register the balancer's URL, not the deployments'):
+  headstart restate balance --addr 127.0.0.1:9080 --to http://127.0.0.1:9081 --to http://127.0.0.1:9082 \
+      --register http://127.0.0.1:9070")]
+struct BalanceArgs {
+    /// The address to serve on: the one deployment URL the Restate server is given.
+    #[arg(long, default_value = "127.0.0.1:9080")]
+    addr: SocketAddr,
+    /// A deployment behind the balancer, `http://HOST:PORT`; repeat for each.
+    #[arg(long = "to", value_name = "DEPLOYMENT_URL", required = true)]
+    to: Vec<String>,
+    /// Once serving, register `http://ADDR` with the Restate server whose admin API is here.
     #[arg(long, value_name = "ADMIN_URL")]
     register: Option<String>,
 }
@@ -75,6 +103,7 @@ pub fn run(args: &Args) -> u8 {
             Ok(scenario) => runtime.block_on(serve_deployment(serve, scenario)),
             Err(failure) => Err(failure),
         },
+        Command::Balance(balance) => runtime.block_on(serve_balancer(balance)),
         Command::Register(register) => runtime.block_on(async {
             RestateClient::register(&register.admin, &register.deployment)
                 .await
@@ -94,25 +123,52 @@ async fn serve_deployment(args: &ServeArgs, scenario: Option<headstart_sim::Scen
         .agent
         .session_setup(&store_url, scenario, &args.addr.to_string())
         .await?;
+    if let Some(addr) = args.metrics {
+        let bound = crate::metrics_endpoint::serve(addr).await.map_err(Failure::Failed)?;
+        headstart_restate::metrics::describe();
+        log_line(&format!("metrics http://{bound}/metrics"));
+    }
     let store = store_url.open(Access::Create).await.map_err(Failure::Failed)?;
-    let deployment = Arc::new(Deployment::new(store, setup));
+    let deployment = Arc::new(Deployment::new(store, setup).with_turn_limit(args.concurrency));
     // The SDK's server binds the address itself; a port already taken ends the process with its own message.
     let server = tokio::spawn(headstart_restate::serve(deployment, args.addr));
-    log_line(&format!("serving http://{}", args.addr));
-    if let Some(admin) = &args.register {
-        register_when_up(admin, &format!("http://{}", args.addr)).await?;
-        log_line(&format!("registered http://{} with {admin}", args.addr));
+    serve_until_signal(server, args.addr, args.register.as_deref(), "deployment").await
+}
+
+/// Serves the balancer until SIGINT or SIGTERM.
+async fn serve_balancer(args: &BalanceArgs) -> Result<(), Failure> {
+    let balancer = Balancer::new(&args.to).map_err(|error| failed(error.to_string()))?;
+    let listener = tokio::net::TcpListener::bind(args.addr)
+        .await
+        .map_err(|error| failed(format!("cannot listen on {}: {error}", args.addr)))?;
+    let server = tokio::spawn(balancer.serve(listener));
+    serve_until_signal(server, args.addr, args.register.as_deref(), "balancer").await
+}
+
+/// Logs that `addr` serves, registers it when asked, then runs until a signal or until `server` ends.
+async fn serve_until_signal(
+    server: tokio::task::JoinHandle<()>,
+    addr: SocketAddr,
+    register: Option<&str>,
+    what: &str,
+) -> Result<(), Failure> {
+    log_line(&format!("serving http://{addr}"));
+    if let Some(admin) = register {
+        register_when_up(admin, &format!("http://{addr}"))
+            .await
+            .map_err(failed)?;
+        log_line(&format!("registered http://{addr} with {admin}"));
     }
     let shutdown = headstart::CancellationToken::new();
     tokio::spawn(stop_on_signal(shutdown.clone()));
     tokio::select! {
         () = shutdown.cancelled() => Ok(()),
-        ended = server => Err(failed(format!("the deployment's server stopped: {ended:?}"))),
+        ended = server => Err(failed(format!("the {what}'s server stopped: {ended:?}"))),
     }
 }
 
 /// Registers `deployment` once its server answers: the first attempts may reach it before it listens.
-async fn register_when_up(admin: &str, deployment: &str) -> Result<(), Failure> {
+pub(crate) async fn register_when_up(admin: &str, deployment: &str) -> Result<(), String> {
     let mut last = None;
     for _ in 0..50 {
         match RestateClient::register(admin, deployment).await {
@@ -121,8 +177,8 @@ async fn register_when_up(admin: &str, deployment: &str) -> Result<(), Failure> 
         }
         tokio::time::sleep(Duration::from_millis(200)).await;
     }
-    Err(failed(format!(
+    Err(format!(
         "cannot register {deployment} with {admin}: {}",
         last.map_or_else(String::new, |error| error.to_string())
-    )))
+    ))
 }

@@ -6,29 +6,40 @@
 //!    before the response's terminal commit; the session completes with the engine's invariants.
 //! 2. The deployment killed with SIGKILL while the lookup runs and the stream goes on, then started again: the turn
 //!    ends `completed` after one recovery, every call has exactly one result, and no body ran twice.
+//! 3. Two early calls pending at once (`tests/restate/two_early.json`), ending in the other order: both results
+//!    come back and the turn completes.
+//! 4. A session submitted twice under its key: the second submission is refused with the first turn's invocation,
+//!    and one turn runs.
+//! 5. `restate-server` killed with SIGKILL while the lookup runs, then started again on its data: the caller
+//!    attaches again and the turn completes, one result per call, no body twice.
+//! 6. Two deployments behind `headstart restate balance`, one turn at a time each, four sessions at once: both run
+//!    turns, every turn begins once and completes.
+//! 7. A 3-node cluster (log replicated on 2), node 1 killed with SIGKILL while four turns run: every turn completes
+//!    through node 2's ingress (those whose partition node 1 led after a recovery), invariants hold, no body twice.
 //!
-//! The server binary comes from `RESTATE_SERVER`, else `target/restate/node_modules/…` (where `.ci/run` installs the
+//! The server (`headstart_restate::local::LocalServer`, killed when dropped) binary comes from `RESTATE_SERVER`, else `target/restate/node_modules/…` (where `.ci/run` installs the
 //! pinned npm package). Without it the tests say so loudly and pass, or fail under `HEADSTART_REQUIRE_RESTATE=1`
-//! (CI sets it). Every process a test starts is killed when it ends, pass or fail ([`ChildGuard`]).
+//! (CI sets it). Every process a test starts is killed when it ends, pass or fail ([`ChildGuard`], `LocalServer`).
 #![cfg(unix)]
 
 mod support;
 
-use std::io::{Read as _, Write as _};
-use std::net::{TcpListener, TcpStream};
+use std::io::Read as _;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use headstart::store::RunState;
 use headstart::{Message, SessionId, SqliteStore, TranscriptStore};
+use headstart_restate::local::{find_server, free_port, LocalServer};
+use headstart_restate::{new_session_id, RestateClient, RestateError, TurnRequest};
 use headstart_testkit::invariants::check_session;
 use serde_json::Value;
 use support::{workdir, ChildGuard};
 
 const SCENARIO: &str = "tests/restate/early.json";
-/// The npm package's binary under the workspace's `target/restate` (`.ci/run` installs it there).
-const NPM_BINARY: &str = "restate/node_modules/@restatedev/restate-server-linux-x64/bin/restate-server";
+/// Two early lookups pending at once, the first one slower: their outcomes come back in the other order.
+const TWO_EARLY: &str = "tests/restate/two_early.json";
 /// How long anything here may take before the test fails instead of hanging.
 const PATIENCE: Duration = Duration::from_secs(60);
 
@@ -36,24 +47,16 @@ fn bin() -> PathBuf {
     PathBuf::from(env!("CARGO_BIN_EXE_headstart"))
 }
 
+fn scenario(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join(name)
+}
+
 /// The server binary, or `None` (after saying why) when the test should pass without it.
 fn server_binary() -> Option<PathBuf> {
-    let candidate = std::env::var_os("RESTATE_SERVER")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| {
-            let target = std::env::var_os("CARGO_TARGET_DIR")
-                .map(PathBuf::from)
-                .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("../../target"));
-            target.join(NPM_BINARY)
-        });
-    if candidate.is_file() {
-        return Some(candidate);
-    }
-    let why = format!(
-        "no restate-server at {} (set RESTATE_SERVER, or `npm install --prefix target/restate \
-         @restatedev/restate-server-linux-x64@1.7.12`)",
-        candidate.display()
-    );
+    let why = match find_server(&Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")) {
+        Ok(binary) => return Some(binary),
+        Err(why) => why,
+    };
     assert!(
         std::env::var("HEADSTART_REQUIRE_RESTATE").as_deref() != Ok("1"),
         "{why}, and HEADSTART_REQUIRE_RESTATE=1"
@@ -62,25 +65,12 @@ fn server_binary() -> Option<PathBuf> {
     None
 }
 
-fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
-        .and_then(|listener| listener.local_addr())
-        .map(|addr| addr.port())
-        .expect("a free port")
+fn port() -> u16 {
+    free_port().expect("a free port")
 }
 
-/// A GET on loopback: the status line's code, or `None` when nothing answers.
-fn get_status(port: u16, path: &str) -> Option<u16> {
-    let mut stream = TcpStream::connect(("127.0.0.1", port)).ok()?;
-    stream.set_read_timeout(Some(Duration::from_secs(2))).ok()?;
-    write!(
-        stream,
-        "GET {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n"
-    )
-    .ok()?;
-    let mut answer = String::new();
-    let _ = stream.read_to_string(&mut answer);
-    answer.split_whitespace().nth(1)?.parse().ok()
+fn start_server(binary: &Path, dir: &Path) -> LocalServer {
+    LocalServer::start(binary, dir).expect("start restate-server")
 }
 
 fn wait_until(what: &str, mut ready: impl FnMut() -> bool) {
@@ -91,55 +81,18 @@ fn wait_until(what: &str, mut ready: impl FnMut() -> bool) {
     }
 }
 
-/// A Restate server on free loopback ports, its data in `dir`.
-struct Server {
-    _process: ChildGuard,
-    ingress: u16,
-    admin: u16,
-}
-
-impl Server {
-    fn start(binary: &Path, dir: &Path) -> Self {
-        let (ingress, admin, node) = (free_port(), free_port(), free_port());
-        let process = ChildGuard::spawn(
-            Command::new(binary)
-                .arg("--no-logo")
-                .env("RESTATE_INGRESS__BIND_ADDRESS", format!("127.0.0.1:{ingress}"))
-                .env("RESTATE_ADMIN__BIND_ADDRESS", format!("127.0.0.1:{admin}"))
-                .env("RESTATE_BIND_ADDRESS", format!("127.0.0.1:{node}"))
-                .env("RESTATE_ADVERTISED_ADDRESS", format!("http://127.0.0.1:{node}"))
-                .env("RESTATE_BASE_DIR", dir.join("restate-data"))
-                .env("DO_NOT_TRACK", "1")
-                .stdout(Stdio::null())
-                .stderr(Stdio::null()),
-        )
-        .expect("start restate-server");
-        wait_until("restate-server's admin API", || {
-            get_status(admin, "/health") == Some(200)
-        });
-        wait_until("restate-server's ingress", || {
-            get_status(ingress, "/restate/health").is_some()
-        });
-        Server {
-            _process: process,
-            ingress,
-            admin,
-        }
-    }
-}
-
-/// `headstart restate serve` on `port`, registered with `server`, running the scenario with every body touching
+/// `headstart restate serve` on `port`, registered with `server`, running `scenario` with every body touching
 /// `dir/touch`.
-fn deployment(server: &Server, dir: &Path, port: u16) -> ChildGuard {
+fn deployment(server: &LocalServer, dir: &Path, port: u16, scenario_file: &str) -> ChildGuard {
     let mut child = ChildGuard::spawn(
         Command::new(bin())
             .args(["restate", "serve", "--addr", &format!("127.0.0.1:{port}"), "--store"])
             .arg(dir.join("agents.db"))
             .arg("--scenario")
-            .arg(Path::new(env!("CARGO_MANIFEST_DIR")).join(SCENARIO))
+            .arg(scenario(scenario_file))
             .arg("--touch-dir")
             .arg(dir.join("touch"))
-            .args(["--register", &format!("http://127.0.0.1:{}", server.admin)])
+            .args(["--register", &server.admin_url(0)])
             .stdout(Stdio::null())
             .stderr(Stdio::piped()),
     )
@@ -170,13 +123,13 @@ fn deployment(server: &Server, dir: &Path, port: u16) -> ChildGuard {
     child
 }
 
-/// `headstart submit --restate … [--wait]`: its standard output's lines.
-fn submit(server: &Server, wait: bool) -> ChildGuard {
+/// `headstart submit --restate … [--wait]` with `scenario_file`'s prompt.
+fn submit(server: &LocalServer, wait: bool, scenario_file: &str) -> ChildGuard {
     let mut command = Command::new(bin());
     command
-        .args(["submit", "--restate", &format!("http://127.0.0.1:{}", server.ingress)])
+        .args(["submit", "--restate", &server.ingress_url(0)])
         .arg("--scenario")
-        .arg(Path::new(env!("CARGO_MANIFEST_DIR")).join(SCENARIO))
+        .arg(scenario(scenario_file))
         .stdout(Stdio::piped())
         .stderr(Stdio::piped());
     if wait {
@@ -219,6 +172,19 @@ fn touches(dir: &Path, session: &SessionId) -> Vec<(String, usize)> {
     found
 }
 
+/// Waits until some session's lookup body has begun (its touch file exists).
+fn wait_for_lookup(dir: &Path) {
+    wait_until("the lookup's body to begin", || {
+        std::fs::read_dir(dir.join("touch"))
+            .map(|sessions| {
+                sessions
+                    .filter_map(Result::ok)
+                    .any(|session| session.path().join("c_lookup").exists())
+            })
+            .unwrap_or(false)
+    });
+}
+
 fn open_store(dir: &Path) -> SqliteStore {
     SqliteStore::open_read_only(dir.join("agents.db")).expect("open the store")
 }
@@ -245,9 +211,9 @@ async fn assert_sound(store: &SqliteStore, session: &SessionId, calls: &[&str]) 
 async fn an_early_call_starts_through_restate_long_before_the_stream_ends() {
     let Some(binary) = server_binary() else { return };
     let dir = workdir();
-    let server = Server::start(&binary, dir.path());
-    let _deployment = deployment(&server, dir.path(), free_port());
-    let (report, session) = report_and_session(&submit(&server, true).output());
+    let server = start_server(&binary, dir.path());
+    let _deployment = deployment(&server, dir.path(), port(), SCENARIO);
+    let (report, session) = report_and_session(&submit(&server, true, SCENARIO).output_within(PATIENCE));
     assert_eq!(report["stop"]["reason"], "completed", "{report}");
     assert_eq!(report["recoveries"], 0, "{report}");
 
@@ -283,23 +249,15 @@ async fn an_early_call_starts_through_restate_long_before_the_stream_ends() {
 async fn a_deployment_killed_mid_turn_is_recovered_and_nothing_runs_twice() {
     let Some(binary) = server_binary() else { return };
     let dir = workdir();
-    let server = Server::start(&binary, dir.path());
-    let port = free_port();
-    let mut first = deployment(&server, dir.path(), port);
-    let submitted = submit(&server, true);
+    let server = start_server(&binary, dir.path());
+    let port = port();
+    let mut first = deployment(&server, dir.path(), port, SCENARIO);
+    let submitted = submit(&server, true, SCENARIO);
     // Kill the deployment once the lookup's body has begun, while the stream (1.5 s) goes on.
-    wait_until("the lookup's body to begin", || {
-        std::fs::read_dir(dir.path().join("touch"))
-            .map(|sessions| {
-                sessions
-                    .filter_map(Result::ok)
-                    .any(|session| session.path().join("c_lookup").exists())
-            })
-            .unwrap_or(false)
-    });
+    wait_for_lookup(dir.path());
     first.kill();
-    let _second = deployment(&server, dir.path(), port);
-    let (report, session) = report_and_session(&submitted.output());
+    let _second = deployment(&server, dir.path(), port, SCENARIO);
+    let (report, session) = report_and_session(&submitted.output_within(PATIENCE));
     assert_eq!(report["stop"]["reason"], "completed", "{report}");
     assert_eq!(report["recoveries"], 1, "{report}");
 
@@ -315,5 +273,281 @@ async fn a_deployment_killed_mid_turn_is_recovered_and_nothing_runs_twice() {
     assert_eq!(lookup.state, RunState::Cancelled, "{lookup:?}");
     for (call, began) in touches(dir.path(), &session) {
         assert_eq!(began, 1, "{call} began {began} times");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_early_calls_pending_at_once_both_come_back_in_either_order() {
+    let Some(binary) = server_binary() else { return };
+    let dir = workdir();
+    let server = start_server(&binary, dir.path());
+    let _deployment = deployment(&server, dir.path(), port(), TWO_EARLY);
+    // Before the invocation awaited its calls through one select, the slow call's completion could be read by the
+    // fast call's future and the turn hung here.
+    let (report, session) = report_and_session(&submit(&server, true, TWO_EARLY).output_within(PATIENCE));
+    assert_eq!(report["stop"]["reason"], "completed", "{report}");
+    let store = open_store(dir.path());
+    assert_sound(&store, &session, &["c_fast", "c_slow"]).await;
+    assert_eq!(
+        touches(dir.path(), &session),
+        [("c_fast".into(), 1), ("c_slow".into(), 1)]
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_session_submitted_twice_is_refused_with_the_earlier_turn() {
+    let Some(binary) = server_binary() else { return };
+    let dir = workdir();
+    let server = start_server(&binary, dir.path());
+    let _deployment = deployment(&server, dir.path(), port(), SCENARIO);
+    let client = RestateClient::new(&server.ingress_url(0));
+    let session = new_session_id();
+    let request = TurnRequest {
+        prompt: "look it up and write it down".to_owned(),
+        ..TurnRequest::default()
+    };
+    let first = client.submit(&session, &request, &session).await.expect("submitted");
+    let again = client
+        .submit(&session, &request, &session)
+        .await
+        .expect_err("the same key again");
+    assert!(
+        matches!(&again, RestateError::SubmittedTwice { invocation, .. } if *invocation == first),
+        "{again:?}"
+    );
+    assert!(again.to_string().contains("already submitted"), "{again}");
+    let report = client.attach(&first).await.expect("the first turn ends");
+    assert_eq!(report.stop["reason"], "completed", "{report:?}");
+    let store = open_store(dir.path());
+    let log = store.load_log(&SessionId(session)).await.expect("log");
+    let prompts = log
+        .iter()
+        .filter(|stored| matches!(stored.message, Message::User(_)))
+        .count();
+    assert_eq!(prompts, 1, "one turn ran: {log:?}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_server_killed_mid_turn_comes_back_and_the_turn_completes_once() {
+    let Some(binary) = server_binary() else { return };
+    let dir = workdir();
+    let mut server = start_server(&binary, dir.path());
+    let _deployment = deployment(&server, dir.path(), port(), SCENARIO);
+    let client = RestateClient::new(&server.ingress_url(0));
+    let session = new_session_id();
+    let request = TurnRequest {
+        prompt: "look it up and write it down".to_owned(),
+        ..TurnRequest::default()
+    };
+    let invocation = client.submit(&session, &request, &session).await.expect("submitted");
+    wait_for_lookup(dir.path());
+    server.kill(0);
+    server.restart(0).expect("the server starts again on its data");
+    // The caller's connection died with the server: it attaches again by the invocation id.
+    let report = tokio::time::timeout(PATIENCE, client.attach(&invocation))
+        .await
+        .expect("the turn ends")
+        .expect("its report");
+    assert_eq!(report.stop["reason"], "completed", "{report:?}");
+
+    let store = open_store(dir.path());
+    let session = SessionId(session);
+    let violations = check_session(&store, &session).await.expect("check");
+    assert!(violations.is_empty(), "invariants: {violations:?}");
+    let log = store.load_log(&session).await.expect("log");
+    let mut results: Vec<String> = log
+        .iter()
+        .filter_map(|stored| match &stored.message {
+            Message::ToolResult(result) => Some(result.tool_call_id.clone()),
+            _ => None,
+        })
+        .collect();
+    let count = results.len();
+    results.dedup();
+    assert_eq!(results.len(), count, "one result per call: {results:?}");
+    assert!(results.contains(&"c_lookup".to_owned()), "{results:?}");
+    for (call, began) in touches(dir.path(), &session) {
+        assert_eq!(began, 1, "{call} began {began} times");
+    }
+}
+
+/// The sum of counter `name{kind="begin"}`-style lines with `label` on a deployment's metrics page.
+fn counter(page: &str, name: &str, label: &str) -> f64 {
+    page.lines()
+        .filter(|line| line.starts_with(name) && line.contains(label))
+        .filter_map(|line| line.split_whitespace().last()?.parse::<f64>().ok())
+        .sum()
+}
+
+/// A GET of `http://127.0.0.1:PORT/metrics`: the page's text.
+fn metrics_page(port: u16) -> String {
+    use std::io::Write as _;
+    let mut stream = std::net::TcpStream::connect(("127.0.0.1", port)).expect("the metrics endpoint");
+    stream
+        .set_read_timeout(Some(Duration::from_secs(5)))
+        .expect("a timeout");
+    write!(
+        stream,
+        "GET /metrics HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n"
+    )
+    .expect("ask");
+    let mut page = String::new();
+    let _ = stream.read_to_string(&mut page);
+    page
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_deployments_behind_the_balancer_share_the_turns() {
+    let Some(binary) = server_binary() else { return };
+    let dir = workdir();
+    let server = start_server(&binary, dir.path());
+    let (first, second) = (port(), port());
+    let metrics = [port(), port()];
+    let mut deployments = Vec::new();
+    for (index, deployment_port) in [first, second].into_iter().enumerate() {
+        deployments.push(
+            ChildGuard::spawn(
+                Command::new(bin())
+                    .args(["restate", "serve", "--addr", &format!("127.0.0.1:{deployment_port}")])
+                    .arg("--store")
+                    .arg(dir.path().join("agents.db"))
+                    .arg("--scenario")
+                    .arg(scenario(TWO_EARLY))
+                    .args(["--concurrency", "1"])
+                    .args(["--metrics", &format!("127.0.0.1:{}", metrics[index])])
+                    .stdout(Stdio::null())
+                    .stderr(Stdio::null()),
+            )
+            .expect("start a deployment"),
+        );
+    }
+    let balancer = port();
+    let mut balance = ChildGuard::spawn(
+        Command::new(bin())
+            .args(["restate", "balance", "--addr", &format!("127.0.0.1:{balancer}")])
+            .args(["--to", &format!("http://127.0.0.1:{first}")])
+            .args(["--to", &format!("http://127.0.0.1:{second}")])
+            .args(["--register", &server.admin_url(0)])
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped()),
+    )
+    .expect("start the balancer");
+    let mut log = balance.stderr().expect("piped");
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let mut text = String::new();
+        let mut buffer = [0u8; 1024];
+        while let Ok(read) = log.read(&mut buffer) {
+            if read == 0 {
+                break;
+            }
+            text.push_str(&String::from_utf8_lossy(&buffer[..read]));
+            if text.contains("registered http://") {
+                let _ = tx.send(());
+            }
+        }
+    });
+    rx.recv_timeout(PATIENCE).expect("the balancer registered");
+
+    // One turn at a time per deployment, four sessions submitted at once: both must take turns.
+    let output = Command::new(bin())
+        .args(["submit", "--restate", &server.ingress_url(0), "--count", "4"])
+        .arg("--scenario")
+        .arg(scenario(TWO_EARLY))
+        .output()
+        .expect("submit");
+    assert!(output.status.success(), "{output:?}");
+    let sessions: Vec<String> = String::from_utf8_lossy(&output.stdout)
+        .lines()
+        .map(str::to_owned)
+        .collect();
+    assert_eq!(sessions.len(), 4, "{sessions:?}");
+    let client = RestateClient::new(&server.ingress_url(0));
+    let request = TurnRequest {
+        prompt: "look both up".to_owned(),
+        ..TurnRequest::default()
+    };
+    let store = open_store(dir.path());
+    for session in &sessions {
+        // Submitting again with the session's key only names its turn; attach to it.
+        let invocation = match client.submit(session, &request, session).await {
+            Err(RestateError::SubmittedTwice { invocation, .. }) => invocation,
+            other => panic!("the turn was submitted already: {other:?}"),
+        };
+        let report = tokio::time::timeout(PATIENCE, client.attach(&invocation))
+            .await
+            .expect("the turn ends")
+            .expect("its report");
+        assert_eq!(report.stop["reason"], "completed", "{report:?}");
+        assert_sound(&store, &SessionId(session.clone()), &["c_fast", "c_slow"]).await;
+    }
+    let turns: Vec<f64> = metrics
+        .iter()
+        .map(|port| {
+            counter(
+                &metrics_page(*port),
+                "headstart_restate_journal_entries_total",
+                "kind=\"begin\"",
+            )
+        })
+        .collect();
+    assert_eq!(turns.iter().sum::<f64>(), 4.0, "every turn began once: {turns:?}");
+    assert!(
+        turns.iter().all(|&began| began >= 1.0),
+        "both deployments ran turns: {turns:?}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_cluster_node_killed_mid_turn_leaves_every_session_to_complete() {
+    let Some(binary) = server_binary() else { return };
+    let dir = workdir();
+    let mut cluster = LocalServer::cluster(&binary, dir.path(), 3).expect("a 3-node cluster");
+    let _deployment = deployment(&cluster, dir.path(), port(), SCENARIO);
+    // Submitted and attached through node 2's ingress; node 1 (which provisioned the cluster) is killed.
+    let client = RestateClient::new(&cluster.ingress_url(1));
+    let request = TurnRequest {
+        prompt: "look it up and write it down".to_owned(),
+        ..TurnRequest::default()
+    };
+    let mut turns = Vec::new();
+    let started = Instant::now();
+    while turns.len() < 4 {
+        let session = new_session_id();
+        match client.submit(&session, &request, &session).await {
+            Ok(invocation) => turns.push((session, invocation)),
+            // The registration reaches the other nodes' ingress a moment after node 1's admin API accepted it.
+            Err(RestateError::NotRegistered { .. }) if started.elapsed() < PATIENCE => {
+                tokio::time::sleep(Duration::from_millis(100)).await;
+            }
+            Err(error) => panic!("submit: {error}"),
+        }
+    }
+    wait_for_lookup(dir.path());
+    cluster.kill(0);
+    let store = open_store(dir.path());
+    for (session, invocation) in &turns {
+        let report = tokio::time::timeout(Duration::from_secs(120), async {
+            // The ingress may answer an error while the cluster moves its partitions' leaders: ask again.
+            loop {
+                match client.attach(invocation).await {
+                    Ok(report) => return report,
+                    Err(error) => {
+                        eprintln!("attach {invocation}: {error}; again");
+                        tokio::time::sleep(Duration::from_millis(500)).await;
+                    }
+                }
+            }
+        })
+        .await
+        .expect("the turn ends within two minutes of the kill");
+        eprintln!("{report:?}");
+        assert_eq!(report.stop["reason"], "completed", "{report:?}");
+        let session = SessionId(session.clone());
+        let violations = check_session(&store, &session).await.expect("check");
+        assert!(violations.is_empty(), "invariants: {violations:?}");
+        for (call, began) in touches(dir.path(), &session) {
+            assert_eq!(began, 1, "{call} began {began} times");
+        }
     }
 }

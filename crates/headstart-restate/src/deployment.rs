@@ -7,6 +7,7 @@ use headstart::core::model::UserMessage;
 use headstart::store::StoreError;
 use headstart::{Clock, RecoveryPolicy, SessionId, SystemClock, TranscriptStore};
 use headstart_fleet::SessionSetup;
+use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
 /// What a deployment runs sessions with.
 pub struct Deployment {
@@ -18,12 +19,18 @@ pub struct Deployment {
     pub(crate) policy: RecoveryPolicy,
     /// The clock of the writes the deployment makes itself.
     pub(crate) clock: Arc<dyn Clock>,
+    /// The turns this process runs at once; more wait for a slot (each holds a model stream and an engine).
+    turns: Arc<Semaphore>,
 }
+
+/// The turns a deployment runs at once unless told otherwise ([`Deployment::with_turn_limit`]).
+pub const DEFAULT_TURN_LIMIT: usize = 64;
 
 impl std::fmt::Debug for Deployment {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Deployment")
             .field("policy", &self.policy)
+            .field("free_turn_slots", &self.turns.available_permits())
             .finish_non_exhaustive()
     }
 }
@@ -36,13 +43,26 @@ impl Deployment {
             setup,
             policy: RecoveryPolicy::default(),
             clock: Arc::new(SystemClock),
+            turns: Arc::new(Semaphore::new(DEFAULT_TURN_LIMIT)),
         }
     }
 
-    /// What recovery does with the calls a crashed attempt left without a result.
-    pub fn with_recovery(mut self, policy: RecoveryPolicy) -> Self {
-        self.policy = policy;
+    /// Runs at most `limit` turns at once in this process (at least 1); the others wait for a slot, their
+    /// invocations open. Restate sends a deployment every invocation it has, so this bounds the model streams,
+    /// engines and connections one process holds.
+    pub fn with_turn_limit(mut self, limit: usize) -> Self {
+        self.turns = Arc::new(Semaphore::new(limit.max(1)));
         self
+    }
+
+    /// A slot of the turn limit, waited for when every slot is taken.
+    pub(crate) async fn turn_slot(&self) -> Option<OwnedSemaphorePermit> {
+        if let Ok(slot) = Arc::clone(&self.turns).try_acquire_owned() {
+            return Some(slot);
+        }
+        crate::metrics::turn_queued();
+        // The semaphore is never closed; `None` would only let the turn run without a slot.
+        Arc::clone(&self.turns).acquire_owned().await.ok()
     }
 
     /// Creates `session` if the store does not have it yet; returns how many messages it holds.

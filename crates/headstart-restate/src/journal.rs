@@ -50,6 +50,10 @@ pub struct CallSpec {
     pub arguments: Arguments,
     /// headstart's idempotency key of the call (stable across retries and recovery).
     pub idempotency_key: String,
+    /// When the seal that admitted the call was asked for (µs since the Unix epoch, the session's deployment's
+    /// wall clock), for the seal→body figure; absent when not known.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sealed_at_us: Option<i64>,
 }
 
 /// What a call returned, as it crosses from `Tools` back to the session's engine.

@@ -11,16 +11,20 @@
 //! call of the seal is admitted before both. `inspect`, `serve` and `timeline` read Restate sessions as any others.
 //! docs/restate.md tells how to run it.
 
+mod balance;
 mod client;
 mod deployment;
 mod flagged;
 mod journal;
+pub mod local;
+pub mod metrics;
 mod pump;
 mod session;
 mod tools;
 
+pub use balance::{BalanceError, Balancer};
 pub use client::{new_session_id, RestateClient, RestateError};
-pub use deployment::Deployment;
+pub use deployment::{Deployment, DEFAULT_TURN_LIMIT};
 pub use journal::{CallOutcome, CallSpec, Seal, Step, TurnReport};
 pub use session::{Session, TurnRequest};
 pub use tools::Tools;

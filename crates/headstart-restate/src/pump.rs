@@ -85,6 +85,8 @@ impl ToolMiddleware for RestateCalls {
             tool: next.name().to_owned(),
             arguments,
             idempotency_key: context.idempotency_key,
+            // The invocation fills it in from the seal it journaled.
+            sealed_at_us: None,
         };
         let (reply, outcome) = oneshot::channel();
         let gone = || ToolError::new("the Restate invocation that owned this call ended before its result came back");

@@ -9,14 +9,17 @@
 //! [`Step::Lost`]. Then the calls it had issued are awaited and their results stored, every other call of the lost
 //! response is recovered (contract §7.4), and the loop goes on from the stored transcript.
 
+use std::collections::HashMap;
 use std::sync::Arc;
 
-use futures::stream::FuturesUnordered;
-use futures::{Future, StreamExt};
+use std::pin::Pin;
+
+use futures::StreamExt;
 use headstart::core::model::{ToolResultMessage, UserMessage};
 use headstart::layer::Around;
 use headstart::store::{Layered, RunEnd, RunOutcome, RunState, SessionSettings};
 use headstart::{Agent, AgentEvent, AgentStop, CancellationToken, SessionId, Tool, TranscriptStore};
+use restate_sdk::context::DurableFuture;
 use restate_sdk::prelude::*;
 use serde::{Deserialize, Serialize};
 use tokio::sync::mpsc;
@@ -56,20 +59,25 @@ impl Session {
     #[handler]
     async fn turn(&self, ctx: ObjectContext<'_>, request: Json<TurnRequest>) -> HandlerResult<Json<TurnReport>> {
         let request = request.into_inner();
+        let _slot = self.deployment.turn_slot().await;
         let session = SessionId(ctx.key().to_owned());
         let deployment = Arc::clone(&self.deployment);
         let before = {
             let (deployment, session) = (Arc::clone(&deployment), session.clone());
-            ctx.run(move || async move { deployment.open(&session).await.map(Json).map_err(retry) })
-                .name("begin")
-                .await?
-                .into_inner()
+            ctx.run(move || async move {
+                crate::metrics::journaled("begin");
+                deployment.open(&session).await.map(Json).map_err(retry)
+            })
+            .name("begin")
+            .await?
+            .into_inner()
         };
         let prompted = Ran::default();
         {
             let (deployment, session) = (Arc::clone(&deployment), session.clone());
             let prompt = UserMessage::new(request.prompt.clone());
             ctx.run(prompted.wrap(move || async move {
+                crate::metrics::journaled("prompt");
                 deployment
                     .append_prompt_once(&session, before, &prompt)
                     .await
@@ -104,7 +112,7 @@ struct Turn<'a, 'ctx> {
 impl<'ctx> Turn<'_, 'ctx> {
     /// Replays the journal up to its end, then runs the agent loop fresh.
     async fn run(&self, mut fresh: bool) -> Result<TurnReport, HandlerError> {
-        let mut issued = Vec::new();
+        let mut issued = Calls::default();
         let mut recoveries = 0;
         while !fresh {
             let ran = Ran::default();
@@ -115,7 +123,10 @@ impl<'ctx> Turn<'_, 'ctx> {
                 .await?;
             match step.into_inner() {
                 Step::Seal(_) => {}
-                Step::Issue(spec) => issued.push(self.issue(spec)),
+                Step::Issue(spec) => {
+                    let call_id = spec.call_id.clone();
+                    issued.push(self.issue(spec), call_id);
+                }
                 Step::Lost => {
                     recoveries += 1;
                     if ran.now() {
@@ -139,31 +150,27 @@ impl<'ctx> Turn<'_, 'ctx> {
     /// Journals `step` as the next `step` entry; returns once it is acknowledged.
     async fn journal(&self, step: Step) -> Result<(), TerminalError> {
         self.ctx
-            .run(|| async move { Ok(Json(step)) })
+            .run(|| async move {
+                crate::metrics::journaled("step");
+                Ok(Json(step))
+            })
             .name("step")
             .await
             .map(drop)
     }
 
     /// The durable call to `Tools` for `spec` (a new call, or on a replay the call already made).
-    fn issue(&self, spec: CallSpec) -> impl Future<Output = (String, CallOutcome)> + Send + 'ctx {
-        let call_id = spec.call_id.clone();
-        let call = self.ctx.service_client::<ToolsClient>().run_call(Json(spec)).call();
-        async move {
-            let outcome = match call.await {
-                Ok(outcome) => outcome.into_inner(),
-                Err(error) => CallOutcome::Failed {
-                    message: format!("the call failed in Restate: {error}"),
-                },
-            };
-            (call_id, outcome)
-        }
+    fn issue(&self, spec: CallSpec) -> ToolsCall<'ctx> {
+        Box::pin(self.ctx.service_client::<ToolsClient>().run_call(Json(spec)).call())
     }
 
     /// Stores the results of the calls a lost attempt had issued, where the store has none yet, then recovers the
     /// rest of the lost response (contract §7.4) before the loop goes on.
-    async fn settle(&self, issued: Vec<impl Future<Output = (String, CallOutcome)>>) -> Result<(), HandlerError> {
-        let outcomes = futures::future::join_all(issued).await;
+    async fn settle(&self, mut issued: Calls<'ctx, String>) -> Result<(), HandlerError> {
+        let mut outcomes = Vec::new();
+        while let Some((call_id, outcome)) = issued.next().await? {
+            outcomes.push((call_id, outcome));
+        }
         let store = &self.deployment.store;
         let unfinished = store.unfinished_calls(&self.session).await.map_err(retry)?;
         for (call_id, outcome) in outcomes {
@@ -212,27 +219,35 @@ impl<'ctx> Turn<'_, 'ctx> {
             }
             stop
         });
-        let mut calls = FuturesUnordered::new();
+        let mut calls = Calls::default();
+        // When each admitted call's seal was asked for, until the call is issued (the seal→body figure).
+        let mut sealed_at: HashMap<String, i64> = HashMap::new();
         let mut asking = true;
         loop {
             tokio::select! {
                 biased;
                 ask = asks.recv(), if asking => match ask {
                     Some(Ask::Seal(seal, reply)) => {
+                        let now_us = self.deployment.clock.now_us();
+                        sealed_at.extend(seal.admitted.iter().map(|call| (call.clone(), now_us)));
                         let journaled = self.journal(Step::Seal(seal)).await;
                         let _ = reply.send(journaled.is_ok());
                         journaled?;
                     }
-                    Some(Ask::Call(spec, reply)) => {
+                    Some(Ask::Call(mut spec, reply)) => {
+                        spec.sealed_at_us = sealed_at.remove(&spec.call_id);
                         self.journal(Step::Issue(spec.clone())).await?;
+                        crate::metrics::journaled("call");
                         let call = self.issue(spec);
-                        calls.push(async move { (reply, call.await.1) });
+                        calls.push(call, reply);
                     }
                     // The engine and its layers are gone; its task's end comes next.
                     None => asking = false,
                 },
-                Some((reply, outcome)) = calls.next(), if !calls.is_empty() => {
-                    let _ = reply.send(outcome);
+                answered = calls.next(), if !calls.is_empty() => {
+                    if let Some((reply, outcome)) = answered? {
+                        let _ = reply.send(outcome);
+                    }
                 }
                 stop = &mut engine => {
                     return stop.map_err(|error| retry(format!("the agent loop's task failed: {error}")));
@@ -256,6 +271,55 @@ impl<'ctx> Turn<'_, 'ctx> {
             })
             .build();
         Agent::new(engine, setup.model(&self.session, &self.settings))
+    }
+}
+
+/// A durable call to `Tools`, as the SDK issues it.
+type ToolsCall<'ctx> = Pin<Box<dyn DurableFuture<Output = Result<Json<CallOutcome>, TerminalError>> + Send + 'ctx>>;
+
+/// The calls an invocation awaits, each with what its outcome goes to.
+///
+/// One future waits for all of them (the SDK's select over their handles): the SDK reads the invocation's input
+/// for whichever future polls it, so awaiting calls separately (a `FuturesUnordered`, a `join_all`) can leave one
+/// whose completion another consumed asleep for good. Dropping [`Calls::next`]'s future before it ends loses
+/// nothing: the completions stay in the journal's state, and the next call of it selects again.
+struct Calls<'ctx, T> {
+    futures: DurableFuturesUnordered<ToolsCall<'ctx>>,
+    /// By the index the futures gave each call.
+    owners: HashMap<usize, T>,
+}
+
+impl<T> Default for Calls<'_, T> {
+    fn default() -> Self {
+        Calls {
+            futures: DurableFuturesUnordered::new(),
+            owners: HashMap::new(),
+        }
+    }
+}
+
+impl<'ctx, T> Calls<'ctx, T> {
+    fn push(&mut self, call: ToolsCall<'ctx>, owner: T) {
+        let index = self.futures.push(call);
+        self.owners.insert(index, owner);
+    }
+
+    fn is_empty(&self) -> bool {
+        self.futures.is_empty()
+    }
+
+    /// The next call to end, with its owner; `None` when none is left. `Err` when the invocation was cancelled.
+    async fn next(&mut self) -> Result<Option<(T, CallOutcome)>, TerminalError> {
+        let Some((index, result)) = self.futures.next().await? else {
+            return Ok(None);
+        };
+        let outcome = match result {
+            Ok(outcome) => outcome.into_inner(),
+            Err(error) => CallOutcome::Failed {
+                message: format!("the call failed in Restate: {error}"),
+            },
+        };
+        Ok(self.owners.remove(&index).map(|owner| (owner, outcome)))
     }
 }
 

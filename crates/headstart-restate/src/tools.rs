@@ -29,10 +29,18 @@ impl Tools {
     async fn run_call(&self, ctx: Context<'_>, spec: Json<CallSpec>) -> HandlerResult<Json<CallOutcome>> {
         let spec = spec.into_inner();
         let started = Ran::default();
-        ctx.run(started.wrap(|| async { Ok(()) })).name("started").await?;
+        ctx.run(started.wrap(|| async {
+            crate::metrics::journaled("started");
+            Ok(())
+        }))
+        .name("started")
+        .await?;
         if !started.now() {
             tracing::warn!(call = %spec.call_id, "an earlier attempt of this call may have run its body: interrupted");
             return Ok(Json(CallOutcome::Interrupted));
+        }
+        if let Some(sealed_at_us) = spec.sealed_at_us {
+            crate::metrics::body_started(self.deployment.clock.now_us() - sealed_at_us);
         }
         Ok(Json(self.deployment.run_call(spec).await))
     }

@@ -171,11 +171,15 @@ pub(crate) struct SessionsArgs {
     /// one count N for 1, 2, 4, … up to N (default 4).
     #[arg(long, value_delimiter = ',')]
     workers: Vec<usize>,
+    /// With --store: run each count of `--workers` as that many `headstart restate serve` deployments too, behind a
+    /// Restate server the benchmark starts on loopback (its binary from RESTATE_SERVER, else target/restate).
+    #[arg(long, requires = "store")]
+    restate: bool,
 }
 
 impl SessionsArgs {
     pub(super) fn run(&self) -> Result<(), BenchError> {
-        if let Some(options) = self.fleet_options() {
+        if let Some(options) = self.fleet_options()? {
             let report = fleet::run(&options).map_err(BenchError::new)?;
             return self.output.print(&report, report.table());
         }
@@ -197,9 +201,12 @@ impl SessionsArgs {
     }
 
     /// The fleet measurement `--store` asks for; `None` without it.
-    pub(crate) fn fleet_options(&self) -> Option<FleetOptions> {
-        let url = self.store.clone()?;
-        Some(FleetOptions {
+    pub(crate) fn fleet_options(&self) -> Result<Option<FleetOptions>, BenchError> {
+        let Some(url) = self.store.clone() else {
+            return Ok(None);
+        };
+        let restate = if self.restate { Some(restate_server()?) } else { None };
+        Ok(Some(FleetOptions {
             url,
             workers: if self.workers.is_empty() {
                 vec![4]
@@ -212,8 +219,23 @@ impl SessionsArgs {
                 model_ms: self.model_ms.unwrap_or(200),
                 tool_ms: self.tool_ms.unwrap_or(100),
             },
-        })
+            restate,
+        }))
     }
+}
+
+/// The `restate-server` binary of `bench sessions --restate`.
+#[cfg(feature = "restate")]
+fn restate_server() -> Result<std::path::PathBuf, BenchError> {
+    let here = std::env::current_dir().map_err(|error| BenchError::new(error.to_string()))?;
+    headstart_restate::local::find_server(&here).map_err(BenchError::new)
+}
+
+#[cfg(not(feature = "restate"))]
+fn restate_server() -> Result<std::path::PathBuf, BenchError> {
+    Err(BenchError::new(
+        "--restate needs the `restate` feature of headstart-cli (on by default)",
+    ))
 }
 
 /// `headstart bench scheduler`.

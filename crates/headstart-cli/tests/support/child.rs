@@ -1,6 +1,6 @@
 //! A child process that cannot outlive its test.
 
-use std::io::Read as _;
+use std::io::Read;
 use std::process::{Child, Command, ExitStatus, Output, Stdio};
 
 /// A child process killed with SIGKILL and reaped when the guard drops, so that a test that fails (or passes)
@@ -70,19 +70,41 @@ impl ChildGuard {
     }
 
     /// Waits for the child to exit and collects its standard output and error (both must be piped).
-    pub fn output(mut self) -> Output {
-        let mut stderr = self.child.stderr.take().expect("piped standard error");
-        let reader = std::thread::spawn(move || {
-            let mut bytes = Vec::new();
-            let _ = stderr.read_to_end(&mut bytes);
-            bytes
-        });
-        let mut stdout = Vec::new();
-        if let Some(mut out) = self.child.stdout.take() {
-            let _ = out.read_to_end(&mut stdout);
-        }
-        let status = self.wait();
-        let stderr = reader.join().unwrap_or_default();
+    pub fn output(self) -> Output {
+        self.collect(None)
+    }
+
+    /// As [`output`](Self::output), but a child still running after `limit` fails the test (it is killed first).
+    pub fn output_within(self, limit: std::time::Duration) -> Output {
+        self.collect(Some(limit))
+    }
+
+    fn collect(mut self, limit: Option<std::time::Duration>) -> Output {
+        let read = |mut pipe: Box<dyn Read + Send>| {
+            std::thread::spawn(move || {
+                let mut bytes = Vec::new();
+                let _ = pipe.read_to_end(&mut bytes);
+                bytes
+            })
+        };
+        let stderr = read(Box::new(self.child.stderr.take().expect("piped standard error")));
+        let stdout = self.child.stdout.take().map(|out| read(Box::new(out)));
+        let started = std::time::Instant::now();
+        let status = loop {
+            let Some(limit) = limit else { break self.wait() };
+            if let Some(status) = self.child.try_wait().expect("poll a child process") {
+                break status;
+            }
+            if started.elapsed() > limit {
+                self.kill();
+                panic!("the child process did not exit within {} s", limit.as_secs());
+            }
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        };
+        let stdout = stdout
+            .map(|reader| reader.join().unwrap_or_default())
+            .unwrap_or_default();
+        let stderr = stderr.join().unwrap_or_default();
         Output { status, stdout, stderr }
     }
 

@@ -9,6 +9,8 @@
 //! line arrives; seal→start and the statements from each worker's `/metrics` after the run. The scenario and the
 //! report are `headstart_bench::fleet`'s.
 
+#[cfg(feature = "restate")]
+mod restate;
 mod workers;
 
 #[cfg(test)]
@@ -45,6 +47,9 @@ pub struct FleetOptions {
     pub concurrency: usize,
     /// The I/O-bound load; the CPU-only one is measured beside it.
     pub load: FleetLoad,
+    /// `--restate`: the `restate-server` binary; each count of `workers` is then also run as that many Restate
+    /// deployments on the same store.
+    pub restate: Option<std::path::PathBuf>,
 }
 
 /// Runs every measurement and reports them.
@@ -71,6 +76,11 @@ pub fn run(options: &FleetOptions) -> Result<FleetReport, String> {
                 workers,
             )?);
         }
+        if let Some(server) = &options.restate {
+            for &deployments in &counts {
+                runs.push(on_restate(server, &options.url, &scenario, deployments, load, options)?);
+            }
+        }
     }
     let mut report = FleetReport {
         concurrency: options.concurrency,
@@ -79,6 +89,31 @@ pub fn run(options: &FleetOptions) -> Result<FleetReport, String> {
     };
     report.compare_with_one_worker();
     Ok(report)
+}
+
+/// `deployments` Restate deployments running the sessions (`--restate`).
+#[cfg(feature = "restate")]
+fn on_restate(
+    server: &Path,
+    url: &str,
+    scenario: &Path,
+    deployments: usize,
+    load: FleetLoad,
+    options: &FleetOptions,
+) -> Result<FleetRun, String> {
+    restate::measure(server, url, scenario, deployments, load, options)
+}
+
+#[cfg(not(feature = "restate"))]
+fn on_restate(
+    _server: &Path,
+    _url: &str,
+    _scenario: &Path,
+    _deployments: usize,
+    _load: FleetLoad,
+    _options: &FleetOptions,
+) -> Result<FleetRun, String> {
+    Err("--restate needs the `restate` feature of headstart-cli (on by default)".to_owned())
 }
 
 /// What one run saw as it went.
@@ -187,6 +222,7 @@ fn measure(
             .filter_map(|page| page.sum(headstart_postgres::metrics::STATEMENTS))
             .reduce(|a, b| a + b)
             .map(|statements| round2(statements / sessions as f64)),
+        journal_entries_per_session: None,
     })
 }
 
@@ -249,10 +285,12 @@ async fn stuck(store: &dyn SessionQueue, progress: &Progress) -> String {
 
 /// Seal→start of early calls over every worker's histogram.
 fn seal_to_start(pages: &[prometheus::Exposition]) -> Option<Quantiles> {
-    let buckets: Vec<(f64, f64)> = pages
-        .iter()
-        .flat_map(|page| page.buckets(headstart::metrics::SEAL_TO_START, &[("when", "early")]))
-        .collect();
+    histogram_ms(pages, headstart::metrics::SEAL_TO_START, &[("when", "early")])
+}
+
+/// The median and 99th percentile of histogram `name` (seconds, series matching `labels`) over every page, in ms.
+fn histogram_ms(pages: &[prometheus::Exposition], name: &str, labels: &[(&str, &str)]) -> Option<Quantiles> {
+    let buckets: Vec<(f64, f64)> = pages.iter().flat_map(|page| page.buckets(name, labels)).collect();
     let ms = |q| prometheus::histogram_quantile(q, &buckets).map(|seconds| round2(seconds * 1000.0));
     Some(Quantiles {
         p50: ms(0.5)?,

@@ -53,7 +53,7 @@ fn bench_sessions_takes_a_list_of_worker_counts_and_the_load() {
         panic!("bench sessions parses");
     };
     let options = (args.sessions())
-        .and_then(super::super::SessionsArgs::fleet_options)
+        .and_then(|args| args.fleet_options().ok().flatten())
         .expect("a fleet run");
     assert_eq!(options.workers, [1, 2, 4]);
     assert_eq!((options.load.model_ms, options.load.tool_ms), (200, 100));

@@ -1,7 +1,9 @@
-//! The fleet benchmark's worker processes: `headstart worker … --metrics 127.0.0.1:0`, each one's event log read
-//! line by line on a thread of its own, every line stamped with the instant it arrived; killed and reaped when
-//! dropped, so none outlives the benchmark (a worker that fails to start, a panic).
+//! The fleet benchmark's processes (`headstart worker`, or `headstart restate serve`), each with `--metrics
+//! 127.0.0.1:0`: each one's event log read line by line on a thread of its own, every line stamped with the instant
+//! it arrived; killed and reaped when dropped, so none outlives the benchmark (a worker that fails to start, a
+//! panic).
 
+use std::ffi::OsString;
 use std::io::{BufRead as _, BufReader};
 use std::net::SocketAddr;
 use std::path::Path;
@@ -66,6 +68,19 @@ pub(super) struct Workers {
 impl Workers {
     /// Starts `count` workers on `url` running `scenario`, each claiming up to `concurrency` sessions.
     pub(super) fn start(url: &str, scenario: &Path, count: usize, concurrency: usize) -> Result<Self, String> {
+        Workers::spawn(url, count, |index| {
+            let mut args: Vec<OsString> = ["worker", "--id", &format!("bench-{index}"), "--scenario"]
+                .map(OsString::from)
+                .into();
+            args.push(scenario.into());
+            args.extend(["--concurrency", &concurrency.to_string(), "--poll-ms", POLL_MS].map(OsString::from));
+            args
+        })
+    }
+
+    /// Starts `count` processes of this binary on the store `url`, process `index` with `args(index)` and
+    /// `--metrics 127.0.0.1:0`.
+    pub(super) fn spawn(url: &str, count: usize, args: impl Fn(usize) -> Vec<OsString>) -> Result<Self, String> {
         let bin = std::env::current_exe().map_err(|error| format!("cannot find the headstart binary: {error}"))?;
         let (sender, lines) = mpsc::channel();
         let mut workers = Workers {
@@ -77,15 +92,13 @@ impl Workers {
             // every local user, its environment only by its owner.
             let mut child = Command::new(&bin)
                 .env("HEADSTART_STORE", url)
-                .args(["worker", "--id", &format!("bench-{index}"), "--scenario"])
-                .arg(scenario)
-                .args(["--concurrency", &concurrency.to_string(), "--poll-ms", POLL_MS])
+                .args(args(index))
                 .args(["--metrics", "127.0.0.1:0"])
                 .stdin(Stdio::null())
                 .stdout(Stdio::null())
                 .stderr(Stdio::piped())
                 .spawn()
-                .map_err(|error| format!("cannot start a worker: {error}"))?;
+                .map_err(|error| format!("cannot start a process: {error}"))?;
             if let Some(log) = child.stderr.take() {
                 follow(index, log, sender.clone());
             }

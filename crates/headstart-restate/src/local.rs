@@ -1,0 +1,283 @@
+//! A Restate server on loopback, started from its binary for tests, benchmarks and trying headstart on Restate out:
+//! one node ([`LocalServer::start`]) or a cluster of nodes with a replicated log ([`LocalServer::cluster`]). Every
+//! process is killed when its handle drops, so none outlives its caller. These functions block (they wait for the
+//! server's health endpoints); call them off an async runtime's worker threads or before one starts.
+
+use std::io::{Read as _, Write as _};
+use std::net::{TcpListener, TcpStream};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// The pinned server version `.ci/run` installs (docs/restate.md).
+pub const SERVER_VERSION: &str = "1.7.12";
+
+/// Where `npm install --prefix DIR @restatedev/restate-server-linux-x64` puts the binary, under `DIR`.
+pub const NPM_BINARY: &str = "node_modules/@restatedev/restate-server-linux-x64/bin/restate-server";
+
+/// How long a node may take to answer on its health endpoints.
+const START_WITHIN: Duration = Duration::from_secs(60);
+
+/// The server binary: `RESTATE_SERVER` when set, else the npm package under `target/restate` (of
+/// `CARGO_TARGET_DIR`, else of `workspace`), where `.ci/run` installs it. `Err` says where it looked and how to
+/// install it.
+pub fn find_server(workspace: &Path) -> Result<PathBuf, String> {
+    let candidate = std::env::var_os("RESTATE_SERVER")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| {
+            let target = std::env::var_os("CARGO_TARGET_DIR")
+                .map(PathBuf::from)
+                .unwrap_or_else(|| workspace.join("target"));
+            target.join("restate").join(NPM_BINARY)
+        });
+    if candidate.is_file() {
+        Ok(candidate)
+    } else {
+        Err(format!(
+            "no restate-server at {} (set RESTATE_SERVER, or `npm install --prefix target/restate \
+             @restatedev/restate-server-linux-x64@{SERVER_VERSION}`)",
+            candidate.display()
+        ))
+    }
+}
+
+/// One node's ports on loopback.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct NodePorts {
+    /// The ingress (`submit`, `attach`).
+    pub ingress: u16,
+    /// The admin API (`/deployments`, `/query`, `/health`).
+    pub admin: u16,
+    /// Node to node (and the metadata server).
+    pub node: u16,
+}
+
+/// A running node.
+#[derive(Debug)]
+struct Node {
+    ports: NodePorts,
+    command: NodeCommand,
+    process: Option<Child>,
+}
+
+/// What starts a node again after a kill: the binary and the environment.
+#[derive(Debug, Clone)]
+struct NodeCommand {
+    binary: PathBuf,
+    env: Vec<(String, String)>,
+}
+
+impl NodeCommand {
+    fn spawn(&self) -> Result<Child, String> {
+        Command::new(&self.binary)
+            .arg("--no-logo")
+            .envs(self.env.iter().map(|(name, value)| (name, value)))
+            .env("DO_NOT_TRACK", "1")
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .map_err(|error| format!("cannot start {}: {error}", self.binary.display()))
+    }
+}
+
+/// A Restate server (one node or a cluster) on loopback, its data under a directory of the caller's.
+#[derive(Debug)]
+pub struct LocalServer {
+    nodes: Vec<Node>,
+}
+
+impl LocalServer {
+    /// One node on free ports, its data in `dir/restate-data`; returns once its admin API and ingress answer.
+    pub fn start(binary: &Path, dir: &Path) -> Result<Self, String> {
+        let ports = free_ports()?;
+        let env = vec![
+            (
+                "RESTATE_INGRESS__BIND_ADDRESS".to_owned(),
+                format!("127.0.0.1:{}", ports.ingress),
+            ),
+            (
+                "RESTATE_ADMIN__BIND_ADDRESS".to_owned(),
+                format!("127.0.0.1:{}", ports.admin),
+            ),
+            ("RESTATE_BIND_ADDRESS".to_owned(), format!("127.0.0.1:{}", ports.node)),
+            (
+                "RESTATE_ADVERTISED_ADDRESS".to_owned(),
+                format!("http://127.0.0.1:{}", ports.node),
+            ),
+            (
+                "RESTATE_BASE_DIR".to_owned(),
+                dir.join("restate-data").display().to_string(),
+            ),
+        ];
+        let server = LocalServer::spawn(vec![(
+            ports,
+            NodeCommand {
+                binary: binary.to_owned(),
+                env,
+            },
+        )])?;
+        server.wait_healthy(0)?;
+        Ok(server)
+    }
+
+    /// A cluster of `nodes` nodes (at least 3 to survive one loss) with the log replicated on 2, each node's data in
+    /// `dir/node-N`; the first node provisions the cluster. Returns once every node's admin API and ingress answer.
+    pub fn cluster(binary: &Path, dir: &Path, nodes: usize) -> Result<Self, String> {
+        let ports = (0..nodes).map(|_| free_ports()).collect::<Result<Vec<_>, _>>()?;
+        let metadata = format!(
+            "[{}]",
+            ports
+                .iter()
+                .map(|ports| format!("\"http://127.0.0.1:{}\"", ports.node))
+                .collect::<Vec<_>>()
+                .join(",")
+        );
+        let nodes = ports
+            .iter()
+            .enumerate()
+            .map(|(index, ports)| {
+                let env = vec![
+                    ("RESTATE_CLUSTER_NAME".to_owned(), "headstart-local".to_owned()),
+                    ("RESTATE_DEFAULT_REPLICATION".to_owned(), "2".to_owned()),
+                    ("RESTATE_METADATA_CLIENT__ADDRESSES".to_owned(), metadata.clone()),
+                    ("RESTATE_NODE_NAME".to_owned(), format!("node-{}", index + 1)),
+                    ("RESTATE_FORCE_NODE_ID".to_owned(), (index + 1).to_string()),
+                    ("RESTATE_AUTO_PROVISION".to_owned(), (index == 0).to_string()),
+                    (
+                        "RESTATE_INGRESS__BIND_ADDRESS".to_owned(),
+                        format!("127.0.0.1:{}", ports.ingress),
+                    ),
+                    (
+                        "RESTATE_ADMIN__BIND_ADDRESS".to_owned(),
+                        format!("127.0.0.1:{}", ports.admin),
+                    ),
+                    ("RESTATE_BIND_ADDRESS".to_owned(), format!("127.0.0.1:{}", ports.node)),
+                    (
+                        "RESTATE_ADVERTISED_ADDRESS".to_owned(),
+                        format!("http://127.0.0.1:{}", ports.node),
+                    ),
+                    (
+                        "RESTATE_BASE_DIR".to_owned(),
+                        dir.join(format!("node-{}", index + 1)).display().to_string(),
+                    ),
+                ];
+                (
+                    *ports,
+                    NodeCommand {
+                        binary: binary.to_owned(),
+                        env,
+                    },
+                )
+            })
+            .collect();
+        let server = LocalServer::spawn(nodes)?;
+        for index in 0..server.nodes.len() {
+            server.wait_healthy(index)?;
+        }
+        Ok(server)
+    }
+
+    fn spawn(nodes: Vec<(NodePorts, NodeCommand)>) -> Result<Self, String> {
+        let mut server = LocalServer { nodes: Vec::new() };
+        for (ports, command) in nodes {
+            // Pushed as soon as spawned, so a later failure still kills the nodes before it.
+            let process = Some(command.spawn()?);
+            server.nodes.push(Node {
+                ports,
+                command,
+                process,
+            });
+        }
+        Ok(server)
+    }
+
+    /// Node `index`'s ports (0 for a single node).
+    pub fn ports(&self, index: usize) -> NodePorts {
+        self.nodes[index.min(self.nodes.len() - 1)].ports
+    }
+
+    /// Node `index`'s ingress URL, `http://127.0.0.1:PORT`.
+    pub fn ingress_url(&self, index: usize) -> String {
+        format!("http://127.0.0.1:{}", self.ports(index).ingress)
+    }
+
+    /// Node `index`'s admin API URL, `http://127.0.0.1:PORT`.
+    pub fn admin_url(&self, index: usize) -> String {
+        format!("http://127.0.0.1:{}", self.ports(index).admin)
+    }
+
+    /// Kills node `index` with SIGKILL and reaps it.
+    pub fn kill(&mut self, index: usize) {
+        if let Some(mut process) = self.nodes.get_mut(index).and_then(|node| node.process.take()) {
+            let _ = process.kill();
+            let _ = process.wait();
+        }
+    }
+
+    /// Starts node `index` again (after [`LocalServer::kill`]), on the same ports and data; returns once it answers.
+    pub fn restart(&mut self, index: usize) -> Result<(), String> {
+        let node = self.nodes.get_mut(index).ok_or_else(|| format!("no node {index}"))?;
+        if node.process.is_none() {
+            node.process = Some(node.command.spawn()?);
+        }
+        self.wait_healthy(index)
+    }
+
+    fn wait_healthy(&self, index: usize) -> Result<(), String> {
+        let ports = self.ports(index);
+        let started = Instant::now();
+        while get_status(ports.admin, "/health") != Some(200) || get_status(ports.ingress, "/restate/health").is_none()
+        {
+            if started.elapsed() > START_WITHIN {
+                return Err(format!(
+                    "restate-server node {} did not answer on its admin port {} and ingress port {} within {} s",
+                    index + 1,
+                    ports.admin,
+                    ports.ingress,
+                    START_WITHIN.as_secs()
+                ));
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        Ok(())
+    }
+}
+
+impl Drop for LocalServer {
+    fn drop(&mut self) {
+        for index in 0..self.nodes.len() {
+            self.kill(index);
+        }
+    }
+}
+
+/// A port nothing listens on now, on loopback.
+pub fn free_port() -> Result<u16, String> {
+    TcpListener::bind("127.0.0.1:0")
+        .and_then(|listener| listener.local_addr())
+        .map(|addr| addr.port())
+        .map_err(|error| format!("no free port on loopback: {error}"))
+}
+
+fn free_ports() -> Result<NodePorts, String> {
+    Ok(NodePorts {
+        ingress: free_port()?,
+        admin: free_port()?,
+        node: free_port()?,
+    })
+}
+
+/// A GET on loopback: the status line's code, or `None` when nothing answers.
+fn get_status(port: u16, path: &str) -> Option<u16> {
+    let mut stream = TcpStream::connect(("127.0.0.1", port)).ok()?;
+    stream.set_read_timeout(Some(Duration::from_secs(2))).ok()?;
+    write!(
+        stream,
+        "GET {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n"
+    )
+    .ok()?;
+    let mut answer = String::new();
+    let _ = stream.read_to_string(&mut answer);
+    answer.split_whitespace().nth(1)?.parse().ok()
+}
