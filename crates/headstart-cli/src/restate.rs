@@ -80,6 +80,13 @@ struct BalanceArgs {
     /// Once serving, register `http://ADDR` with the Restate server whose admin API is here.
     #[arg(long, value_name = "ADMIN_URL")]
     register: Option<String>,
+    /// Milliseconds a deployment may take to answer a request's headers (a live one answers at once) before the
+    /// balancer answers 502 and sets it aside for `--set-aside-ms`, so Restate's retry goes elsewhere.
+    #[arg(long, default_value_t = 5_000)]
+    answer_within_ms: u64,
+    /// Milliseconds a deployment that failed to answer is left out of the picks.
+    #[arg(long, default_value_t = 10_000)]
+    set_aside_ms: u64,
 }
 
 /// Arguments of `headstart restate register`.
@@ -123,6 +130,8 @@ async fn serve_deployment(args: &ServeArgs, scenario: Option<headstart_sim::Scen
         .agent
         .session_setup(&store_url, scenario, &args.addr.to_string())
         .await?;
+    // Bound first: once the metrics line or the `serving` line is out, the server accepts connections.
+    let listener = bind(args.addr).await?;
     if let Some(addr) = args.metrics {
         let bound = crate::metrics_endpoint::serve(addr).await.map_err(Failure::Failed)?;
         headstart_restate::metrics::describe();
@@ -130,19 +139,25 @@ async fn serve_deployment(args: &ServeArgs, scenario: Option<headstart_sim::Scen
     }
     let store = store_url.open(Access::Create).await.map_err(Failure::Failed)?;
     let deployment = Arc::new(Deployment::new(store, setup).with_turn_limit(args.concurrency));
-    // The SDK's server binds the address itself; a port already taken ends the process with its own message.
-    let server = tokio::spawn(headstart_restate::serve(deployment, args.addr));
+    let server = tokio::spawn(headstart_restate::serve(deployment, listener));
     serve_until_signal(server, args.addr, args.register.as_deref(), "deployment").await
 }
 
 /// Serves the balancer until SIGINT or SIGTERM.
 async fn serve_balancer(args: &BalanceArgs) -> Result<(), Failure> {
-    let balancer = Balancer::new(&args.to).map_err(|error| failed(error.to_string()))?;
-    let listener = tokio::net::TcpListener::bind(args.addr)
-        .await
-        .map_err(|error| failed(format!("cannot listen on {}: {error}", args.addr)))?;
+    let balancer = Balancer::new(&args.to)
+        .map_err(|error| failed(error.to_string()))?
+        .answer_within(Duration::from_millis(args.answer_within_ms.max(1)))
+        .set_aside_for(Duration::from_millis(args.set_aside_ms));
+    let listener = bind(args.addr).await?;
     let server = tokio::spawn(balancer.serve(listener));
     serve_until_signal(server, args.addr, args.register.as_deref(), "balancer").await
+}
+
+async fn bind(addr: SocketAddr) -> Result<tokio::net::TcpListener, Failure> {
+    tokio::net::TcpListener::bind(addr)
+        .await
+        .map_err(|error| failed(format!("cannot listen on {addr}: {error}")))
 }
 
 /// Logs that `addr` serves, registers it when asked, then runs until a signal or until `server` ends.

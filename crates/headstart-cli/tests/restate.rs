@@ -16,6 +16,9 @@
 //!    turns, every turn begins once and completes.
 //! 7. A 3-node cluster (log replicated on 2), node 1 killed with SIGKILL while four turns run: every turn completes
 //!    through node 2's ingress (those whose partition node 1 led after a recovery), invariants hold, no body twice.
+//! 8. SIGSTOP of the deployment running a turn (two behind the balancer, the services' timeouts shortened): the
+//!    turn completes on the other one; after SIGCONT the stopped one's writes are refused and the store is
+//!    unchanged.
 //!
 //! The server (`headstart_restate::local::LocalServer`, killed when dropped) binary comes from `RESTATE_SERVER`, else `target/restate/node_modules/…` (where `.ci/run` installs the
 //! pinned npm package). Without it the tests say so loudly and pass, or fail under `HEADSTART_REQUIRE_RESTATE=1`
@@ -421,6 +424,12 @@ async fn two_deployments_behind_the_balancer_share_the_turns() {
             .expect("start a deployment"),
         );
     }
+    // A deployment serves its metrics once it listens: the balancer must not find one that does not listen yet.
+    for metrics_port in metrics {
+        wait_until("a deployment to listen", || {
+            std::net::TcpStream::connect(("127.0.0.1", metrics_port)).is_ok()
+        });
+    }
     let balancer = port();
     let mut balance = ChildGuard::spawn(
         Command::new(bin())
@@ -550,4 +559,165 @@ async fn a_cluster_node_killed_mid_turn_leaves_every_session_to_complete() {
             assert_eq!(began, 1, "{call} began {began} times");
         }
     }
+}
+
+/// An HTTP/1.1 request with a JSON body on loopback; its status code.
+fn send_json(port: u16, method: &str, path: &str, body: &str) -> Option<u16> {
+    use std::io::Write as _;
+    let mut stream = std::net::TcpStream::connect(("127.0.0.1", port)).ok()?;
+    stream.set_read_timeout(Some(Duration::from_secs(5))).ok()?;
+    write!(
+        stream,
+        "{method} {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\
+         Connection: close\r\n\r\n{body}",
+        body.len()
+    )
+    .ok()?;
+    let mut answer = String::new();
+    let _ = stream.read_to_string(&mut answer);
+    answer.split_whitespace().nth(1)?.parse().ok()
+}
+
+/// What the store holds of `session`: its log and its runs, for comparing before and after.
+async fn snapshot(store: &SqliteStore, session: &SessionId) -> String {
+    let log = store.load_log(session).await.expect("log");
+    let runs = store.tool_runs(session).await.expect("runs");
+    format!("{log:?}\n{runs:?}")
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_stopped_deployment_is_replaced_and_its_writes_are_refused_when_it_resumes() {
+    let Some(binary) = server_binary() else { return };
+    let dir = workdir();
+    let server = start_server(&binary, dir.path());
+    let ports = [port(), port()];
+    let metrics = [port(), port()];
+    let mut deployments = Vec::new();
+    for index in 0..2 {
+        deployments.push(
+            ChildGuard::spawn(
+                Command::new(bin())
+                    .args(["restate", "serve", "--addr", &format!("127.0.0.1:{}", ports[index])])
+                    .arg("--store")
+                    .arg(dir.path().join("agents.db"))
+                    .arg("--scenario")
+                    .arg(scenario(SCENARIO))
+                    .arg("--touch-dir")
+                    .arg(dir.path().join("touch"))
+                    .args(["--metrics", &format!("127.0.0.1:{}", metrics[index])])
+                    .stdout(Stdio::null())
+                    .stderr(Stdio::null()),
+            )
+            .expect("start a deployment"),
+        );
+    }
+    // A deployment serves its metrics once it listens: the balancer must not find one that does not listen yet.
+    for metrics_port in metrics {
+        wait_until("a deployment to listen", || {
+            std::net::TcpStream::connect(("127.0.0.1", metrics_port)).is_ok()
+        });
+    }
+    let balancer = port();
+    let mut balance = ChildGuard::spawn(
+        Command::new(bin())
+            .args(["restate", "balance", "--addr", &format!("127.0.0.1:{balancer}")])
+            .args(["--to", &format!("http://127.0.0.1:{}", ports[0])])
+            .args(["--to", &format!("http://127.0.0.1:{}", ports[1])])
+            .args(["--answer-within-ms", "1000", "--set-aside-ms", "600000"])
+            .args(["--register", &server.admin_url(0)])
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped()),
+    )
+    .expect("start the balancer");
+    wait_for_line(&mut balance, "registered http://");
+    // Short timeouts, so the server gives a silent attempt up within seconds instead of minutes.
+    for service in ["Session", "Tools"] {
+        assert_eq!(
+            send_json(
+                server.ports(0).admin,
+                "PATCH",
+                &format!("/services/{service}"),
+                r#"{"inactivity_timeout":"2s","abort_timeout":"2s"}"#
+            ),
+            Some(200),
+            "shorten {service}'s timeouts"
+        );
+    }
+
+    let client = RestateClient::new(&server.ingress_url(0));
+    let session = new_session_id();
+    let request = TurnRequest {
+        prompt: "look it up and write it down".to_owned(),
+        ..TurnRequest::default()
+    };
+    let invocation = client.submit(&session, &request, &session).await.expect("submitted");
+    let began = |index: usize| {
+        counter(
+            &metrics_page(metrics[index]),
+            "headstart_restate_journal_entries_total",
+            "kind=\"begin\"",
+        )
+    };
+    let mut running = None;
+    wait_until("the turn to begin on a deployment", || {
+        running = (0..2).find(|index| began(*index) >= 1.0);
+        running.is_some()
+    });
+    let running = running.expect("found");
+    wait_for_lookup(dir.path());
+    deployments[running].signal("STOP");
+
+    let report = tokio::time::timeout(Duration::from_secs(120), client.attach(&invocation))
+        .await
+        .expect("the turn ends on the other deployment")
+        .expect("its report");
+    assert_eq!(report.stop["reason"], "completed", "{report:?}");
+    // One recovery at least: more when the server also gave up the new attempt while it waited for the call the
+    // stopped deployment held.
+    assert!(report.recoveries >= 1, "{report:?}");
+    let store = open_store(dir.path());
+    let session = SessionId(session);
+    let before = snapshot(&store, &session).await;
+
+    // The stopped deployment resumes with the old attempt's engine in memory: whatever it writes now is refused.
+    deployments[running].signal("CONT");
+    wait_until("the resumed deployment's stale writes to be refused", || {
+        counter(
+            &metrics_page(metrics[running]),
+            "headstart_restate_stale_writes_refused_total",
+            "where=",
+        ) >= 1.0
+    });
+    assert_eq!(
+        snapshot(&store, &session).await,
+        before,
+        "a stale write reached the store"
+    );
+    let violations = check_session(&store, &session).await.expect("check");
+    assert!(violations.is_empty(), "invariants: {violations:?}");
+    for (call, began) in touches(dir.path(), &session) {
+        assert_eq!(began, 1, "{call} began {began} times");
+    }
+    let info = store.session(&session).await.expect("read").expect("the session");
+    assert_eq!(info.state.as_str(), "completed", "{info:?}");
+}
+
+/// Reads `child`'s standard error until a line contains `text`, then drains the rest on a thread.
+fn wait_for_line(child: &mut ChildGuard, text: &'static str) {
+    let mut log = child.stderr().expect("piped");
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let mut seen = String::new();
+        let mut buffer = [0u8; 1024];
+        while let Ok(read) = log.read(&mut buffer) {
+            if read == 0 {
+                break;
+            }
+            seen.push_str(&String::from_utf8_lossy(&buffer[..read]));
+            if seen.contains(text) {
+                let _ = tx.send(());
+            }
+        }
+    });
+    rx.recv_timeout(PATIENCE).expect("the line");
 }

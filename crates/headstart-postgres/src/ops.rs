@@ -10,8 +10,8 @@ use std::time::{Duration, Instant};
 use deadpool_postgres::Transaction;
 use headstart_store::backend::{self, ClaimedRow, EncodedMessage, LeaseRow, MessageRow, RunRow};
 use headstart_store::{
-    AdmittedCall, CallKey, Claim, Lease, RunEnd, SessionEnd, SessionSettings, StoreError, StoredMessage, ToolRun,
-    UnfinishedCall,
+    AdmittedCall, CallKey, Claim, Lease, RunEnd, SessionEnd, SessionId, SessionSettings, StoreError, StoredMessage,
+    ToolRun, UnfinishedCall,
 };
 use tokio_postgres::types::{FromSql, ToSql};
 use tokio_postgres::Row;
@@ -401,6 +401,33 @@ pub(crate) async fn claim(
     // `UPDATE … RETURNING` returns rows in no particular order; claims are handed out oldest first.
     claimed.sort_by_key(|(ordinal, _)| *ordinal);
     Ok(claimed.into_iter().map(|(_, claim)| claim).collect())
+}
+
+/// Takes `session` over for `owner` (see `SessionQueue::take_over`); `sent` is when the caller asked.
+pub(crate) async fn take_over(
+    tx: &Transaction<'_>,
+    what: &str,
+    session: &SessionId,
+    owner: &str,
+    lease: Duration,
+    sent: Instant,
+) -> Result<Claim, StoreError> {
+    let lease_us = backend::duration_us(lease);
+    let rows = query(tx, sql::TAKE_OVER, &[&session.0, &owner, &lease_us], what).await?;
+    let row = rows.first().ok_or_else(|| StoreError::NoSession(session.0.clone()))?;
+    let claimed_row = ClaimedRow {
+        session: session.0.clone(),
+        epoch: get(row, 0, what)?,
+        expires_at_us: get(row, 1, what)?,
+    };
+    Ok(Claim {
+        lease: claimed_row.lease(owner, sent, lease)?,
+        previous_owner: get(row, 2, what)?,
+        settings: SessionSettings {
+            system: get(row, 3, what)?,
+            model: get(row, 4, what)?,
+        },
+    })
 }
 
 /// Renews the leases still held (see `SessionQueue::renew`), in the order given.

@@ -317,6 +317,27 @@ pub(crate) const CLAIM: &str = concat!(
     RETURNING s.id, s.epoch, s.lease_expires_at_us, picked.previous_owner, s.ordinal, s.system_prompt, s.model"
 );
 
+/// `$1` session id, `$2` owner, `$3` lease (µs). Takes the session over whatever its state and holder
+/// (`SessionQueue::take_over`). Columns: epoch, lease_expires_at_us, the previous owner when it was running. No row:
+/// no such session.
+pub(crate) const TAKE_OVER: &str = concat!(
+    "WITH now AS ",
+    now_us!(),
+    ",
+    previous AS (
+        SELECT s.id, CASE WHEN s.state = 'running' THEN s.owner END AS owner
+        FROM headstart.sessions AS s
+        WHERE s.id = $1::text
+        FOR UPDATE
+    )
+    UPDATE headstart.sessions AS s
+    SET state = 'running', owner = $2::text, epoch = s.epoch + 1, lease_expires_at_us = now.us + $3::bigint,
+        failure = NULL
+    FROM previous, now
+    WHERE s.id = previous.id
+    RETURNING s.epoch, s.lease_expires_at_us, previous.owner, s.system_prompt, s.model"
+);
+
 /// `$1` session ids, `$2` owners, `$3` epochs (same length), `$4` lease (µs). Extends each lease still held.
 /// Columns: id, epoch, lease_expires_at_us of the renewed ones.
 pub(crate) const RENEW: &str = concat!(

@@ -6,13 +6,15 @@
 //! deployment with the fewest requests open. Any HTTP/2-aware load balancer (Envoy, a Kubernetes service mesh) does
 //! the same job; this one needs nothing but the binary.
 //!
-//! A deployment that fails a request before answering makes the balancer answer 502, and Restate retries the
-//! invocation, which then goes elsewhere: the failed deployment has open requests counted until they end, and the
-//! next pick prefers the others.
+//! A deployment that cannot be reached, or does not answer a request's headers within [`ANSWER_WITHIN`] (a live
+//! one answers at once: the SDK answers before its handler runs; a stopped or hung process never does), makes the
+//! balancer answer 502 and set the deployment aside for [`SET_ASIDE`]: Restate retries the invocation, and the
+//! retry goes to another deployment. When every deployment is set aside, the picks ignore it.
 
 use std::convert::Infallible;
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
 
 use http_body_util::combinators::BoxBody;
 use http_body_util::{BodyExt, Full};
@@ -38,10 +40,32 @@ pub enum BalanceError {
     BadUrl(String),
 }
 
-/// A deployment behind the balancer, and its requests open now.
+/// How long a deployment may take to answer a request's headers unless told otherwise.
+pub const ANSWER_WITHIN: Duration = Duration::from_secs(5);
+
+/// How long a deployment that failed to answer is left out of the picks unless told otherwise.
+pub const SET_ASIDE: Duration = Duration::from_secs(10);
+
+/// A deployment behind the balancer, its requests open now, and until when it is set aside.
 struct Backend {
     authority: Authority,
     open: AtomicUsize,
+    aside_until: Mutex<Option<Instant>>,
+}
+
+impl Backend {
+    fn aside(&self, now: Instant) -> bool {
+        self.aside_until
+            .lock()
+            .map(|until| until.is_some_and(|until| until > now))
+            .unwrap_or(false)
+    }
+
+    fn set_aside(&self, until: Instant) {
+        if let Ok(mut aside) = self.aside_until.lock() {
+            *aside = Some(until);
+        }
+    }
 }
 
 /// The HTTP/2 balancer (module docs).
@@ -49,6 +73,8 @@ struct Backend {
 pub struct Balancer {
     backends: Arc<[Arc<Backend>]>,
     client: Client<HttpConnector, Incoming>,
+    answer_within: Duration,
+    set_aside: Duration,
 }
 
 impl std::fmt::Debug for Balancer {
@@ -81,13 +107,29 @@ impl Balancer {
                 Ok(Arc::new(Backend {
                     authority,
                     open: AtomicUsize::new(0),
+                    aside_until: Mutex::new(None),
                 }))
             })
             .collect::<Result<Vec<_>, _>>()?;
         Ok(Balancer {
             backends: backends.into(),
             client: Client::builder(TokioExecutor::new()).http2_only(true).build_http(),
+            answer_within: ANSWER_WITHIN,
+            set_aside: SET_ASIDE,
         })
+    }
+
+    /// How long a deployment may take to answer a request's headers before it is set aside (default
+    /// [`ANSWER_WITHIN`]).
+    pub fn answer_within(mut self, limit: Duration) -> Self {
+        self.answer_within = limit;
+        self
+    }
+
+    /// How long a deployment that failed to answer is left out of the picks (default [`SET_ASIDE`]).
+    pub fn set_aside_for(mut self, period: Duration) -> Self {
+        self.set_aside = period;
+        self
     }
 
     /// Serves the connections `listener` accepts, each on a task of its own, for as long as the runtime runs.
@@ -118,10 +160,18 @@ impl Balancer {
         }
     }
 
-    /// A request opened on the backend with the fewest requests open (the first of equals).
+    /// A request opened on the backend with the fewest requests open (the first of equals), among those not set
+    /// aside when there are any.
     fn open(&self) -> Open {
-        let mut best = &self.backends[0];
-        for backend in self.backends.iter().skip(1) {
+        let now = Instant::now();
+        let usable: Vec<&Arc<Backend>> = self.backends.iter().filter(|backend| !backend.aside(now)).collect();
+        let candidates = if usable.is_empty() {
+            self.backends.iter().collect()
+        } else {
+            usable
+        };
+        let mut best = candidates[0];
+        for backend in candidates.into_iter().skip(1) {
             if backend.open.load(Ordering::Relaxed) < best.open.load(Ordering::Relaxed) {
                 best = backend;
             }
@@ -142,8 +192,12 @@ impl Balancer {
             Ok(uri) => uri,
             Err(error) => return refuse(StatusCode::BAD_REQUEST, format!("bad request URI: {error}")),
         };
-        match self.client.request(Request::from_parts(parts, body)).await {
-            Ok(response) => {
+        let answered = tokio::time::timeout(
+            self.answer_within,
+            self.client.request(Request::from_parts(parts, body)),
+        );
+        match answered.await {
+            Ok(Ok(response)) => {
                 let (parts, body) = response.into_parts();
                 // The request stays open until its answer's body ends: count it until then.
                 let body = body.map_frame(move |frame| {
@@ -152,10 +206,24 @@ impl Balancer {
                 });
                 Response::from_parts(parts, body.boxed())
             }
-            Err(error) => refuse(
-                StatusCode::BAD_GATEWAY,
-                format!("deployment {} unreachable: {error}", backend.authority),
-            ),
+            Ok(Err(error)) => {
+                backend.set_aside(Instant::now() + self.set_aside);
+                refuse(
+                    StatusCode::BAD_GATEWAY,
+                    format!("deployment {} unreachable: {error}", backend.authority),
+                )
+            }
+            Err(_) => {
+                backend.set_aside(Instant::now() + self.set_aside);
+                refuse(
+                    StatusCode::BAD_GATEWAY,
+                    format!(
+                        "deployment {} did not answer within {} ms",
+                        backend.authority,
+                        self.answer_within.as_millis()
+                    ),
+                )
+            }
         }
     }
 }
@@ -224,5 +292,30 @@ mod tests {
             .backends
             .iter()
             .all(|backend| backend.open.load(Ordering::Relaxed) == 0));
+    }
+
+    #[test]
+    fn a_deployment_set_aside_is_skipped_until_every_one_is() {
+        let balancer = Balancer::new(&["http://a:1".into(), "http://b:2".into()]).expect("urls");
+        let later = Instant::now() + Duration::from_secs(60);
+        balancer.backends[0].set_aside(later);
+        let first = balancer.open();
+        let second = balancer.open();
+        assert_eq!(
+            (first.0.authority.as_str(), second.0.authority.as_str()),
+            ("b:2", "b:2"),
+            "a is aside, whatever b's load"
+        );
+        balancer.backends[1].set_aside(later);
+        assert_eq!(
+            balancer.open().0.authority.as_str(),
+            "a:1",
+            "all aside: the picks ignore it"
+        );
+        balancer.backends[0].set_aside(Instant::now());
+        assert!(
+            !balancer.backends[0].aside(Instant::now() + Duration::from_millis(1)),
+            "its time is up"
+        );
     }
 }

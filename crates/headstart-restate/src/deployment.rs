@@ -3,16 +3,17 @@
 
 use std::sync::Arc;
 
-use headstart::core::model::UserMessage;
-use headstart::store::StoreError;
-use headstart::{Clock, RecoveryPolicy, SessionId, SystemClock, TranscriptStore};
+use headstart::store::{SessionQueue, StoreError};
+use headstart::{Clock, RecoveryPolicy, SessionId, SystemClock};
 use headstart_fleet::SessionSetup;
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
 /// What a deployment runs sessions with.
 pub struct Deployment {
     /// The record of every session (contract §7): `inspect`, `serve` and `timeline` read it as any other store.
-    pub(crate) store: Arc<dyn TranscriptStore>,
+    /// Each attempt of a turn takes its session over in it ([`SessionQueue::take_over`]) and writes through a
+    /// handle fenced by that hold.
+    pub(crate) store: Arc<dyn SessionQueue>,
     /// The application: each session's engine and model.
     pub(crate) setup: Arc<dyn SessionSetup>,
     /// What recovery does with calls a crashed attempt left without a result.
@@ -37,7 +38,7 @@ impl std::fmt::Debug for Deployment {
 
 impl Deployment {
     /// Sessions of `setup`, written to `store`; interrupted calls are failed ([`RecoveryPolicy::FailAll`]).
-    pub fn new(store: Arc<dyn TranscriptStore>, setup: Arc<dyn SessionSetup>) -> Self {
+    pub fn new(store: Arc<dyn SessionQueue>, setup: Arc<dyn SessionSetup>) -> Self {
         Deployment {
             store,
             setup,
@@ -74,21 +75,5 @@ impl Deployment {
                 Ok(0)
             }
         }
-    }
-
-    /// Appends `prompt` unless the session already holds more than `before` messages: an earlier attempt of the same
-    /// journal entry appended it (the entry's closure runs at least once; one writer per session makes the count
-    /// exact).
-    pub(crate) async fn append_prompt_once(
-        &self,
-        session: &SessionId,
-        before: u64,
-        prompt: &UserMessage,
-    ) -> Result<(), StoreError> {
-        let now = self.open(session).await?;
-        if now == before {
-            self.store.append_user(session, prompt, self.clock.now_us()).await?;
-        }
-        Ok(())
     }
 }

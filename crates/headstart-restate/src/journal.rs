@@ -6,6 +6,7 @@
 //! model: the stream that produced the seals died with its attempt.
 
 use headstart::core::model::{AssistantMessage, ContentBlock};
+use headstart::store::SessionEnd;
 use headstart::{Arguments, ToolError, ToolOutput, ToolResult, INTERRUPTED};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -112,6 +113,17 @@ impl From<CallOutcome> for ToolResult {
     }
 }
 
+impl TurnReport {
+    /// How the turn ends its hold on the session in the store: `completed` when its loop stopped as a finished
+    /// agent does (completed, terminated by a tool, or at its request limit), else `failed` with the stop.
+    pub fn session_end(&self) -> SessionEnd {
+        match self.stop["reason"].as_str() {
+            Some("completed" | "terminated" | "max_turns") => SessionEnd::Completed,
+            _ => SessionEnd::Failed(format!("the turn stopped: {}", self.stop)),
+        }
+    }
+}
+
 /// What a `turn` answers: the session, how its agent loop stopped, and how often a crash cut a response short.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct TurnReport {
@@ -150,6 +162,30 @@ mod tests {
             ToolResult::from(CallOutcome::Interrupted),
             Err(ToolError::new(INTERRUPTED))
         );
+    }
+
+    #[test]
+    fn a_finished_agent_ends_its_session_completed_and_any_other_stop_failed() {
+        use headstart::AgentStop;
+        let end = |stop: AgentStop| {
+            TurnReport {
+                session: "s".into(),
+                stop: serde_json::to_value(&stop).expect("serialize"),
+                recoveries: 0,
+            }
+            .session_end()
+        };
+        for stop in [AgentStop::Completed, AgentStop::Terminated, AgentStop::MaxRequests] {
+            assert_eq!(end(stop.clone()), SessionEnd::Completed, "{stop:?}");
+        }
+        for stop in [
+            AgentStop::ResponseFailed,
+            AgentStop::Cancelled,
+            AgentStop::Error("store down".into()),
+            AgentStop::Fenced("gone".into()),
+        ] {
+            assert!(matches!(end(stop.clone()), SessionEnd::Failed(_)), "{stop:?}");
+        }
     }
 
     #[test]

@@ -29,10 +29,10 @@ pub use journal::{CallOutcome, CallSpec, Seal, Step, TurnReport};
 pub use session::{Session, TurnRequest};
 pub use tools::Tools;
 
-use std::net::SocketAddr;
 use std::sync::Arc;
 
 use restate_sdk::prelude::{Endpoint, HttpServer};
+use tokio::net::TcpListener;
 
 /// The deployment's endpoint: both services, bound to `deployment`.
 pub fn endpoint(deployment: Arc<Deployment>) -> Endpoint {
@@ -44,7 +44,8 @@ pub fn endpoint(deployment: Arc<Deployment>) -> Endpoint {
         .build()
 }
 
-/// Serves `deployment` on `addr` (HTTP/2, what the Restate server speaks) until the process ends.
-pub async fn serve(deployment: Arc<Deployment>, addr: SocketAddr) {
-    HttpServer::new(endpoint(deployment)).listen_and_serve(addr).await;
+/// Serves `deployment` on the connections `listener` accepts (HTTP/2, what the Restate server speaks) until the
+/// process ends. The caller binds the listener, so it knows the address is taken before it says it serves.
+pub async fn serve(deployment: Arc<Deployment>, listener: TcpListener) {
+    HttpServer::new(endpoint(deployment)).serve(listener).await;
 }

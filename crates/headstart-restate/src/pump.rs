@@ -47,7 +47,7 @@ impl WriteLayer for JournalLayer {
             ..
         } = write
         else {
-            return next;
+            return Box::pin(async move { counted(next.await) });
         };
         // The journal first: an attempt Restate has replaced can no longer write it, so a stale deployment's
         // commit stops here, before the store. A crash between the two leaves the seal in the journal only; no call
@@ -60,14 +60,26 @@ impl WriteLayer for JournalLayer {
         Box::pin(async move {
             let (reply, acknowledged) = oneshot::channel();
             if self.asks.send(Ask::Seal(seal, reply)).await.is_err() {
+                crate::metrics::stale_write_refused("journal");
                 return Err(gone("commit a fragment"));
             }
             match acknowledged.await {
-                Ok(true) => next.await,
-                _ => Err(gone("journal a seal")),
+                Ok(true) => counted(next.await),
+                _ => {
+                    crate::metrics::stale_write_refused("journal");
+                    Err(gone("journal a seal"))
+                }
             }
         })
     }
+}
+
+/// `written`, counted when the store's fence refused it (a later attempt holds the session).
+fn counted<T>(written: Result<T, StoreError>) -> Result<T, StoreError> {
+    if let Err(StoreError::Fenced(_)) = &written {
+        crate::metrics::stale_write_refused("store");
+    }
+    written
 }
 
 /// The tool layer of the pump: the body runs in the `Tools` service, reached by a durable call the invocation
@@ -92,5 +104,65 @@ impl ToolMiddleware for RestateCalls {
         let gone = || ToolError::new("the Restate invocation that owned this call ended before its result came back");
         self.asks.send(Ask::Call(spec, reply)).await.map_err(|_| gone())?;
         outcome.await.map_err(|_| gone())?.into()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+    use std::time::Duration;
+
+    use headstart::core::model::{AssistantMessage, ContentBlock, StopReason, Usage};
+    use headstart::store::{Layered, SessionQueue, StoreError};
+    use headstart::{SessionId, SqliteStore, TranscriptStore};
+    use tokio::sync::mpsc;
+
+    use super::{Ask, JournalLayer};
+
+    /// The one stale write the journal cannot stop: an attempt whose seal was acknowledged just before Restate
+    /// replaced it, and whose commit reaches the store after the next attempt took the session over. The store's
+    /// fence refuses it, and nothing is written.
+    #[tokio::test]
+    async fn a_seal_acknowledged_before_a_take_over_is_refused_by_the_store() {
+        let store = Arc::new(SqliteStore::open_in_memory().expect("a store"));
+        let session = SessionId("0193-zombie".to_owned());
+        store.create_session_with_id(&session, 1).await.expect("create");
+        let held = Duration::from_secs(3600);
+        let first = store
+            .take_over(&session, "attempt 1", held)
+            .await
+            .expect("take over")
+            .lease;
+        let (asks, mut asked) = mpsc::channel(4);
+        let zombie = Layered::new(SessionQueue::fenced(store.as_ref(), &first), JournalLayer { asks });
+        // Its journal acknowledges every seal: the entry was written before the abort.
+        tokio::spawn(async move {
+            while let Some(ask) = asked.recv().await {
+                if let Ask::Seal(_, reply) = ask {
+                    let _ = reply.send(true);
+                }
+            }
+        });
+        store
+            .take_over(&session, "attempt 2", held)
+            .await
+            .expect("the next attempt");
+        let fragment = AssistantMessage {
+            turn_id: "r1".to_owned(),
+            stop_reason: StopReason::Stop,
+            content: vec![ContentBlock::text("late")],
+            usage: Usage::default(),
+            model: None,
+            error_message: None,
+        };
+        let refused = zombie
+            .commit_fragment(&session, 0, &fragment, &[], 2)
+            .await
+            .expect_err("the store fences the stale commit");
+        assert!(matches!(refused, StoreError::Fenced(_)), "{refused:?}");
+        assert!(
+            store.load_log(&session).await.expect("log").is_empty(),
+            "nothing was written"
+        );
     }
 }

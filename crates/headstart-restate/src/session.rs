@@ -10,14 +10,14 @@
 //! response is recovered (contract §7.4), and the loop goes on from the stored transcript.
 
 use std::collections::HashMap;
-use std::sync::Arc;
-
 use std::pin::Pin;
+use std::sync::Arc;
+use std::time::Duration;
 
 use futures::StreamExt;
 use headstart::core::model::{ToolResultMessage, UserMessage};
 use headstart::layer::Around;
-use headstart::store::{Layered, RunEnd, RunOutcome, RunState, SessionSettings};
+use headstart::store::{Layered, Lease, RunEnd, RunOutcome, RunState, SessionSettings, StoreError};
 use headstart::{Agent, AgentEvent, AgentStop, CancellationToken, SessionId, Tool, TranscriptStore};
 use restate_sdk::context::DurableFuture;
 use restate_sdk::prelude::*;
@@ -72,14 +72,24 @@ impl Session {
             .await?
             .into_inner()
         };
+        // Every attempt (replays included) takes the session over in the store before it writes: an attempt Restate
+        // replaced cannot write after this one began, whatever it still holds in memory.
+        let owner = format!("restate {}", ctx.invocation_id());
+        let held = deployment
+            .store
+            .take_over(&session, &owner, HELD)
+            .await
+            .map_err(retry)?
+            .lease;
+        let store = deployment.store.fenced(&held);
         let prompted = Ran::default();
         {
-            let (deployment, session) = (Arc::clone(&deployment), session.clone());
+            let (store, session) = (Arc::clone(&store), session.clone());
             let prompt = UserMessage::new(request.prompt.clone());
+            let clock = Arc::clone(&deployment.clock);
             ctx.run(prompted.wrap(move || async move {
                 crate::metrics::journaled("prompt");
-                deployment
-                    .append_prompt_once(&session, before, &prompt)
+                append_prompt_once(store.as_ref(), &session, before, &prompt, clock.now_us())
                     .await
                     .map_err(retry)
             }))
@@ -96,9 +106,33 @@ impl Session {
             deployment,
             session,
             settings,
+            store,
+            held,
         };
         turn.run(fresh).await.map(Json)
     }
+}
+
+/// How long a turn's hold on its session lasts in the store: Restate, not an expiry, decides when an attempt is
+/// gone (the next attempt takes the session over); the lease only keeps a fleet's workers sharing the store from
+/// claiming the session meanwhile.
+const HELD: Duration = Duration::from_secs(365 * 24 * 3600);
+
+/// Appends `prompt` unless the session already holds more than `before` messages: an earlier attempt of the same
+/// journal entry appended it (the entry's closure runs at least once; one writer per session makes the count
+/// exact).
+async fn append_prompt_once(
+    store: &dyn TranscriptStore,
+    session: &SessionId,
+    before: u64,
+    prompt: &UserMessage,
+    at_us: i64,
+) -> Result<(), StoreError> {
+    let now = store.session(session).await?.map_or(0, |info| info.messages);
+    if now == before {
+        store.append_user(session, prompt, at_us).await?;
+    }
+    Ok(())
 }
 
 /// One invocation of `turn`.
@@ -107,6 +141,10 @@ struct Turn<'a, 'ctx> {
     deployment: Arc<Deployment>,
     session: SessionId,
     settings: SessionSettings,
+    /// The store, fenced by this attempt's hold on the session.
+    store: Arc<dyn TranscriptStore>,
+    /// This attempt's hold on the session.
+    held: Lease,
 }
 
 impl<'ctx> Turn<'_, 'ctx> {
@@ -134,17 +172,35 @@ impl<'ctx> Turn<'_, 'ctx> {
                         fresh = true;
                     }
                 }
-                Step::Done(report) => return Ok(report),
+                Step::Done(report) => {
+                    // The attempt that ended the turn may have died before its end reached the store.
+                    self.finish(&report).await?;
+                    return Ok(report);
+                }
             }
         }
         let stop = self.serve_engine(recoveries > 0).await?;
+        if let AgentStop::Fenced(message) = &stop {
+            // Another attempt holds the session: this one's result is not the turn's.
+            return Err(retry(message));
+        }
         let report = TurnReport {
             session: self.session.0.clone(),
             stop: serde_json::to_value(&stop).unwrap_or_default(),
             recoveries,
         };
+        self.finish(&report).await?;
         self.journal(Step::Done(report.clone())).await?;
         Ok(report)
+    }
+
+    /// Ends this attempt's hold on the session as the turn ended: `completed`, or `failed` with the stop.
+    async fn finish(&self, report: &TurnReport) -> Result<(), HandlerError> {
+        self.deployment
+            .store
+            .finish(&self.held, report.session_end())
+            .await
+            .map_err(retry)
     }
 
     /// Journals `step` as the next `step` entry; returns once it is acknowledged.
@@ -171,7 +227,7 @@ impl<'ctx> Turn<'_, 'ctx> {
         while let Some((call_id, outcome)) = issued.next().await? {
             outcomes.push((call_id, outcome));
         }
-        let store = &self.deployment.store;
+        let store = &self.store;
         let unfinished = store.unfinished_calls(&self.session).await.map_err(retry)?;
         for (call_id, outcome) in outcomes {
             let Some(open) = unfinished.iter().find(|open| open.call.id == call_id) else {
@@ -199,8 +255,11 @@ impl<'ctx> Turn<'_, 'ctx> {
         let agent = self.agent(&asks_tx);
         drop(asks_tx);
         let (session, policy) = (self.session.clone(), self.deployment.policy);
+        // Drop = cancel: when Restate ends this attempt (its handler future dropped), the model stream and the
+        // calls stop too instead of running on with nobody to answer.
+        let cancel = CancellationToken::new();
+        let _stop_engine = cancel.clone().drop_guard();
         let mut engine = tokio::spawn(async move {
-            let cancel = CancellationToken::new();
             let events = if after_crash {
                 match agent.resume_after_crash(&session, policy, cancel).await {
                     Ok(resumed) => resumed.events,
@@ -260,7 +319,7 @@ impl<'ctx> Turn<'_, 'ctx> {
     fn agent(&self, asks: &mpsc::Sender<Ask>) -> Agent {
         let setup = &self.deployment.setup;
         let store: Arc<dyn TranscriptStore> = Arc::new(Layered::new(
-            Arc::clone(&self.deployment.store),
+            Arc::clone(&self.store),
             JournalLayer { asks: asks.clone() },
         ));
         let calls = asks.clone();

@@ -51,7 +51,8 @@ impl Deployment {
     /// engine already did).
     pub(crate) async fn run_call(&self, spec: CallSpec) -> CallOutcome {
         let session = SessionId(spec.session.clone());
-        let engine = self.setup.engine(&session, Arc::clone(&self.store)).build();
+        let store: Arc<dyn headstart::TranscriptStore> = Arc::clone(&self.store) as _;
+        let engine = self.setup.engine(&session, store).build();
         let Some(tool) = engine.toolbox().get(&spec.tool).cloned() else {
             return CallOutcome::Failed {
                 message: format!("unknown tool `{}` on this deployment", spec.tool),

@@ -125,6 +125,16 @@ pub trait SessionQueue: TranscriptStore {
     /// same session.
     async fn claim(&self, owner: &str, lease: Duration, limit: usize) -> Result<Vec<Claim>, StoreError>;
 
+    /// Takes `session` for `owner` now, whoever holds it and whatever its state: it becomes `running` under
+    /// `owner` with its epoch incremented and a lease of `lease` from now, so every write under an earlier lease
+    /// (through [`fenced`](Self::fenced)) is refused from then on. [`Claim::previous_owner`] is the owner it had when
+    /// it was `running`. [`StoreError::NoSession`] when the store does not have it.
+    ///
+    /// For a coordinator that itself guarantees one live owner per session and decides when the previous one is
+    /// gone: headstart on Restate takes its session over on every attempt of a turn, so an attempt Restate replaced
+    /// cannot write after its successor began. A fleet's workers never call it: they [`claim`](Self::claim).
+    async fn take_over(&self, session: &SessionId, owner: &str, lease: Duration) -> Result<Claim, StoreError>;
+
     /// Extends each of `leases` that its worker still holds (same owner and epoch, session still `running`) to
     /// `lease` from now, and returns them renewed, in the order given. A lease missing from the answer is lost:
     /// its session must stop in this worker. A lease that expired but was not claimed by anyone is renewed: no

@@ -201,6 +201,9 @@ impl SessionQueue for Switched {
         }
         self.inner.claim(owner, lease, limit).await
     }
+    async fn take_over(&self, session: &SessionId, owner: &str, lease: Duration) -> Result<Claim, StoreError> {
+        self.inner.take_over(session, owner, lease).await
+    }
     async fn renew(&self, leases: &[Lease], lease: Duration) -> Result<Vec<Lease>, StoreError> {
         if self.fails() {
             return Err(StoreError::Backend(UNREACHABLE.into()));

@@ -274,6 +274,17 @@ impl SessionQueue for PgStore {
         .await
     }
 
+    async fn take_over(&self, session: &SessionId, owner: &str, lease: Duration) -> Result<Claim, StoreError> {
+        backend::check_owner(owner)?;
+        let what = Op::TakeOver(session, owner).to_string();
+        let (session, owner) = (session.clone(), owner.to_owned());
+        let sent = Instant::now();
+        self.run(what, Access::Write, move |tx, what| {
+            Box::pin(async move { ops::take_over(tx, what, &session, &owner, lease, sent).await })
+        })
+        .await
+    }
+
     async fn renew(&self, leases: &[Lease], lease: Duration) -> Result<Vec<Lease>, StoreError> {
         if leases.is_empty() {
             return Ok(Vec::new());

@@ -27,6 +27,8 @@ pub enum Op<'a> {
     Submit,
     /// [`SessionQueue::claim`](crate::SessionQueue::claim) by this worker.
     Claim(&'a str),
+    /// [`SessionQueue::take_over`](crate::SessionQueue::take_over) of this session by this owner.
+    TakeOver(&'a SessionId, &'a str),
     /// [`SessionQueue::renew`](crate::SessionQueue::renew).
     Renew(&'a [Lease]),
     /// [`SessionQueue::finish`](crate::SessionQueue::finish).
@@ -74,6 +76,7 @@ impl fmt::Display for Op<'_> {
             Op::UnfinishedCalls(session) => write!(f, "list the unfinished calls of session {session}"),
             Op::Submit => f.write_str("submit a session"),
             Op::Claim(owner) => write!(f, "claim sessions for worker {owner}"),
+            Op::TakeOver(session, owner) => write!(f, "take session {session} over for {owner}"),
             Op::Renew([lease]) => write!(
                 f,
                 "renew the lease of worker {} on session {}",

@@ -5,7 +5,7 @@ use headstart_core::model::{ToolResultMessage, UserMessage};
 use super::data::{call, commit_one, finished, key, result, store_with_session};
 use super::fixture::Fixture;
 use super::support::{info, is_fenced, snapshot, LONG, PAST_SHORT, SHORT};
-use crate::types::{RunEnd, RunOutcome, RunState, SessionState};
+use crate::types::{RunEnd, RunOutcome, RunState, SessionId, SessionState};
 use crate::{Claim, SessionEnd, SessionQueue, StoreError, TranscriptStore};
 
 /// Two workers on one session: once the second claims it (the first's lease expired), every write of the first
@@ -147,4 +147,74 @@ pub async fn writes_without_the_lease_are_refused<F: Fixture>(fixture: &F) {
     assert_eq!(store.append_user(&pending, &UserMessage::new("more"), 6).await, Ok(2));
     assert_eq!(store.append_user(&unqueued, &UserMessage::new("more"), 7).await, Ok(2));
     assert_eq!(worker.append_user(&held, &UserMessage::new("mine"), 8).await, Ok(2));
+}
+
+/// A take-over fences the earlier holder at once, lease or no lease: a session created under an id (unqueued)
+/// becomes `running` under its taker, a second take-over (a new attempt) refuses the first's writes, claims skip the
+/// session while its lease runs, and an unknown session is `NoSession`.
+pub async fn a_take_over_fences_the_earlier_holder_at_once<F: Fixture>(fixture: &F) {
+    let store = fixture.store();
+    let other = fixture.connect().await;
+    let session = SessionId("0193-take-over".to_owned());
+    store.create_session_with_id(&session, 1).await.expect("create");
+    let first = store.take_over(&session, "attempt-1", LONG).await.expect("take over");
+    assert_eq!(first.previous_owner, None, "the session was not running");
+    let attempt_1 = store.fenced(&first.lease);
+    assert_eq!(commit_one(attempt_1.as_ref(), &session, "c1").await, Ok(1));
+    assert!(
+        store.claim("worker", LONG, 10).await.expect("claim").is_empty(),
+        "a taken session is not claimable while its lease runs"
+    );
+
+    // A new attempt takes it over while the first's lease still runs: no waiting for an expiry.
+    let second = other
+        .take_over(&session, "attempt-2", LONG)
+        .await
+        .expect("take over again");
+    assert_eq!(second.previous_owner.as_deref(), Some("attempt-1"));
+    assert_eq!(second.lease.epoch, first.lease.epoch + 1);
+    let before = snapshot(&other, &session).await;
+    let outcomes = [
+        is_fenced(&attempt_1.mark_started(&session, &key("c1"), 2).await),
+        is_fenced(&commit_one(attempt_1.as_ref(), &session, "c2").await),
+        is_fenced(
+            &attempt_1
+                .append_tool_result(&session, 0, &result(&call("c1", "lookup"), "late"), None, 3)
+                .await,
+        ),
+        is_fenced(&store.finish(&first.lease, SessionEnd::Completed).await),
+    ];
+    assert!(outcomes.iter().all(|fenced| *fenced), "fenced writes: {outcomes:?}");
+    assert_eq!(
+        snapshot(&other, &session).await,
+        before,
+        "a fenced write changed something"
+    );
+    let attempt_2 = other.fenced(&second.lease);
+    attempt_2
+        .mark_started(&session, &key("c1"), 4)
+        .await
+        .expect("the new holder writes");
+    other
+        .finish(&second.lease, SessionEnd::Completed)
+        .await
+        .expect("complete");
+    let info = info(&other, &session).await;
+    assert_eq!(
+        (info.state, info.owner.as_deref(), info.epoch),
+        (SessionState::Completed, Some("attempt-2"), second.lease.epoch)
+    );
+    // A finished session can be taken over again (the next turn).
+    let third = store
+        .take_over(&session, "attempt-3", LONG)
+        .await
+        .expect("the next turn");
+    assert_eq!(third.previous_owner, None);
+    assert_eq!(third.lease.epoch, second.lease.epoch + 1);
+
+    let missing = store
+        .take_over(&SessionId("no-such-session".to_owned()), "attempt", LONG)
+        .await
+        .expect_err("no session");
+    assert!(matches!(missing, StoreError::NoSession(_)), "{missing:?}");
 }

@@ -45,7 +45,10 @@ pub use self::faults::{
     a_fault_between_fragment_and_runs_stores_neither, an_undecodable_body_names_its_session_and_seq,
     another_connection_lists_unfinished_calls_and_settles_them,
 };
-pub use self::fencing::{a_later_claim_fences_every_write_of_the_earlier_owner, writes_without_the_lease_are_refused};
+pub use self::fencing::{
+    a_later_claim_fences_every_write_of_the_earlier_owner, a_take_over_fences_the_earlier_holder_at_once,
+    writes_without_the_lease_are_refused,
+};
 pub use self::fixture::Fixture;
 pub use self::listing::{
     a_session_created_under_an_id_is_listed_and_the_id_is_not_reused,
@@ -84,6 +87,7 @@ macro_rules! conformance_tests {
             submitted_settings_are_listed_and_claimed_with_the_session,
             claims_take_claimable_sessions_oldest_first_up_to_the_limit,
             a_later_claim_fences_every_write_of_the_earlier_owner,
+            a_take_over_fences_the_earlier_holder_at_once,
             an_expired_lease_makes_the_session_claimable_again,
             writes_without_the_lease_are_refused,
             finish_completes_fails_or_releases,

@@ -397,6 +397,47 @@ pub(super) fn claim(
     Ok(claims)
 }
 
+/// Takes `session` over for `owner` (see `SessionQueue::take_over`); `sent` is when the caller asked.
+pub(super) fn take_over(
+    conn: &Connection,
+    what: &str,
+    session: &SessionId,
+    owner: &str,
+    lease: Duration,
+    sent: Instant,
+) -> Result<Claim, StoreError> {
+    let previous_owner: Option<String> =
+        query_row_cached(conn, sql::RUNNING_OWNER, params![session.0], |row| row.get(0))
+            .optional()
+            .map_err(ctx(what))?
+            .ok_or_else(|| StoreError::NoSession(session.0.clone()))?;
+    let now = now_us(conn, what)?;
+    let expires_at_us = now.saturating_add(backend::duration_us(lease));
+    let (epoch, settings): (i64, SessionSettings) = query_row_cached(
+        conn,
+        sql::CLAIM_SESSION,
+        params![session.0, owner, expires_at_us],
+        |row| {
+            let settings = SessionSettings {
+                system: row.get(1)?,
+                model: row.get(2)?,
+            };
+            Ok((row.get(0)?, settings))
+        },
+    )
+    .map_err(ctx(what))?;
+    let row = ClaimedRow {
+        session: session.0.clone(),
+        epoch,
+        expires_at_us,
+    };
+    Ok(Claim {
+        lease: row.lease(owner, sent, lease)?,
+        previous_owner,
+        settings,
+    })
+}
+
 /// Renews the leases still held (see `SessionQueue::renew`).
 pub(super) fn renew(
     conn: &Connection,

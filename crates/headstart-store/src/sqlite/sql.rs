@@ -246,6 +246,10 @@ pub(super) const CLAIM_SESSION: &str = "UPDATE sessions
     WHERE id = ?1
     RETURNING epoch, system_prompt, model";
 
+/// `?1` session id. Columns: the owner when the session is `running`, else NULL (`SessionQueue::take_over`'s
+/// previous owner).
+pub(super) const RUNNING_OWNER: &str = "SELECT CASE WHEN state = 'running' THEN owner END FROM sessions WHERE id = ?1";
+
 /// `?1` session id, `?2` owner, `?3` epoch, `?4` new lease expiry (µs). Returns the expiry when the lease is still
 /// held, no row otherwise.
 pub(super) const RENEW_LEASE: &str = "UPDATE sessions SET lease_expires_at_us = ?4

@@ -233,6 +233,18 @@ impl SessionQueue for SqliteStore {
         .await
     }
 
+    async fn take_over(&self, session: &SessionId, owner: &str, lease: Duration) -> Result<Claim, StoreError> {
+        crate::backend::check_owner(owner)?;
+        let what = Op::TakeOver(session, owner).to_string();
+        self.writable(&what)?;
+        let sent = Instant::now();
+        let (session, owner) = (session.clone(), owner.to_owned());
+        self.write(what, move |conn, what| {
+            ops::take_over(conn, what, &session, &owner, lease, sent)
+        })
+        .await
+    }
+
     async fn renew(&self, leases: &[Lease], lease: Duration) -> Result<Vec<Lease>, StoreError> {
         let what = Op::Renew(leases).to_string();
         self.writable(&what)?;
