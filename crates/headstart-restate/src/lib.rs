@@ -11,7 +11,7 @@
 //! call of the seal is admitted before both. `inspect`, `serve` and `timeline` read Restate sessions as any others.
 //! docs/restate.md tells how to run it.
 
-mod balance;
+pub mod balance;
 mod client;
 mod deployment;
 mod flagged;
