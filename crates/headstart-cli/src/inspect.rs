@@ -1,12 +1,16 @@
-//! `headstart inspect STORE [--session ID] [--json] [--stats]`: print a stored transcript, or the figures of every
-//! session summarized per model (STORE: a SQLite file or a PostgreSQL URL).
+//! `headstart inspect STORE [--session ID] [--json] [--stats] [--restate ADMIN_URL]`: print a stored transcript, or
+//! the figures of every session summarized per model (STORE: a SQLite file or a PostgreSQL URL); with `--restate`,
+//! each session's turns as a Restate server sees them beside it.
 
 mod human;
 mod stats;
 
 use headstart::store::{SessionId, SessionInfo, SessionSettings, SessionState};
 use headstart_serve::data::{inspect_json, queue_state};
+use headstart_serve::restate::RestateTurn;
+use serde_json::json;
 
+use crate::restate_turns;
 use crate::store_url::{runtime, Access, StoreUrl};
 use headstart_timeline::visible::{visible, Lines};
 
@@ -28,6 +32,11 @@ pub struct Args {
     /// median and p95 of tool-round time, batching's round time, overlap and headroom.
     #[arg(long)]
     stats: bool,
+    /// Also show each session's turns as the Restate server whose admin API is here sees them (status, retries,
+    /// last failure), and the sessions submitted to it that the store has not seen yet, e.g. `--restate
+    /// http://127.0.0.1:9070`. The store stays the record of the transcript (docs/restate.md).
+    #[arg(long, value_name = "ADMIN_URL", conflicts_with = "stats")]
+    restate: Option<String>,
 }
 
 /// Prints the transcript; exit status 1 when the database cannot be read.
@@ -48,18 +57,37 @@ fn inspect(args: &Args) -> Result<String, String> {
     runtime()?.block_on(async {
         let url = StoreUrl::parse(&args.db);
         let store = url.open(Access::Read).await?;
-        let sessions: Vec<SessionInfo> = url.sessions(store.as_ref(), args.session.as_deref()).await?;
+        let (sessions, mut restate) = match &args.restate {
+            None => (url.sessions(store.as_ref(), args.session.as_deref()).await?, None),
+            Some(admin) => {
+                let restate = restate_turns::by_session(admin, args.session.as_deref()).await?;
+                let mut sessions = url.sessions(store.as_ref(), None).await?;
+                if let Some(only) = &args.session {
+                    sessions.retain(|info| &info.id.0 == only);
+                    if sessions.is_empty() && restate.is_empty() {
+                        return Err(format!("neither {url} nor the Restate server has a session {only}"));
+                    }
+                }
+                (sessions, Some(restate))
+            }
+        };
         let mut out = String::new();
         let mut json = Vec::new();
         let mut stats = stats::Groups::default();
         for info in sessions {
             let session: SessionId = info.id.clone();
+            // This session's turns, taken out: what is left at the end, the store has not seen.
+            let turns = restate.as_mut().map(|restate| take_turns(restate, &session.0));
             let log = store.load_log(&session).await.map_err(|error| error.to_string())?;
             let runs = store.tool_runs(&session).await.map_err(|error| error.to_string())?;
             if args.stats {
                 stats.add(&log, &runs);
             } else if args.json {
-                json.push(inspect_json(&info, &log, &runs));
+                let mut object = inspect_json(&info, &log, &runs);
+                if let Some(turns) = &turns {
+                    object["restate"] = json!(turns);
+                }
+                json.push(object);
             } else {
                 let unfinished = store
                     .unfinished_calls(&session)
@@ -74,7 +102,27 @@ fn inspect(args: &Args) -> Result<String, String> {
                     _ => out.push_str(&format!("session {session} ({})\n", queue_state(&info))),
                 }
                 out.push_str(&settings_lines(&info.settings));
+                if let Some(turns) = &turns {
+                    out.push_str(&turn_lines(turns));
+                }
                 out.push_str(&human::render(&log, &runs, &unfinished));
+            }
+        }
+        for (session, turns) in restate.unwrap_or_default() {
+            if args.json {
+                let mut object = inspect_json(&not_begun(&session), &[], &[]);
+                object["state"] = json!(SUBMITTED);
+                object["restate"] = json!(turns);
+                json.push(object);
+            } else {
+                if !out.is_empty() {
+                    out.push('\n');
+                }
+                out.push_str(&format!(
+                    "session {} ({SUBMITTED} to Restate, not begun)\n",
+                    visible(&session, Lines::Escape)
+                ));
+                out.push_str(&turn_lines(&turns));
             }
         }
         if args.stats {
@@ -92,6 +140,56 @@ fn inspect(args: &Args) -> Result<String, String> {
         }
         Ok(out)
     })
+}
+
+/// The state `inspect --restate` gives a session the Restate server holds and the store has not seen: its turn
+/// was submitted and has not begun (it waits behind others, or for a deployment).
+const SUBMITTED: &str = "submitted";
+
+/// Takes `session`'s turns out of `restate`; none when the server kept none.
+fn take_turns(restate: &mut Vec<(String, Vec<RestateTurn>)>, session: &str) -> Vec<RestateTurn> {
+    match restate.iter().position(|(id, _)| id == session) {
+        Some(index) => restate.remove(index).1,
+        None => Vec::new(),
+    }
+}
+
+/// The listing entry of a session the store has not seen.
+fn not_begun(session: &str) -> SessionInfo {
+    SessionInfo {
+        id: session.into(),
+        created_at_us: 0,
+        messages: 0,
+        state: SessionState::Pending,
+        owner: None,
+        epoch: 0,
+        lease_expires_at_us: None,
+        failure: None,
+        settings: SessionSettings::default(),
+    }
+}
+
+/// A session's turns on Restate, one line each: `restate turn inv_… running`, with its retries and last failure.
+fn turn_lines(turns: &[RestateTurn]) -> String {
+    if turns.is_empty() {
+        return "restate: no turn kept by the server\n".to_owned();
+    }
+    let mut lines = String::new();
+    for turn in turns {
+        lines.push_str(&format!(
+            "restate turn {}: {}",
+            visible(&turn.invocation, Lines::Escape),
+            visible(&turn.status, Lines::Escape)
+        ));
+        if turn.retries > 0 {
+            lines.push_str(&format!(" after {} retries", turn.retries));
+        }
+        if let Some(failure) = &turn.last_failure {
+            lines.push_str(&format!(" (last failure: {})", visible(failure, Lines::Escape)));
+        }
+        lines.push('\n');
+    }
+    lines
 }
 
 /// The settings a session was submitted with, one line each (none when it has none), made visible: a system

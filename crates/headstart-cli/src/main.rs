@@ -16,6 +16,7 @@ mod recover;
 mod replay;
 #[cfg(feature = "restate")]
 mod restate;
+mod restate_turns;
 mod run;
 mod serve;
 mod store_url;

@@ -1,5 +1,5 @@
-//! `headstart serve [STORE] [--addr 127.0.0.1:7878] [--token TOKEN]`: a read-only, live web view of a store
-//! (docs/serve.md), and the server `demo --serve` and `run --serve` start beside their run.
+//! `headstart serve [STORE] [--addr 127.0.0.1:7878] [--token TOKEN] [--restate ADMIN_URL]`: a read-only, live web
+//! view of a store (docs/serve.md), and the server `demo --serve` and `run --serve` start beside their run.
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -7,6 +7,7 @@ use std::sync::Arc;
 use headstart::store::SqliteStore;
 use headstart_serve::{check_bind, router, url, Changes, Options, Source};
 
+use crate::restate_turns;
 use crate::store_url::{runtime, Access, StoreUrl};
 
 /// The address served when none is given.
@@ -30,6 +31,10 @@ pub struct Args {
     /// digits and - . _ ~.
     #[arg(long)]
     token: Option<String>,
+    /// Also show, on each session's page and in its JSON (`restate`), its turns as the Restate server whose admin
+    /// API is here sees them, e.g. `--restate http://127.0.0.1:9070` (docs/restate.md).
+    #[arg(long, value_name = "ADMIN_URL")]
+    restate: Option<String>,
 }
 
 /// Serves until Ctrl-C; exit status 1 when the store cannot be opened or the address bound, 2 for an address
@@ -42,7 +47,11 @@ pub fn run(args: &Args) -> u8 {
     let served = runtime().and_then(|runtime| {
         runtime.block_on(async {
             let store = StoreUrl::parse(&args.store);
-            let url = start(&store, args.addr, args.token.as_deref()).await?;
+            let options = Options {
+                token: args.token.clone(),
+                restate: args.restate.as_deref().map(restate_turns::source).transpose()?,
+            };
+            let url = start(&store, args.addr, options).await?;
             println!("headstart serve: {store} on {url} (read-only; Ctrl-C stops)");
             let _ = tokio::signal::ctrl_c().await;
             Ok::<(), String>(())
@@ -57,10 +66,10 @@ pub fn run(args: &Args) -> u8 {
     }
 }
 
-/// Opens `store` read-only, binds `addr` (checked by [`check_bind`]) and serves on the current runtime until it
-/// ends; returns the URL to open.
-pub async fn start(store: &StoreUrl, addr: SocketAddr, token: Option<&str>) -> Result<String, String> {
-    check_bind(addr, token)?;
+/// Opens `store` read-only, binds `addr` (checked by [`check_bind`] against `options`' token) and serves on the
+/// current runtime until it ends; returns the URL to open.
+pub async fn start(store: &StoreUrl, addr: SocketAddr, options: Options) -> Result<String, String> {
+    check_bind(addr, options.token.as_deref())?;
     let source = match store {
         StoreUrl::Sqlite(path) => {
             if !path.exists() {
@@ -82,16 +91,13 @@ pub async fn start(store: &StoreUrl, addr: SocketAddr, token: Option<&str>) -> R
         .await
         .map_err(|error| format!("cannot listen on {addr}: {error}"))?;
     let bound = listener.local_addr().map_err(|error| error.to_string())?;
-    let options = Options {
-        token: token.map(str::to_owned),
-    };
     let app = router(source, &options);
     tokio::spawn(async move {
         if let Err(error) = headstart_serve::serve(listener, app, std::future::pending()).await {
             eprintln!("headstart serve: {error}");
         }
     });
-    Ok(url(bound, token))
+    Ok(url(bound, options.token.as_deref()))
 }
 
 /// The flags `demo` and `run` take to serve their store while they run.
@@ -111,7 +117,13 @@ impl ServeFlags {
     /// Starts the server on `store` when `--serve` was given; returns its URL.
     pub async fn start(&self, store: &StoreUrl) -> Result<Option<String>, String> {
         match self.serve {
-            Some(addr) => start(store, addr, self.serve_token.as_deref()).await.map(Some),
+            Some(addr) => {
+                let options = Options {
+                    token: self.serve_token.clone(),
+                    restate: None,
+                };
+                start(store, addr, options).await.map(Some)
+            }
             None => Ok(None),
         }
     }

@@ -19,6 +19,8 @@
 //! 8. SIGSTOP of the deployment running a turn (two behind the balancer, the services' timeouts shortened): the
 //!    turn completes on the other one; after SIGCONT the stopped one's writes are refused and the store is
 //!    unchanged.
+//! 9. `inspect --restate` and `serve --restate` show the server's side beside the store: a completed turn, and a
+//!    session whose deployment is gone (submitted, not begun, its turn backing off with the failure).
 //!
 //! The server (`headstart_restate::local::LocalServer`, killed when dropped) binary comes from `RESTATE_SERVER`, else `target/restate/node_modules/…` (where `.ci/run` installs the
 //! pinned npm package). Without it the tests say so loudly and pass, or fail under `HEADSTART_REQUIRE_RESTATE=1`
@@ -357,4 +359,91 @@ async fn a_stopped_deployment_is_replaced_and_its_writes_are_refused_when_it_res
     assert_no_body_twice(dir.path(), &session);
     let info = store.session(&session).await.expect("read").expect("the session");
     assert_eq!(info.state.as_str(), "completed", "{info:?}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn inspect_and_serve_show_the_servers_turns_beside_the_store() {
+    let Some(binary) = server_binary() else { return };
+    let dir = workdir();
+    let server = start_server(&binary, dir.path());
+    let mut deployment = registered_deployment(&server, dir.path(), port(), SCENARIO);
+    let (_, done) = report_and_session(&submit(&server, true, SCENARIO).output_within(PATIENCE));
+    // The deployment gone, a second session waits on the server: the store has not seen it.
+    deployment.kill();
+    let waiting = submit(&server, false, SCENARIO).output_within(PATIENCE);
+    assert!(waiting.status.success(), "{waiting:?}");
+    let waiting = String::from_utf8_lossy(&waiting.stdout).trim().to_owned();
+    let store = dir.path().join("agents.db");
+    let inspect = |json: bool| {
+        let mut command = std::process::Command::new(bin());
+        command
+            .arg("inspect")
+            .arg(&store)
+            .args(["--restate", &server.admin_url(0)]);
+        if json {
+            command.arg("--json");
+        }
+        let output = command.output().expect("inspect runs");
+        assert!(output.status.success(), "{output:?}");
+        String::from_utf8(output.stdout).expect("UTF-8")
+    };
+    let mut sessions = Vec::new();
+    wait_until("the waiting turn to back off", || {
+        sessions = serde_json::from_str::<Vec<serde_json::Value>>(&inspect(true)).expect("JSON");
+        sessions
+            .iter()
+            .any(|session| session["session"] == waiting.as_str() && session["restate"][0]["status"] == "backing-off")
+    });
+    let find = |id: &str| {
+        sessions
+            .iter()
+            .find(|session| session["session"] == id)
+            .unwrap_or_else(|| panic!("session {id} in {sessions:?}"))
+            .clone()
+    };
+    let completed = find(&done.0);
+    assert_eq!(completed["state"], "completed");
+    assert_eq!(completed["restate"].as_array().map(Vec::len), Some(1), "{completed}");
+    assert_eq!(completed["restate"][0]["status"], "completed", "{completed}");
+    assert_eq!(completed["transcript"].as_array().map(Vec::len), Some(6), "{completed}");
+    let pending = find(&waiting);
+    assert_eq!(pending["state"], "submitted", "{pending}");
+    assert_eq!(pending["transcript"], serde_json::json!([]), "{pending}");
+    assert!(pending["restate"][0]["retries"].as_u64() >= Some(1), "{pending}");
+    assert!(
+        pending["restate"][0]["last_failure"]
+            .as_str()
+            .is_some_and(|failure| failure.contains("Connection refused")),
+        "{pending}"
+    );
+    let text = inspect(false);
+    assert!(
+        text.contains(&format!("session {waiting} (submitted to Restate, not begun)")),
+        "{text}"
+    );
+    assert!(text.contains(": backing-off after "), "{text}");
+
+    // serve --restate: the session's JSON carries the same turns.
+    let serve_port = port();
+    let _serving = support::ChildGuard::spawn(
+        std::process::Command::new(bin())
+            .arg("serve")
+            .arg(&store)
+            .args(["--addr", &format!("127.0.0.1:{serve_port}")])
+            .args(["--restate", &server.admin_url(0)])
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null()),
+    )
+    .expect("start serve");
+    wait_until("serve to listen", || {
+        std::net::TcpStream::connect(("127.0.0.1", serve_port)).is_ok()
+    });
+    let page = http_get(serve_port, &format!("/api/sessions/{}", done.0));
+    let served: serde_json::Value = serde_json::from_str(&page).expect("the session's JSON");
+    assert_eq!(served["restate"], completed["restate"], "{served}");
+    let html = http_get(serve_port, &format!("/sessions/{}", done.0));
+    assert!(
+        html.contains("Restate turns") && html.contains("data-status=\"completed\""),
+        "{html}"
+    );
 }

@@ -27,7 +27,13 @@ fn the_python_suite_passes() {
     let package = stage_package();
     link_package(&python, &package);
     let started = Instant::now();
-    let status = Command::new(&python)
+    let mut pytest = Command::new(&python);
+    // The `headstart` binary, for the Restate test's deployment: `cargo test --workspace` builds it beside this test.
+    let cli = profile_dir().join("headstart");
+    if cli.is_file() {
+        pytest.env("HEADSTART_CLI", cli);
+    }
+    let status = pytest
         .args(["-m", "pytest", "-q", "-p", "no:cacheprovider", "-rs"])
         .arg(crate_dir().join("pytests"))
         .env("HEADSTART_FIXTURES", workspace_dir().join("tests/fixtures/providers"))
@@ -89,13 +95,21 @@ fn stage_package() -> PathBuf {
     root
 }
 
+/// The profile folder this test binary was built in (`target/debug`).
+fn profile_dir() -> PathBuf {
+    let exe = std::env::current_exe().expect("the test binary's path");
+    exe.parent()
+        .and_then(Path::parent)
+        .expect("the test binary is in the profile folder's deps/")
+        .to_owned()
+}
+
 /// The cdylib cargo built for this test run: the newest `libheadstart_py*.so` in the profile folder or its
 /// `deps/` that holds the test support (built with the `testing` feature).
 fn extension_module() -> PathBuf {
-    let exe = std::env::current_exe().expect("the test binary's path");
-    let deps = exe.parent().expect("deps/");
-    let profile = deps.parent().expect("the profile folder");
-    let mut candidates: Vec<(SystemTime, PathBuf)> = [profile, deps]
+    let profile = profile_dir();
+    let deps = profile.join("deps");
+    let mut candidates: Vec<(SystemTime, PathBuf)> = [profile.as_path(), deps.as_path()]
         .iter()
         .flat_map(|dir| std::fs::read_dir(dir).into_iter().flatten().flatten())
         .map(|entry| entry.path())

@@ -11,6 +11,7 @@ use hyper_util::client::legacy::Client;
 use hyper_util::rt::TokioExecutor;
 use serde::Deserialize;
 
+use crate::admin::{self, TurnStatus};
 use crate::journal::TurnReport;
 use crate::session::TurnRequest;
 
@@ -154,6 +155,26 @@ impl RestateClient {
             });
         }
         Ok(sent.invocation_id)
+    }
+
+    /// The turns the server knows of `session` (every session's when `None`), oldest first: a client of the admin
+    /// API (`RestateClient::new("http://127.0.0.1:9070")`) asks its SQL introspection. A server keeps a finished
+    /// turn as long as its idempotency key is retained (a day by default), so older turns are not listed.
+    pub async fn turns(&self, session: Option<&str>) -> Result<Vec<TurnStatus>, RestateError> {
+        let url = format!("{}/query", self.base);
+        let body = serde_json::json!({ "query": admin::turns_query(session) }).to_string();
+        let answer = self
+            .request(
+                Method::POST,
+                &url,
+                Some(body),
+                &[("accept", "application/json")],
+                "list the sessions' turns",
+                Some(REQUEST_TIMEOUT),
+            )
+            .await?;
+        let rows: admin::Rows = read_json(&answer, "list the sessions' turns")?;
+        Ok(rows.into_turns())
     }
 
     /// Waits for the turn `invocation` to end and returns its report.

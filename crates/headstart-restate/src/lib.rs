@@ -11,6 +11,7 @@
 //! call of the seal is admitted before both. `inspect`, `serve` and `timeline` read Restate sessions as any others.
 //! docs/restate.md tells how to run it.
 
+mod admin;
 pub mod balance;
 mod client;
 mod deployment;
@@ -22,6 +23,7 @@ mod pump;
 mod session;
 mod tools;
 
+pub use admin::TurnStatus;
 pub use balance::{BalanceError, Balancer};
 pub use client::{new_session_id, RestateClient, RestateError};
 pub use deployment::{Deployment, DEFAULT_TURN_LIMIT};

@@ -18,6 +18,9 @@ pub const NPM_BINARY: &str = "node_modules/@restatedev/restate-server-linux-x64/
 /// How long a node may take to answer on its health endpoints.
 const START_WITHIN: Duration = Duration::from_secs(60);
 
+/// The environment variable that sets how many partitions a new cluster's log has.
+const PARTITIONS: &str = "RESTATE_DEFAULT_NUM_PARTITIONS";
+
 /// The server binary: `RESTATE_SERVER` when set, else the npm package under `target/restate` (of
 /// `CARGO_TARGET_DIR`, else of `workspace`), where `.ci/run` installs it. `Err` says where it looked and how to
 /// install it.
@@ -89,9 +92,12 @@ pub struct LocalServer {
 
 impl LocalServer {
     /// One node on free ports, its data in `dir/restate-data`; returns once its admin API and ingress answer.
+    ///
+    /// Its log has one partition per core of this machine (`RESTATE_DEFAULT_NUM_PARTITIONS`, unless set in the
+    /// environment): Restate's default, 24, costs a small machine a third of its throughput (docs/restate.md).
     pub fn start(binary: &Path, dir: &Path) -> Result<Self, String> {
         let ports = free_ports()?;
-        let env = vec![
+        let mut env = vec![
             (
                 "RESTATE_INGRESS__BIND_ADDRESS".to_owned(),
                 format!("127.0.0.1:{}", ports.ingress),
@@ -110,6 +116,10 @@ impl LocalServer {
                 dir.join("restate-data").display().to_string(),
             ),
         ];
+        if std::env::var_os(PARTITIONS).is_none() {
+            let cores = std::thread::available_parallelism().map_or(1, usize::from);
+            env.push((PARTITIONS.to_owned(), cores.to_string()));
+        }
         let server = LocalServer::spawn(vec![(
             ports,
             NodeCommand {

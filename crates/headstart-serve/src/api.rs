@@ -10,6 +10,7 @@ use serde_json::{json, Value};
 use crate::error::ServeError;
 use crate::fleet::Fleet;
 use crate::params::{ListParams, PER_PAGE};
+use crate::restate::turns_json;
 use crate::state::AppState;
 
 /// `/api/sessions?page=&state=`.
@@ -31,7 +32,11 @@ pub async fn sessions(
 
 /// `/api/sessions/{id}`.
 pub async fn session(State(app): State<AppState>, Path(id): Path<String>) -> Result<Json<Value>, ServeError> {
-    Ok(Json(app.session(&id).await?.to_json()))
+    let mut session = app.session(&id).await?.to_json();
+    if let Some(turns) = app.restate_turns(&id).await {
+        session["restate"] = turns_json(&turns);
+    }
+    Ok(Json(session))
 }
 
 /// `/api/fleet`.

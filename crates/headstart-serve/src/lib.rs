@@ -11,6 +11,8 @@
 //! - `/api/sessions`, `/api/sessions/{id}`, `/api/fleet`: the same data as JSON (a session in the shape of
 //!   `headstart inspect --json`).
 //!
+//! With [`Options::restate`], a session's page and JSON also show its turns as a Restate server sees them.
+//!
 //! Safe by default: the server only reads (give it a store opened read-only), answers `GET` (and `HEAD`) only,
 //! escapes everything it shows, and needs a token when bound to an address other than loopback ([`check_bind`];
 //! the rule is the `auth` module's).
@@ -39,6 +41,7 @@ pub mod fleet;
 mod live;
 mod pages;
 mod params;
+pub mod restate;
 mod routes;
 mod state;
 pub mod summary;
@@ -69,10 +72,21 @@ pub struct Source {
 }
 
 /// How the server answers.
-#[derive(Debug, Clone, Default)]
+#[derive(Clone, Default)]
 pub struct Options {
     /// The token every request must carry (see [`check_bind`]); `None`: none needed.
     pub token: Option<String>,
+    /// Where a session's turns on Restate are read (`headstart serve --restate`); `None`: not shown.
+    pub restate: Option<Arc<dyn restate::RestateTurns>>,
+}
+
+impl std::fmt::Debug for Options {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Options")
+            .field("token", &self.token.as_ref().map(|_| "…"))
+            .field("restate", &self.restate.is_some())
+            .finish()
+    }
 }
 
 /// The policy every answer carries: nothing but this server's own stylesheet and script runs, no page embeds it
@@ -86,6 +100,7 @@ pub fn router(source: Source, options: &Options) -> Router {
     let state = state::AppState {
         store: source.store,
         changes: changes::watch_store(source.changes),
+        restate: options.restate.clone(),
     };
     let mut router = Router::new()
         .route("/", get(routes::listing))

@@ -23,7 +23,8 @@ pub async fn listing(
 
 /// `/sessions/{id}`.
 pub async fn session(State(app): State<AppState>, Path(id): Path<String>) -> Result<Markup, ServeError> {
-    Ok(session_page(&app.session(&id).await?))
+    let data = app.session(&id).await?;
+    Ok(session_page(&data, app.restate_turns(&id).await.as_ref()))
 }
 
 /// `/fleet`.

@@ -8,6 +8,7 @@ use tokio::sync::watch;
 use crate::data::SessionData;
 use crate::error::ServeError;
 use crate::params::ListParams;
+use crate::restate::{RestateTurns, Turns};
 use crate::summary::Summary;
 
 /// The handlers' shared state.
@@ -17,6 +18,8 @@ pub struct AppState {
     pub store: Arc<dyn SessionQueue>,
     /// Moves when the store may have changed (see `changes`).
     pub changes: watch::Receiver<u64>,
+    /// Where sessions' turns on Restate are read, when shown.
+    pub restate: Option<Arc<dyn RestateTurns>>,
 }
 
 impl AppState {
@@ -35,6 +38,14 @@ impl AppState {
         SessionData::find(self.store.as_ref(), &id.into())
             .await?
             .ok_or_else(|| ServeError::NotFound(format!("no session {id}")))
+    }
+
+    /// The turns of session `id` on Restate; `None` when the server was not asked to show them.
+    pub async fn restate_turns(&self, id: &str) -> Option<Turns> {
+        match &self.restate {
+            Some(restate) => Some(restate.turns(id).await),
+            None => None,
+        }
     }
 
     async fn load(&self, info: SessionInfo) -> Result<SessionData, ServeError> {

@@ -273,6 +273,7 @@ async fn with_a_token_every_request_must_carry_it() {
     let sample = write_sample(&file.writer()).await;
     let options = Options {
         token: Some("s3cret".to_owned()),
+        ..Options::default()
     };
     let app = server(&file.path, &options);
     let session = format!("/sessions/{}", sample.plain);

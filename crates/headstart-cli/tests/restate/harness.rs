@@ -327,6 +327,15 @@ pub fn metrics_page(port: u16) -> String {
     http(port, "GET", "/metrics", None).1
 }
 
+/// The body of `GET path` on loopback (empty when nothing answers).
+pub fn http_get(port: u16, path: &str) -> String {
+    let (_, answer) = http(port, "GET", path, None);
+    answer
+        .split_once("\r\n\r\n")
+        .map(|(_, body)| body.to_owned())
+        .unwrap_or_default()
+}
+
 /// An HTTP/1.1 request with a JSON body on loopback: its status code.
 pub fn send_json(port: u16, method: &str, path: &str, body: &str) -> Option<u16> {
     http(port, method, path, Some(body)).0

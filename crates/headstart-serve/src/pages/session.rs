@@ -7,9 +7,10 @@ use maud::{html, Markup, PreEscaped};
 use super::layout::page;
 use super::transcript::transcript;
 use crate::data::SessionData;
+use crate::restate::Turns;
 
-/// The session page.
-pub fn session_page(data: &SessionData) -> Markup {
+/// The session page; with `restate`, the session's turns as a Restate server sees them under its header.
+pub fn session_page(data: &SessionData, restate: Option<&Turns>) -> Markup {
     let id = &data.info.id.0;
     let parts = Parts::of(data);
     page(
@@ -23,6 +24,9 @@ pub fn session_page(data: &SessionData) -> Markup {
                     p.links {
                         a href=(format!("/api/sessions/{}", encode(id))) { "JSON" }
                         " · " span #live { "not live" }
+                    }
+                    @if let Some(turns) = restate {
+                        (restate_turns(turns))
                     }
                 }
                 div.columns {
@@ -67,6 +71,33 @@ fn status(data: &SessionData) -> Markup {
             details.system data-key="system" {
                 summary { "system prompt" }
                 pre { (visible(system, Lines::Keep)) }
+            }
+        }
+    }
+}
+
+/// The session's turns on Restate: one row each, oldest first, or why they could not be read.
+fn restate_turns(turns: &Turns) -> Markup {
+    html! {
+        section #restate {
+            h2 { "Restate turns" }
+            @match turns {
+                Err(error) => p.error { "Restate could not be asked: " (visible(error, Lines::Escape)) },
+                Ok(turns) if turns.is_empty() => p { "none kept by the server" },
+                Ok(turns) => table {
+                    thead { tr { th { "invocation" } th { "status" } th { "retries" } th { "submitted" } th { "last failure" } } }
+                    tbody {
+                        @for turn in turns {
+                            tr {
+                                td.id { (visible(&turn.invocation, Lines::Escape)) }
+                                td data-status=(turn.status) { (visible(&turn.status, Lines::Escape)) }
+                                td { (turn.retries) }
+                                td { (visible(turn.created_at.as_deref().unwrap_or(""), Lines::Escape)) }
+                                td { (visible(turn.last_failure.as_deref().unwrap_or(""), Lines::Escape)) }
+                            }
+                        }
+                    }
+                },
             }
         }
     }

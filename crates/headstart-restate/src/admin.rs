@@ -1,0 +1,123 @@
+//! What a Restate server knows of the sessions' turns, read from its admin API's SQL introspection (`POST /query`
+//! on `sys_invocation`): which turns are queued, running, retrying or done, on which attempt, and why the last
+//! attempt failed. The store stays the record of what a session said and ran (docs/decisions.md); this is the
+//! engine's side, which `inspect --restate` and `serve --restate` show beside it.
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+/// One turn of a session as the server sees it: an invocation of `Session/{id}/turn`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TurnStatus {
+    /// The session (the object's key).
+    pub session: String,
+    /// The invocation id (`inv_…`).
+    pub invocation: String,
+    /// Restate's status: `pending` (queued behind the session's running turn), `scheduled`, `ready`, `running`,
+    /// `backing-off` (retrying after a failed attempt), `suspended`, `paused` or `completed`.
+    pub status: String,
+    /// Attempts that failed and were retried (0 for a turn on its first attempt).
+    pub retries: u64,
+    /// Why the last attempt failed, when one did.
+    pub last_failure: Option<String>,
+    /// When the turn was submitted, as the server writes it (RFC 3339, UTC).
+    pub created_at: Option<String>,
+    /// When its status last changed, likewise.
+    pub modified_at: Option<String>,
+}
+
+/// The query that lists turns: every invocation of `Session`'s `turn` handler, oldest first. `session`, when
+/// given, is quoted as an SQL string literal (a quote doubled), so no id can change the query.
+pub(crate) fn turns_query(session: Option<&str>) -> String {
+    let mut query = String::from(
+        "SELECT id, target_service_key, status, retry_count, last_failure, created_at, modified_at \
+         FROM sys_invocation WHERE target_service_name = 'Session' AND target_handler_name = 'turn'",
+    );
+    if let Some(session) = session {
+        query.push_str(&format!(" AND target_service_key = '{}'", session.replace('\'', "''")));
+    }
+    query.push_str(" ORDER BY created_at");
+    query
+}
+
+/// The rows `POST /query` answers with `accept: application/json`.
+#[derive(Deserialize)]
+pub(crate) struct Rows {
+    rows: Vec<Row>,
+}
+
+/// One row of [`turns_query`]; every column may be null in Restate's tables.
+#[derive(Deserialize)]
+struct Row {
+    id: Option<String>,
+    target_service_key: Option<String>,
+    status: Option<String>,
+    retry_count: Option<u64>,
+    last_failure: Option<String>,
+    created_at: Option<Value>,
+    modified_at: Option<Value>,
+}
+
+/// A time column as text, whichever way the server renders it (an RFC 3339 string, or milliseconds).
+fn time_text(value: Option<Value>) -> Option<String> {
+    match value? {
+        Value::String(text) => Some(text),
+        Value::Null => None,
+        other => Some(other.to_string()),
+    }
+}
+
+impl Rows {
+    /// The turns, leaving out rows without an id or a key (none in practice: they would name nothing).
+    pub(crate) fn into_turns(self) -> Vec<TurnStatus> {
+        self.rows
+            .into_iter()
+            .filter_map(|row| {
+                Some(TurnStatus {
+                    invocation: row.id?,
+                    session: row.target_service_key?,
+                    status: row.status.unwrap_or_else(|| "unknown".to_owned()),
+                    retries: row.retry_count.unwrap_or(0),
+                    last_failure: row.last_failure.filter(|failure| !failure.is_empty()),
+                    created_at: time_text(row.created_at),
+                    modified_at: time_text(row.modified_at),
+                })
+            })
+            .collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_session_id_cannot_change_the_query() {
+        let query = turns_query(Some("x' OR '1'='1"));
+        assert!(query.contains("target_service_key = 'x'' OR ''1''=''1'"), "{query}");
+        assert!(!turns_query(None).contains("target_service_key ="));
+    }
+
+    #[test]
+    fn rows_become_turns_and_nameless_rows_are_left_out() {
+        let rows: Rows = serde_json::from_str(
+            r#"{"rows":[
+                {"id":"inv_1","target_service_key":"s1","status":"backing-off","retry_count":2,
+                 "last_failure":"[500] deployment gone","created_at":"2026-12-03T08:00:00.000Z","modified_at":null},
+                {"id":null,"target_service_key":"s2","status":"running","retry_count":0,"last_failure":null,
+                 "created_at":null,"modified_at":null},
+                {"id":"inv_3","target_service_key":"s3","status":"running","retry_count":null,"last_failure":"",
+                 "created_at":null,"modified_at":null}
+            ]}"#,
+        )
+        .expect("rows");
+        let turns = rows.into_turns();
+        assert_eq!(turns.len(), 2);
+        assert_eq!(turns[0].status, "backing-off");
+        assert_eq!(turns[0].retries, 2);
+        assert_eq!(turns[0].last_failure.as_deref(), Some("[500] deployment gone"));
+        assert_eq!(turns[1].session, "s3");
+        assert_eq!(turns[1].retries, 0);
+        assert_eq!(turns[1].last_failure, None);
+    }
+}
