@@ -99,6 +99,7 @@ fn model_stream() -> impl futures::Stream<Item = Result<DeltaEvent, headstart::M
                 id: id.into(),
                 name: name.into(),
                 early: false,
+                provider_async: false,
             },
             DeltaEvent::ToolcallEnd {
                 index,

@@ -35,7 +35,7 @@ impl Model for ScriptedModel {
         Ok(async_stream::stream! {
             yield Ok(DeltaEvent::Start { model: Some("scripted-1".into()), response_id: Some(format!("resp_{}", request.request)) });
             if first {
-                yield Ok(DeltaEvent::ToolcallStart { index: 0, id: "call_1".into(), name: "lookup".into(), early: false });
+                yield Ok(DeltaEvent::ToolcallStart { index: 0, id: "call_1".into(), name: "lookup".into(), early: false, provider_async: false });
                 yield Ok(DeltaEvent::ToolcallEnd { index: 0, arguments: Some(serde_json::json!({"q": "tokio"})) });
             }
             let index = usize::from(first);

@@ -60,7 +60,7 @@ pub struct Summary {
 fn model_stream() -> impl futures::Stream<Item = Result<DeltaEvent, headstart::ModelError>> + Send + 'static {
     async_stream::stream! {
         yield Ok(DeltaEvent::Start { model: Some("my-model".into()), response_id: None });
-        yield Ok(DeltaEvent::ToolcallStart { index: 0, id: "c1".into(), name: "search".into(), early: false });
+        yield Ok(DeltaEvent::ToolcallStart { index: 0, id: "c1".into(), name: "search".into(), early: false, provider_async: false });
         yield Ok(DeltaEvent::ToolcallDelta { index: 0, delta: r#"{"q": "tokio", "since": {"from": 2020}}"#.into() });
         yield Ok(DeltaEvent::ToolcallEnd { index: 0, arguments: None });
         yield Ok(DeltaEvent::TextStart { index: 1 });
@@ -70,10 +70,10 @@ fn model_stream() -> impl futures::Stream<Item = Result<DeltaEvent, headstart::M
         }
         yield Ok(DeltaEvent::TextEnd { index: 1 });
         let note = serde_json::json!({"name": "tokio.txt", "text": "read the tokio docs"});
-        yield Ok(DeltaEvent::ToolcallStart { index: 2, id: "c2".into(), name: "write_note".into(), early: false });
+        yield Ok(DeltaEvent::ToolcallStart { index: 2, id: "c2".into(), name: "write_note".into(), early: false, provider_async: false });
         yield Ok(DeltaEvent::ToolcallEnd { index: 2, arguments: Some(note) });
         let bad = serde_json::json!({"name": "no-such-dir/x.txt", "text": "lost"});
-        yield Ok(DeltaEvent::ToolcallStart { index: 3, id: "c3".into(), name: "write_note".into(), early: false });
+        yield Ok(DeltaEvent::ToolcallStart { index: 3, id: "c3".into(), name: "write_note".into(), early: false, provider_async: false });
         yield Ok(DeltaEvent::ToolcallEnd { index: 3, arguments: Some(bad) });
         yield Ok(DeltaEvent::Done { stop_reason: DoneReason::ToolUse, usage: Usage::default() });
     }

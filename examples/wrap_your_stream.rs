@@ -66,7 +66,7 @@ fn my_model_stream() -> impl futures::Stream<Item = Result<DeltaEvent, headstart
     async_stream::stream! {
         let tick = || tokio::time::sleep(Duration::from_millis(50));
         yield Ok(DeltaEvent::Start { model: Some("my-model".into()), response_id: None });
-        yield Ok(DeltaEvent::ToolcallStart { index: 0, id: "c1".into(), name: "search".into(), early: false });
+        yield Ok(DeltaEvent::ToolcallStart { index: 0, id: "c1".into(), name: "search".into(), early: false, provider_async: false });
         yield Ok(DeltaEvent::ToolcallDelta { index: 0, delta: r#"{"q": "tokio"}"#.into() });
         yield Ok(DeltaEvent::ToolcallEnd { index: 0, arguments: None });
         yield Ok(DeltaEvent::TextStart { index: 1 });
@@ -75,7 +75,7 @@ fn my_model_stream() -> impl futures::Stream<Item = Result<DeltaEvent, headstart
             yield Ok(DeltaEvent::TextDelta { index: 1, delta: word.into() });
         }
         yield Ok(DeltaEvent::TextEnd { index: 1 });
-        yield Ok(DeltaEvent::ToolcallStart { index: 2, id: "c2".into(), name: "save".into(), early: false });
+        yield Ok(DeltaEvent::ToolcallStart { index: 2, id: "c2".into(), name: "save".into(), early: false, provider_async: false });
         yield Ok(DeltaEvent::ToolcallEnd { index: 2, arguments: Some(serde_json::json!({"name": "notes"})) });
         yield Ok(DeltaEvent::Done { stop_reason: DoneReason::ToolUse, usage: Usage { input: 12, output: 30, ..Usage::default() } });
     }

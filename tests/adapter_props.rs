@@ -74,7 +74,7 @@ fn block(index: usize) -> impl Strategy<Value = Vec<DeltaEvent>> {
         }),
         3 => (call_id(), tool_name(), any::<bool>(), argument_deltas(), arguments_override()).prop_map(
             move |(id, name, early, deltas, arguments)| {
-                let mut events = vec![DeltaEvent::ToolcallStart { index, id, name, early }];
+                let mut events = vec![DeltaEvent::ToolcallStart { index, id, name, early, provider_async: false }];
                 events.extend(deltas.into_iter().map(|delta| DeltaEvent::ToolcallDelta { index, delta }));
                 events.push(DeltaEvent::ToolcallEnd { index, arguments });
                 events
@@ -133,7 +133,7 @@ fn any_event() -> impl Strategy<Value = DeltaEvent> {
         1 => (index(), piece()).prop_map(|(index, delta)| DeltaEvent::ThinkingDelta { index, delta }),
         1 => index().prop_map(|index| DeltaEvent::ThinkingEnd { index, signature: None }),
         2 => (index(), call_id(), tool_name(), any::<bool>())
-            .prop_map(|(index, id, name, early)| DeltaEvent::ToolcallStart { index, id, name, early }),
+            .prop_map(|(index, id, name, early)| DeltaEvent::ToolcallStart { index, id, name, early, provider_async: false }),
         2 => (index(), piece()).prop_map(|(index, delta)| DeltaEvent::ToolcallDelta { index, delta }),
         2 => (index(), arguments_override()).prop_map(|(index, arguments)| DeltaEvent::ToolcallEnd { index, arguments }),
         1 => (done_reason(), usage()).prop_map(|(stop_reason, usage)| DeltaEvent::Done { stop_reason, usage }),

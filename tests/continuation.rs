@@ -59,6 +59,7 @@ fn breaks_after_call(id: &str, sealed: bool) -> Vec<TimedDelta> {
                 id: id.into(),
                 name: "step".into(),
                 early: false,
+                provider_async: false,
             },
         ),
     ];

@@ -64,6 +64,7 @@ impl Model for TwoTurns {
                     id: (*id).to_owned(),
                     name: "record".to_owned(),
                     early: false,
+                    provider_async: false,
                 });
                 events.push(DeltaEvent::ToolcallEnd {
                     index,

@@ -40,6 +40,7 @@ fn call(id: &str) -> ToolCall {
         id: id.into(),
         name: "fetch".into(),
         arguments,
+        provider_async: false,
     }
 }
 

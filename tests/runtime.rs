@@ -178,6 +178,7 @@ fn call_then_text(deltas: u64) -> Vec<TimedDelta> {
                 id: "c1".into(),
                 name: "watched".into(),
                 early: false,
+                provider_async: false,
             },
         ),
         at(
@@ -422,6 +423,7 @@ fn blocking_bodies_run_in_parallel_and_do_not_stall_the_model_stream() {
                         id: id.into(),
                         name: "rendezvous".into(),
                         early: false,
+                        provider_async: false,
                     },
                 ),
                 at(0, DeltaEvent::ToolcallEnd { index, arguments: None }),

@@ -206,6 +206,7 @@ async fn a_wrapped_response_captures_content_on_request_and_names_the_error() {
                 id: "c1".into(),
                 name: "read".into(),
                 early: false,
+                provider_async: false,
             },
             DeltaEvent::ToolcallEnd {
                 index: 0,

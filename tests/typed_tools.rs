@@ -220,6 +220,7 @@ async fn a_layered_toolbox_retries_through_the_engine() {
                 id: "c1".into(),
                 name: "flaky".into(),
                 early: false,
+                provider_async: false,
             },
             DeltaEvent::ToolcallEnd {
                 index: 0,

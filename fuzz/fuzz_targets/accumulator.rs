@@ -80,6 +80,7 @@ fn decode(bytes: &mut Bytes<'_>, opened: usize) -> Step {
             id: bytes.text(),
             name: bytes.text(),
             early: op & 0x10 != 0,
+            provider_async: op & 0x20 != 0,
         },
         8 => DeltaEvent::ToolcallDelta {
             index: bytes.index(opened),

@@ -573,6 +573,7 @@ pub fn decode(data: &[u8]) -> Script {
                     id: (*bytes.pick(&CALL_IDS)).to_owned(),
                     name: (*bytes.pick(&TOOL_NAMES)).to_owned(),
                     early: flags & 3 == 0,
+                    provider_async: false,
                 }
             }
             8 => DeltaEvent::ToolcallDelta {

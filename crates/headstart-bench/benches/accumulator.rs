@@ -43,6 +43,7 @@ fn call_response(calls: usize, per_call: usize) -> Vec<DeltaEvent> {
             id: format!("call-{index}"),
             name: "lookup".to_owned(),
             early: false,
+            provider_async: false,
         });
         events.push(DeltaEvent::ToolcallDelta {
             index,

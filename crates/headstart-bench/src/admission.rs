@@ -270,6 +270,7 @@ async fn sequential_gaps(store: Arc<dyn TranscriptStore>, calls: usize) -> Resul
             id: id.clone(),
             name: "step".into(),
             early: false,
+            provider_async: false,
         });
         deltas.push(DeltaEvent::ToolcallEnd { index, arguments: None });
     }
@@ -386,6 +387,7 @@ async fn respond(
                     id: id.clone(),
                     name: "probe".to_owned(),
                     early: false,
+                    provider_async: false,
                 });
                 for piece in [r#"{"path": "#, r#""src/lib.rs", "#, r#""line": 42}"#] {
                     yield Ok(DeltaEvent::ToolcallDelta { index, delta: piece.to_owned() });

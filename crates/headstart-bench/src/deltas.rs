@@ -217,6 +217,7 @@ fn source(
                             id: format!("call-{index}"),
                             name: "noop".to_owned(),
                             early: false,
+                            provider_async: false,
                         })
                         .chain((0..count).map(move |piece| DeltaEvent::ToolcallDelta {
                             index,

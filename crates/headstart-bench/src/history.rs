@@ -411,6 +411,7 @@ impl Model for HistoryModel {
                     id: format!("call_{}", request.request),
                     name: "lookup".to_owned(),
                     early: true,
+                    provider_async: false,
                 },
                 DeltaEvent::ToolcallDelta {
                     index: 1,

@@ -155,6 +155,7 @@ impl SessionModel {
                     id: format!("call-{call}"),
                     name: "fetch".to_owned(),
                     early: false,
+                    provider_async: false,
                 },
             ));
             for piece in [r#"{"ms": "#.to_owned(), format!("{tool_ms}}}")] {

@@ -256,6 +256,7 @@ fn unfinished_calls_are_flagged_and_drawn() {
                 id: id.to_owned(),
                 name: "lookup".to_owned(),
                 arguments: ToolArguments::default(),
+                provider_async: false,
             })
         };
         let fragment = AssistantMessage {

@@ -38,7 +38,7 @@ use headstart_restate::{new_session_id, RestateClient, RestateError, TurnRequest
 use std::time::{Duration, Instant};
 
 use harness::*;
-use support::workdir;
+use support::{terminal_commit_us, workdir};
 
 fn look_it_up() -> TurnRequest {
     TurnRequest {
@@ -67,13 +67,7 @@ async fn an_early_call_starts_through_restate_long_before_the_stream_ends() {
     let started = lookup.started_at_us.expect("the lookup's start is recorded");
     // The response's terminal commit: its last assistant fragment of request 0.
     let log = store.load_log(&session).await.expect("log");
-    let terminal = log
-        .iter()
-        .filter(|stored| stored.request == Some(0) && matches!(stored.message, Message::Assistant(_)))
-        .map(|stored| stored.at_us)
-        .max()
-        .expect("request 0's fragments");
-    let lead_ms = (terminal - started) / 1_000;
+    let lead_ms = (terminal_commit_us(&log, 0) - started) / 1_000;
     eprintln!("lookup began {lead_ms} ms before the response's terminal commit");
     assert!(
         lead_ms >= 800,

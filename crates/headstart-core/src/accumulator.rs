@@ -23,6 +23,7 @@
 //! Sealed arguments nested deeper than [`MAX_ARGUMENT_DEPTH`](crate::model::MAX_ARGUMENT_DEPTH) (64 levels) make
 //! the call invalid rather than ending the response, like any other unusable argument text.
 
+mod block;
 mod limits;
 mod violation;
 
@@ -30,6 +31,7 @@ use std::collections::{BTreeSet, HashSet};
 
 use crate::delta::{DeltaEvent, ErrorReason};
 use crate::model::{AssistantMessage, ContentBlock, StopReason, ToolArguments, ToolCall, Usage};
+use block::Block;
 use limits::serialized_len_within;
 pub use limits::{MAX_BLOCKS, MAX_BLOCK_BYTES, MAX_RESPONSE_BYTES};
 pub use violation::{AccumulatorError, BlockKind, Violation};
@@ -49,52 +51,6 @@ pub enum Applied {
     Sealed(usize),
     /// The response ended (`done` or `error`).
     Ended,
-}
-
-#[derive(Debug, Clone)]
-enum Block {
-    Text {
-        text: String,
-    },
-    Thinking {
-        text: String,
-        signature: Option<String>,
-    },
-    ToolCall {
-        id: String,
-        name: String,
-        flagged_async: bool,
-        raw: String,
-        sealed: Option<ToolArguments>,
-    },
-}
-
-impl Block {
-    fn kind(&self) -> BlockKind {
-        match self {
-            Block::Text { .. } => BlockKind::Text,
-            Block::Thinking { .. } => BlockKind::Thinking,
-            Block::ToolCall { .. } => BlockKind::ToolCall,
-        }
-    }
-
-    fn to_content(&self) -> ContentBlock {
-        match self {
-            Block::Text { text } => ContentBlock::Text { text: text.clone() },
-            Block::Thinking { text, signature } => ContentBlock::Thinking {
-                thinking: text.clone(),
-                signature: signature.clone(),
-            },
-            Block::ToolCall {
-                id, name, raw, sealed, ..
-            } => ContentBlock::ToolCall(ToolCall {
-                id: id.clone(),
-                name: name.clone(),
-                // An unsealed call (cut off by an error) is parsed strictly like a sealed one; it never executes.
-                arguments: sealed.clone().unwrap_or_else(|| ToolArguments::parse(raw)),
-            }),
-        }
-    }
 }
 
 /// How the response ended.
@@ -215,7 +171,13 @@ impl Accumulator {
                     signature: None,
                 },
             ),
-            DeltaEvent::ToolcallStart { index, id, name, early } => {
+            DeltaEvent::ToolcallStart {
+                index,
+                id,
+                name,
+                early,
+                provider_async,
+            } => {
                 let index = *index;
                 self.check_can_open(index)?;
                 if self.ids.contains(id) {
@@ -229,6 +191,7 @@ impl Accumulator {
                         id: id.clone(),
                         name: name.clone(),
                         flagged_async: *early,
+                        provider_async: *provider_async,
                         raw: String::new(),
                         sealed: None,
                     },

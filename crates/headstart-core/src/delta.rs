@@ -114,6 +114,13 @@ pub enum DeltaEvent {
         /// The provider marks this call early-executable regardless of the tool's own flag.
         #[serde(rename = "async", default, skip_serializing_if = "std::ops::Not::not")]
         early: bool,
+        /// The provider says its model goes on without this call's result (OpenAI Responses' `async: true` call
+        /// item), which a later request delivers. Kept on the stored call ([`ToolCall::provider_async`]); it does not
+        /// make the call early: only the tool's own declaration does, so a provider cannot start a sync tool early.
+        ///
+        /// [`ToolCall::provider_async`]: crate::ToolCall::provider_async
+        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+        provider_async: bool,
     },
     /// A raw fragment of the call's JSON argument text.
     ToolcallDelta {

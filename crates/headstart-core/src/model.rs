@@ -257,6 +257,10 @@ pub struct ToolCall {
     pub name: String,
     /// The sealed arguments.
     pub arguments: ToolArguments,
+    /// The provider's model went on without this call's result (its `toolcall_start` carried `provider_async`:
+    /// OpenAI Responses' `async: true` call item); sent back with the call in later requests.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub provider_async: bool,
 }
 
 /// One block of message content.

@@ -107,6 +107,7 @@ fn stream(kind: Kind, n: usize) -> (Cost, Cost) {
                 id: "c".into(),
                 name: "t".into(),
                 early: false,
+                provider_async: false,
             },
             DeltaEvent::ToolcallEnd {
                 index: 0,

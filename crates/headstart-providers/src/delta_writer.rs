@@ -121,8 +121,9 @@ impl DeltaWriter<'_> {
         index
     }
 
-    /// Opens a tool call. A reused id is a provider protocol violation (the accumulator would reject it).
-    pub(crate) fn open_call(&mut self, id: String, name: String) -> Result<usize, ProviderError> {
+    /// Opens a tool call, `provider_async` when the provider says its model goes on without the result. A reused id
+    /// is a provider protocol violation (the accumulator would reject it).
+    pub(crate) fn open_call(&mut self, id: String, name: String, provider_async: bool) -> Result<usize, ProviderError> {
         if !self.state.call_ids.insert(id.clone()) {
             return Err(ProviderError::protocol(
                 self.state.format,
@@ -136,6 +137,7 @@ impl DeltaWriter<'_> {
             id,
             name,
             early: false,
+            provider_async,
         });
         Ok(index)
     }

@@ -20,9 +20,11 @@ impl HttpModel {
     /// `provider` is the wire format (`openai-chat`, `openai-responses`, `anthropic`, `gemini`); `base_url` defaults
     /// to the provider's public endpoint; `api_key_env` names the variable holding the key (default: the provider's
     /// usual one; `""` sends no key, for local servers). A request that fails before its first delta is retried
-    /// (twice, with backoff; `Retry-After` honoured), as `headstart run` does.
+    /// (twice, with backoff; `Retry-After` honoured), as `headstart run` does. `provider_async` declares the
+    /// provider-async tools async to the model (OpenAI Responses only).
     #[new]
-    #[pyo3(signature = (provider, model, *, base_url=None, api_key_env=None, system=None, max_tokens=None, seal="complete"))]
+    #[pyo3(signature = (provider, model, *, base_url=None, api_key_env=None, system=None, max_tokens=None, seal="complete", provider_async=false))]
+    #[allow(clippy::too_many_arguments)]
     fn new(
         provider: &str,
         model: String,
@@ -31,6 +33,7 @@ impl HttpModel {
         system: Option<String>,
         max_tokens: Option<u32>,
         seal: &str,
+        provider_async: bool,
     ) -> PyResult<Self> {
         let format: WireFormat = provider
             .parse()
@@ -45,6 +48,12 @@ impl HttpModel {
         config.system = system;
         config.max_tokens = max_tokens;
         config.convert = crate::feed::convert_options(seal, None)?;
+        if provider_async && format != WireFormat::OpenAiResponses {
+            return Err(ConfigError::new_err(
+                "provider_async=True needs provider 'openai-responses' (the only wire format with async tools)",
+            ));
+        }
+        config.provider_async = provider_async;
         let client = Client::new(config).map_err(|error| ConfigError::new_err(error.to_string()))?;
         Ok(HttpModel {
             client: Arc::new(client),

@@ -31,14 +31,16 @@ impl ModelRequest {
     }
 
     /// The request body in the agent's wire format, without `stream` (the SDK call passes `stream=True` itself):
-    /// `model`, the context as the format's messages, the tools, `system` and `max_tokens` when given.
-    #[pyo3(signature = (model, system=None, max_tokens=None))]
+    /// `model`, the context as the format's messages, the tools, `system` and `max_tokens` when given; with
+    /// `provider_async`, the provider-async tools declared so (OpenAI Responses).
+    #[pyo3(signature = (model, system=None, max_tokens=None, provider_async=false))]
     fn body<'py>(
         &self,
         py: Python<'py>,
         model: String,
         system: Option<String>,
         max_tokens: Option<u32>,
+        provider_async: bool,
     ) -> PyResult<Bound<'py, PyAny>> {
         let Some(wire) = self.format.wire() else {
             return Err(ConfigError::new_err(
@@ -49,6 +51,7 @@ impl ModelRequest {
             model,
             system,
             max_tokens,
+            provider_async,
             ..RequestSettings::default()
         };
         let mut body = build_body(wire, &settings, &self.request.context, &self.request.tools);

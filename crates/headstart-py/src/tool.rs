@@ -36,6 +36,7 @@ pub(crate) struct PyTool {
     description: String,
     parameters: Value,
     early: bool,
+    provider_async: bool,
     idempotent: bool,
     sequential: bool,
     conflict_key: Option<ConflictKey>,
@@ -64,6 +65,7 @@ impl PyTool {
             description: tool.getattr("description")?.extract()?,
             parameters: from_python(&tool.getattr("parameters")?)?,
             early: tool.getattr("early")?.extract()?,
+            provider_async: tool.getattr("provider_async")?.extract()?,
             idempotent: tool.getattr("idempotent")?.extract()?,
             sequential: tool.getattr("sequential")?.extract()?,
             conflict_key,
@@ -90,6 +92,10 @@ impl Tool for PyTool {
 
     fn early(&self) -> bool {
         self.early
+    }
+
+    fn provider_async(&self) -> bool {
+        self.provider_async
     }
 
     fn execution_mode(&self) -> ExecutionMode {

@@ -86,6 +86,7 @@ impl Script {
                 id: id.to_owned(),
                 name: name.to_owned(),
                 early: false,
+                provider_async: false,
             },
         );
         let text = arguments.to_string();

@@ -38,6 +38,7 @@ fn the_fragment() -> AssistantMessage {
                 id: "call_1".to_owned(),
                 name: "lookup".to_owned(),
                 arguments: ToolArguments::parse(r#"{"q": "durable"}"#),
+                provider_async: false,
             }),
         ],
         usage: Usage::default(),

@@ -342,6 +342,7 @@ mod tests {
             id: "c1".to_owned(),
             name: "lookup".to_owned(),
             arguments: ToolArguments::parse(r#"{"q": 1}"#),
+            provider_async: false,
         });
         Report {
             scenario: "sample".to_owned(),

@@ -48,7 +48,7 @@
 //! // Your provider adapter's output: any Stream<Item = Result<DeltaEvent, ModelError>>.
 //! let deltas = futures::stream::iter([
 //!     DeltaEvent::Start { model: None, response_id: None },
-//!     DeltaEvent::ToolcallStart { index: 0, id: "c1".into(), name: "lookup".into(), early: false },
+//!     DeltaEvent::ToolcallStart { index: 0, id: "c1".into(), name: "lookup".into(), early: false, provider_async: false },
 //!     DeltaEvent::ToolcallDelta { index: 0, delta: r#"{"q": "tokio"}"#.into() },
 //!     DeltaEvent::ToolcallEnd { index: 0, arguments: None },
 //!     DeltaEvent::Done { stop_reason: DoneReason::ToolUse, usage: Usage::default() },

@@ -280,6 +280,7 @@ mod tests {
                 id: "c1".to_owned(),
                 name: "fetch".to_owned(),
                 arguments: ToolArguments::Valid(serde_json::Map::new()),
+                provider_async: false,
             }));
         }
         Message::Assistant(AssistantMessage {
@@ -297,6 +298,7 @@ mod tests {
             id: "c1".to_owned(),
             name: "fetch".to_owned(),
             arguments: ToolArguments::Valid(serde_json::Map::new()),
+            provider_async: false,
         };
         Message::ToolResult(ToolResultMessage::error(&call, "interrupted"))
     }

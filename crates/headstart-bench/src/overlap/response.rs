@@ -157,6 +157,7 @@ impl ResponseSpec {
                             id: id.clone(),
                             name: name.to_owned(),
                             early: false,
+                            provider_async: false,
                         },
                     ));
                     let arguments = format!(r#"{{"ms": {tool_ms}, "path": "src/module_{index}/file.rs"}}"#);

@@ -61,6 +61,12 @@ pub struct ModelArgs {
     /// call explicitly.
     #[arg(long, value_name = "RULE", default_value_t = SealAt::Complete, value_parser = parse_seal_at)]
     pub(super) seal_at: SealAt,
+    /// Declare the built-in tools async to the model (OpenAI Responses' async tool calling, GPT-6 Astra and later):
+    /// the model goes on working after it calls one, and its result goes in the next request. Needs `--provider
+    /// openai-responses`; an older model may refuse the request, e.g. `--provider openai-responses --model
+    /// gpt-6-astra --provider-async`.
+    #[arg(long)]
+    pub(super) provider_async: bool,
     /// A system prompt, e.g. `--system "Answer in one paragraph."` (a worker's default: a session submitted with
     /// `--system` has its own).
     #[arg(long)]

@@ -12,7 +12,7 @@ use headstart_providers::http::{HttpModel, HttpModelConfig};
 use headstart_providers::retry::RetryPolicy;
 use headstart_providers::Recorder;
 
-use super::args::ModelArgs;
+use super::args::{ModelArgs, Provider};
 use super::mcp_flags::{McpEnv, McpSpec};
 use crate::builtin_tools::{self, fetch_policy::normalize_host, BuiltinConfig, FetchPolicy};
 use crate::failure::{failed, Failure};
@@ -75,6 +75,12 @@ impl ModelArgs {
         }
         config.system.clone_from(&self.system);
         config.convert.seal_at = self.seal_at;
+        if self.provider_async && provider != Provider::OpenaiResponses {
+            return Err(Failure::Usage(
+                "--provider-async needs --provider openai-responses (the only wire format with async tools)".to_owned(),
+            ));
+        }
+        config.provider_async = self.provider_async;
         config.convert.record = record;
         config.retry = RetryPolicy {
             max_retries: self.retries,
@@ -170,6 +176,7 @@ impl ModelArgs {
             transcript: transcript.map(Path::to_path_buf),
             read_secrets: self.read_secrets,
             fetch,
+            provider_async: self.provider_async,
         })
     }
 }

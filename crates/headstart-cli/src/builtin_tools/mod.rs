@@ -27,6 +27,7 @@ pub mod workdir;
 use std::path::PathBuf;
 use std::sync::Arc;
 
+use headstart::layer::{ProviderAsyncLayer, ToolLayer};
 use headstart::{Tool, Toolbox, ToolboxError};
 
 pub use fetch::{FetchLimits, FetchUrl};
@@ -45,6 +46,8 @@ pub struct BuiltinConfig {
     pub read_secrets: bool,
     /// `--fetch`: offer `fetch_url`, within this policy; `None`: not offered.
     pub fetch: Option<FetchPolicy>,
+    /// `--provider-async`: declare the built-in tools provider-async ([`ProviderAsyncLayer`]).
+    pub provider_async: bool,
 }
 
 /// The built-in tools as `config` allows, plus `extra` (the seam where tools from MCP servers plug in).
@@ -53,15 +56,19 @@ pub fn toolbox(config: &BuiltinConfig, extra: Vec<Arc<dyn Tool>>) -> Result<Tool
         .map_err(|error| format!("working directory {}: {error}", config.workdir.display()))?;
     let workdir = Arc::new(workdir);
     let register = |error: ToolboxError| error.to_string();
-    let mut toolbox = Toolbox::new()
-        .with(ReadFile(Arc::clone(&workdir)))
-        .map_err(register)?
-        .with(ListDir(workdir))
-        .map_err(register)?;
+    let mut builtins: Vec<Arc<dyn Tool>> = vec![Arc::new(ReadFile(Arc::clone(&workdir))), Arc::new(ListDir(workdir))];
     if let Some(policy) = &config.fetch {
         let fetch = FetchUrl::new(policy.clone(), FetchLimits::default())
             .map_err(|error| format!("cannot build the HTTP client of fetch_url: {error}"))?;
-        toolbox.register(fetch).map_err(register)?;
+        builtins.push(Arc::new(fetch));
+    }
+    let mut toolbox = Toolbox::new();
+    for tool in builtins {
+        let tool = match config.provider_async {
+            true => ProviderAsyncLayer.layer(tool),
+            false => tool,
+        };
+        toolbox.register_arc(tool).map_err(register)?;
     }
     for tool in extra {
         toolbox.register_arc(tool).map_err(register)?;

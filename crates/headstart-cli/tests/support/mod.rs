@@ -135,6 +135,15 @@ pub fn answer() -> Reply {
     Reply::Events(anthropic(Some("The notes say hello."), &[]))
 }
 
+/// When request `request`'s last assistant fragment, its terminal commit, was stored (µs, the writer's clock).
+pub fn terminal_commit_us(log: &[StoredMessage], request: u32) -> i64 {
+    log.iter()
+        .filter(|stored| stored.request == Some(request) && matches!(stored.message, Message::Assistant(_)))
+        .map(|stored| stored.at_us)
+        .max()
+        .unwrap_or_else(|| panic!("request {request} stored no fragment"))
+}
+
 /// A working directory with `notes.txt`.
 pub fn workdir() -> tempfile::TempDir {
     let dir = tempfile::tempdir().unwrap();

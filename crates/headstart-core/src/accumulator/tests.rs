@@ -61,6 +61,7 @@ fn call_start(index: usize, id: &str, name: &str) -> DeltaEvent {
         id: id.to_owned(),
         name: name.to_owned(),
         early: false,
+        provider_async: false,
     }
 }
 
@@ -70,6 +71,7 @@ fn async_call_start(index: usize, id: &str, name: &str) -> DeltaEvent {
         id: id.to_owned(),
         name: name.to_owned(),
         early: true,
+        provider_async: false,
     }
 }
 
@@ -618,12 +620,14 @@ fn interleaved_open_blocks_are_legal_and_accumulate_separately() {
                 id: "a".into(),
                 name: "read".into(),
                 arguments: object(json!({"path": "/a"})),
+                provider_async: false,
             }),
             ContentBlock::text("Hello"),
             ContentBlock::ToolCall(ToolCall {
                 id: "b".into(),
                 name: "write".into(),
                 arguments: object(json!({"x": [1, 2]})),
+                provider_async: false,
             }),
         ]
     );
@@ -842,6 +846,7 @@ fn tool_call_returns_sealed_and_unsealed_calls() {
             id: "c1".into(),
             name: "look".into(),
             arguments: ToolArguments::Valid(Map::new()),
+            provider_async: false,
         })
     );
     // Unsealed, partial text: parsed strictly, not repaired.
@@ -897,7 +902,8 @@ fn len_content_and_is_empty() {
             ContentBlock::ToolCall(ToolCall {
                 id: "c".into(),
                 name: "t".into(),
-                arguments: ToolArguments::Valid(Map::new())
+                arguments: ToolArguments::Valid(Map::new()),
+                provider_async: false,
             }),
             ContentBlock::text("b"),
         ]
@@ -1244,7 +1250,7 @@ fn arb_event() -> impl Strategy<Value = DeltaEvent> {
         2 => (index(), prop::option::of("[a-z]{0,3}"))
             .prop_map(|(index, signature)| DeltaEvent::ThinkingEnd { index, signature }),
         3 => (index(), id, "[a-z]{1,3}", any::<bool>()).prop_map(|(index, id, name, early)| {
-            DeltaEvent::ToolcallStart { index, id: id.to_owned(), name, early }
+            DeltaEvent::ToolcallStart { index, id: id.to_owned(), name, early, provider_async: false }
         }),
         3 => (index(), delta()).prop_map(|(index, delta)| DeltaEvent::ToolcallDelta { index, delta }),
         2 => (index(), override_value).prop_map(|(index, arguments)| DeltaEvent::ToolcallEnd { index, arguments }),
@@ -1402,6 +1408,7 @@ fn render(message: &GenMessage) -> (Vec<DeltaEvent>, Vec<ContentBlock>) {
                     id: id.clone(),
                     name: name.clone(),
                     early: *early,
+                    provider_async: false,
                 });
                 let (streamed, end, arguments) = match args {
                     GenArgs::Object { value, pretty } => {
@@ -1444,6 +1451,7 @@ fn render(message: &GenMessage) -> (Vec<DeltaEvent>, Vec<ContentBlock>) {
                     id,
                     name: name.clone(),
                     arguments,
+                    provider_async: false,
                 }));
             }
         }

@@ -13,6 +13,7 @@ pub(super) fn fragment(turn: &str, calls: &[&str], stop: StopReason, usage: u64)
                     id: (*id).into(),
                     name: "t".into(),
                     arguments: ToolArguments::default(),
+                    provider_async: false,
                 })
             })
             .collect(),

@@ -18,6 +18,7 @@ fn tool_call_serializes_in_report_shape() {
         id: "call_1".into(),
         name: "lookup".into(),
         arguments: ToolArguments::parse(r#"{"q": "rust"}"#),
+        provider_async: false,
     });
     let value = serde_json::to_value(&block).unwrap();
     assert_eq!(
@@ -60,6 +61,7 @@ fn arguments_nested_past_the_depth_limit_are_invalid_and_round_trip_as_text() {
         id: "c".into(),
         name: "t".into(),
         arguments: args.clone(),
+        provider_async: false,
     })
     .unwrap();
     assert_eq!(serde_json::from_str::<ToolCall>(&message).unwrap().arguments, args);

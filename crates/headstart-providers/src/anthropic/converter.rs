@@ -89,7 +89,7 @@ impl AnthropicDecoder {
                         let id = string(block, "id")
                             .ok_or_else(|| ProviderError::malformed(FORMAT, kind, "tool_use block without id"))?;
                         let name = string(block, "name").unwrap_or_default();
-                        let content = out.open_call(id, name)?;
+                        let content = out.open_call(id, name, false)?;
                         let start_input = block
                             .get("input")
                             .filter(|input| input.as_object().is_some_and(|map| !map.is_empty()))

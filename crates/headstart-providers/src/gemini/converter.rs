@@ -149,7 +149,7 @@ impl GeminiDecoder {
                 format!("{GENERATED_ID_PREFIX}{base}-{}", out.calls())
             });
             let name = string(call, "name").unwrap_or_default();
-            let index = out.open_call(id, name)?;
+            let index = out.open_call(id, name, false)?;
             if let Some(args) = call.get("args").filter(|args| !args.is_null()) {
                 out.call_delta(index, &args.to_string())?;
             }

@@ -32,6 +32,11 @@ pub struct HttpModelConfig {
     pub extra_body: Map<String, Value>,
     /// Extra request headers.
     pub extra_headers: Vec<(String, String)>,
+    /// Declare provider-async tools to the model ([`RequestSettings::provider_async`]; OpenAI Responses only).
+    /// Default off.
+    ///
+    /// [`RequestSettings::provider_async`]: crate::request::RequestSettings::provider_async
+    pub provider_async: bool,
     /// Limit for establishing the connection. Default 10 s.
     pub connect_timeout: Duration,
     /// Limit from sending the request to the response headers. Default 120 s. Retried when it passes.
@@ -62,6 +67,7 @@ impl HttpModelConfig {
             max_tokens: None,
             extra_body: Map::new(),
             extra_headers: Vec::new(),
+            provider_async: false,
             connect_timeout: Duration::from_secs(10),
             headers_timeout: Duration::from_secs(120),
             response_timeout: DEFAULT_RESPONSE_TIMEOUT,

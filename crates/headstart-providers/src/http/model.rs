@@ -108,6 +108,7 @@ impl HttpModel {
             system: self.config.system.clone(),
             max_tokens: self.config.max_tokens,
             extra: self.config.extra_body.clone(),
+            provider_async: self.config.provider_async,
         }
     }
 

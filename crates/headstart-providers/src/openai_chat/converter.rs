@@ -274,7 +274,7 @@ impl ChatDecoder {
             .clone();
         let name = call.name.clone().unwrap_or_default();
         let pending = std::mem::take(&mut call.pending);
-        let index = out.open_call(id, name)?;
+        let index = out.open_call(id, name, false)?;
         self.calls[slot].content_index = Some(index);
         out.call_delta(index, &pending)?;
         self.read_arguments(slot, &pending, out)

@@ -196,7 +196,9 @@ impl ResponsesDecoder {
                     .or_else(|| string(item, "id"))
                     .ok_or_else(|| ProviderError::malformed(FORMAT, "response.output_item.added", "call without id"))?;
                 let name = string(item, "name").unwrap_or_default();
-                let block = out.open_call(id, name)?;
+                // `async: true`: the model goes on without this call's result (async tool calling).
+                let provider_async = item.get("async").and_then(Value::as_bool).unwrap_or(false);
+                let block = out.open_call(id, name, provider_async)?;
                 out.call_delta(block, item.get("arguments").and_then(Value::as_str).unwrap_or(""))?;
                 Item::FunctionCall {
                     block,

@@ -71,8 +71,13 @@ pub(crate) fn openai_responses_items(message: &Message, input: &mut Vec<Value>) 
                     }
                     ContentBlock::ToolCall(call) => {
                         flush(&mut text_parts, input);
-                        input.push(json!({"type": "function_call", "call_id": call.id, "name": call.name,
-                                          "arguments": arguments_text(call)}));
+                        let mut item = json!({"type": "function_call", "call_id": call.id, "name": call.name,
+                                              "arguments": arguments_text(call)});
+                        // As the model emitted it: an async call's item carries the marker back.
+                        if call.provider_async {
+                            item["async"] = json!(true);
+                        }
+                        input.push(item);
                     }
                 }
             }
@@ -94,8 +99,12 @@ pub(crate) fn openai_responses_frame(settings: &RequestSettings, tools: &[ToolDe
         body["tools"] = tools
             .iter()
             .map(|tool| {
-                json!({"type": "function", "name": tool.name, "description": tool.description,
-                       "parameters": tool.parameters, "strict": false})
+                let mut definition = json!({"type": "function", "name": tool.name, "description": tool.description,
+                                            "parameters": tool.parameters, "strict": false});
+                if settings.provider_async && tool.provider_async {
+                    definition["async"] = json!(true);
+                }
+                definition
             })
             .collect();
     }

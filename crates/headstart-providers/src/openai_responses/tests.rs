@@ -130,3 +130,95 @@ fn reasoning_signatures_become_reasoning_items_only_with_encrypted_content() {
         None
     );
 }
+
+#[test]
+fn an_async_call_item_is_kept_as_provider_async_and_not_made_early() {
+    let item = json!({"id": "fc_1", "type": "function_call", "arguments": "", "async": true,
+                      "call_id": "call_1", "name": "lookup"});
+    let events = run(&[
+        ("response.output_item.added", json!({"output_index": 0, "item": item})),
+        (
+            "response.function_call_arguments.delta",
+            json!({"output_index": 0, "item_id": "fc_1", "delta": "{}"}),
+        ),
+        ("response.output_item.done", json!({"output_index": 0, "item": item})),
+        ("response.completed", json!({"response": {"status": "completed"}})),
+    ]);
+    let start = events
+        .iter()
+        .find(|event| matches!(event, DeltaEvent::ToolcallStart { .. }))
+        .expect("the call opens");
+    assert!(
+        matches!(
+            start,
+            DeltaEvent::ToolcallStart {
+                early: false,
+                provider_async: true,
+                ..
+            }
+        ),
+        "{start:?}"
+    );
+    // A call item without the marker stays an ordinary call.
+    let plain = json!({"id": "fc_2", "type": "function_call", "arguments": "{}", "call_id": "call_2", "name": "x"});
+    let events = run(&[("response.output_item.added", json!({"output_index": 0, "item": plain}))]);
+    assert!(events.iter().any(|event| matches!(
+        event,
+        DeltaEvent::ToolcallStart {
+            provider_async: false,
+            ..
+        }
+    )));
+}
+
+#[test]
+fn async_is_declared_only_for_provider_async_tools_and_only_when_the_settings_opt_in() {
+    use headstart_core::{
+        AssistantMessage, ContentBlock, Message, StopReason, ToolArguments, ToolCall, ToolDefinition,
+    };
+
+    use crate::request::{openai_responses_body, RequestSettings};
+
+    let tool = |name: &str, provider_async: bool| ToolDefinition {
+        name: name.into(),
+        description: String::new(),
+        parameters: json!({"type": "object"}),
+        provider_async,
+    };
+    let tools = [tool("lookup", true), tool("write", false)];
+    let call = |id: &str, provider_async: bool| {
+        ContentBlock::ToolCall(ToolCall {
+            id: id.into(),
+            name: "lookup".into(),
+            arguments: ToolArguments::default(),
+            provider_async,
+        })
+    };
+    let context = [Message::Assistant(AssistantMessage {
+        turn_id: "resp_1".into(),
+        stop_reason: StopReason::ToolUse,
+        content: vec![call("call_async", true), call("call_plain", false)],
+        usage: Usage::default(),
+        model: None,
+        error_message: None,
+    })];
+    let declared = |settings: &RequestSettings| -> Vec<Option<bool>> {
+        openai_responses_body(settings, &context, &tools)["tools"]
+            .as_array()
+            .expect("tools")
+            .iter()
+            .map(|tool| tool["async"].as_bool())
+            .collect()
+    };
+    let off = RequestSettings::default();
+    let on = RequestSettings {
+        provider_async: true,
+        ..RequestSettings::default()
+    };
+    assert_eq!(declared(&off), [None, None]);
+    assert_eq!(declared(&on), [Some(true), None]);
+    // A call item goes back as the model sent it, with or without the marker, whatever the settings.
+    let input = openai_responses_body(&off, &context, &tools)["input"].clone();
+    assert_eq!(input[0]["async"], json!(true), "{input}");
+    assert!(input[1].get("async").is_none(), "{input}");
+}

@@ -22,6 +22,7 @@ fn call(id: &str) -> ToolCall {
         id: id.to_owned(),
         name: "read_file".to_owned(),
         arguments: ToolArguments::from_value(json!({"path": "notes.txt"})),
+        provider_async: false,
     }
 }
 

@@ -15,6 +15,10 @@ pub struct RequestSettings {
     pub max_tokens: Option<u32>,
     /// Extra top-level body fields (e.g. `temperature`, `reasoning`, `store`); they replace fields of the same name.
     pub extra: Map<String, Value>,
+    /// Declare provider-async tools to the model (OpenAI Responses' `async: true` on their definitions: GPT-6 Astra
+    /// and later). Off by default: older models may refuse the field. Other wire formats have no such declaration
+    /// and ignore it.
+    pub provider_async: bool,
 }
 
 /// The argument text of a call: the object's JSON, or the verbatim invalid text.

@@ -10,6 +10,7 @@ fn call(id: &str, name: &str, args: &str) -> ContentBlock {
         id: id.into(),
         name: name.into(),
         arguments: ToolArguments::parse(args),
+        provider_async: false,
     })
 }
 
@@ -53,6 +54,7 @@ fn tools() -> Vec<ToolDefinition> {
         name: "add".into(),
         description: "adds".into(),
         parameters: json!({"type": "object"}),
+        provider_async: false,
     }]
 }
 
@@ -62,6 +64,7 @@ fn settings() -> RequestSettings {
         system: Some("be brief".into()),
         max_tokens: Some(100),
         extra: Map::from_iter([("temperature".to_owned(), json!(0))]),
+        provider_async: false,
     }
 }
 

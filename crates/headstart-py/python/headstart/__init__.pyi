@@ -51,7 +51,8 @@ class HttpModel:
     retries (twice before the first delta, with backoff; ``Retry-After`` honoured) and the SSE stream, as
     ``headstart run`` does. ``provider`` is the wire format (``openai-chat``, ``openai-responses``, ``anthropic``,
     ``gemini``); ``api_key_env`` names the variable holding the key (default: the provider's usual one; ``""``:
-    no key)."""
+    no key). ``provider_async``: declare the tools made with ``provider_async=True`` async to the model (OpenAI
+    Responses' async tool calling, GPT-6 Astra and later; ``openai-responses`` only)."""
 
     def __new__(
         cls,
@@ -63,6 +64,7 @@ class HttpModel:
         system: Optional[str] = None,
         max_tokens: Optional[int] = None,
         seal: str = "complete",
+        provider_async: bool = False,
     ) -> HttpModel: ...
 
 class ToolContext:
@@ -87,6 +89,7 @@ class Tool:
     description: str
     parameters: dict[str, Any]
     early: bool
+    provider_async: bool
     idempotent: bool
     sequential: bool
     conflict_key: Optional[str]
@@ -105,6 +108,7 @@ class Tool:
         conflict_key: Optional[str] = None,
         timeout: Optional[float] = None,
         parameters: Optional[dict[str, Any]] = None,
+        provider_async: bool = False,
     ) -> None: ...
     def __call__(self, *args: Any, **kwargs: Any) -> Any: ...
     def arguments(self, arguments: dict[str, Any]) -> dict[str, Any]:
@@ -124,6 +128,7 @@ def tool(
     conflict_key: Optional[str] = None,
     timeout: Optional[float] = None,
     parameters: Optional[dict[str, Any]] = None,
+    provider_async: bool = False,
 ) -> Tool: ...
 @overload
 def tool(
@@ -137,6 +142,7 @@ def tool(
     conflict_key: Optional[str] = None,
     timeout: Optional[float] = None,
     parameters: Optional[dict[str, Any]] = None,
+    provider_async: bool = False,
 ) -> Callable[[Callable[..., Any]], Tool]: ...
 
 class Record(Mapping[str, Any]):
@@ -252,7 +258,14 @@ class ModelRequest:
     @property
     def context(self) -> list[dict[str, Any]]:
         """The canonical context (the stored messages the model sees), as JSON data."""
-    def body(self, model: str, *, system: Optional[str] = None, max_tokens: Optional[int] = None) -> dict[str, Any]:
+    def body(
+        self,
+        model: str,
+        *,
+        system: Optional[str] = None,
+        max_tokens: Optional[int] = None,
+        provider_async: bool = False,
+    ) -> dict[str, Any]:
         """The request body in the agent's wire format, without ``stream``."""
 
 class Agent:

@@ -29,9 +29,17 @@ class ModelRequest:
         context: list[dict[str, Any]] = self._native.context
         return context
 
-    def body(self, model: str, *, system: Optional[str] = None, max_tokens: Optional[int] = None) -> dict[str, Any]:
-        """The request body without ``stream``: the model, the context as the format's messages, the tools."""
-        body: dict[str, Any] = self._native.body(model, system, max_tokens)
+    def body(
+        self,
+        model: str,
+        *,
+        system: Optional[str] = None,
+        max_tokens: Optional[int] = None,
+        provider_async: bool = False,
+    ) -> dict[str, Any]:
+        """The request body without ``stream``: the model, the context as the format's messages, the tools.
+        ``provider_async``: declare the ``provider_async`` tools async (OpenAI Responses only)."""
+        body: dict[str, Any] = self._native.body(model, system, max_tokens, provider_async)
         return body
 
 

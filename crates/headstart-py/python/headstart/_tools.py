@@ -38,11 +38,14 @@ class Tool:
         conflict_key: Optional[str] = None,
         timeout: Optional[float] = None,
         parameters: Optional[dict[str, Any]] = None,
+        provider_async: bool = False,
     ) -> None:
         self.function = function
         self.name: str = name or function.__name__
         self.description: str = description if description is not None else (inspect.getdoc(function) or "")
-        self.early = early
+        # A provider-async tool starts at its seal as an early one does.
+        self.early = early or provider_async
+        self.provider_async = provider_async
         self.idempotent = idempotent
         self.sequential = sequential
         self.timeout = timeout
@@ -129,6 +132,7 @@ def tool(
     conflict_key: Optional[str] = None,
     timeout: Optional[float] = None,
     parameters: Optional[dict[str, Any]] = None,
+    provider_async: bool = False,
 ) -> Any:
     """Makes a ``Tool`` of a function; usable as ``@tool`` and as ``@tool(early=True, ...)``.
 
@@ -137,7 +141,10 @@ def tool(
     ``conflict_key``: the name of an argument (calls with equal values run in order) or a fixed string (all calls
     run in order). ``timeout``: seconds before the body is cancelled and the call fails. ``parameters``: a
     hand-written JSON schema instead of the one the signature gives (a ``**kwargs`` function then gets the
-    arguments as they are).
+    arguments as they are). ``provider_async``: declared to the model as async (OpenAI Responses' async tool calling,
+    sent when the request opts in: ``HttpModel(..., provider_async=True)``, or ``request.body(model,
+    provider_async=True)`` for your own SDK call): the model goes on after calling it and gets the result in the
+    next request; early too.
     """
 
     def make(function: Callable[..., Any]) -> Tool:
@@ -151,6 +158,7 @@ def tool(
             conflict_key=conflict_key,
             timeout=timeout,
             parameters=parameters,
+            provider_async=provider_async,
         )
 
     return make(function) if function is not None else make

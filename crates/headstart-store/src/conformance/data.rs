@@ -14,6 +14,7 @@ pub fn call(id: &str, name: &str) -> ToolCall {
         id: id.to_owned(),
         name: name.to_owned(),
         arguments: ToolArguments::parse(&format!(r#"{{"q": "{id}"}}"#)),
+        provider_async: false,
     }
 }
 

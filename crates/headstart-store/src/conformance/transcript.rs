@@ -298,11 +298,13 @@ pub async fn message_bodies_round_trip_byte_for_byte<F: Fixture>(fixture: &F) {
         arguments: ToolArguments::parse(
             r#"{"zeta": 1, "alpha": {"y": [1, 2.5, -0.0, 1e300, 18446744073709551615, -9223372036854775808], "b": null}, "mid": "é\n"}"#,
         ),
+        provider_async: false,
     };
     let invalid = ToolCall {
         id: "invalid".to_owned(),
         name: "lookup".to_owned(),
         arguments: ToolArguments::parse("{\"a\": 1,,   \"b\":\t[} trailing"),
+        provider_async: false,
     };
     assert!(matches!(invalid.arguments, ToolArguments::Invalid { .. }));
     let big = "0123456789abcdef".repeat(64 * 1024); // 1 MiB of text

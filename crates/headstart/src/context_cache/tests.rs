@@ -11,6 +11,7 @@ fn fragment(turn: &str, call: Option<&str>, stop: StopReason) -> AssistantMessag
             id: id.into(),
             name: "t".into(),
             arguments: ToolArguments::default(),
+            provider_async: false,
         })
     }));
     AssistantMessage {

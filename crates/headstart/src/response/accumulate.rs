@@ -182,6 +182,7 @@ mod tests {
             id: "c1".to_owned(),
             name: "write".to_owned(),
             early: true,
+            provider_async: false,
         };
         assert_eq!(
             follow_ups(&mut fixture, [start(), flagged, delta, end]),

@@ -30,6 +30,7 @@ pub(super) fn result_write(id: &str) -> ResultWrite {
         id: id.to_owned(),
         name: "write".to_owned(),
         arguments: ToolArguments::Valid(serde_json::Map::new()),
+        provider_async: false,
     });
     ResultWrite {
         result: ToolResultMessage::error(&call, format!("result of {id}")),
@@ -153,6 +154,7 @@ pub(super) fn call(index: usize, id: &str, tool: &str) -> [DeltaEvent; 3] {
             id: id.to_owned(),
             name: tool.to_owned(),
             early: false,
+            provider_async: false,
         },
         DeltaEvent::ToolcallDelta {
             index,

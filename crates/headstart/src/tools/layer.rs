@@ -31,6 +31,7 @@
 
 mod around;
 mod limit;
+mod provider_async;
 mod retry;
 mod span;
 #[cfg(test)]
@@ -39,6 +40,7 @@ mod timeout;
 
 pub use around::{Around, ToolLayer, ToolMiddleware};
 pub use limit::{ConcurrencyLimitLayer, SharedConcurrencyLimitLayer};
+pub use provider_async::ProviderAsyncLayer;
 pub use retry::RetryLayer;
 pub use span::SpanLayer;
 pub use timeout::TimeoutLayer;

@@ -89,6 +89,15 @@ pub trait Tool: Send + Sync {
         false
     }
 
+    /// Provider-async: the tool is declared to the provider as one whose result the model need not wait for (OpenAI
+    /// Responses' `async: true` on the tool's definition, sent only when the model's request settings opt in), so
+    /// the model goes on working after it calls it, and the result reaches it in a later request. A provider-async
+    /// tool is early too: its calls start at their seal (contract §3.1). Declare only tools whose result the model
+    /// can do without for a while.
+    fn provider_async(&self) -> bool {
+        false
+    }
+
     /// `Sequential` fences this tool's batch: its calls run one at a time, after every earlier batch settled
     /// (contract §4.4). `Parallel` (the default) leaves the tool to the engine's [`EngineConfig::tool_execution`](crate::EngineConfig::tool_execution).
     fn execution_mode(&self) -> ExecutionMode {

@@ -105,9 +105,10 @@ impl Toolbox {
     }
 
     /// Whether a call is early, may start before the stream ends (contract §1.4): its tool is
-    /// early ([`Tool::early`]), or the stream flagged the call (`"async": true` on its `toolcall_start`).
+    /// early ([`Tool::early`]) or provider-async ([`Tool::provider_async`]), or the stream flagged the call
+    /// (`"async": true` on its `toolcall_start`).
     pub fn is_early(&self, name: &str, flagged_early: bool) -> bool {
-        flagged_early || self.get(name).is_some_and(|tool| tool.early())
+        flagged_early || self.get(name).is_some_and(|tool| tool.early() || tool.provider_async())
     }
 
     /// The name [`Toolbox::is_early`] had before issue 20.
@@ -147,6 +148,7 @@ impl Toolbox {
                 name: entry.tool.name().to_owned(),
                 description: entry.tool.description().to_owned(),
                 parameters: entry.tool.parameters(),
+                provider_async: entry.tool.provider_async(),
             })
             .collect()
     }

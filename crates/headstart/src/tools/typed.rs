@@ -58,6 +58,7 @@ pub struct ToolFn<A, F> {
     description: String,
     parameters: Value,
     early: bool,
+    provider_async: bool,
     idempotent: bool,
     sequential: bool,
     timeout: Option<Duration>,
@@ -83,6 +84,7 @@ where
         description: String::new(),
         parameters: schema_for::<A>(),
         early: false,
+        provider_async: false,
         idempotent: false,
         sequential: false,
         timeout: None,
@@ -101,6 +103,14 @@ impl<A, F> ToolFn<A, F> {
 
     /// Early ([`Tool::early`]): starts as soon as the call is sealed.
     pub fn early(mut self) -> Self {
+        self.early = true;
+        self
+    }
+
+    /// Provider-async ([`Tool::provider_async`]): declared to the provider as a tool the model need not wait for;
+    /// early too.
+    pub fn provider_async(mut self) -> Self {
+        self.provider_async = true;
         self.early = true;
         self
     }
@@ -136,6 +146,7 @@ impl<A, F> fmt::Debug for ToolFn<A, F> {
         f.debug_struct("ToolFn")
             .field("name", &self.name)
             .field("early", &self.early)
+            .field("provider_async", &self.provider_async)
             .field("idempotent", &self.idempotent)
             .finish_non_exhaustive()
     }
@@ -167,6 +178,10 @@ where
 
     fn early(&self) -> bool {
         self.early
+    }
+
+    fn provider_async(&self) -> bool {
+        self.provider_async
     }
 
     // Callers of the deprecated name get the same answer until it goes.
@@ -247,7 +262,15 @@ pub(super) mod tests {
     #[test]
     fn flags_and_conflict_key_come_from_the_builder() {
         let tool = read_tool();
-        assert!(tool.early() && tool.idempotent());
+        assert!(tool.early() && tool.idempotent() && !tool.provider_async());
+        let declared = tool_fn("lookup", |args: ReadArgs, _ctx: ToolContext| async move {
+            Ok::<_, ToolFailure>(args.path)
+        })
+        .provider_async();
+        assert!(
+            Tool::provider_async(&declared) && Tool::early(&declared),
+            "provider-async is early too"
+        );
         assert_eq!(tool.execution_mode(), ExecutionMode::Parallel);
         let key = tool.conflict_key(&arguments(serde_json::json!({"path": "/etc/x"})));
         assert_eq!(key.as_deref(), Some("/etc/x"));

@@ -69,6 +69,7 @@ fn session() -> (Vec<StoredMessage>, Vec<ToolRun>, Vec<UnfinishedCall>) {
                 id: (*id).to_owned(),
                 name: "lookup".to_owned(),
                 arguments: ToolArguments::default(),
+                provider_async: false,
             },
         })
         .collect();
@@ -203,6 +204,7 @@ fn calls_never_admitted_and_invalid_arguments_are_described() {
                 id: "w1".to_owned(),
                 name: "write".to_owned(),
                 arguments: ToolArguments::parse("{\"path\": "),
+                provider_async: false,
             })],
         ),
         result(2, "w1", 1_000, "not executed", true),

@@ -10,6 +10,7 @@ fn call(id: &str) -> ToolCall {
         id: id.into(),
         name: "lookup".into(),
         arguments: ToolArguments::parse(r#"{"q": "x"}"#),
+        provider_async: false,
     }
 }
 
@@ -38,6 +39,7 @@ fn tools() -> Vec<ToolDefinition> {
         name: "lookup".into(),
         description: "looks up".into(),
         parameters: json!({"type": "object", "properties": {"messages": {"type": "array", "default": []}}}),
+        provider_async: false,
     }]
 }
 

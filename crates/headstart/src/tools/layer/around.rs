@@ -35,12 +35,24 @@ pub trait ToolMiddleware: Send + Sync + 'static {
 pub struct Around<M> {
     inner: Arc<dyn Tool>,
     middleware: M,
+    /// Declared provider-async here, whatever the inner tool says ([`ProviderAsyncLayer`](super::ProviderAsyncLayer)).
+    provider_async: bool,
 }
 
 impl<M: ToolMiddleware> Around<M> {
     /// `inner`, executed through `middleware`.
     pub fn new(inner: Arc<dyn Tool>, middleware: M) -> Self {
-        Around { inner, middleware }
+        Around {
+            inner,
+            middleware,
+            provider_async: false,
+        }
+    }
+
+    /// The same tool, declared provider-async ([`Tool::provider_async`]).
+    pub(super) fn declared_provider_async(mut self) -> Self {
+        self.provider_async = true;
+        self
     }
 }
 
@@ -65,6 +77,9 @@ impl<M: ToolMiddleware> Tool for Around<M> {
     }
     fn early(&self) -> bool {
         self.inner.early()
+    }
+    fn provider_async(&self) -> bool {
+        self.provider_async || self.inner.provider_async()
     }
     // Callers of the deprecated name get the inner tool's answer until it goes.
     fn is_async(&self) -> bool {

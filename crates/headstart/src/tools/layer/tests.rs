@@ -224,3 +224,34 @@ async fn a_span_layer_runs_the_body_in_its_span() {
     spanned.execute(Arguments::new(), context()).await.expect("runs");
     assert_eq!(*seen.lock().expect("lock"), ["flaky c1"]);
 }
+
+#[tokio::test(start_paused = true)]
+async fn provider_async_declares_the_tool_and_keeps_the_rest() {
+    let tool = Flaky::new(true, 0);
+    let declared = layered(&tool, ProviderAsyncLayer);
+    assert!(declared.provider_async() && declared.early() && declared.idempotent());
+    assert_eq!(declared.name(), "flaky");
+    assert!(!Arc::clone(&tool).provider_async());
+    let result = declared.execute(Arguments::new(), context()).await;
+    assert!(result.is_ok(), "{result:?}");
+    assert_eq!(tool.attempts.load(Ordering::SeqCst), 1);
+
+    // The toolbox tells the model, and counts the tool's calls early, whatever the tool's own `early` says.
+    let toolbox = crate::Toolbox::new()
+        .with(crate::tool_fn("plain", |_: Empty, _ctx: ToolContext| async move {
+            Ok("done")
+        }))
+        .expect("registers");
+    let plain = toolbox.get("plain").cloned().expect("plain");
+    let mut declared_toolbox = crate::Toolbox::new();
+    declared_toolbox
+        .register_arc(ProviderAsyncLayer.layer(plain))
+        .expect("registers");
+    assert!(!toolbox.is_early("plain", false));
+    assert!(declared_toolbox.is_early("plain", false));
+    assert!(declared_toolbox.definitions()[0].provider_async);
+    assert!(!toolbox.definitions()[0].provider_async);
+}
+
+#[derive(serde::Deserialize, schemars::JsonSchema)]
+struct Empty {}
