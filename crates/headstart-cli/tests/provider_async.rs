@@ -3,6 +3,8 @@
 //! carries `async: true`, the model goes on (a commentary message, paced), and `response.completed` ends the
 //! response with the call's result still to deliver.
 //!
+//! - The server answers as the API does (`replay_server::responses_input`): a request with an output for an unknown
+//!   call, an output twice, or a sync call without its output gets a 400.
 //! - Every request declares the built-in tools `async: true`; the call starts at its seal, at least 600 ms (of a
 //!   1.2 s tail of text) before the response's terminal commit; the next request carries the call item back with
 //!   its `async: true` and exactly one `function_call_output` for it, after it; the stored call keeps the marker.
@@ -13,6 +15,7 @@ use std::time::Duration;
 
 use headstart::core::{ContentBlock, Message};
 use headstart::{SessionId, SqliteStore, TranscriptStore};
+use headstart_providers::replay_server::responses_input::Checked;
 use headstart_providers::replay_server::{ReplayServer, Reply, SeenRequest};
 use serde_json::json;
 
@@ -116,13 +119,11 @@ fn declared(request: &SeenRequest) -> Vec<(String, Option<bool>)> {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_async_call_starts_early_and_its_result_goes_in_the_next_request_once() {
-    let server = ReplayServer::start(
-        vec![Reply::Events(async_call_then_commentary()), Reply::Events(answer())],
-        HashMap::new(),
-        PACE,
-    )
-    .await
-    .expect("the replay server starts");
+    // The server holds each request to the API's rules on call outputs: one per call, after it (a 400 otherwise).
+    let replies = vec![Reply::Events(async_call_then_commentary()), Reply::Events(answer())];
+    let server = ReplayServer::start_choosing(Checked::new(replies), HashMap::new(), PACE)
+        .await
+        .expect("the replay server starts");
     let dir = workdir();
     let output = run_to_end(&mut command(
         dir.path(),
@@ -185,6 +186,14 @@ async fn an_async_call_starts_early_and_its_result_goes_in_the_next_request_once
         })
         .expect("the stored call");
     assert!(stored_call.provider_async, "{stored_call:?}");
+    // inspect says so.
+    let inspected = std::process::Command::new(env!("CARGO_BIN_EXE_headstart"))
+        .arg("inspect")
+        .arg(dir.path().join("headstart.db"))
+        .output()
+        .expect("inspect runs");
+    let text = String::from_utf8_lossy(&inspected.stdout);
+    assert!(text.contains("call call_read read_file (async) "), "{text}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

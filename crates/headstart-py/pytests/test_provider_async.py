@@ -4,11 +4,14 @@ the option for another wire format."""
 
 from __future__ import annotations
 
+import json
 from typing import Any, AsyncIterator
 
+import openai
 import pytest
 
 import headstart
+from headstart import _native
 
 
 async def test_a_provider_async_tool_is_declared_async_only_when_the_request_opts_in(db: str) -> None:
@@ -50,3 +53,79 @@ def test_http_model_declares_async_only_on_openai_responses() -> None:
     headstart.HttpModel("openai-responses", "gpt-6-astra", api_key_env="", provider_async=True)
     with pytest.raises(headstart.ConfigError, match="provider_async=True needs provider 'openai-responses'"):
         headstart.HttpModel("openai-chat", "gpt-4.1-mini", api_key_env="", provider_async=True)
+
+
+def _event(data: dict[str, Any]) -> str:
+    return f"event: {data['type']}\ndata: {json.dumps(data)}\n\n"
+
+
+def _astra_async_call(words: int) -> list[str]:
+    """A Responses stream as GPT-6 Astra sends it for an async call: the call item with ``async: true``, then a
+    commentary message while the result is pending, then ``response.completed``."""
+    arguments = json.dumps({"q": "harbor"})
+    call = {"id": "fc_1", "type": "function_call", "status": "in_progress", "arguments": "", "async": True,
+            "call_id": "call_lookup", "name": "lookup"}
+    done = {**call, "status": "completed", "arguments": arguments}
+    message = {"id": "msg_1", "type": "message", "role": "assistant", "content": [], "phase": "commentary"}
+    events = [
+        _event({"type": "response.created", "response": {"id": "resp_1", "status": "in_progress", "output": []}}),
+        _event({"type": "response.output_item.added", "output_index": 0, "item": call}),
+        _event({"type": "response.function_call_arguments.delta", "item_id": "fc_1", "output_index": 0,
+                "delta": arguments}),
+        _event({"type": "response.function_call_arguments.done", "item_id": "fc_1", "output_index": 0,
+                "arguments": arguments}),
+        _event({"type": "response.output_item.done", "output_index": 0, "item": done}),
+        _event({"type": "response.output_item.added", "output_index": 1, "item": message}),
+    ]
+    events += [
+        _event({"type": "response.output_text.delta", "item_id": "msg_1", "output_index": 1, "content_index": 0,
+                "delta": f"waiting {word} "})
+        for word in range(words)
+    ]
+    events.append(_event({"type": "response.completed", "response": {"id": "resp_1", "status": "completed",
+                                                                     "output": []}}))
+    return events
+
+
+def _answer() -> list[str]:
+    message = {"id": "msg_2", "type": "message", "role": "assistant", "content": []}
+    return [
+        _event({"type": "response.output_item.added", "output_index": 0, "item": message}),
+        _event({"type": "response.output_text.delta", "item_id": "msg_2", "output_index": 0, "content_index": 0,
+                "delta": "The harbor label is found."}),
+        _event({"type": "response.completed", "response": {"id": "resp_2", "status": "completed", "output": []}}),
+    ]
+
+
+async def test_through_the_openai_sdk_an_async_call_starts_early_and_its_output_is_sent_once(db: str) -> None:
+    # One event every 50 ms: the model goes on for about a second after the call is sealed.
+    server = _native.ReplayServer.scripted([_astra_async_call(20), _answer()], 50.0, True)
+    client = openai.AsyncOpenAI(base_url=server.url + "/v1", api_key="test-key", max_retries=0)
+
+    @headstart.tool(provider_async=True)
+    async def lookup(q: str) -> str:
+        return f"found {q}"
+
+    engine = headstart.Engine(db, tools=[lookup])
+
+    async def model(request: headstart.ModelRequest) -> Any:
+        return await client.responses.create(**request.body("gpt-6-astra", provider_async=True), stream=True)
+
+    agent = headstart.Agent(engine, model, format="openai-responses")
+    session = await engine.create_session()
+    async with agent.run(session, "Look up the harbor label.") as run:
+        events = [event async for event in run]
+    assert events[-1].stop.reason == "completed", events[-1]
+    # The checked server answered every request (a 400 would have ended the run): one output, after its call.
+    first, second = server.request_bodies()
+    assert [(tool["name"], tool.get("async")) for tool in first["tools"]] == [("lookup", True)]
+    items = second["input"]
+    [call_at] = [at for at, item in enumerate(items) if item.get("type") == "function_call"]
+    assert items[call_at]["async"] is True
+    outputs = [at for at, item in enumerate(items) if item.get("type") == "function_call_output"]
+    assert len(outputs) == 1 and outputs[0] > call_at
+    assert items[outputs[0]]["output"] == "found harbor"
+    # The call started while the model went on: its headroom is most of the second after its seal.
+    [stored] = headstart.inspect(db, session)["sessions"]
+    [figures] = stored["figures"]["calls"]
+    assert figures["headroom_ms"] >= 600, figures

@@ -5,6 +5,7 @@ use std::collections::HashMap;
 use std::time::Duration;
 
 use headstart_providers::replay_server::gate::second_call_start;
+use headstart_providers::replay_server::responses_input::Checked;
 use headstart_providers::replay_server::{cassette_events, Page, ReplayServer as Server, Reply};
 use headstart_providers::{convert_capture, ConvertOptions, WireFormat};
 use pyo3::prelude::*;
@@ -78,6 +79,22 @@ impl ReplayServer {
         let server = block_on(py, Server::start(replies, pages, delay))
             .map_err(|error| ConfigError::new_err(error.to_string()))?;
         Ok(ReplayServer { server, held_back })
+    }
+
+    /// Serves `replies` (each a list of SSE events, each with its blank line) to the model requests in order, one
+    /// event every `delay_ms`. With `checked`, a request that breaks the Responses API's rules on call outputs gets
+    /// its 400 instead (`replay_server::responses_input`).
+    #[staticmethod]
+    #[pyo3(signature = (replies, delay_ms=0.0, checked=false))]
+    fn scripted(py: Python<'_>, replies: Vec<Vec<String>>, delay_ms: f64, checked: bool) -> PyResult<Self> {
+        let replies: Vec<Reply> = replies.into_iter().map(Reply::Events).collect();
+        let delay = Duration::from_secs_f64(delay_ms.max(0.0) / 1000.0);
+        let server = match checked {
+            true => block_on(py, Server::start_choosing(Checked::new(replies), HashMap::new(), delay)),
+            false => block_on(py, Server::start(replies, HashMap::new(), delay)),
+        }
+        .map_err(|error| ConfigError::new_err(error.to_string()))?;
+        Ok(ReplayServer { server, held_back: 0 })
     }
 
     /// `http://127.0.0.1:PORT`.

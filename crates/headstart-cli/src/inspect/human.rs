@@ -196,7 +196,12 @@ impl View<'_> {
             ToolArguments::Valid(map) => one_line(&serde_json::to_string(map).unwrap_or_default(), MAX_ARGUMENTS),
             ToolArguments::Invalid { raw, .. } => format!("(invalid arguments) {}", one_line(raw, MAX_ARGUMENTS)),
         };
-        out.push_str(&format!("{:GUTTER$}call {} {} {arguments}\n", "", call.id, call.name));
+        // The provider's model went on without this call's result (contract §3.7).
+        let marker = if call.provider_async { " (async)" } else { "" };
+        out.push_str(&format!(
+            "{:GUTTER$}call {} {}{marker} {arguments}\n",
+            "", call.id, call.name
+        ));
         let indent = GUTTER + 2;
         let key = (request, call.id.as_str());
         let run = self.runs.get(&key).copied();

@@ -34,6 +34,7 @@ pub mod gate;
 
 pub use gate::Lead;
 pub mod respell;
+pub mod responses_input;
 #[cfg(test)]
 mod tests;
 

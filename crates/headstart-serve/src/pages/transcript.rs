@@ -194,6 +194,7 @@ impl<'a> Calls<'a> {
                     span.name { (visible(&call.name, Lines::Escape)) }
                     " " span.id { (visible(&call.id, Lines::Escape)) }
                     " " span.state { (state.replace('-', " ")) }
+                    @if call.provider_async { " " span.flag title="the model went on without its result" { "ASYNC" } }
                     @if self.unfinished.contains(&key) { " " span.flag { "UNFINISHED" } }
                 }
                 details.arguments data-key=(format!("arguments-{}-{}", request.map_or(-1, i64::from), call.id)) {
