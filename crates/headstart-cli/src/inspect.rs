@@ -10,7 +10,7 @@ use headstart_serve::data::{inspect_json, queue_state};
 use headstart_serve::restate::RestateTurn;
 use serde_json::json;
 
-use crate::restate_turns;
+use crate::restate_turns::{self, SessionTurns};
 use crate::store_url::{runtime, Access, StoreUrl};
 use headstart_timeline::visible::{visible, Lines};
 
@@ -77,7 +77,7 @@ fn inspect(args: &Args) -> Result<String, String> {
         for info in sessions {
             let session: SessionId = info.id.clone();
             // This session's turns, taken out: what is left at the end, the store has not seen.
-            let turns = restate.as_mut().map(|restate| take_turns(restate, &session.0));
+            let turns = restate.as_mut().map(|restate| restate.take(&session.0));
             let log = store.load_log(&session).await.map_err(|error| error.to_string())?;
             let runs = store.tool_runs(&session).await.map_err(|error| error.to_string())?;
             if args.stats {
@@ -108,7 +108,7 @@ fn inspect(args: &Args) -> Result<String, String> {
                 out.push_str(&human::render(&log, &runs, &unfinished));
             }
         }
-        for (session, turns) in restate.unwrap_or_default() {
+        for (session, turns) in restate.map(SessionTurns::rest).unwrap_or_default() {
             if args.json {
                 let mut object = inspect_json(&not_begun(&session), &[], &[]);
                 object["state"] = json!(SUBMITTED);
@@ -145,14 +145,6 @@ fn inspect(args: &Args) -> Result<String, String> {
 /// The state `inspect --restate` gives a session the Restate server holds and the store has not seen: its turn
 /// was submitted and has not begun (it waits behind others, or for a deployment).
 const SUBMITTED: &str = "submitted";
-
-/// Takes `session`'s turns out of `restate`; none when the server kept none.
-fn take_turns(restate: &mut Vec<(String, Vec<RestateTurn>)>, session: &str) -> Vec<RestateTurn> {
-    match restate.iter().position(|(id, _)| id == session) {
-        Some(index) => restate.remove(index).1,
-        None => Vec::new(),
-    }
-}
 
 /// The listing entry of a session the store has not seen.
 fn not_begun(session: &str) -> SessionInfo {
