@@ -270,20 +270,10 @@ async fn a_cluster_node_killed_mid_turn_leaves_every_session_to_complete() {
     cluster.kill(0);
     let store = open_store(dir.path());
     for (session, invocation) in &turns {
-        let report = tokio::time::timeout(Duration::from_secs(120), async {
-            // The ingress may answer an error while the cluster moves its partitions' leaders: ask again.
-            loop {
-                match client.attach(invocation).await {
-                    Ok(report) => return report,
-                    Err(error) => {
-                        eprintln!("attach {invocation}: {error}; again");
-                        tokio::time::sleep(Duration::from_millis(500)).await;
-                    }
-                }
-            }
-        })
-        .await
-        .expect("the turn ends within two minutes of the kill");
+        // The ingress may answer an error while the cluster moves its partitions' leaders.
+        let report = attach_until_ended(&client, invocation, Duration::from_secs(120))
+            .await
+            .expect("the turn ends within two minutes of the kill");
         eprintln!("{report:?}");
         assert_eq!(report.stop["reason"], "completed", "{report:?}");
         let session = SessionId(session.clone());

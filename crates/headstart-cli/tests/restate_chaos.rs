@@ -72,20 +72,10 @@ async fn sessions_under_kills_of_deployments_and_the_server_lose_nothing_and_run
     let store = open_store(dir.path());
     let (mut recoveries, mut interrupted) = (0, 0);
     for (session, invocation) in &turns {
-        let report = tokio::time::timeout(Duration::from_secs(300), async {
-            loop {
-                match client.attach(invocation).await {
-                    Ok(report) => return report,
-                    // The server was restarted under the caller: attach again.
-                    Err(error) => {
-                        eprintln!("attach {invocation}: {error}; again");
-                        tokio::time::sleep(Duration::from_millis(500)).await;
-                    }
-                }
-            }
-        })
-        .await
-        .unwrap_or_else(|_| panic!("session {session} did not end"));
+        // The server was restarted under the caller.
+        let report = attach_until_ended(&client, invocation, Duration::from_secs(300))
+            .await
+            .unwrap_or_else(|| panic!("session {session} did not end"));
         assert_eq!(report.stop["reason"], "completed", "{session}: {report:?}");
         recoveries += report.recoveries;
         assert_one_result_per_call(&store, session).await;

@@ -97,25 +97,7 @@ impl LocalServer {
     /// environment): Restate's default, 24, costs a small machine a third of its throughput (docs/restate.md).
     pub fn start(binary: &Path, dir: &Path) -> Result<Self, String> {
         let ports = free_ports()?;
-        let mut env = vec![
-            (
-                "RESTATE_INGRESS__BIND_ADDRESS".to_owned(),
-                format!("127.0.0.1:{}", ports.ingress),
-            ),
-            (
-                "RESTATE_ADMIN__BIND_ADDRESS".to_owned(),
-                format!("127.0.0.1:{}", ports.admin),
-            ),
-            ("RESTATE_BIND_ADDRESS".to_owned(), format!("127.0.0.1:{}", ports.node)),
-            (
-                "RESTATE_ADVERTISED_ADDRESS".to_owned(),
-                format!("http://127.0.0.1:{}", ports.node),
-            ),
-            (
-                "RESTATE_BASE_DIR".to_owned(),
-                dir.join("restate-data").display().to_string(),
-            ),
-        ];
+        let mut env = node_env(&ports, &dir.join("restate-data"));
         if std::env::var_os(PARTITIONS).is_none() {
             let cores = std::thread::available_parallelism().map_or(1, usize::from);
             env.push((PARTITIONS.to_owned(), cores.to_string()));
@@ -147,31 +129,15 @@ impl LocalServer {
             .iter()
             .enumerate()
             .map(|(index, ports)| {
-                let env = vec![
+                let mut env = vec![
                     ("RESTATE_CLUSTER_NAME".to_owned(), "headstart-local".to_owned()),
                     ("RESTATE_DEFAULT_REPLICATION".to_owned(), "2".to_owned()),
                     ("RESTATE_METADATA_CLIENT__ADDRESSES".to_owned(), metadata.clone()),
                     ("RESTATE_NODE_NAME".to_owned(), format!("node-{}", index + 1)),
                     ("RESTATE_FORCE_NODE_ID".to_owned(), (index + 1).to_string()),
                     ("RESTATE_AUTO_PROVISION".to_owned(), (index == 0).to_string()),
-                    (
-                        "RESTATE_INGRESS__BIND_ADDRESS".to_owned(),
-                        format!("127.0.0.1:{}", ports.ingress),
-                    ),
-                    (
-                        "RESTATE_ADMIN__BIND_ADDRESS".to_owned(),
-                        format!("127.0.0.1:{}", ports.admin),
-                    ),
-                    ("RESTATE_BIND_ADDRESS".to_owned(), format!("127.0.0.1:{}", ports.node)),
-                    (
-                        "RESTATE_ADVERTISED_ADDRESS".to_owned(),
-                        format!("http://127.0.0.1:{}", ports.node),
-                    ),
-                    (
-                        "RESTATE_BASE_DIR".to_owned(),
-                        dir.join(format!("node-{}", index + 1)).display().to_string(),
-                    ),
                 ];
+                env.extend(node_env(ports, &dir.join(format!("node-{}", index + 1))));
                 (
                     *ports,
                     NodeCommand {
@@ -268,6 +234,26 @@ pub fn free_port() -> Result<u16, String> {
         .and_then(|listener| listener.local_addr())
         .map(|addr| addr.port())
         .map_err(|error| format!("no free port on loopback: {error}"))
+}
+
+/// What every node is told: its ports on loopback and its data directory.
+fn node_env(ports: &NodePorts, data: &Path) -> Vec<(String, String)> {
+    vec![
+        (
+            "RESTATE_INGRESS__BIND_ADDRESS".to_owned(),
+            format!("127.0.0.1:{}", ports.ingress),
+        ),
+        (
+            "RESTATE_ADMIN__BIND_ADDRESS".to_owned(),
+            format!("127.0.0.1:{}", ports.admin),
+        ),
+        ("RESTATE_BIND_ADDRESS".to_owned(), format!("127.0.0.1:{}", ports.node)),
+        (
+            "RESTATE_ADVERTISED_ADDRESS".to_owned(),
+            format!("http://127.0.0.1:{}", ports.node),
+        ),
+        ("RESTATE_BASE_DIR".to_owned(), data.display().to_string()),
+    ]
 }
 
 fn free_ports() -> Result<NodePorts, String> {

@@ -13,6 +13,7 @@ use std::time::{Duration, Instant};
 
 use headstart::{Message, SessionId, SqliteStore, TranscriptStore};
 use headstart_restate::local::{find_server, free_port, LocalServer};
+use headstart_restate::{RestateClient, TurnReport};
 use headstart_testkit::invariants::check_session;
 use serde_json::Value;
 
@@ -218,6 +219,24 @@ pub fn submit(server: &LocalServer, wait: bool, scenario_file: &str) -> ChildGua
         command.arg("--wait");
     }
     ChildGuard::spawn(&mut command).expect("start submit")
+}
+
+/// Waits for the turn `invocation` to end, attaching again (every 500 ms) while the server answers an error: it was
+/// restarted under the caller, or its cluster is moving partition leaders. `None` when `within` passed first.
+pub async fn attach_until_ended(client: &RestateClient, invocation: &str, within: Duration) -> Option<TurnReport> {
+    tokio::time::timeout(within, async {
+        loop {
+            match client.attach(invocation).await {
+                Ok(report) => return report,
+                Err(error) => {
+                    eprintln!("attach {invocation}: {error}; again");
+                    tokio::time::sleep(Duration::from_millis(500)).await;
+                }
+            }
+        }
+    })
+    .await
+    .ok()
 }
 
 /// The report line and the session id `submit --wait` printed.

@@ -368,33 +368,58 @@ pub(super) fn claim(
             .map_err(ctx(what))?;
         rows.collect::<Result<_, _>>().map_err(ctx(what))?
     };
-    let mut claims = Vec::with_capacity(picked.len());
-    for (session, previous_owner) in picked {
-        let (epoch, settings): (i64, SessionSettings) = query_row_cached(
-            conn,
-            sql::CLAIM_SESSION,
-            params![session, owner, expires_at_us],
-            |row| {
-                let settings = SessionSettings {
-                    system: row.get(1)?,
-                    model: row.get(2)?,
-                };
-                Ok((row.get(0)?, settings))
-            },
-        )
-        .map_err(ctx(what))?;
-        let row = ClaimedRow {
-            session,
-            epoch,
-            expires_at_us,
-        };
-        claims.push(Claim {
-            lease: row.lease(owner, sent, lease)?,
-            previous_owner,
-            settings,
-        });
-    }
-    Ok(claims)
+    let held = Held {
+        owner,
+        expires_at_us,
+        lease,
+        sent,
+    };
+    picked
+        .into_iter()
+        .map(|(session, previous_owner)| claim_one(conn, what, session, previous_owner, &held))
+        .collect()
+}
+
+/// What a claim gives its holder: the owner, when the lease ends on the database's clock, and, for the lease's
+/// local deadline, its length and when the caller asked.
+struct Held<'a> {
+    owner: &'a str,
+    expires_at_us: i64,
+    lease: Duration,
+    sent: Instant,
+}
+
+/// Claims `session` (`CLAIM_SESSION`: running under `held.owner`, epoch + 1), whoever held it before.
+fn claim_one(
+    conn: &Connection,
+    what: &str,
+    session: String,
+    previous_owner: Option<String>,
+    held: &Held<'_>,
+) -> Result<Claim, StoreError> {
+    let (epoch, settings): (i64, SessionSettings) = query_row_cached(
+        conn,
+        sql::CLAIM_SESSION,
+        params![session, held.owner, held.expires_at_us],
+        |row| {
+            let settings = SessionSettings {
+                system: row.get(1)?,
+                model: row.get(2)?,
+            };
+            Ok((row.get(0)?, settings))
+        },
+    )
+    .map_err(ctx(what))?;
+    let row = ClaimedRow {
+        session,
+        epoch,
+        expires_at_us: held.expires_at_us,
+    };
+    Ok(Claim {
+        lease: row.lease(held.owner, held.sent, held.lease)?,
+        previous_owner,
+        settings,
+    })
 }
 
 /// Takes `session` over for `owner` (see `SessionQueue::take_over`); `sent` is when the caller asked.
@@ -412,30 +437,13 @@ pub(super) fn take_over(
             .map_err(ctx(what))?
             .ok_or_else(|| StoreError::NoSession(session.0.clone()))?;
     let now = now_us(conn, what)?;
-    let expires_at_us = now.saturating_add(backend::duration_us(lease));
-    let (epoch, settings): (i64, SessionSettings) = query_row_cached(
-        conn,
-        sql::CLAIM_SESSION,
-        params![session.0, owner, expires_at_us],
-        |row| {
-            let settings = SessionSettings {
-                system: row.get(1)?,
-                model: row.get(2)?,
-            };
-            Ok((row.get(0)?, settings))
-        },
-    )
-    .map_err(ctx(what))?;
-    let row = ClaimedRow {
-        session: session.0.clone(),
-        epoch,
-        expires_at_us,
+    let held = Held {
+        owner,
+        expires_at_us: now.saturating_add(backend::duration_us(lease)),
+        lease,
+        sent,
     };
-    Ok(Claim {
-        lease: row.lease(owner, sent, lease)?,
-        previous_owner,
-        settings,
-    })
+    claim_one(conn, what, session.0.clone(), previous_owner, &held)
 }
 
 /// Renews the leases still held (see `SessionQueue::renew`).

@@ -196,14 +196,28 @@ fn measure(
         }
     }
     let seconds = last.saturating_duration_since(started).as_secs_f64();
-    let pages = endpoints
-        .iter()
-        .map(|addr| prometheus::fetch(*addr, Duration::from_secs(10)).and_then(|text| prometheus::parse(&text)))
-        .collect::<Result<Vec<_>, String>>()?;
+    let pages = scrape(&endpoints)?;
     drop(fleet);
     let commits = runtime.block_on(commits(store.as_ref(), &progress.ours))?;
-    Ok(FleetRun {
-        store: store_name,
+    let mut run = throughput(store_name, workers, load, sessions, seconds, commits, &progress.waits);
+    run.seal_to_start_ms = seal_to_start(&pages);
+    run.statements_per_session = per_session(&pages, headstart_postgres::metrics::STATEMENTS, sessions);
+    Ok(run)
+}
+
+/// A run's figures that every kind of run measures alike: sessions and commits per second, and submit→claim from
+/// `waits_ms`; the figures read from metrics are left `None` for the caller.
+fn throughput(
+    store: &'static str,
+    workers: usize,
+    load: FleetLoad,
+    sessions: usize,
+    seconds: f64,
+    commits: u64,
+    waits_ms: &[f64],
+) -> FleetRun {
+    FleetRun {
+        store,
         workers,
         model_ms: load.model_ms,
         tool_ms: load.tool_ms,
@@ -213,17 +227,30 @@ fn measure(
         vs_one_worker: None,
         commits_per_s: commits as f64 / seconds,
         submit_to_claim_ms: Quantiles {
-            p50: round2(percentile(&progress.waits, 50.0)),
-            p99: round2(percentile(&progress.waits, 99.0)),
+            p50: round2(percentile(waits_ms, 50.0)),
+            p99: round2(percentile(waits_ms, 99.0)),
         },
-        seal_to_start_ms: seal_to_start(&pages),
-        statements_per_session: pages
-            .iter()
-            .filter_map(|page| page.sum(headstart_postgres::metrics::STATEMENTS))
-            .reduce(|a, b| a + b)
-            .map(|statements| round2(statements / sessions as f64)),
+        seal_to_start_ms: None,
+        statements_per_session: None,
         journal_entries_per_session: None,
-    })
+    }
+}
+
+/// Every process's metrics page, parsed.
+fn scrape(endpoints: &[std::net::SocketAddr]) -> Result<Vec<prometheus::Exposition>, String> {
+    endpoints
+        .iter()
+        .map(|addr| prometheus::fetch(*addr, Duration::from_secs(10)).and_then(|text| prometheus::parse(&text)))
+        .collect()
+}
+
+/// Counter `metric` summed over every page, per session; `None` when no page has it.
+fn per_session(pages: &[prometheus::Exposition], metric: &str, sessions: usize) -> Option<f64> {
+    pages
+        .iter()
+        .filter_map(|page| page.sum(metric))
+        .reduce(|a, b| a + b)
+        .map(|total| round2(total / sessions as f64))
 }
 
 /// What a stalled run left unfinished: each claimed session by the worker that claimed it, and the sessions never

@@ -13,14 +13,13 @@ use std::path::Path;
 use std::time::{Duration, Instant};
 
 use headstart::{Clock, SystemClock};
-use headstart_bench::fleet::{FleetLoad, FleetRun, Quantiles};
-use headstart_bench::{percentile, prometheus};
+use headstart_bench::fleet::{FleetLoad, FleetRun};
 use headstart_restate::local::{free_port, LocalServer};
 use headstart_restate::{new_session_id, Balancer, RestateClient, TurnRequest};
 use tokio::sync::mpsc;
 
 use super::workers::Workers;
-use super::{commits, histogram_ms, round2, FleetOptions, STALL_AFTER};
+use super::{commits, histogram_ms, per_session, scrape, throughput, FleetOptions, STALL_AFTER};
 use crate::store_url::{runtime, Access, StoreUrl};
 
 /// Runs `options.sessions` turns on `deployments` deployments under `load`, closed-loop.
@@ -73,10 +72,7 @@ pub(super) fn measure(
         seconds,
         submitted_at_us,
     } = started;
-    let pages = endpoints
-        .iter()
-        .map(|addr| prometheus::fetch(*addr, Duration::from_secs(10)).and_then(|text| prometheus::parse(&text)))
-        .collect::<Result<Vec<_>, String>>()?;
+    let pages = scrape(&endpoints)?;
     drop(processes);
     drop(server);
     let ours: HashSet<String> = submitted_at_us.keys().cloned().collect();
@@ -94,31 +90,11 @@ pub(super) fn measure(
         )
     })?;
     let sessions = options.sessions;
-    let total = |metric: &str| {
-        pages
-            .iter()
-            .filter_map(|page| page.sum(metric))
-            .reduce(|a, b| a + b)
-            .map(|total| round2(total / sessions as f64))
-    };
-    Ok(FleetRun {
-        store: "restate",
-        workers: deployments,
-        model_ms: load.model_ms,
-        tool_ms: load.tool_ms,
-        sessions,
-        seconds,
-        sessions_per_s: sessions as f64 / seconds,
-        vs_one_worker: None,
-        commits_per_s: commits as f64 / seconds,
-        submit_to_claim_ms: Quantiles {
-            p50: round2(percentile(&waits, 50.0)),
-            p99: round2(percentile(&waits, 99.0)),
-        },
-        seal_to_start_ms: histogram_ms(&pages, headstart_restate::metrics::SEAL_TO_BODY, &[]),
-        statements_per_session: total(headstart_postgres::metrics::STATEMENTS),
-        journal_entries_per_session: total(headstart_restate::metrics::JOURNAL_ENTRIES),
-    })
+    let mut run = throughput("restate", deployments, load, sessions, seconds, commits, &waits);
+    run.seal_to_start_ms = histogram_ms(&pages, headstart_restate::metrics::SEAL_TO_BODY, &[]);
+    run.statements_per_session = per_session(&pages, headstart_postgres::metrics::STATEMENTS, sessions);
+    run.journal_entries_per_session = per_session(&pages, headstart_restate::metrics::JOURNAL_ENTRIES, sessions);
+    Ok(run)
 }
 
 /// What a closed-loop run measured.

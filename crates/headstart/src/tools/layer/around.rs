@@ -75,15 +75,16 @@ impl<M: ToolMiddleware> Tool for Around<M> {
     fn parameters(&self) -> Value {
         self.inner.parameters()
     }
+    // A tool declared provider-async here is early too, as `ToolFn::provider_async` makes it.
     fn early(&self) -> bool {
-        self.inner.early()
+        self.provider_async || self.inner.early()
     }
     fn provider_async(&self) -> bool {
         self.provider_async || self.inner.provider_async()
     }
-    // Callers of the deprecated name get the inner tool's answer until it goes.
+    // Callers of the deprecated name get the same answer until it goes.
     fn is_async(&self) -> bool {
-        self.inner.early()
+        self.early()
     }
     fn execution_mode(&self) -> ExecutionMode {
         self.inner.execution_mode()

@@ -243,6 +243,7 @@ async fn provider_async_declares_the_tool_and_keeps_the_rest() {
         }))
         .expect("registers");
     let plain = toolbox.get("plain").cloned().expect("plain");
+    assert!(ProviderAsyncLayer.layer(Arc::clone(&plain)).early());
     let mut declared_toolbox = crate::Toolbox::new();
     declared_toolbox
         .register_arc(ProviderAsyncLayer.layer(plain))
