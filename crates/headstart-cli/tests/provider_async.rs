@@ -16,69 +16,79 @@ use std::time::Duration;
 use headstart::core::{ContentBlock, Message};
 use headstart::{SessionId, SqliteStore, TranscriptStore};
 use headstart_providers::replay_server::responses_input::Checked;
-use headstart_providers::replay_server::{ReplayServer, Reply, SeenRequest};
-use serde_json::json;
+use headstart_providers::replay_server::{ReplayServer, Reply, Route, SeenRequest};
+use headstart_testkit::invariants::check_session;
+use serde_json::{json, Value};
 
 mod support;
-use support::{command, event, run_to_end, terminal_commit_us, workdir};
+use support::{command, event, page_after, run_to_end, terminal_commit_us, workdir};
 
 /// Each event of the first response is sent this long after the one before.
 const PACE: Duration = Duration::from_millis(60);
 /// Text deltas after the call: the model goes on for about `TAIL × PACE` (1.2 s) after the call is sealed.
 const TAIL: usize = 20;
 
-/// A Responses stream as GPT-6 Astra sends it for an async call: the `function_call` item with `async: true`, then
-/// a commentary message while the result is pending, then `response.completed`.
-fn async_call_then_commentary() -> Vec<String> {
-    let call = json!({"id": "fc_1", "type": "function_call", "status": "in_progress", "arguments": "",
-                      "async": true, "call_id": "call_read", "name": "read_file"});
-    let arguments = json!({"path": "notes.txt"}).to_string();
-    let mut done = call.clone();
-    done["status"] = json!("completed");
-    done["arguments"] = json!(arguments);
-    let mut events = vec![
-        event(
-            "response.created",
-            json!({"type": "response.created", "response": {"id": "resp_1", "status": "in_progress", "output": []}}),
-        ),
-        event(
-            "response.output_item.added",
-            json!({"type": "response.output_item.added", "output_index": 0, "item": call}),
-        ),
-        event(
-            "response.function_call_arguments.delta",
-            json!({"type": "response.function_call_arguments.delta", "item_id": "fc_1", "output_index": 0,
-                   "delta": arguments}),
-        ),
-        event(
-            "response.function_call_arguments.done",
-            json!({"type": "response.function_call_arguments.done", "item_id": "fc_1", "output_index": 0,
-                   "arguments": arguments}),
-        ),
-        event(
-            "response.output_item.done",
-            json!({"type": "response.output_item.done", "output_index": 0, "item": done}),
-        ),
-        event(
-            "response.output_item.added",
-            json!({"type": "response.output_item.added", "output_index": 1,
-                   "item": {"id": "msg_1", "type": "message", "role": "assistant", "content": [],
-                            "phase": "commentary"}}),
-        ),
-    ];
+/// A Responses stream as GPT-6 Astra sends it for async calls: each `function_call` item with `async: true`, then
+/// a commentary message of `TAIL` deltas while the results are pending, then `response.completed`.
+fn async_calls_then_commentary(response: &str, calls: &[(&str, &str, Value)]) -> Vec<String> {
+    let mut events = vec![event(
+        "response.created",
+        json!({"type": "response.created", "response": {"id": response, "status": "in_progress", "output": []}}),
+    )];
+    for (index, (call_id, name, arguments)) in calls.iter().enumerate() {
+        let item_id = format!("fc_{index}");
+        let call = json!({"id": item_id, "type": "function_call", "status": "in_progress", "arguments": "",
+                          "async": true, "call_id": call_id, "name": name});
+        let arguments = arguments.to_string();
+        let mut done = call.clone();
+        done["status"] = json!("completed");
+        done["arguments"] = json!(arguments);
+        events.extend([
+            event(
+                "response.output_item.added",
+                json!({"type": "response.output_item.added", "output_index": index, "item": call}),
+            ),
+            event(
+                "response.function_call_arguments.delta",
+                json!({"type": "response.function_call_arguments.delta", "item_id": item_id,
+                       "output_index": index, "delta": arguments}),
+            ),
+            event(
+                "response.function_call_arguments.done",
+                json!({"type": "response.function_call_arguments.done", "item_id": item_id,
+                       "output_index": index, "arguments": arguments}),
+            ),
+            event(
+                "response.output_item.done",
+                json!({"type": "response.output_item.done", "output_index": index, "item": done}),
+            ),
+        ]);
+    }
+    let message = calls.len();
+    events.push(event(
+        "response.output_item.added",
+        json!({"type": "response.output_item.added", "output_index": message,
+               "item": {"id": format!("msg_{response}"), "type": "message", "role": "assistant", "content": [],
+                        "phase": "commentary"}}),
+    ));
     for word in 0..TAIL {
         events.push(event(
             "response.output_text.delta",
-            json!({"type": "response.output_text.delta", "item_id": "msg_1", "output_index": 1,
-                   "content_index": 0, "delta": format!("waiting {word} ")}),
+            json!({"type": "response.output_text.delta", "item_id": format!("msg_{response}"),
+                   "output_index": message, "content_index": 0, "delta": format!("waiting {word} ")}),
         ));
     }
     events.push(event(
         "response.completed",
-        json!({"type": "response.completed", "response": {"id": "resp_1", "status": "completed",
+        json!({"type": "response.completed", "response": {"id": response, "status": "completed",
                "incomplete_details": null, "usage": {"input_tokens": 10, "output_tokens": 30}}}),
     ));
     events
+}
+
+/// The read of `notes.txt`, as the model calls it.
+fn read_notes() -> (&'static str, &'static str, Value) {
+    ("call_read", "read_file", json!({"path": "notes.txt"}))
 }
 
 /// The answer once the result is in.
@@ -120,7 +130,10 @@ fn declared(request: &SeenRequest) -> Vec<(String, Option<bool>)> {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_async_call_starts_early_and_its_result_goes_in_the_next_request_once() {
     // The server holds each request to the API's rules on call outputs: one per call, after it (a 400 otherwise).
-    let replies = vec![Reply::Events(async_call_then_commentary()), Reply::Events(answer())];
+    let replies = vec![
+        Reply::Events(async_calls_then_commentary("resp_1", &[read_notes()])),
+        Reply::Events(answer()),
+    ];
     let server = ReplayServer::start_choosing(Checked::new(replies), HashMap::new(), PACE)
         .await
         .expect("the replay server starts");
@@ -224,4 +237,167 @@ async fn without_the_flag_nothing_is_declared_async_and_other_providers_refuse_i
         "{stderr}"
     );
     assert_eq!(server.model_requests().len(), 1, "nothing was sent for the refused run");
+}
+
+/// The indices of `call_id`'s outputs in a request's input.
+fn outputs_of(request: &SeenRequest, call_id: &str) -> Vec<usize> {
+    let input = request.body["input"].as_array().cloned().unwrap_or_default();
+    input
+        .iter()
+        .enumerate()
+        .filter(|(_, item)| item["type"] == "function_call_output" && item["call_id"] == call_id)
+        .map(|(at, _)| at)
+        .collect()
+}
+
+/// The stored session of the run in `dir`.
+async fn stored_session(dir: &std::path::Path) -> (SqliteStore, SessionId) {
+    let store = SqliteStore::open_read_only(dir.join("headstart.db")).expect("the store opens");
+    let session = store.sessions().await.expect("sessions")[0].id.clone();
+    (store, session)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_fetch_slower_than_two_responses_reaches_the_model_once_in_the_request_after_it_is_ready() {
+    // The page answers only once the third model request arrived: the fetch outlives two whole responses, whatever
+    // the machine's load. Replies name the page on the server itself, known once it listens.
+    let url = std::sync::Arc::new(std::sync::OnceLock::<String>::new());
+    let page = std::sync::Arc::clone(&url);
+    let script = move |next: usize| {
+        let url = page.get().cloned().unwrap_or_default();
+        let reply = match next {
+            0 => async_calls_then_commentary(
+                "resp_1",
+                &[("call_fetch", "fetch_url", json!({"url": url})), read_notes()],
+            ),
+            1 => async_calls_then_commentary("resp_2", &[("call_list", "list_dir", json!({"path": "."}))]),
+            2 => async_calls_then_commentary("resp_3", &[]),
+            3 => answer(),
+            _ => return None,
+        };
+        Some(Reply::Events(reply))
+    };
+    let server = ReplayServer::start_choosing(Checked::scripted_by(script), HashMap::new(), PACE)
+        .await
+        .expect("the replay server starts");
+    let _ = url.set(server.url("/slow"));
+    server.route(
+        "/slow",
+        Route::AfterPosts {
+            posts: 3,
+            body: "the page, at last".into(),
+            timeout: Duration::from_secs(60),
+        },
+    );
+    let dir = workdir();
+    let args = [
+        "run",
+        "--provider-async",
+        "--fetch",
+        "--fetch-allow-private",
+        "Fetch it and read the notes.",
+    ];
+    let output = run_to_end(&mut command(dir.path(), &server, "openai-responses", &args)).await;
+    assert!(output.status.success(), "{:?}", output.status);
+
+    let requests = server.model_requests();
+    assert_eq!(requests.len(), 4, "the call, the list, the wait, the answer");
+    let fetch_outputs: Vec<usize> = requests
+        .iter()
+        .map(|request| outputs_of(request, "call_fetch").len())
+        .collect();
+    assert_eq!(
+        fetch_outputs,
+        [0, 0, 0, 1],
+        "delivered once, in the request after it was ready"
+    );
+    assert_eq!(
+        outputs_of(&requests[1], "call_read").len(),
+        1,
+        "the quick read went at once"
+    );
+    // Where it reached the model: after everything said before that request, the third response included (it was
+    // ready while that response streamed, which never saw it), not beside its call.
+    let input = requests[3].body["input"].as_array().cloned().unwrap_or_default();
+    assert_eq!(
+        input
+            .last()
+            .map(|item| (item["call_id"].clone(), item["output"].clone())),
+        Some((json!("call_fetch"), json!("the page, at last"))),
+        "{input:?}"
+    );
+    let (store, session) = stored_session(dir.path()).await;
+    let violations = check_session(&store, &session).await.expect("the log loads");
+    assert!(violations.is_empty(), "{violations:?}");
+    let inspected = std::process::Command::new(env!("CARGO_BIN_EXE_headstart"))
+        .arg("inspect")
+        .arg(dir.path().join("headstart.db"))
+        .output()
+        .expect("inspect runs");
+    let text = String::from_utf8_lossy(&inspected.stdout);
+    assert!(text.contains("(delivered in request 3)"), "{text}");
+    assert!(text.contains("(delivered in request 1)"), "the read: {text}");
+}
+
+#[cfg(unix)]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn killed_while_an_async_call_is_pending_the_resume_delivers_one_interrupted_result() {
+    let (page_server, url) = page_after(Duration::from_secs(600)).await;
+    let replies = vec![
+        Reply::Events(async_calls_then_commentary(
+            "resp_1",
+            &[("call_fetch", "fetch_url", json!({"url": url}))],
+        )),
+        Reply::Events(answer()),
+    ];
+    let server = ReplayServer::start_choosing(Checked::new(replies), HashMap::new(), Duration::from_millis(5))
+        .await
+        .expect("the replay server starts");
+    let dir = workdir();
+    let flags = ["--provider-async", "--fetch", "--fetch-allow-private"];
+    let mut run: Vec<&str> = vec!["run", "--no-progress"];
+    run.extend(flags);
+    run.push("Fetch it.");
+    let mut child = command(dir.path(), &server, "openai-responses", &run)
+        .stdout(std::process::Stdio::null())
+        .spawn()
+        .expect("the run starts");
+    // Killed once the response ended with the fetch running: the loop is waiting for the pending result.
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(60);
+    loop {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "the response never ended with the fetch pending"
+        );
+        let fetching = !page_server.requests().is_empty();
+        let ended = fetching && !server.finished().is_empty() && {
+            let (store, session) = stored_session(dir.path()).await;
+            let log = store.load_log(&session).await.expect("the log");
+            log.iter()
+                .any(|stored| matches!(&stored.message, Message::Assistant(a) if a.tool_calls().next().is_none()))
+        };
+        if ended {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    child.start_kill().expect("killed");
+    child.wait().await.expect("reaped");
+
+    let (store, session) = stored_session(dir.path()).await;
+    assert_eq!(store.unfinished_calls(&session).await.expect("unfinished").len(), 1);
+    drop(store);
+    let mut resume: Vec<&str> = vec!["resume", "headstart.db", "--session", &session.0];
+    resume.extend(flags);
+    let output = run_to_end(&mut command(dir.path(), &server, "openai-responses", &resume)).await;
+    assert!(output.status.success(), "{:?}", output.status);
+    let requests = server.model_requests();
+    assert_eq!(requests.len(), 2, "the killed run's request and the resumed one");
+    let outputs = outputs_of(&requests[1], "call_fetch");
+    assert_eq!(outputs.len(), 1, "exactly one result delivered");
+    let input = requests[1].body["input"].as_array().cloned().unwrap_or_default();
+    assert_eq!(input[outputs[0]]["output"], json!(headstart::INTERRUPTED));
+    let (store, session) = stored_session(dir.path()).await;
+    let violations = check_session(&store, &session).await.expect("the log loads");
+    assert!(violations.is_empty(), "{violations:?}");
 }

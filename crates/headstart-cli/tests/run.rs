@@ -31,7 +31,8 @@ use serde_json::{json, Value};
 
 mod support;
 use support::{
-    answer, anthropic, command, result_texts, run_to_end, tool_results, tool_results_in, workdir, DELAY, KEY,
+    answer, anthropic, command, page_after, result_texts, run_to_end, tool_results, tool_results_in, workdir, DELAY,
+    KEY,
 };
 
 fn fixture(name: &str) -> String {
@@ -254,22 +255,6 @@ async fn without_continuation_a_reset_stops_the_run() {
     assert_eq!(result_texts(&log)[0], "hello from the notes", "the committed calls ran");
 }
 
-/// A page that answers after ten minutes, on a server of its own (the model's replies name its URL, which exists
-/// only once it listens); its URL.
-#[cfg(unix)]
-async fn never_answered_page() -> (ReplayServer, String) {
-    let pages = HashMap::from([(
-        "/slow".to_owned(),
-        Page {
-            delay: Duration::from_secs(600),
-            body: "never".into(),
-        },
-    )]);
-    let page_server = ReplayServer::start(Vec::new(), pages, DELAY).await.unwrap();
-    let url = page_server.url("/slow");
-    (page_server, url)
-}
-
 /// `headstart run --fetch --fetch-allow-private PROMPT` in `dir`, killed with SIGKILL once `page_server` has the
 /// fetch's request: the call is surely running when the process dies.
 #[cfg(unix)]
@@ -296,7 +281,7 @@ async fn run_killed_while_fetching(
 #[cfg(unix)]
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_run_killed_while_a_call_runs_is_resumed() {
-    let (page_server, url) = never_answered_page().await;
+    let (page_server, url) = page_after(Duration::from_secs(600)).await;
     let replies = vec![
         Reply::Events(anthropic(
             Some("Fetching. "),
@@ -833,7 +818,7 @@ async fn a_call_id_repeated_in_every_response_keeps_each_result_with_its_call() 
 #[cfg(unix)]
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_resume_gives_the_interrupted_result_to_the_repeated_id_of_its_own_response() {
-    let (page_server, url) = never_answered_page().await;
+    let (page_server, url) = page_after(Duration::from_secs(600)).await;
     let replies = vec![
         Reply::Events(anthropic(
             Some("Reading. "),

@@ -379,6 +379,10 @@ pub struct ToolResultMessage {
     /// Whether the result asks the agent loop to stop (contract §5.6).
     #[serde(default)]
     pub terminate: bool,
+    /// A provider-async result written while request N's response streamed (contract §3.7.5): the model first sees
+    /// it in a later request, and the canonical context places it after that response. `None` for every other result.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ready_during: Option<u32>,
 }
 
 impl ToolResultMessage {
@@ -391,6 +395,7 @@ impl ToolResultMessage {
             details: Value::Null,
             is_error: true,
             terminate: false,
+            ready_during: None,
         }
     }
 

@@ -398,6 +398,7 @@ fn stored_result(open: &headstart::store::UnfinishedCall, outcome: CallOutcome) 
                 details,
                 is_error: false,
                 terminate,
+                ready_during: None,
             },
             RunEnd {
                 state: RunState::Finished,

@@ -6,6 +6,7 @@ use headstart::store::{
     SessionId, SessionInfo, SessionState, StoreError, StoredMessage, ToolRun, TranscriptStore, UnfinishedCall,
 };
 use headstart::{expects_answer, Message};
+use headstart_timeline::answers::Answers;
 use headstart_timeline::report::TranscriptEntry;
 use headstart_timeline::{response_models, Timeline};
 use serde_json::{json, Value};
@@ -133,7 +134,33 @@ pub fn inspect_json(info: &SessionInfo, log: &[StoredMessage], runs: &[ToolRun])
         "settings": info.settings,
         "transcript": transcript,
         "figures": timeline.figures().to_json(&response_models(log)),
+        "provider_async": provider_async_json(log),
     })
+}
+
+/// Each provider-async call (contract §3.7.5): its request and id, its result's seq (`null` while pending) and the
+/// request that carried the result to the model (`null` while none followed).
+fn provider_async_json(log: &[StoredMessage]) -> Value {
+    let answers = Answers::of(log);
+    let calls: Vec<Value> = log
+        .iter()
+        .filter_map(|stored| match &stored.message {
+            Message::Assistant(fragment) => Some((stored.request, fragment)),
+            _ => None,
+        })
+        .flat_map(|(request, fragment)| fragment.tool_calls().map(move |call| (request, call)))
+        .filter(|(_, call)| call.provider_async)
+        .map(|(request, call)| {
+            let result = answers.results.get(&(request, call.id.as_str()));
+            json!({
+                "request": request,
+                "call_id": call.id,
+                "result_seq": result.map(|(stored, _)| stored.seq),
+                "delivered_in": result.and_then(|(stored, result)| answers.delivered_in(stored.seq, result.ready_during)),
+            })
+        })
+        .collect();
+    Value::Array(calls)
 }
 
 /// A session's place in a fleet's queue, in words: `pending`, `running by w1 (epoch 2)`, `completed by w1`,

@@ -20,6 +20,8 @@ pub struct Answers<'a> {
     pub results: HashMap<CallKey<'a>, (&'a StoredMessage, &'a ToolResultMessage)>,
     /// The call each stored result (by seq) answers.
     pub answered: HashMap<u64, CallKey<'a>>,
+    /// Each request's first fragment (its seq), in log order: the model saw everything stored before it.
+    pub request_starts: Vec<(u64, u32)>,
 }
 
 impl<'a> Answers<'a> {
@@ -30,6 +32,11 @@ impl<'a> Answers<'a> {
         for stored in log {
             match &stored.message {
                 Message::Assistant(assistant) => {
+                    if let Some(request) = stored.request {
+                        if answers.request_starts.last().is_none_or(|&(_, last)| last != request) {
+                            answers.request_starts.push((stored.seq, request));
+                        }
+                    }
                     for call in assistant.tool_calls() {
                         answers.calls.insert((stored.request, call.id.as_str()));
                         latest_request.insert(call.id.as_str(), stored.request);
@@ -45,6 +52,16 @@ impl<'a> Answers<'a> {
             }
         }
         answers
+    }
+
+    /// The request that carried the result stored at `seq` to the model (contract §3.7.5): the first whose response
+    /// began after it was written, past the request that was streaming then (`ready_during`, which never saw it);
+    /// `None` while no request followed.
+    pub fn delivered_in(&self, seq: u64, ready_during: Option<u32>) -> Option<u32> {
+        let after = self.request_starts.partition_point(|&(start, _)| start < seq);
+        (self.request_starts[after..].iter())
+            .map(|&(_, request)| request)
+            .find(|&request| ready_during.is_none_or(|streaming| request > streaming))
     }
 
     /// Whether the result stored at `seq` answers a call the log holds (one that does not is an orphan).

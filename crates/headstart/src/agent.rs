@@ -8,11 +8,13 @@ use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 use tracing::Instrument;
 
+use crate::config::AsyncDelivery;
 use crate::context_cache::SessionContext;
 use crate::engine::{Engine, Run};
 use crate::events::event::{AgentEvent, AgentStop, Role};
 use crate::events::outbox::Outbox;
 use crate::events::queue::EventStream;
+use crate::pending::PendingCalls;
 use crate::recovery::{expects_answer, RecoveryPolicy, Resumed};
 use crate::response::drive::{drive_response, DrivenResponse};
 use crate::response::telemetry::{self, ChatSpan};
@@ -128,16 +130,98 @@ async fn run_loop(
         Ok(context) => context,
         Err(error) => return store_stop(&error),
     };
-    let stop = run_requests(engine, model, &mut context, prompt, cancel, tasks, out).await;
+    let mut pending = PendingCalls::new(Arc::clone(engine.store()), Arc::clone(engine.clock()), session.clone());
+    let stop = run_requests(engine, model, &mut context, &mut pending, prompt, cancel, tasks, out).await;
+    let stop = settle_pending(&mut pending, stop, cancel, out).await;
     engine.parts().contexts.put(context);
     stop
 }
 
-/// The requests of one run, on the session's cached `context`.
+/// The run stops with `stop`: calls still pending (contract §3.7.5) finish first, or are cancelled with the run, and
+/// their results are stored for the session's next run. A result that could not be written turns the stop into an
+/// error.
+async fn settle_pending(
+    pending: &mut PendingCalls,
+    stop: AgentStop,
+    cancel: &CancellationToken,
+    out: &mut Outbox,
+) -> AgentStop {
+    let mut failure = None;
+    out.flush();
+    loop {
+        if cancel.is_cancelled() {
+            pending.cancel();
+        }
+        let delivered = tokio::select! {
+            delivered = pending.next() => delivered,
+            () = cancel.cancelled(), if !cancel.is_cancelled() => continue,
+        };
+        let Some(delivered) = delivered else { break };
+        if let Some(error) = delivered.show(out) {
+            failure.get_or_insert(error);
+        }
+        out.flush();
+    }
+    match (failure, &stop) {
+        (
+            Some(error),
+            AgentStop::Completed | AgentStop::MaxRequests | AgentStop::Terminated | AgentStop::ResponseFailed,
+        ) => store_stop(&error),
+        _ => stop,
+    }
+}
+
+/// Shows the pending calls' results written since the last look; `Err` with the stop when one could not be written.
+fn show_ready(pending: &mut PendingCalls, out: &mut Outbox) -> Result<usize, AgentStop> {
+    let ready = pending.ready();
+    let count = ready.len();
+    let mut failure = None;
+    for delivered in ready {
+        if let Some(error) = delivered.show(out) {
+            failure.get_or_insert(error);
+        }
+    }
+    match failure {
+        Some(error) => Err(store_stop(&error)),
+        None => Ok(count),
+    }
+}
+
+/// Waits for what [`AsyncDelivery`] asks before a request made only to deliver pending results: the first result
+/// (as ready), or every one (all pending); shows them. `Err` with the stop when the run was cancelled or a write
+/// failed.
+async fn wait_for_pending(
+    pending: &mut PendingCalls,
+    delivery: AsyncDelivery,
+    cancel: &CancellationToken,
+    out: &mut Outbox,
+) -> Result<(), AgentStop> {
+    out.flush();
+    loop {
+        let delivered = tokio::select! {
+            delivered = pending.next() => delivered,
+            () = cancel.cancelled() => return Err(AgentStop::Cancelled),
+        };
+        let Some(delivered) = delivered else { return Ok(()) };
+        if let Some(error) = delivered.show(out) {
+            return Err(store_stop(&error));
+        }
+        // Results ready at the same moment go in the same request.
+        show_ready(pending, out)?;
+        out.flush();
+        if delivery == AsyncDelivery::AsReady || pending.is_empty() {
+            return Ok(());
+        }
+    }
+}
+
+/// The requests of one run, on the session's cached `context`; calls whose results come later go to `pending`.
+#[allow(clippy::too_many_arguments)]
 async fn run_requests(
     engine: &Engine,
     model: &dyn Model,
     context: &mut SessionContext,
+    pending: &mut PendingCalls,
     prompt: Option<UserMessage>,
     cancel: &CancellationToken,
     tasks: &TaskTracker,
@@ -176,9 +260,13 @@ async fn run_requests(
             return AgentStop::MaxRequests;
         }
         out.flush();
+        // The context and the streaming mark under one lock: a pending result is in this request or marked after it.
+        let mut streaming = pending.streaming().lock().await;
         if let Err(error) = context.refresh(store.as_ref()).await {
             return store_stop(&error);
         }
+        *streaming = Some(request);
+        drop(streaming);
         let chat = ChatSpan::open(session, request, model.provider(), model.model_name(), clock.now_us());
         let model_request = ModelRequest {
             request,
@@ -201,9 +289,19 @@ async fn run_requests(
             session: session.clone(),
             request,
             chat,
+            deliver_later: true,
         };
-        let outcome = drive_response(parts, response, stream, cancel, tasks, out).await;
+        let (outcome, detached) = drive_response(parts, response, stream, cancel, tasks, out).await;
+        *pending.streaming().lock().await = None;
+        if let Some(detached) = detached {
+            pending.adopt(detached, request, tasks);
+        }
         request += 1;
+        // Results of earlier calls that became ready while the model streamed: written, not yet seen by the model.
+        let arrived = match show_ready(pending, out) {
+            Ok(arrived) => arrived,
+            Err(stop) => return stop,
+        };
         if let Some(failure) = outcome.store_failure {
             return if outcome.fenced {
                 AgentStop::Fenced(failure)
@@ -227,7 +325,17 @@ async fn run_requests(
         if outcome.admitted > 0 && outcome.terminated {
             return AgentStop::Terminated;
         }
-        if !outcome.wants_continuation() {
+        // contract §3.7.6: a request follows at once when the model has results it has not seen (this response's, or
+        // pending ones that arrived meanwhile); with only pending calls left, the loop waits for them as
+        // `async_delivery` says, rather than asking the model again for nothing.
+        let unseen = outcome.admitted > outcome.pending.len() || arrived > 0;
+        if !unseen && !pending.is_empty() {
+            if let Err(stop) = wait_for_pending(pending, engine.config().async_delivery, cancel, out).await {
+                return stop;
+            }
+            continue;
+        }
+        if !unseen && !outcome.wants_continuation() {
             return AgentStop::Completed;
         }
     }

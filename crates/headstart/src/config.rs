@@ -24,6 +24,19 @@ impl ExecutionMode {
     }
 }
 
+/// When the agent loop makes a request only to hand the model provider-async results (contract §3.7.6): a response
+/// ended with such calls still running and nothing else to send.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum AsyncDelivery {
+    /// Wait until every pending call has its result, then send them in one request: fewer requests.
+    #[default]
+    AllPending,
+    /// Send each result in a request of its own as soon as it is ready (results ready together go together): the
+    /// model learns sooner, at the price of a request per result.
+    AsReady,
+}
+
 /// The default of [`EngineConfig::max_in_flight`].
 pub const DEFAULT_MAX_IN_FLIGHT: usize = 16;
 
@@ -78,6 +91,10 @@ pub struct EngineConfig {
     /// session whole once, and keeps nothing after the run.
     #[serde(default = "default_cached_contexts")]
     pub cached_contexts: usize,
+    /// When the loop asks the model again only to deliver provider-async results (contract §3.7.6). Default
+    /// [`AsyncDelivery::AllPending`].
+    #[serde(default)]
+    pub async_delivery: AsyncDelivery,
 }
 
 impl EngineConfig {
@@ -129,6 +146,12 @@ impl EngineConfig {
         self
     }
 
+    /// Sets [`EngineConfig::async_delivery`].
+    pub fn async_delivery(mut self, delivery: AsyncDelivery) -> Self {
+        self.async_delivery = delivery;
+        self
+    }
+
     /// Sets [`EngineConfig::cached_contexts`].
     pub fn cached_contexts(mut self, sessions: usize) -> Self {
         self.cached_contexts = sessions;
@@ -147,6 +170,7 @@ impl Default for EngineConfig {
             continue_after_failed_stream: None,
             capture_content: false,
             cached_contexts: DEFAULT_CACHED_CONTEXTS,
+            async_delivery: AsyncDelivery::AllPending,
         }
     }
 }

@@ -6,6 +6,7 @@ use std::collections::HashMap;
 use std::sync::Mutex;
 
 use headstart_core::context::{ContextBuilder, ModelContext};
+use headstart_core::Message;
 use headstart_store::{SessionId, StoreError, StoredMessage, TranscriptStore};
 
 /// One session's canonical context and what the engine knows of its log: the last sequence number read and the
@@ -78,6 +79,13 @@ impl SessionContext {
             self.seq = self.seq.max(stored.seq);
             if let Some(request) = stored.request {
                 self.next_request = self.next_request.max(request.saturating_add(1));
+            }
+            // A result ready while a request streamed names it (contract §3.7.5): that number is never given again,
+            // even when its response committed nothing, so the result is never placed after a response that saw it.
+            if let Message::ToolResult(result) = &stored.message {
+                if let Some(streaming) = result.ready_during {
+                    self.next_request = self.next_request.max(streaming.saturating_add(1));
+                }
             }
         }
     }

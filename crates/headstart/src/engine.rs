@@ -172,7 +172,13 @@ impl Engine {
         let chat = ChatSpan::open(&session, request, None, None, self.parts.clock.now_us());
         tasks.spawn(
             async move {
-                let response = DrivenResponse { session, request, chat };
+                // Without an agent loop nobody could deliver a result later: the response waits for every call.
+                let response = DrivenResponse {
+                    session,
+                    request,
+                    chat,
+                    deliver_later: false,
+                };
                 drive_response(parts, response, stream, &cancel, &tracker, &mut out).await;
             }
             .instrument(tracing::Span::current()),

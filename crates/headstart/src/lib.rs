@@ -90,6 +90,7 @@ mod engine;
 mod events;
 pub mod metrics;
 mod parts;
+mod pending;
 mod recovery;
 mod response;
 mod stream_ext;
@@ -103,7 +104,8 @@ pub use schemars;
 pub use agent::Agent;
 pub use clock::{Clock, SystemClock, TokioClock};
 pub use config::{
-    EngineConfig, ExecutionMode, DEFAULT_CACHED_CONTEXTS, DEFAULT_MAX_CALLS_PER_RESPONSE, DEFAULT_MAX_IN_FLIGHT,
+    AsyncDelivery, EngineConfig, ExecutionMode, DEFAULT_CACHED_CONTEXTS, DEFAULT_MAX_CALLS_PER_RESPONSE,
+    DEFAULT_MAX_IN_FLIGHT,
 };
 pub use engine::{Engine, EngineBuilder, TurnIdSource};
 #[allow(deprecated)]

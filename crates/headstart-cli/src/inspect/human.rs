@@ -55,6 +55,7 @@ fn render_raw(log: &[StoredMessage], runs: &[ToolRun], unfinished: &[UnfinishedC
             .map(|call| ((Some(call.run.request), call.run.call_id.as_str()), call))
             .collect(),
         results: answers.results.clone(),
+        answers: &answers,
         figures: Timeline::from_store("", log, runs).figures(),
     };
 
@@ -172,6 +173,8 @@ struct View<'a> {
     runs: HashMap<CallKey<'a>, &'a ToolRun>,
     unfinished: HashMap<CallKey<'a>, &'a UnfinishedCall>,
     results: HashMap<CallKey<'a>, (&'a StoredMessage, &'a ToolResultMessage)>,
+    /// Which calls answer what, and which request carried each result (contract §3.7.5).
+    answers: &'a Answers<'a>,
     /// Headroom, overlap and each response's tool round, from the stored times (issue 29).
     figures: Figures,
 }
@@ -212,7 +215,13 @@ impl View<'_> {
         });
 
         let mut status = Vec::new();
-        if let Some(run) = unfinished {
+        if let Some(run) = unfinished.filter(|_| call.provider_async) {
+            // The model went on without it (contract §3.7.5): pending while its session runs, unfinished after a crash.
+            status.push(format!(
+                "PENDING (async: {}, no result yet; unfinished if its process is gone)",
+                state_words(run.state)
+            ));
+        } else if let Some(run) = unfinished {
             status.push(format!("UNFINISHED ({}, no result)", state_words(run.state)));
         } else if let Some(run) = run {
             status.push(
@@ -243,6 +252,12 @@ impl View<'_> {
 
         if let Some((stored, result)) = result {
             let mut head = format!("result #{} {}", stored.seq, self.at(stored.at_us));
+            if call.provider_async {
+                match self.answers.delivered_in(stored.seq, result.ready_during) {
+                    Some(carried) => head.push_str(&format!(" (delivered in request {carried})")),
+                    None => head.push_str(" (not delivered yet)"),
+                }
+            }
             if result.is_error {
                 head.push_str(" ERROR");
             }

@@ -39,6 +39,23 @@ pub fn command(dir: &Path, server: &ReplayServer, provider: &str, args: &[&str])
     command
 }
 
+/// A page that answers after `delay`, on a server of its own (the model's replies name its URL, which exists only
+/// once it listens); its URL.
+pub async fn page_after(delay: Duration) -> (ReplayServer, String) {
+    let pages = std::collections::HashMap::from([(
+        "/slow".to_owned(),
+        headstart_providers::replay_server::Page {
+            delay,
+            body: "the page, at last".into(),
+        },
+    )]);
+    let page_server = ReplayServer::start(Vec::new(), pages, DELAY)
+        .await
+        .expect("the page server starts");
+    let url = page_server.url("/slow");
+    (page_server, url)
+}
+
 /// Runs `command` to its end (at most two minutes) and prints its output.
 pub async fn run_to_end(command: &mut tokio::process::Command) -> Output {
     let output = tokio::time::timeout(Duration::from_secs(120), command.output())

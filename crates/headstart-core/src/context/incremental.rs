@@ -31,6 +31,16 @@ pub struct ContextBuilder {
     latest_with_call: HashMap<String, Key>,
     /// Results with a request that answered no call when written, by (request, call id).
     unowned: HashSet<(u32, String)>,
+    /// The provider-async calls, by response, and those of them that have their result (beside the call or
+    /// delivered late, contract §3.7.5).
+    provider_async: HashSet<(Key, String)>,
+    async_answered: HashSet<(Key, String)>,
+    /// The response a fragment was pushed for last, unless a user message followed it.
+    open: Option<Key>,
+    /// The requests with a fragment, and those a late result became ready during that have none yet (contract
+    /// §3.7.5): the first fragment of one of those moves the result after its response, which reloads.
+    requests: HashSet<u32>,
+    awaiting: HashSet<u32>,
 }
 
 /// Where the response begun last is in the context, and which of its calls have their result there. Lookups are
@@ -115,6 +125,12 @@ impl ContextBuilder {
         let log: Vec<(Option<u32>, &Message)> = log.into_iter().collect();
         let built = canonical(&log);
         let owned = |(request, turn): (Option<u32>, &str)| (request, turn.to_owned());
+        let owned_call = |(key, id): (super::ResponseKey<'_>, &str)| (owned(key), id.to_owned());
+        let async_answered = (built.provider_async.iter())
+            .filter(|call| built.answered.contains(call))
+            .chain(&built.delivered_late)
+            .map(|&call| owned_call(call))
+            .collect();
         let latest = built.latest.map(|key| {
             let index = built
                 .context
@@ -141,6 +157,11 @@ impl ContextBuilder {
             unowned: (built.unowned.into_iter())
                 .map(|(request, id)| (request, id.to_owned()))
                 .collect(),
+            provider_async: built.provider_async.into_iter().map(owned_call).collect(),
+            async_answered,
+            open: built.open.map(owned),
+            requests: built.requests,
+            awaiting: built.awaiting.into_iter().collect(),
             context: built.context.into(),
         }
     }
@@ -154,6 +175,7 @@ impl ContextBuilder {
     pub fn push(&mut self, request: Option<u32>, message: &Message) -> Result<(), Reload> {
         match message {
             Message::User(_) => {
+                self.open = None;
                 self.context.push(message.clone());
                 Ok(())
             }
@@ -164,6 +186,12 @@ impl ContextBuilder {
 
     fn push_fragment(&mut self, request: Option<u32>, fragment: &AssistantMessage) -> Result<(), Reload> {
         let key: Key = (request, fragment.turn_id.clone());
+        if let Some(request) = request {
+            if self.awaiting.contains(&request) {
+                return Err(reload("a result ready while this response streamed goes after it"));
+            }
+            self.requests.insert(request);
+        }
         let continues = self.latest.as_ref().is_some_and(|latest| latest.key == key);
         if !continues && self.responses.contains(&key) {
             return Err(reload(
@@ -186,8 +214,12 @@ impl ContextBuilder {
             if let Some(request) = request {
                 self.response_of_call.insert((request, call.id.clone()), key.clone());
             }
+            if call.provider_async {
+                self.provider_async.insert((key.clone(), call.id.clone()));
+            }
             self.latest_with_call.insert(call.id.clone(), key.clone());
         }
+        self.open = Some(key.clone());
         match &mut self.latest {
             Some(latest) if continues => {
                 for call in fragment.tool_calls() {
@@ -224,7 +256,26 @@ impl ContextBuilder {
             self.context.push(Message::ToolResult(result.clone()));
             return Ok(());
         };
-        let Some(latest) = self.latest.as_mut().filter(|latest| latest.key == *owner) else {
+        let owner = owner.clone();
+        let call = (owner.clone(), id.clone());
+        if self.provider_async.contains(&call) {
+            if !self.async_answered.insert(call) {
+                return Ok(()); // the first result wins, as in the whole log's context
+            }
+            if super::is_late(&owner, self.open.as_ref(), true, result.ready_during.is_some()) {
+                // Delivered late (contract §3.7.5): kept where it was written, at the end; after the response that
+                // was streaming then, should that one write its first fragment later.
+                if let Some(streaming) = result
+                    .ready_during
+                    .filter(|streaming| !self.requests.contains(streaming))
+                {
+                    self.awaiting.insert(streaming);
+                }
+                self.context.push(Message::ToolResult(result.clone()));
+                return Ok(());
+            }
+        }
+        let Some(latest) = self.latest.as_mut().filter(|latest| latest.key == owner) else {
             return Err(reload("a result answers a response before the last one begun"));
         };
         let position = match latest.position.get(id) {

@@ -4,7 +4,9 @@
 //! order they became durable. Providers need each assistant message followed directly by its tool results, and
 //! prompt caches need a stable order, so the model sees a canonical view: each response's fragments (grouped by
 //! `turn_id`) merged back into one assistant message carrying the terminal fragment's usage and stop reason,
-//! placed where its first fragment was written, followed by its tool results in call order.
+//! placed where its first fragment was written, followed by its tool results in call order. A provider-async call's
+//! result written after a later message (contract §3.7.5) is kept where it was written: it reached the model at that
+//! request, not beside its call.
 
 use std::collections::{HashMap, HashSet};
 
@@ -64,8 +66,18 @@ struct Canonical<'a> {
     response_of_call: HashMap<(u32, &'a str), ResponseKey<'a>>,
     /// Call id → the response written last with that call.
     latest_with_call: HashMap<&'a str, ResponseKey<'a>>,
-    /// The calls that have their result, by response.
+    /// The calls that have their result beside them, by response.
     answered: HashSet<(ResponseKey<'a>, &'a str)>,
+    /// The calls whose result was delivered late (kept where it was written), by response.
+    delivered_late: HashSet<(ResponseKey<'a>, &'a str)>,
+    /// The provider-async calls, by response.
+    provider_async: HashSet<(ResponseKey<'a>, &'a str)>,
+    /// The response written last, unless a user message followed it.
+    open: Option<ResponseKey<'a>>,
+    /// Requests named by a result's `ready_during` that have no fragment: one arriving later moves the result.
+    awaiting: Vec<u32>,
+    /// The requests with a fragment.
+    requests: HashSet<u32>,
     /// Every response.
     responses: Vec<ResponseKey<'a>>,
     /// Results with a request that answer no stored call, by (request, call id).
@@ -78,12 +90,21 @@ fn canonical<'a>(log: &[(Option<u32>, &'a Message)]) -> Canonical<'a> {
     // Pass 1: merge fragments per response, and find the response of each (request, call id).
     let mut merged: HashMap<ResponseKey<'a>, AssistantMessage> = HashMap::new();
     let mut response_of_call: HashMap<(u32, &str), ResponseKey<'a>> = HashMap::new();
-    for &(request, message) in log {
+    let mut provider_async: HashSet<(ResponseKey<'a>, &str)> = HashSet::new();
+    // Where each request's first fragment was written: a result ready while that response streamed goes after it.
+    let mut first_fragment: HashMap<u32, usize> = HashMap::new();
+    for (position, &(request, message)) in log.iter().enumerate() {
         if let Message::Assistant(fragment) = message {
-            let response = (request, fragment.turn_id.as_str());
             if let Some(request) = request {
-                for call in fragment.tool_calls() {
+                first_fragment.entry(request).or_insert(position);
+            }
+            let response = (request, fragment.turn_id.as_str());
+            for call in fragment.tool_calls() {
+                if let Some(request) = request {
                     response_of_call.insert((request, call.id.as_str()), response);
+                }
+                if call.provider_async {
+                    provider_async.insert((response, call.id.as_str()));
                 }
             }
             match merged.get_mut(&response) {
@@ -96,17 +117,24 @@ fn canonical<'a>(log: &[(Option<u32>, &'a Message)]) -> Canonical<'a> {
     }
     let responses: Vec<ResponseKey<'a>> = merged.keys().copied().collect();
 
-    // Pass 2, in write order: the response each result answers.
+    // Pass 2, in write order: the response each result answers, and whether it stays where it was written.
     let mut latest_with_call: HashMap<&str, ResponseKey<'a>> = HashMap::new();
     let mut owner_of_result: Vec<Option<ResponseKey<'a>>> = Vec::with_capacity(log.len());
     let mut results: HashMap<(ResponseKey<'a>, &str), &ToolResultMessage> = HashMap::new();
+    let mut delivered_late = HashSet::new();
+    // The positions of the results delivered late.
+    let mut late = HashSet::new();
     let mut unowned = Vec::new();
-    for &(request, message) in log {
+    // The response written last, until a user message follows it.
+    let mut open: Option<ResponseKey<'a>> = None;
+    for (position, &(request, message)) in log.iter().enumerate() {
         let owner = match message {
             Message::Assistant(fragment) => {
+                let key = (request, fragment.turn_id.as_str());
                 for call in fragment.tool_calls() {
-                    latest_with_call.insert(call.id.as_str(), (request, fragment.turn_id.as_str()));
+                    latest_with_call.insert(call.id.as_str(), key);
                 }
+                open = Some(key);
                 None
             }
             Message::ToolResult(result) => {
@@ -116,24 +144,50 @@ fn canonical<'a>(log: &[(Option<u32>, &'a Message)]) -> Canonical<'a> {
                     None => latest_with_call.get(id).copied(),
                 };
                 match (owner, request) {
-                    // The first result wins; the engine writes exactly one per call.
                     (Some(owner), _) => {
-                        results.entry((owner, id)).or_insert(result);
+                        // The first result wins; the engine writes exactly one per call.
+                        let first = !results.contains_key(&(owner, id)) && !delivered_late.contains(&(owner, id));
+                        if first
+                            && is_late(
+                                owner,
+                                open,
+                                provider_async.contains(&(owner, id)),
+                                result.ready_during.is_some(),
+                            )
+                        {
+                            delivered_late.insert((owner, id));
+                            late.insert(position);
+                            // Kept where it was written: pass 3 emits a result without an owner in place.
+                            None
+                        } else {
+                            if first {
+                                results.insert((owner, id), result);
+                            }
+                            Some(owner)
+                        }
                     }
-                    (None, Some(request)) => unowned.push((request, id)),
-                    (None, None) => {}
+                    (None, Some(request)) => {
+                        unowned.push((request, id));
+                        None
+                    }
+                    (None, None) => None,
                 }
-                owner
             }
-            Message::User(_) => None,
+            Message::User(_) => {
+                open = None;
+                None
+            }
         };
         owner_of_result.push(owner);
     }
 
-    // Pass 3: emit in write order, each response at its first fragment, followed by its results in call order.
+    // Pass 3: emit in write order, each response at its first fragment, followed by its results in call order, and
+    // by the results delivered late that became ready while it streamed, before it committed anything.
     let mut context = Vec::with_capacity(log.len());
     let mut latest = None;
-    for (&(request, message), owner) in log.iter().zip(owner_of_result) {
+    let mut ready_during: HashMap<u32, Vec<Message>> = HashMap::new();
+    let mut awaiting = Vec::new();
+    for (position, (&(request, message), owner)) in log.iter().zip(owner_of_result).enumerate() {
         match message {
             Message::User(_) => context.push(message.clone()),
             Message::Assistant(fragment) => {
@@ -148,11 +202,25 @@ fn canonical<'a>(log: &[(Option<u32>, &'a Message)]) -> Canonical<'a> {
                     .collect();
                 context.push(Message::Assistant(response));
                 context.extend(call_results);
+                if let Some(ready) = request.and_then(|request| ready_during.remove(&request)) {
+                    context.extend(ready);
+                }
                 latest = Some(key);
             }
-            Message::ToolResult(_) => {
-                if owner.is_none() {
-                    context.push(message.clone());
+            Message::ToolResult(result) => {
+                if owner.is_some() {
+                    continue;
+                }
+                match result.ready_during.filter(|_| late.contains(&position)) {
+                    Some(streaming) if first_fragment.get(&streaming).is_some_and(|&first| first > position) => {
+                        ready_during.entry(streaming).or_default().push(message.clone());
+                    }
+                    Some(streaming) if !first_fragment.contains_key(&streaming) => {
+                        // That response left nothing (it failed before its first commit): kept where written.
+                        awaiting.push(streaming);
+                        context.push(message.clone());
+                    }
+                    _ => context.push(message.clone()),
                 }
             }
         }
@@ -162,10 +230,23 @@ fn canonical<'a>(log: &[(Option<u32>, &'a Message)]) -> Canonical<'a> {
         response_of_call,
         latest_with_call,
         answered: results.into_keys().collect(),
+        delivered_late,
+        open,
+        awaiting,
+        requests: first_fragment.into_keys().collect(),
+        provider_async,
         responses,
         unowned,
         latest,
     }
+}
+
+/// Whether a result for `owner`'s call is delivered late (contract §3.7.5): the call is provider-async, and a later
+/// request was streaming when it was written (`ready_during`) or something other than its own response was written
+/// since that response (`open` is the response written last, `None` after a user message). Only such a result is
+/// kept where it was written; every other one follows its call.
+fn is_late<K: PartialEq>(owner: K, open: Option<K>, provider_async: bool, ready_during: bool) -> bool {
+    provider_async && (ready_during || open != Some(owner))
 }
 
 #[cfg(test)]

@@ -26,6 +26,17 @@ pub(super) fn fragment(turn: &str, calls: &[&str], stop: StopReason, usage: u64)
     })
 }
 
+/// Marks every call of an assistant `message` provider-async.
+pub(super) fn mark_provider_async(message: &mut Message) {
+    if let Message::Assistant(fragment) = message {
+        for block in &mut fragment.content {
+            if let ContentBlock::ToolCall(call) = block {
+                call.provider_async = true;
+            }
+        }
+    }
+}
+
 fn result(id: &str) -> Message {
     Message::ToolResult(ToolResultMessage {
         tool_call_id: id.into(),
@@ -34,6 +45,7 @@ fn result(id: &str) -> Message {
         details: serde_json::Value::Null,
         is_error: false,
         terminate: false,
+        ready_during: None,
     })
 }
 
@@ -157,4 +169,65 @@ fn results_written_late_still_follow_their_response() {
     ];
     let roles: Vec<&str> = model_context(&log).iter().map(Message::role).collect();
     assert_eq!(roles, ["user", "assistant", "tool_result", "user", "tool_result"]);
+}
+
+#[test]
+fn a_provider_async_result_stays_where_it_was_written_once_a_later_message_came() {
+    let mut asked = fragment("r0", &["a1", "s1"], StopReason::ToolUse, 1);
+    mark_provider_async(&mut asked);
+    let mut asked_again = fragment("r2", &["a2"], StopReason::ToolUse, 1);
+    mark_provider_async(&mut asked_again);
+    let log = [
+        (None, Message::User(UserMessage::new("go"))),
+        (Some(0), asked),
+        (Some(0), result_with("s1", "sync")),
+        (Some(1), fragment("r1", &[], StopReason::Stop, 1)),
+        (Some(0), result_with("a1", "late")),
+        (Some(2), asked_again),
+        // Ready before anything else was written: it follows its call as usual.
+        (Some(2), result_with("a2", "in time")),
+        // The engine never writes a second result; the first one wins wherever it went.
+        (Some(0), result_with("a1", "twice")),
+    ];
+    let context = model_context_by_request(log.iter().map(|(request, message)| (*request, message)));
+    let shown: Vec<String> = context
+        .iter()
+        .map(|message| match message {
+            Message::ToolResult(_) => result_text(message),
+            other => other.role().to_owned(),
+        })
+        .collect();
+    assert_eq!(
+        shown,
+        ["user", "assistant", "sync", "assistant", "late", "assistant", "in time"],
+        "a1's result reached the model after r1, so it stays there; r0's own results keep their place"
+    );
+}
+
+#[test]
+fn a_result_ready_while_a_response_streamed_goes_after_that_response() {
+    let mut asked = fragment("r0", &["a1"], StopReason::ToolUse, 1);
+    mark_provider_async(&mut asked);
+    let mut late = result_with("a1", "late");
+    if let Message::ToolResult(result) = &mut late {
+        result.ready_during = Some(1);
+    }
+    let log = [
+        (None, Message::User(UserMessage::new("go"))),
+        (Some(0), asked),
+        // Written while request 1 streamed, before that response committed anything: the model of request 1 never
+        // saw it, so it follows that response.
+        (Some(0), late),
+        (Some(1), fragment("r1", &["s1"], StopReason::ToolUse, 1)),
+        (Some(1), result_with("s1", "sync")),
+    ];
+    let context = model_context_by_request(log.iter().map(|(request, message)| (*request, message)));
+    let shown: Vec<String> = context
+        .iter()
+        .map(|message| match message {
+            Message::ToolResult(_) => result_text(message),
+            other => other.role().to_owned(),
+        })
+        .collect();
+    assert_eq!(shown, ["user", "assistant", "assistant", "sync", "late"]);
 }

@@ -1,6 +1,7 @@
 //! The gate of a [`Reply::Gated`](super::Reply::Gated): where a recorded response's second tool call begins (the
 //! event held back, so that a test's first early call must have started before the model even began the second),
-//! the wait for the GET that opens it, and how far that GET led the stream's end.
+//! the wait for the GET that opens it, and how far that GET led the stream's end; and the wait of a
+//! [`Route::AfterPosts`](super::Route::AfterPosts) for the model requests that open it.
 
 use std::time::Duration;
 
@@ -70,6 +71,14 @@ pub(super) async fn wait_for_get(recorded: &Recorded, path: &str, timeout: Durat
         if seen {
             return;
         }
+        tokio::time::sleep(Duration::from_millis(2)).await;
+    }
+}
+
+/// Waits until `posts` counts `at_least` model requests, or `timeout` passed.
+pub(super) async fn wait_for_posts(posts: &std::sync::atomic::AtomicUsize, at_least: usize, timeout: Duration) {
+    let deadline = tokio::time::Instant::now() + timeout;
+    while posts.load(std::sync::atomic::Ordering::SeqCst) < at_least && tokio::time::Instant::now() < deadline {
         tokio::time::sleep(Duration::from_millis(2)).await;
     }
 }

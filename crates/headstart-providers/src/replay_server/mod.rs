@@ -34,6 +34,8 @@ pub mod gate;
 
 pub use gate::Lead;
 pub mod respell;
+mod route;
+pub use route::Route;
 pub mod responses_input;
 #[cfg(test)]
 mod tests;
@@ -121,34 +123,6 @@ pub struct Page {
     pub delay: Duration,
     /// The body (text/plain).
     pub body: String,
-}
-
-/// A scripted answer to GETs of one path, beyond a plain [`Page`]; added with [`ReplayServer::route`].
-#[derive(Debug, Clone)]
-pub enum Route {
-    /// A redirect: this status (301, 302, 303, 307 or 308) with this `Location`.
-    Redirect {
-        /// The status.
-        status: u16,
-        /// The `Location` header, absolute or relative.
-        location: String,
-    },
-    /// A 200 whose body is `bytes` bytes of `fill`, sent as fast as the client reads, in chunks of 64 KiB.
-    Large {
-        /// The body's length.
-        bytes: u64,
-        /// The byte repeated.
-        fill: u8,
-    },
-    /// A 200 whose body is `chunk`, sent `chunks` times, `interval` apart.
-    Trickle {
-        /// What each send carries.
-        chunk: String,
-        /// The pause before each.
-        interval: Duration,
-        /// How many sends.
-        chunks: usize,
-    },
 }
 
 /// One request as the server saw it.
@@ -297,7 +271,7 @@ impl ReplayServer {
     }
 }
 
-type Body = StreamBody<BoxStream<'static, Result<Frame<Bytes>, std::io::Error>>>;
+pub(super) type Body = StreamBody<BoxStream<'static, Result<Frame<Bytes>, std::io::Error>>>;
 
 async fn answer(
     script: Arc<Script>,
@@ -333,7 +307,10 @@ async fn answer(
     let Some((number, reply)) = post else {
         let route = lock(&script.routes).get(&path).cloned();
         if let Some(route) = route {
-            return Ok(routed(route));
+            if let Route::AfterPosts { posts, timeout, .. } = &route {
+                gate::wait_for_posts(&script.posts, *posts, *timeout).await;
+            }
+            return Ok(route::routed(route));
         }
         let (status, page) = match script.pages.get(&path) {
             Some(page) => (200, page.clone()),
@@ -434,51 +411,11 @@ fn raw_body(head: String, chunk: String, times: usize, tail: String) -> Response
 }
 
 /// The answer a [`Route`] scripts.
-fn routed(route: Route) -> Response<Body> {
-    match route {
-        Route::Redirect { status, location } => response(
-            status,
-            &[("location".to_owned(), location)],
-            "text/plain",
-            whole(String::new()),
-        ),
-        Route::Large { bytes, fill } => {
-            const CHUNK: u64 = 64 * 1024;
-            let chunk = Bytes::from(vec![fill; CHUNK as usize]);
-            let frames = futures::stream::unfold(bytes, move |left| {
-                let chunk = chunk.clone();
-                async move {
-                    let size = left.min(CHUNK);
-                    (size > 0).then(|| (Ok(Frame::data(chunk.slice(..size as usize))), left - size))
-                }
-            });
-            response(200, &[], "text/plain", StreamBody::new(frames.boxed()))
-        }
-        Route::Trickle {
-            chunk,
-            interval,
-            chunks,
-        } => {
-            let frames = futures::stream::unfold(chunks, move |left| {
-                let chunk = chunk.clone();
-                async move {
-                    if left == 0 {
-                        return None;
-                    }
-                    tokio::time::sleep(interval).await;
-                    Some((Ok(Frame::data(Bytes::from(chunk))), left - 1))
-                }
-            });
-            response(200, &[], "text/plain", StreamBody::new(frames.boxed()))
-        }
-    }
-}
-
-fn whole(text: String) -> Body {
+pub(super) fn whole(text: String) -> Body {
     StreamBody::new(futures::stream::once(async move { Ok(Frame::data(Bytes::from(text))) }).boxed())
 }
 
-fn response(status: u16, headers: &[(String, String)], content_type: &str, body: Body) -> Response<Body> {
+pub(super) fn response(status: u16, headers: &[(String, String)], content_type: &str, body: Body) -> Response<Body> {
     let mut builder = Response::builder().status(status).header("content-type", content_type);
     for (name, value) in headers {
         builder = builder.header(name, value);

@@ -41,17 +41,30 @@ pub fn check(body: &Value) -> Result<(), String> {
 
 /// The scripted replies, in order, to the requests that pass [`check`]; a request that does not gets the API's 400
 /// (`invalid_request_error` on `input`) instead, and uses up no reply.
-#[derive(Debug)]
 pub struct Checked {
-    replies: Vec<Reply>,
+    replies: Box<dyn Fn(usize) -> Option<Reply> + Send + Sync>,
     used: std::sync::atomic::AtomicUsize,
+}
+
+impl std::fmt::Debug for Checked {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Checked")
+            .field("used", &self.used)
+            .finish_non_exhaustive()
+    }
 }
 
 impl Checked {
     /// `replies`, one per request that passes, then an empty body.
     pub fn new(replies: Vec<Reply>) -> Self {
+        Checked::scripted_by(move |next| replies.get(next).cloned())
+    }
+
+    /// The reply `script(n)` to the `n`-th request that passes (from 0), an empty body for `None`: for replies that
+    /// name something known only once the server runs (its own address, say).
+    pub fn scripted_by(script: impl Fn(usize) -> Option<Reply> + Send + Sync + 'static) -> Self {
         Checked {
-            replies,
+            replies: Box::new(script),
             used: std::sync::atomic::AtomicUsize::new(0),
         }
     }
@@ -69,7 +82,7 @@ impl ChooseReply for Checked {
             };
         }
         let next = self.used.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
-        self.replies.get(next).cloned().unwrap_or(Reply::Events(Vec::new()))
+        (self.replies)(next).unwrap_or(Reply::Events(Vec::new()))
     }
 }
 

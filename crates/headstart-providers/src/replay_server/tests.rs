@@ -45,6 +45,7 @@ fn result(id: &str) -> Message {
         details: Value::Null,
         is_error: false,
         terminate: false,
+        ready_during: None,
     })
 }
 

@@ -39,6 +39,7 @@ fn context() -> Vec<Message> {
             details: Value::Null,
             is_error,
             terminate: false,
+            ready_during: None,
         })
     };
     vec![

@@ -188,6 +188,14 @@ impl<'a> Calls<'a> {
             ToolArguments::Valid(map) => serde_json::to_string_pretty(map).unwrap_or_default(),
             ToolArguments::Invalid { raw, .. } => format!("(invalid arguments) {raw}"),
         };
+        // A provider-async call's result reaches the model in the first request after it (contract §3.7.5).
+        let delivery = call.provider_async.then(|| match self.answers.results.get(&key) {
+            Some((stored, result)) => match self.answers.delivered_in(stored.seq, result.ready_during) {
+                Some(carried) => format!("result delivered in request {carried}"),
+                None => "result not delivered yet".to_owned(),
+            },
+            None => "pending: the model went on, no result yet".to_owned(),
+        });
         html! {
             li.call.failed[failed] data-call-id=(call.id) data-state=(state) {
                 div.head {
@@ -214,6 +222,9 @@ impl<'a> Calls<'a> {
                 }
                 @if let Some(figures) = self.figures.call_summary(request, &call.id) {
                     div.figures { (figures) }
+                }
+                @if let Some(delivery) = delivery {
+                    div.delivery { (delivery) }
                 }
                 @if let Some(result) = result {
                     (result_block(result))

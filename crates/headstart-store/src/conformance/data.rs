@@ -69,6 +69,7 @@ pub fn result(call: &ToolCall, text: &str) -> ToolResultMessage {
         details: Value::Null,
         is_error: false,
         terminate: false,
+        ready_during: None,
     }
 }
 

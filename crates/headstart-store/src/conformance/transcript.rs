@@ -341,6 +341,7 @@ pub async fn message_bodies_round_trip_byte_for_byte<F: Fixture>(fixture: &F) {
         details: serde_json::from_str(r#"{"z": [1.0, 1e-7, "\u0000"], "a": {"nested": true}}"#).expect("details"),
         is_error: true,
         terminate: false,
+        ready_during: None,
     };
     store
         .append_tool_result(&session, 7, &tool_result, finished(Some(11)), 12)

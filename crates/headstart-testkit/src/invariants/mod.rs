@@ -11,6 +11,9 @@
 //!   stored before it; every admitted call is admitted once, held by a stored fragment and settled, and its run
 //!   record's result is its call's stored result;
 //! - **one turn id per request, usage only on the last fragment** (§3.2, §3.5);
+//! - **delivered exactly once** (§3.7.5, §7.3), where the log holds whole messages: each request's context begins
+//!   with the context of the request before it, so nothing the model was given moves or comes again, a
+//!   provider-async result reaching the model in a later request included;
 //! - **event order** (§5.7, §6), where events were observed: every call with a result or a tool event has one
 //!   `tool_execution_start` and one `tool_execution_end`, in that order, the end directly followed by its result's
 //!   `message_start`/`message_end`; a call that never executed gets its start and end back to back; an executed
@@ -30,6 +33,7 @@
 //! `transcript` and `events` hold the rules, `violation` what a broken rule reports; this file is the entry points.
 
 mod calls;
+mod delivery;
 mod events;
 #[cfg(test)]
 mod tests;
@@ -41,6 +45,7 @@ use headstart::store::{StoreError, StoredMessage, ToolRun};
 use headstart::{AgentEvent, SessionId, TranscriptStore};
 use headstart_timeline::report::Report;
 
+use delivery::check_delivery;
 use events::{check_events, Scope};
 use transcript::check_transcript;
 use views::{Logged, Observed, Run};
@@ -78,9 +83,11 @@ pub fn check_report(report: &Report) -> Vec<InvariantViolation> {
 
 /// Checks what a store holds for one session: its durable log and its run records (no events).
 pub fn check_log(log: &[StoredMessage], runs: &[ToolRun]) -> Vec<InvariantViolation> {
+    let mut violations = check_delivery(log);
     let log: Vec<Logged<'_>> = log.iter().map(Logged::from_stored).collect();
     let runs: Vec<Run<'_>> = runs.iter().map(Run::from_record).collect();
-    check_transcript(&log, &runs)
+    violations.extend(check_transcript(&log, &runs));
+    violations
 }
 
 /// Loads a session's log and run records from `store` and checks them ([`check_log`]).
@@ -96,10 +103,11 @@ pub async fn check_session(
 /// Checks one response wrapped by `Engine::wrap`: the session's log and run records as the response left them, and
 /// the events it emitted (from its `turn_start` to its `turn_end`).
 pub fn check_turn(log: &[StoredMessage], runs: &[ToolRun], events: &[AgentEvent]) -> Vec<InvariantViolation> {
+    let mut violations = check_delivery(log);
     let log: Vec<Logged<'_>> = log.iter().map(Logged::from_stored).collect();
     let runs: Vec<Run<'_>> = runs.iter().map(Run::from_record).collect();
     let events: Vec<Observed<'_>> = events.iter().map(Observed::from_event).collect();
-    let mut violations = check_transcript(&log, &runs);
+    violations.extend(check_transcript(&log, &runs));
     violations.extend(check_events(&events, Scope::Turn, &log, &runs));
     violations
 }

@@ -312,3 +312,36 @@ fn a_report_needs_a_single_last_agent_end() {
         last: Some("turn_end".into()),
     }));
 }
+
+#[test]
+fn a_result_delivered_twice_or_moved_is_found_and_a_provider_async_one_delivered_late_is_not() {
+    let call = |seq, request, id: &str, provider_async| {
+        let mut call = tool_call(id, json!({}));
+        call.provider_async = provider_async;
+        stored::fragment(seq, request, 0, StopReason::ToolUse, vec![ContentBlock::ToolCall(call)])
+    };
+    let answered = |seq, request, id| StoredMessage {
+        request: Some(request),
+        ..stored::result(seq, 0, id, "ok", false)
+    };
+    let text = |seq, request| stored::fragment(seq, request, 0, StopReason::Stop, vec![ContentBlock::text("hi")]);
+    // c1's result comes after requests 1 and 2 began: request 3 would find it beside c1, before request 1's answer,
+    // where request 2 saw that answer.
+    for (provider_async, broken) in [(false, true), (true, false)] {
+        let log = vec![
+            user(1, 0, "go"),
+            call(2, 0, "c1", provider_async),
+            text(3, 1),
+            text(4, 2),
+            answered(5, 0, "c1"),
+            text(6, 3),
+        ];
+        let violations = check_delivery(&log);
+        let expected = if broken {
+            vec![InvariantViolation::ContextRewritten { request: 3, at: 2 }]
+        } else {
+            vec![]
+        };
+        assert_eq!(violations, expected, "provider-async: {provider_async}");
+    }
+}

@@ -152,6 +152,14 @@ pub enum InvariantViolation {
         /// The call.
         call_id: String,
     },
+    /// §3.7.5, §7.3: the context of a request does not begin with the context the request before it saw, so
+    /// something the model was already given moved, or was given again: results are delivered exactly once.
+    ContextRewritten {
+        /// The later request.
+        request: u32,
+        /// The first position (0-based) where its context differs from the earlier request's.
+        at: usize,
+    },
 }
 
 impl fmt::Display for InvariantViolation {
@@ -223,6 +231,11 @@ impl fmt::Display for InvariantViolation {
             InvariantViolation::EndBeforeStart { call_id, start, end } => write!(
                 f,
                 "{call_id:?}: tool_execution_end at {end} comes before tool_execution_start at {start}"
+            ),
+            InvariantViolation::ContextRewritten { request, at } => write!(
+                f,
+                "the context of request {request} rewrites the one before it at message {at}: \
+                 something already delivered moved or was delivered again"
             ),
             InvariantViolation::ResultNotAfterEnd { call_id, end } => write!(
                 f,

@@ -32,6 +32,7 @@ fn result(id: &str, text: &str) -> ToolResultMessage {
         details: serde_json::Value::Null,
         is_error: false,
         terminate: false,
+        ready_during: None,
     }
 }
 

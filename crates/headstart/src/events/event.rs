@@ -75,6 +75,10 @@ pub struct ResponseOutcome {
     pub committed_prefixes: usize,
     /// That failure was a fenced write (contract §7.5.2): the worker no longer holds the session's lease.
     pub fenced: bool,
+    /// Provider-async calls still running when the response ended, by id in source order (contract §3.7.5): the
+    /// agent loop delivers each result in the first request after it is ready.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub pending: Vec<String>,
 }
 
 impl ResponseOutcome {
@@ -89,6 +93,7 @@ impl ResponseOutcome {
             store_failure: None,
             committed_prefixes: 0,
             fenced: false,
+            pending: Vec::new(),
         }
     }
 

@@ -89,12 +89,7 @@ impl ResponseDriver<'_> {
                 let call = Arc::clone(&entry.call);
                 // A call the lease guard refused never started (contract §7.5.4).
                 let never_started = entry.started_at_us.is_none();
-                let run = RunEnd {
-                    state: executed.run_state(),
-                    outcome: executed.outcome,
-                    started_at_us: entry.started_at_us,
-                };
-                let result = executed.into_result(&call);
+                let (result, run) = executed.settle(&call, entry.started_at_us);
                 self.runner.slot_mut(slot).terminate = result.terminate;
                 // The calls this one held back start now, beside its result write (contract §6.5).
                 self.advance().await;

@@ -17,6 +17,7 @@ use crate::events::outbox::Outbox;
 use crate::parts::EngineParts;
 use crate::response::driver::ResponseDriver;
 use crate::response::ending::MISSING_TERMINAL;
+use crate::response::runner::DetachedCalls;
 use crate::response::step::{FollowUp, Step};
 use crate::response::telemetry::ChatSpan;
 
@@ -154,25 +155,32 @@ pub(crate) struct DrivenResponse {
     pub session: SessionId,
     pub request: u32,
     pub chat: ChatSpan,
+    /// The response may end while provider-async calls run (contract §3.7.5); they are handed back.
+    pub deliver_later: bool,
 }
 
 /// Drives one response: reads `stream` to its end, commits, admits and settles every call, and hands the agent
 /// events, from `ResponseStart` to `ResponseEnd`, to `out` (contract §3, §6). Returns how the response ended. `chat` is the
 /// request's span: it ends with the stream, while calls may still run; their spans are children of the current
-/// span (the run's).
+/// span (the run's). With `deliver_later`, the calls still running when it ended (contract §3.7.5) come back too.
 pub(crate) async fn drive_response<S>(
     parts: Arc<EngineParts>,
-    DrivenResponse { session, request, chat }: DrivenResponse,
+    DrivenResponse {
+        session,
+        request,
+        chat,
+        deliver_later,
+    }: DrivenResponse,
     stream: S,
     cancel: &CancellationToken,
     tasks: &TaskTracker,
     out: &mut Outbox,
-) -> ResponseOutcome
+) -> (ResponseOutcome, Option<DetachedCalls>)
 where
     S: Stream<Item = Result<DeltaEvent, ModelError>>,
 {
     out.push(AgentEvent::ResponseStart { request });
-    let mut driver = ResponseDriver::new(parts, session, request, tasks.clone(), out, chat);
+    let mut driver = ResponseDriver::new(parts, session, request, tasks.clone(), out, chat, deliver_later);
     let mut stream = pin!(stream);
     let mut cancelled = pin!(cancel.clone().cancelled_owned());
     while !driver.finished() {
@@ -183,13 +191,15 @@ where
         // the cooperative budget hands the thread to the consumer now and then, so events are taken while hot.
         tokio::task::consume_budget().await;
     }
-    let outcome = driver.outcome();
+    let detached = (!driver.runner.is_idle()).then(|| driver.runner.detach());
+    let mut outcome = driver.outcome();
+    outcome.pending = detached.as_ref().map(DetachedCalls::ids).unwrap_or_default();
     driver.out.push(AgentEvent::ResponseEnd {
         request,
         outcome: outcome.clone(),
     });
     driver.out.flush();
-    outcome
+    (outcome, detached)
 }
 
 #[cfg(test)]
@@ -300,10 +310,11 @@ mod tests {
             session: fixture.session.clone(),
             request: 0,
             chat: ChatSpan::open(&fixture.session, 0, None, None, 0),
+            deliver_later: false,
         };
         let cancel = fixture.cancel.clone();
         let tasks = fixture.tasks.clone();
-        let outcome = drive_response(parts, response, stream, &cancel, &tasks, &mut fixture.out).await;
+        let (outcome, _) = drive_response(parts, response, stream, &cancel, &tasks, &mut fixture.out).await;
         assert_eq!((outcome.admitted, outcome.committed_prefixes), (1, 1));
         let mut at = Vec::new();
         while let Some(Some(emitted)) = futures::FutureExt::now_or_never(fixture.events.next_emitted()) {

@@ -50,6 +50,9 @@ pub(crate) struct ResponseDriver<'a> {
     pub(super) sealed_at_us: HashMap<String, i64>,
     /// How long the last fragment commit took (µs), for the spans of the calls it admitted.
     pub(super) last_commit_us: i64,
+    /// The response may end while provider-async calls still run (contract §3.7.5): an agent loop delivers their
+    /// results later.
+    pub(super) deliver_later: bool,
 }
 
 impl<'a> ResponseDriver<'a> {
@@ -60,6 +63,7 @@ impl<'a> ResponseDriver<'a> {
         tasks: TaskTracker,
         out: &'a mut Outbox,
         chat: ChatSpan,
+        deliver_later: bool,
     ) -> Self {
         let runner = ToolRunner::new(
             &parts.config,
@@ -98,11 +102,22 @@ impl<'a> ResponseDriver<'a> {
             chat,
             sealed_at_us: HashMap::new(),
             last_commit_us: 0,
+            deliver_later,
         }
     }
 
     pub(super) fn finished(&self) -> bool {
-        self.stream_ended && self.runner.is_idle() && self.results.is_empty()
+        self.stream_ended && self.results.is_empty() && (self.runner.is_idle() || self.ends_before_results())
+    }
+
+    /// The response ends with calls running (contract §3.7.5): it ended normally, and only calls whose results
+    /// may be delivered later are left. A cancelled or failed response waits for its running calls as usual.
+    pub(super) fn ends_before_results(&self) -> bool {
+        self.deliver_later
+            && !self.cancel_seen
+            && self.store_failure.is_none()
+            && (self.accumulator.ending()).is_some_and(|ending| !ending.stop_reason.is_abnormal())
+            && self.runner.only_deliverable_later_left()
     }
 
     pub(super) fn now_us(&self) -> i64 {
@@ -134,6 +149,7 @@ impl<'a> ResponseDriver<'a> {
             store_failure: self.store_failure.as_ref().map(ToString::to_string),
             fenced: matches!(self.store_failure, Some(StoreError::Fenced(_))),
             committed_prefixes: self.committed_prefixes,
+            pending: Vec::new(),
         }
     }
 }

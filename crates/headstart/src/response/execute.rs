@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use futures::FutureExt;
 use headstart_core::{ToolCall, ToolResultMessage};
-use headstart_store::{RunOutcome, RunState};
+use headstart_store::{RunEnd, RunOutcome, RunState};
 use serde_json::Value;
 
 use crate::response::panic::panic_message;
@@ -38,7 +38,18 @@ impl Executed {
             details: self.draft.details,
             is_error: self.draft.is_error,
             terminate: self.draft.terminate,
+            ready_during: None,
         }
+    }
+
+    /// The result message for `call` and how its run ends (`started_at_us`: when its body started, if it did).
+    pub fn settle(self, call: &ToolCall, started_at_us: Option<i64>) -> (ToolResultMessage, RunEnd) {
+        let run = RunEnd {
+            state: self.run_state(),
+            outcome: self.outcome,
+            started_at_us,
+        };
+        (self.into_result(call), run)
     }
 
     /// The run state this outcome ends in.

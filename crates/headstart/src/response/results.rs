@@ -7,6 +7,7 @@ use headstart_core::{Message, ToolCall, ToolResultMessage};
 use headstart_store::{RunEnd, RunOutcome, StoreError};
 
 use crate::events::event::{AgentEvent, Role};
+use crate::events::outbox::Outbox;
 use crate::response::driver::ResponseDriver;
 use crate::response::write_queue::ResultWrite;
 
@@ -67,20 +68,33 @@ impl ResponseDriver<'_> {
         seq: Option<u64>,
         never_started: bool,
     ) {
-        if never_started {
-            self.out.push(AgentEvent::ToolExecutionStart { call: Arc::clone(call) });
-        }
-        self.out.push(AgentEvent::ToolExecutionEnd {
-            tool_call_id: call.id.clone(),
-            is_error: result.is_error,
-            outcome,
-        });
-        self.out.push(AgentEvent::MessageStart { role: Role::ToolResult });
-        self.out.push(AgentEvent::MessageEnd {
-            seq,
-            message: Arc::new(Message::ToolResult(result)),
-        });
+        push_result_events(self.out, call, result, outcome, seq, never_started);
     }
+}
+
+/// The events of a result: `tool_execution_end`, then the result's `message_start`/`message_end` (`seq` is `None`
+/// when it is not stored); a call that never executed gets its `tool_execution_start` first (contract §5.7).
+pub(crate) fn push_result_events(
+    out: &mut Outbox,
+    call: &Arc<ToolCall>,
+    result: ToolResultMessage,
+    outcome: Option<RunOutcome>,
+    seq: Option<u64>,
+    never_started: bool,
+) {
+    if never_started {
+        out.push(AgentEvent::ToolExecutionStart { call: Arc::clone(call) });
+    }
+    out.push(AgentEvent::ToolExecutionEnd {
+        tool_call_id: call.id.clone(),
+        is_error: result.is_error,
+        outcome,
+    });
+    out.push(AgentEvent::MessageStart { role: Role::ToolResult });
+    out.push(AgentEvent::MessageEnd {
+        seq,
+        message: Arc::new(Message::ToolResult(result)),
+    });
 }
 
 #[cfg(test)]

@@ -54,6 +54,29 @@ pub(crate) struct Slot {
     timing: CallTiming,
 }
 
+/// Calls of a response that ended before their results (contract §3.7.5): their returns, by slot, with each call
+/// and its start time.
+pub(crate) struct DetachedCalls {
+    pub calls: std::collections::HashMap<usize, (Arc<ToolCall>, Option<i64>)>,
+    pub returns: FuturesUnordered<BoxFuture<'static, (usize, Executed)>>,
+    /// Cancels them (the response's call token).
+    pub cancel: CancellationToken,
+}
+
+impl DetachedCalls {
+    /// No call was handed over.
+    pub fn is_empty(&self) -> bool {
+        self.calls.is_empty()
+    }
+
+    /// The ids of the calls handed over, in source order.
+    pub fn ids(&self) -> Vec<String> {
+        let mut slots: Vec<&usize> = self.calls.keys().collect();
+        slots.sort();
+        slots.into_iter().map(|slot| self.calls[slot].0.id.clone()).collect()
+    }
+}
+
 type Preparing = (usize, BoxFuture<'static, Result<ReadyCall, Immediate>>);
 
 /// Runs the calls of one response.
@@ -64,6 +87,9 @@ pub(crate) struct ToolRunner {
     hooks: Hooks,
     preparing: Option<Preparing>,
     running: FuturesUnordered<BoxFuture<'static, (usize, Executed)>>,
+    /// Running calls whose results may reach the model in a later request (contract §3.7.5): kept apart so the
+    /// response can end without them ([`ToolRunner::detach`]).
+    deliverable_later: FuturesUnordered<BoxFuture<'static, (usize, Executed)>>,
     updates: Arc<UpdateBoard>,
     cancel: CancellationToken,
     tasks: TaskTracker,
@@ -93,6 +119,7 @@ impl ToolRunner {
             hooks,
             preparing: None,
             running: FuturesUnordered::new(),
+            deliverable_later: FuturesUnordered::new(),
             updates: Arc::default(),
             cancel: CancellationToken::new(),
             tasks,
@@ -191,19 +218,22 @@ impl ToolRunner {
             }
             .instrument(span),
         );
-        self.running.push(
-            async move {
-                // `execute` catches panics itself; a join error means the runtime is shutting down.
-                let executed = body.await.unwrap_or_else(|error| {
-                    Executed::error(
-                        RunOutcome::Error,
-                        format!("internal error: the call's task failed: {error}"),
-                    )
-                });
-                (slot, executed)
-            }
-            .boxed(),
-        );
+        let returned = async move {
+            // `execute` catches panics itself; a join error means the runtime is shutting down.
+            let executed = body.await.unwrap_or_else(|error| {
+                Executed::error(
+                    RunOutcome::Error,
+                    format!("internal error: the call's task failed: {error}"),
+                )
+            });
+            (slot, executed)
+        }
+        .boxed();
+        if self.toolbox.delivers_later(&self.slots[slot].call) {
+            self.deliverable_later.push(returned);
+        } else {
+            self.running.push(returned);
+        }
         true
     }
 
@@ -211,7 +241,7 @@ impl ToolRunner {
     /// published before returning is reported before its return), then preparations. Pending while nothing is
     /// active.
     pub(crate) fn poll_event(&mut self, cx: &mut Context<'_>) -> Poll<RunnerEvent> {
-        if self.running.is_empty() && self.preparing.is_none() {
+        if self.running.is_empty() && self.deliverable_later.is_empty() && self.preparing.is_none() {
             // Nothing runs, so nothing can publish or return: skip registering wake-ups (this keeps streaming text
             // free of them). A late update of a settled call stays on the board until the next drain drops it.
             return Poll::Pending;
@@ -226,6 +256,9 @@ impl ToolRunner {
             }
         }
         if let Poll::Ready(Some((slot, executed))) = self.running.poll_next_unpin(cx) {
+            return Poll::Ready(self.settle_executed(slot, executed));
+        }
+        if let Poll::Ready(Some((slot, executed))) = self.deliverable_later.poll_next_unpin(cx) {
             return Poll::Ready(self.settle_executed(slot, executed));
         }
         self.poll_preparation(cx)
@@ -277,6 +310,34 @@ impl ToolRunner {
     /// `true` once every admitted call is settled.
     pub fn is_idle(&self) -> bool {
         self.scheduler.is_idle()
+    }
+
+    /// `true` when the only calls not settled are running calls whose results may be delivered later: nothing
+    /// else of the response waits for them.
+    pub fn only_deliverable_later_left(&self) -> bool {
+        !self.deliverable_later.is_empty()
+            && self.preparing.is_none()
+            && self.scheduler.unsettled() == self.deliverable_later.len()
+    }
+
+    /// Hands over the running calls whose results may be delivered later, with what their results need; the
+    /// response no longer waits for them. Their tokens stay children of [`DetachedCalls::cancel`]. Their partial
+    /// results are no longer shown.
+    pub fn detach(&mut self) -> DetachedCalls {
+        let returns = std::mem::take(&mut self.deliverable_later);
+        let mut calls = Vec::new();
+        for (slot, entry) in self.slots.iter_mut().enumerate() {
+            if !entry.settled && entry.started_at_us.is_some() {
+                entry.settled = true;
+                self.scheduler.finished(slot);
+                calls.push((slot, (Arc::clone(&entry.call), entry.started_at_us)));
+            }
+        }
+        DetachedCalls {
+            calls: calls.into_iter().collect(),
+            returns,
+            cancel: self.cancel.clone(),
+        }
     }
 
     pub fn slot(&self, slot: usize) -> &Slot {

@@ -195,6 +195,11 @@ impl Scheduler {
         self.settled == self.calls.len()
     }
 
+    /// Number of admitted calls not settled yet.
+    pub fn unsettled(&self) -> usize {
+        self.calls.len() - self.settled
+    }
+
     /// Number of calls admitted so far.
     #[cfg(test)]
     pub fn len(&self) -> usize {

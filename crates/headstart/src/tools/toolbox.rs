@@ -153,6 +153,13 @@ impl Toolbox {
             .collect()
     }
 
+    /// Whether a call's result may reach the model in a later request than the next (contract §3.7.5): its tool is
+    /// provider-async and the provider marked the call so, letting the model go on without it. Both are needed: the
+    /// marker alone is the provider's word, and a tool the application did not declare waits as usual.
+    pub(crate) fn delivers_later(&self, call: &ToolCall) -> bool {
+        call.provider_async && self.get(&call.name).is_some_and(|tool| tool.provider_async())
+    }
+
     /// Whether a call's tool fences its batch (contract §4.4).
     pub(crate) fn fences(&self, call: &ToolCall) -> bool {
         self.get(&call.name)

@@ -110,7 +110,8 @@ fn a_shared_context_is_not_changed_by_later_pushes() {
 }
 
 /// Any message, valid for the engine or not: requests, turns and call ids from small sets, so responses continue,
-/// ids repeat across and within requests, and results arrive early, late, twice or for no call.
+/// ids repeat across and within requests, results arrive early, late, twice or for no call, and calls are
+/// provider-async or not, their results ready during a response or not.
 fn any_message() -> impl Strategy<Value = (Option<u32>, Message)> {
     let request = prop_oneof![Just(None), (0u32..3).prop_map(Some)];
     let id = prop::sample::select(vec!["c0", "c1", "c2"]);
@@ -118,12 +119,39 @@ fn any_message() -> impl Strategy<Value = (Option<u32>, Message)> {
     let calls = prop::collection::vec(id.clone(), 0..3);
     prop_oneof![
         1 => request.clone().prop_map(|_| (None, Message::User(UserMessage::new("u")))),
-        4 => (request.clone(), turn, calls, any::<bool>()).prop_map(|(request, turn, calls, last)| {
-            let stop = if last { StopReason::Stop } else { StopReason::ToolUse };
-            (request, fragment(turn, &calls, turn, stop))
+        4 => (request.clone(), turn, calls, any::<bool>(), any::<bool>()).prop_map(
+            |(request, turn, calls, last, provider_async)| {
+                let stop = if last { StopReason::Stop } else { StopReason::ToolUse };
+                let mut message = fragment(turn, &calls, turn, stop);
+                if provider_async {
+                    context_tests::mark_provider_async(&mut message);
+                }
+                (request, message)
+            }
+        ),
+        4 => (request, id, any::<u8>(), prop::option::of(0u32..3)).prop_map(|(request, id, text, ready_during)| {
+            let mut message = result(id, &text.to_string());
+            if let Message::ToolResult(result) = &mut message {
+                result.ready_during = ready_during;
+            }
+            (request, message)
         }),
-        4 => (request, id, any::<u8>()).prop_map(|(request, id, text)| (request, result(id, &text.to_string()))),
     ]
+}
+
+#[test]
+fn a_provider_async_result_delivered_late_is_appended_without_a_reload() {
+    let mut first = fragment("r0", &["a1"], "", StopReason::ToolUse);
+    context_tests::mark_provider_async(&mut first);
+    let log = vec![
+        (None, Message::User(UserMessage::new("go"))),
+        (Some(0), first),
+        (Some(1), fragment("r1", &["s1"], "more", StopReason::ToolUse)),
+        (Some(1), result("s1", "sync")),
+        (Some(0), result("a1", "late")),
+        (Some(2), fragment("r2", &[], "done", StopReason::Stop)),
+    ];
+    assert_eq!(push_all(&log), 0, "the engine's late delivery is an append");
 }
 
 proptest! {
