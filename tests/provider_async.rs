@@ -454,3 +454,88 @@ async fn a_result_ready_while_a_response_streams_comes_after_that_response() {
         .collect();
     assert_eq!(marked, [Some(1)]);
 }
+
+/// The pitfall of results lost at teardown (openclaw #60082): a run that stops with a call pending (here at its
+/// request limit) ends only once the call has its stored result, and the session's next run delivers it.
+#[tokio::test(start_paused = true)]
+async fn a_run_that_stops_with_a_call_pending_stores_its_result_and_the_next_run_delivers_it() {
+    let store: Arc<dyn TranscriptStore> = Arc::new(SqliteStore::open_in_memory().expect("a store"));
+    let session = store.create_session(0).await.expect("a session");
+    let mut toolbox = Toolbox::new();
+    toolbox.register(provider_async("research", 300)).expect("a tool");
+    let engine = Engine::builder(Arc::clone(&store))
+        .toolbox(toolbox)
+        .config(EngineConfig::default().max_requests(1))
+        .build();
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    let model = Recording {
+        turns: vec![
+            calls_then_text(&[("a1", "research", true)], 10, 100),
+            text_response("with the research"),
+        ],
+        seen: Arc::clone(&seen),
+        began: Instant::now(),
+    };
+    let agent = Agent::new(engine, Arc::new(model));
+    let first: Vec<AgentEvent> = agent
+        .run(&session, UserMessage::new("go"), CancellationToken::new())
+        .collect()
+        .await;
+    let Some(AgentEvent::AgentEnd { stop }) = first.last() else {
+        panic!("no agent_end last")
+    };
+    assert_eq!(*stop, AgentStop::MaxRequests);
+    assert!(
+        first
+            .iter()
+            .any(|event| matches!(event, AgentEvent::ToolExecutionEnd { tool_call_id, .. } if tool_call_id == "a1")),
+        "the run ended after a1's result"
+    );
+    let second: Vec<AgentEvent> = agent
+        .run(&session, UserMessage::new("and?"), CancellationToken::new())
+        .collect()
+        .await;
+    assert!(matches!(
+        second.last(),
+        Some(AgentEvent::AgentEnd {
+            stop: AgentStop::Completed
+        })
+    ));
+    let second_context = seen.lock().expect("not poisoned")[1].context.clone();
+    assert_eq!(shape(&second_context), ["user", "call:a1", "result:a1", "user"]);
+    let violations = check_session(store.as_ref(), &session).await.expect("the log loads");
+    assert!(violations.is_empty(), "{violations:?}");
+}
+
+/// The pitfall of replaying work that had started (OpenClaw PR #151371): the stream fails after an async call
+/// started, the loop continues from the stored context (contract §3.6.4), and the call has run once, with one
+/// result.
+#[tokio::test(start_paused = true)]
+async fn a_stream_failing_after_an_async_call_started_never_runs_it_again() {
+    let mut broken = calls_then_text(&[("a1", "research", true)], 10, 100);
+    broken.truncate(broken.len() - 1);
+    broken.push(at(
+        100,
+        DeltaEvent::Error {
+            stop_reason: headstart::core::ErrorReason::Error,
+            message: "connection reset".into(),
+            usage: None,
+            kind: None,
+        },
+    ));
+    let ran = run(
+        vec![provider_async("research", 300)],
+        vec![broken, text_response("done")],
+        EngineConfig::default().continue_after_failed_stream(Some(1)),
+        CancellationToken::new(),
+    )
+    .await;
+    assert_eq!(ran.stop, AgentStop::Completed);
+    let starts = ran
+        .events
+        .iter()
+        .filter(|event| matches!(event, AgentEvent::ToolExecutionStart { call } if call.id == "a1"))
+        .count();
+    assert_eq!(starts, 1, "started once, never replayed");
+    assert_eq!(shape(&ran.seen[1].context), ["user", "call:a1", "result:a1"]);
+}

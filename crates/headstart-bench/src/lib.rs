@@ -29,6 +29,7 @@ pub mod headroom;
 pub mod history;
 pub mod overlap;
 pub mod prometheus;
+pub mod provider_async;
 pub mod scheduler;
 pub mod sessions;
 

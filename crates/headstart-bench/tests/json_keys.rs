@@ -132,3 +132,46 @@ fn sessions_json_has_exactly_its_keys() {
     assert_eq!(report.calls, 6);
     assert_eq!(report.commits, 30);
 }
+
+#[test]
+fn provider_async_runs_each_contender_and_reports_its_runs() {
+    let report = headstart_bench::provider_async::run(&headstart_bench::provider_async::ProviderAsyncOptions {
+        runs: 1,
+        pace_ms: 1,
+        commentary: 3,
+        slow_ms: 60,
+        quick_ms: 5,
+    })
+    .unwrap();
+    let json = serde_json::to_value(&report).unwrap();
+    assert_eq!(keys(&json), sorted(&["options", "contenders"]));
+    let contenders: Vec<&str> = json["contenders"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|contender| contender["contender"].as_str().unwrap())
+        .collect();
+    assert_eq!(contenders, ["batching", "early", "provider-async"]);
+    for contender in json["contenders"].as_array().unwrap() {
+        let [run] = contender["runs"].as_array().unwrap().as_slice() else {
+            panic!("one run: {contender}")
+        };
+        assert_eq!(
+            keys(run),
+            sorted(&[
+                "tool_round_ms",
+                "model_idle_ms",
+                "overlap",
+                "research_delivered_ms",
+                "total_ms",
+                "requests"
+            ])
+        );
+        numbers_are_finite(run);
+    }
+    // Only the provider-async loop asks a third time, to deliver the slow result.
+    let requests: Vec<u64> = (json["contenders"].as_array().unwrap().iter())
+        .map(|contender| contender["runs"][0]["requests"].as_u64().unwrap())
+        .collect();
+    assert_eq!(requests, [2, 2, 3]);
+}

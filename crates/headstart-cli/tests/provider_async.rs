@@ -200,12 +200,7 @@ async fn an_async_call_starts_early_and_its_result_goes_in_the_next_request_once
         .expect("the stored call");
     assert!(stored_call.provider_async, "{stored_call:?}");
     // inspect says so.
-    let inspected = std::process::Command::new(env!("CARGO_BIN_EXE_headstart"))
-        .arg("inspect")
-        .arg(dir.path().join("headstart.db"))
-        .output()
-        .expect("inspect runs");
-    let text = String::from_utf8_lossy(&inspected.stdout);
+    let text = inspect(dir.path());
     assert!(text.contains("call call_read read_file (async) "), "{text}");
 }
 
@@ -248,6 +243,16 @@ fn outputs_of(request: &SeenRequest, call_id: &str) -> Vec<usize> {
         .filter(|(_, item)| item["type"] == "function_call_output" && item["call_id"] == call_id)
         .map(|(at, _)| at)
         .collect()
+}
+
+/// What `headstart inspect` shows of the run in `dir`.
+fn inspect(dir: &std::path::Path) -> String {
+    let inspected = std::process::Command::new(env!("CARGO_BIN_EXE_headstart"))
+        .arg("inspect")
+        .arg(dir.join("headstart.db"))
+        .output()
+        .expect("inspect runs");
+    String::from_utf8_lossy(&inspected.stdout).into_owned()
 }
 
 /// The stored session of the run in `dir`.
@@ -329,14 +334,22 @@ async fn a_fetch_slower_than_two_responses_reaches_the_model_once_in_the_request
     let (store, session) = stored_session(dir.path()).await;
     let violations = check_session(&store, &session).await.expect("the log loads");
     assert!(violations.is_empty(), "{violations:?}");
-    let inspected = std::process::Command::new(env!("CARGO_BIN_EXE_headstart"))
-        .arg("inspect")
-        .arg(dir.path().join("headstart.db"))
-        .output()
-        .expect("inspect runs");
-    let text = String::from_utf8_lossy(&inspected.stdout);
+    let text = inspect(dir.path());
     assert!(text.contains("(delivered in request 3)"), "{text}");
     assert!(text.contains("(delivered in request 1)"), "the read: {text}");
+    // And the timeline labels each async call with the request that carried its result.
+    let svg = dir.path().join("run.svg");
+    let drawn = std::process::Command::new(env!("CARGO_BIN_EXE_headstart"))
+        .arg("timeline")
+        .arg(dir.path().join("headstart.db"))
+        .arg("--out")
+        .arg(&svg)
+        .output()
+        .expect("timeline runs");
+    assert!(drawn.status.success(), "{drawn:?}");
+    let svg = std::fs::read_to_string(svg).expect("the SVG");
+    assert!(svg.contains("fetch_url · async → request 3"), "the fetch's lane");
+    assert!(svg.contains("read_file · async → request 1"), "the read's lane");
 }
 
 #[cfg(unix)]

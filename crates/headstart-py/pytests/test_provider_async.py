@@ -4,6 +4,7 @@ the option for another wire format."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 from typing import Any, AsyncIterator
 
@@ -62,29 +63,48 @@ def _event(data: dict[str, Any]) -> str:
 def _astra_async_call(words: int) -> list[str]:
     """A Responses stream as GPT-6 Astra sends it for an async call: the call item with ``async: true``, then a
     commentary message while the result is pending, then ``response.completed``."""
+    return _astra_async_calls("resp_1", [("call_lookup", "lookup")], words)
+
+
+def _astra_async_calls(response: str, calls: list[tuple[str, str]], words: int) -> list[str]:
+    """``_astra_async_call`` with any calls (call id, tool), each asking for ``{"q": "harbor"}``."""
     arguments = json.dumps({"q": "harbor"})
-    call = {"id": "fc_1", "type": "function_call", "status": "in_progress", "arguments": "", "async": True,
-            "call_id": "call_lookup", "name": "lookup"}
-    done = {**call, "status": "completed", "arguments": arguments}
-    message = {"id": "msg_1", "type": "message", "role": "assistant", "content": [], "phase": "commentary"}
-    events = [
-        _event({"type": "response.created", "response": {"id": "resp_1", "status": "in_progress", "output": []}}),
-        _event({"type": "response.output_item.added", "output_index": 0, "item": call}),
-        _event({"type": "response.function_call_arguments.delta", "item_id": "fc_1", "output_index": 0,
-                "delta": arguments}),
-        _event({"type": "response.function_call_arguments.done", "item_id": "fc_1", "output_index": 0,
-                "arguments": arguments}),
-        _event({"type": "response.output_item.done", "output_index": 0, "item": done}),
-        _event({"type": "response.output_item.added", "output_index": 1, "item": message}),
-    ]
+    events = [_event({"type": "response.created", "response": {"id": response, "status": "in_progress",
+                                                                "output": []}})]
+    for index, (call_id, name) in enumerate(calls):
+        item_id = f"fc_{index}"
+        call = {"id": item_id, "type": "function_call", "status": "in_progress", "arguments": "", "async": True,
+                "call_id": call_id, "name": name}
+        done = {**call, "status": "completed", "arguments": arguments}
+        events += [
+            _event({"type": "response.output_item.added", "output_index": index, "item": call}),
+            _event({"type": "response.function_call_arguments.delta", "item_id": item_id, "output_index": index,
+                    "delta": arguments}),
+            _event({"type": "response.function_call_arguments.done", "item_id": item_id, "output_index": index,
+                    "arguments": arguments}),
+            _event({"type": "response.output_item.done", "output_index": index, "item": done}),
+        ]
+    at = len(calls)
+    message = {"id": f"msg_{response}", "type": "message", "role": "assistant", "content": [], "phase": "commentary"}
+    events.append(_event({"type": "response.output_item.added", "output_index": at, "item": message}))
     events += [
-        _event({"type": "response.output_text.delta", "item_id": "msg_1", "output_index": 1, "content_index": 0,
-                "delta": f"waiting {word} "})
+        _event({"type": "response.output_text.delta", "item_id": f"msg_{response}", "output_index": at,
+                "content_index": 0, "delta": f"waiting {word} "})
         for word in range(words)
     ]
-    events.append(_event({"type": "response.completed", "response": {"id": "resp_1", "status": "completed",
+    events.append(_event({"type": "response.completed", "response": {"id": response, "status": "completed",
                                                                      "output": []}}))
     return events
+
+
+async def _run(engine: headstart.Engine, model: Any) -> tuple[str, list[Any]]:
+    """Asks ``model`` through a Responses agent until it answers; the session and its events."""
+    agent = headstart.Agent(engine, model, format="openai-responses")
+    session = await engine.create_session()
+    async with agent.run(session, "Look up the harbor label.") as run:
+        events = [event async for event in run]
+    assert events[-1].stop.reason == "completed", events[-1]
+    return session, events
 
 
 def _answer() -> list[str]:
@@ -111,11 +131,7 @@ async def test_through_the_openai_sdk_an_async_call_starts_early_and_its_output_
     async def model(request: headstart.ModelRequest) -> Any:
         return await client.responses.create(**request.body("gpt-6-astra", provider_async=True), stream=True)
 
-    agent = headstart.Agent(engine, model, format="openai-responses")
-    session = await engine.create_session()
-    async with agent.run(session, "Look up the harbor label.") as run:
-        events = [event async for event in run]
-    assert events[-1].stop.reason == "completed", events[-1]
+    session, _ = await _run(engine, model)
     # The checked server answered every request (a 400 would have ended the run): one output, after its call.
     first, second = server.request_bodies()
     assert [(tool["name"], tool.get("async")) for tool in first["tools"]] == [("lookup", True)]
@@ -129,3 +145,46 @@ async def test_through_the_openai_sdk_an_async_call_starts_early_and_its_output_
     [stored] = headstart.inspect(db, session)["sessions"]
     [figures] = stored["figures"]["calls"]
     assert figures["headroom_ms"] >= 600, figures
+
+
+async def test_through_the_openai_sdk_a_slow_result_is_delivered_later_once(db: str) -> None:
+    """The loop (issue 30, part 2): the first response ends while ``lookup`` runs, the second request goes at once with
+    the quick ``note``'s result, and ``lookup``'s result, ready while the second response streamed, reaches the model
+    once, in the third request, after everything said before it."""
+    # The first response calls lookup and note; the second only comments; the third answers.
+    first = _astra_async_calls("resp_1", [("call_lookup", "lookup"), ("call_note", "note")], 20)
+    second = _astra_async_calls("resp_3", [], 20)
+    server = _native.ReplayServer.scripted([first, second, _answer()], 50.0, True)
+    client = openai.AsyncOpenAI(base_url=server.url + "/v1", api_key="test-key", max_retries=0)
+    asked_again = asyncio.Event()
+
+    @headstart.tool(provider_async=True)
+    async def lookup(q: str) -> str:
+        # Ready only once the model was asked again: the first response surely ended without it.
+        await asked_again.wait()
+        return f"found {q}"
+
+    @headstart.tool(provider_async=True)
+    async def note(q: str) -> str:
+        return f"noted {q}"
+
+    engine = headstart.Engine(db, tools=[lookup, note])
+    requests = 0
+
+    async def model(request: headstart.ModelRequest) -> Any:
+        nonlocal requests
+        requests += 1
+        if requests == 2:
+            asked_again.set()
+        return await client.responses.create(**request.body("gpt-6-astra", provider_async=True), stream=True)
+
+    _, events = await _run(engine, model)
+    ends = [event for event in events if event.type == "turn_end"]
+    assert list(ends[0].outcome["pending"]) == ["call_lookup"], ends[0]
+    bodies = server.request_bodies()
+    assert len(bodies) == 3
+    lookup_outputs = [[item for item in body["input"] if item.get("type") == "function_call_output"
+                       and item["call_id"] == "call_lookup"] for body in bodies]
+    assert [len(outputs) for outputs in lookup_outputs] == [0, 0, 1]
+    assert bodies[2]["input"][-1] == lookup_outputs[2][0], bodies[2]["input"]
+    assert lookup_outputs[2][0]["output"] == "found harbor"

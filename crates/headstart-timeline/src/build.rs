@@ -5,8 +5,9 @@ use std::collections::HashMap;
 use headstart::store::{StoredMessage, ToolRun};
 use headstart::Message;
 
+use crate::answers::Answers;
 use crate::report::{Report, ReportError, TranscriptEntry};
-use crate::timeline::{CallSpan, RequestSpan, Timeline};
+use crate::timeline::{CallSpan, Delivery, RequestSpan, Timeline};
 
 impl Timeline {
     /// Builds the timeline of a stored session from its durable log and its tool runs (`TranscriptStore::load_log`
@@ -52,6 +53,7 @@ impl Timeline {
             span.fragments_ms = fragments.iter().map(|&us| ms(us)).collect();
             span.stream_end_ms = span.fragments_ms.last().copied();
         }
+        let delivery = delivery_of_async_calls(log);
         let calls: Vec<CallSpan> = runs
             .iter()
             .map(|run| CallSpan {
@@ -63,6 +65,7 @@ impl Timeline {
                 started_ms: run.started_at_us.map(ms),
                 ended_ms: run.ended_at_us.map(ms),
                 outcome: run.outcome.map(|outcome| outcome.as_str().to_owned()),
+                provider_async: delivery.get(&(run.request, run.call_id.as_str())).copied(),
             })
             .collect();
         let end_ms = log
@@ -134,6 +137,8 @@ impl Timeline {
                     .map(|ms| ms.0)
                     .or_else(|| result_at.get(run.id.as_str()).copied()),
                 outcome: run.outcome.map(|outcome| outcome.as_str().to_owned()),
+                // A report does not say which calls the provider marked.
+                provider_async: None,
             })
             .collect();
         Timeline {
@@ -151,4 +156,24 @@ fn us_to_ms(us: i64) -> f64 {
     #[allow(clippy::cast_precision_loss)]
     let us = us as f64;
     us / 1000.0
+}
+
+/// Each provider-async call of `log` (by request and id) and where its result stands (contract §3.7.5).
+fn delivery_of_async_calls(log: &[StoredMessage]) -> HashMap<(u32, &str), Delivery> {
+    let answers = Answers::of(log);
+    let mut delivery = HashMap::new();
+    for stored in log {
+        let (Message::Assistant(fragment), Some(request)) = (&stored.message, stored.request) else {
+            continue;
+        };
+        for call in fragment.tool_calls().filter(|call| call.provider_async) {
+            let carried = (answers.results.get(&(Some(request), call.id.as_str())))
+                .and_then(|(stored, result)| answers.delivered_in(stored.seq, result.ready_during));
+            delivery.insert(
+                (request, call.id.as_str()),
+                carried.map_or(Delivery::Pending, Delivery::In),
+            );
+        }
+    }
+    delivery
 }

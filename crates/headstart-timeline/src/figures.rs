@@ -255,6 +255,7 @@ mod tests {
             started_ms: started,
             ended_ms: ended,
             outcome: ended.map(|_| "finished".to_owned()),
+            provider_async: None,
         }
     }
 

@@ -31,4 +31,4 @@ pub use figures_json::response_models;
 pub use format::format_ms;
 pub use report::{Report, ReportError};
 pub use savings::{RequestSavings, Savings};
-pub use timeline::{CallSpan, RequestSpan, Timeline};
+pub use timeline::{CallSpan, Delivery, RequestSpan, Timeline};

@@ -49,6 +49,17 @@ pub struct CallSpan {
     pub ended_ms: Option<f64>,
     /// How it ended, in the report's vocabulary (`finished`, `error`, …); `None` while unfinished.
     pub outcome: Option<String>,
+    /// For a provider-async call (contract §3.7.5), when its result reached the model: `None` for every other call.
+    pub provider_async: Option<Delivery>,
+}
+
+/// Where a provider-async call's result stands (contract §3.7.5).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Delivery {
+    /// No result yet, or no request after it.
+    Pending,
+    /// The request that carried the result.
+    In(u32),
 }
 
 impl CallSpan {

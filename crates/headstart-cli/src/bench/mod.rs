@@ -10,7 +10,7 @@ use serde::Serialize;
 use headstart_bench::BenchError;
 
 pub(crate) use modes::SessionsArgs;
-use modes::{AdmissionArgs, DeltasArgs, HeadroomArgs, HistoryArgs, OverlapArgs, SchedulerArgs};
+use modes::{AdmissionArgs, DeltasArgs, HeadroomArgs, HistoryArgs, OverlapArgs, ProviderAsyncArgs, SchedulerArgs};
 
 /// Arguments of `headstart bench`.
 #[derive(clap::Args)]
@@ -36,6 +36,8 @@ enum Mode {
     Headroom(HeadroomArgs),
     /// One long session: the step from a response's last write to the next request, at its start and at its end.
     History(HistoryArgs),
+    /// Two independent calls with OpenAI's async tool calling on and off, and against end-of-stream batching.
+    ProviderAsync(ProviderAsyncArgs),
 }
 
 /// How a report is printed, shared by every mode.
@@ -68,6 +70,7 @@ pub fn run(args: &Args) -> u8 {
         Mode::Scheduler(mode) => mode.run(),
         Mode::Headroom(mode) => mode.run(),
         Mode::History(mode) => mode.run(),
+        Mode::ProviderAsync(mode) => mode.run(),
     };
     match printed {
         Ok(()) => 0,

@@ -12,6 +12,7 @@ use headstart_bench::fleet::FleetLoad;
 use headstart_bench::headroom::{self, HeadroomOptions};
 use headstart_bench::history::{self, HistoryOptions, HistoryStore};
 use headstart_bench::overlap::{self, OverlapOptions};
+use headstart_bench::provider_async::{self, ProviderAsyncOptions};
 use headstart_bench::scheduler::{self, SchedulerOptions};
 use headstart_bench::sessions::{self, SessionsOptions};
 use headstart_bench::BenchError;
@@ -359,5 +360,40 @@ fn history_store(url: &str) -> HistoryStore {
                 Ok(queue as Arc<dyn TranscriptStore>)
             })
         }),
+    }
+}
+
+/// `headstart bench provider-async`.
+#[derive(clap::Args)]
+pub(super) struct ProviderAsyncArgs {
+    #[command(flatten)]
+    output: Output,
+    /// Runs per contender (figures are medians and 95th percentiles).
+    #[arg(long, default_value_t = ProviderAsyncOptions::default().runs)]
+    runs: usize,
+    /// The replay server's pause before each SSE event, in milliseconds.
+    #[arg(long, default_value_t = ProviderAsyncOptions::default().pace_ms)]
+    pace_ms: u64,
+    /// Commentary deltas after the calls, and in the second response.
+    #[arg(long, default_value_t = ProviderAsyncOptions::default().commentary)]
+    commentary: usize,
+    /// How long the slow call (`research`) works, in milliseconds.
+    #[arg(long, default_value_t = ProviderAsyncOptions::default().slow_ms)]
+    slow_ms: u64,
+    /// How long the quick call (`lookup`) works, in milliseconds.
+    #[arg(long, default_value_t = ProviderAsyncOptions::default().quick_ms)]
+    quick_ms: u64,
+}
+
+impl ProviderAsyncArgs {
+    pub(super) fn run(&self) -> Result<(), BenchError> {
+        let report = provider_async::run(&ProviderAsyncOptions {
+            runs: self.runs,
+            pace_ms: self.pace_ms,
+            commentary: self.commentary,
+            slow_ms: self.slow_ms,
+            quick_ms: self.quick_ms,
+        })?;
+        self.output.print(&report, report.table())
     }
 }

@@ -73,6 +73,17 @@ fn fragments_merge_and_results_follow_in_call_order() {
     assert_eq!(r.tool_call_id, "c1");
 }
 
+/// The canonical context of `log` (messages with their requests), each result by its text, other messages by role.
+fn shown(log: &[(Option<u32>, Message)]) -> Vec<String> {
+    model_context_by_request(log.iter().map(|(request, message)| (*request, message)))
+        .iter()
+        .map(|message| match message {
+            Message::ToolResult(_) => result_text(message),
+            other => other.role().to_owned(),
+        })
+        .collect()
+}
+
 fn result_text(message: &Message) -> String {
     let Message::ToolResult(result) = message else {
         panic!("not a result: {message:?}")
@@ -102,14 +113,7 @@ fn a_call_id_repeated_by_each_response_keeps_each_result_with_its_own_call() {
         (Some(2), fragment("r2", &["call_0"], StopReason::ToolUse, 3)),
         (Some(2), result_with("call_0", "third")),
     ];
-    let context = model_context_by_request(log.iter().map(|(request, message)| (*request, message)));
-    let shape: Vec<String> = context
-        .iter()
-        .map(|message| match message {
-            Message::ToolResult(_) => result_text(message),
-            other => other.role().to_owned(),
-        })
-        .collect();
+    let shape = shown(&log);
     assert_eq!(
         shape,
         [
@@ -189,14 +193,7 @@ fn a_provider_async_result_stays_where_it_was_written_once_a_later_message_came(
         // The engine never writes a second result; the first one wins wherever it went.
         (Some(0), result_with("a1", "twice")),
     ];
-    let context = model_context_by_request(log.iter().map(|(request, message)| (*request, message)));
-    let shown: Vec<String> = context
-        .iter()
-        .map(|message| match message {
-            Message::ToolResult(_) => result_text(message),
-            other => other.role().to_owned(),
-        })
-        .collect();
+    let shown = shown(&log);
     assert_eq!(
         shown,
         ["user", "assistant", "sync", "assistant", "late", "assistant", "in time"],
@@ -221,13 +218,6 @@ fn a_result_ready_while_a_response_streamed_goes_after_that_response() {
         (Some(1), fragment("r1", &["s1"], StopReason::ToolUse, 1)),
         (Some(1), result_with("s1", "sync")),
     ];
-    let context = model_context_by_request(log.iter().map(|(request, message)| (*request, message)));
-    let shown: Vec<String> = context
-        .iter()
-        .map(|message| match message {
-            Message::ToolResult(_) => result_text(message),
-            other => other.role().to_owned(),
-        })
-        .collect();
+    let shown = shown(&log);
     assert_eq!(shown, ["user", "assistant", "assistant", "sync", "late"]);
 }

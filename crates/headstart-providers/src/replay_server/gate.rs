@@ -40,7 +40,7 @@ pub struct Lead {
 
 impl ReplayServer {
     /// How far the first GET of `path` led the end of the reply to POST `number`; `None` when either did not
-    /// happen. With a [`Reply::Gated`] on `path`, the events after the GET are at least the ones held back.
+    /// happen. With a [`Reply::Gated`](super::Reply::Gated) on `path`, the events after the GET are at least the ones held back.
     pub fn lead(&self, path: &str, number: usize) -> Option<Lead> {
         let fetched = self
             .requests()

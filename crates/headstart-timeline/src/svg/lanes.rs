@@ -11,7 +11,7 @@ use super::style::{
 };
 use crate::format::format_ms;
 use crate::savings::{RequestSavings, Savings};
-use crate::timeline::{CallSpan, RequestSpan, Timeline};
+use crate::timeline::{CallSpan, Delivery, RequestSpan, Timeline};
 
 /// One lane of the chart.
 pub(super) enum Row<'a> {
@@ -220,7 +220,12 @@ fn end_label(svg: &mut Svg, (left, right): (f64, f64), mid: f64, label: &str, co
 
 fn call_lane(svg: &mut Svg, scale: &Scale, top: f64, call: &CallSpan, timeline: &Timeline) {
     let mid = top + ROW_H / 2.0;
-    lane_label(svg, top, &call.id, &call.name);
+    let name = match call.provider_async {
+        None => call.name.clone(),
+        Some(Delivery::In(request)) => format!("{} · async → request {request}", call.name),
+        Some(Delivery::Pending) => format!("{} · async, pending", call.name),
+    };
+    lane_label(svg, top, &call.id, &name);
     let outcome = call.outcome.as_deref();
     let colour = outcome_colour(outcome);
     let admitted = scale.x(call.admitted_ms);

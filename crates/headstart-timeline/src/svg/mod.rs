@@ -112,6 +112,7 @@ mod tests {
             started_ms: started,
             ended_ms: ended,
             outcome: outcome.map(str::to_owned),
+            provider_async: None,
         }
     }
 
