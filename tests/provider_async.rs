@@ -539,3 +539,31 @@ async fn a_stream_failing_after_an_async_call_started_never_runs_it_again() {
     assert_eq!(starts, 1, "started once, never replayed");
     assert_eq!(shape(&ran.seen[1].context), ["user", "call:a1", "result:a1"]);
 }
+
+/// A run that fails (here: the next request cannot be made) cancels its pending calls instead of waiting for them,
+/// and their results are still stored.
+#[tokio::test(start_paused = true)]
+async fn a_run_that_fails_cancels_its_pending_calls() {
+    let began = Instant::now();
+    let ran = run(
+        vec![provider_async("research", 600_000), sync("lookup", 10)],
+        // No second response: the request after the first fails to open.
+        vec![calls_then_text(
+            &[("a1", "research", true), ("s1", "lookup", false)],
+            10,
+            100,
+        )],
+        EngineConfig::default(),
+        CancellationToken::new(),
+    )
+    .await;
+    assert!(matches!(ran.stop, AgentStop::Error(_)), "{:?}", ran.stop);
+    assert!(
+        began.elapsed() < Duration::from_secs(60),
+        "did not wait ten minutes for research"
+    );
+    assert_eq!(
+        shape(&ran.context),
+        ["user", "call:a1", "call:s1", "result:s1", "result:a1"]
+    );
+}

@@ -137,9 +137,9 @@ async fn run_loop(
     stop
 }
 
-/// The run stops with `stop`: calls still pending (contract §3.7.5) finish first, or are cancelled with the run, and
-/// their results are stored for the session's next run. A result that could not be written turns the stop into an
-/// error.
+/// The run stops with `stop`: calls still pending (contract §3.7.5) finish first, or are cancelled when the run was
+/// cancelled, failed (`Error`) or lost its session (`Fenced`), and their results are stored for the session's next
+/// run. A result that could not be written turns the stop into an error.
 async fn settle_pending(
     pending: &mut PendingCalls,
     stop: AgentStop,
@@ -147,9 +147,11 @@ async fn settle_pending(
     out: &mut Outbox,
 ) -> AgentStop {
     let mut failure = None;
+    // A run that failed or lost its session cannot use what the calls would bring: they stop now, as on cancel.
+    let stop_them = matches!(stop, AgentStop::Cancelled | AgentStop::Error(_) | AgentStop::Fenced(_));
     out.flush();
     loop {
-        if cancel.is_cancelled() {
+        if stop_them || cancel.is_cancelled() {
             pending.cancel();
         }
         let delivered = tokio::select! {
