@@ -567,3 +567,44 @@ async fn a_run_that_fails_cancels_its_pending_calls() {
         ["user", "call:a1", "call:s1", "result:s1", "result:a1"]
     );
 }
+
+/// A hostile model calling async tools response after response cannot pile up work: past `max_pending_calls`, a
+/// response waits for its excess calls as for any call.
+#[tokio::test(start_paused = true)]
+async fn a_response_leaves_no_more_calls_pending_than_the_limit() {
+    let turns = vec![
+        calls_then_text(
+            &[("a1", "slow", true), ("a2", "slower", true), ("s1", "lookup", false)],
+            10,
+            100,
+        ),
+        text_response("waiting"),
+        text_response("done"),
+    ];
+    let ran = run(
+        vec![
+            provider_async("slow", 300),
+            provider_async("slower", 600),
+            sync("lookup", 10),
+        ],
+        turns,
+        EngineConfig::default().max_pending_calls(1),
+        CancellationToken::new(),
+    )
+    .await;
+    assert_eq!(ran.stop, AgentStop::Completed);
+    assert_eq!(
+        pending_at_ends(&ran.events)[0],
+        ["a2"],
+        "a1 was waited for: one pending at most"
+    );
+    assert!(
+        ran.seen[1].at_ms >= 310,
+        "the first response ended once a1 was done: {}",
+        ran.seen[1].at_ms
+    );
+    assert_eq!(
+        shape(&ran.seen[1].context),
+        ["user", "call:a1", "call:a2", "call:s1", "result:a1", "result:s1"]
+    );
+}

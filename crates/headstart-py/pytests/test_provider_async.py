@@ -188,3 +188,9 @@ async def test_through_the_openai_sdk_a_slow_result_is_delivered_later_once(db: 
     assert [len(outputs) for outputs in lookup_outputs] == [0, 0, 1]
     assert bodies[2]["input"][-1] == lookup_outputs[2][0], bodies[2]["input"]
     assert lookup_outputs[2][0]["output"] == "found harbor"
+
+
+def test_the_delivery_policy_is_one_of_two(db: str) -> None:
+    headstart.Engine(db, async_delivery="as_ready", max_pending_calls=4)
+    with pytest.raises(headstart.ConfigError, match="async_delivery must be 'all_pending' or 'as_ready'"):
+        headstart.Engine(db, async_delivery="soon")

@@ -5,7 +5,8 @@ use headstart::store::Durability;
 use std::sync::Arc;
 
 use headstart::{
-    CancellationToken, EngineConfig, ExecutionMode, Hooks, RecoveryPolicy, SessionId, ToolDefinition, Toolbox,
+    AsyncDelivery, CancellationToken, EngineConfig, ExecutionMode, Hooks, RecoveryPolicy, SessionId, ToolDefinition,
+    Toolbox,
 };
 use headstart_providers::request::{build_body, RequestSettings};
 use pyo3::prelude::*;
@@ -36,7 +37,9 @@ impl Engine {
     /// `tool_execution` is `parallel` or `sequential`; `max_in_flight` bounds the bodies running at once (`None`:
     /// unbounded); `early_execution=False` runs every call after its stream, as a batch; `durability` (SQLite) is
     /// `full` (each commit synced: survives power loss) or `normal` (survives a crash of the process);
-    /// `before_tool_call` / `after_tool_call` are Python hooks (see `crate::hook`).
+    /// `async_delivery` (`all_pending` or `as_ready`) and `max_pending_calls` govern provider-async results
+    /// delivered later (contract §3.7.5, §3.7.6); `before_tool_call` / `after_tool_call` are Python hooks (see
+    /// `crate::hook`).
     #[new]
     // The keyword arguments of Python's `Engine(...)`, one parameter each, as pyo3 maps them.
     #[allow(clippy::too_many_arguments)]
@@ -49,6 +52,8 @@ impl Engine {
         early_execution = true,
         max_requests = 32,
         durability = "full",
+        async_delivery = "all_pending",
+        max_pending_calls = headstart::DEFAULT_MAX_PENDING_CALLS,
         before_tool_call = None,
         after_tool_call = None,
     ))]
@@ -61,6 +66,8 @@ impl Engine {
         early_execution: bool,
         max_requests: u32,
         durability: &str,
+        async_delivery: &str,
+        max_pending_calls: usize,
         before_tool_call: Option<Bound<'_, PyAny>>,
         after_tool_call: Option<Bound<'_, PyAny>>,
     ) -> PyResult<Self> {
@@ -82,6 +89,15 @@ impl Engine {
                 )))
             }
         };
+        let delivery = match async_delivery {
+            "all_pending" => AsyncDelivery::AllPending,
+            "as_ready" => AsyncDelivery::AsReady,
+            other => {
+                return Err(ConfigError::new_err(format!(
+                    "async_delivery must be 'all_pending' or 'as_ready', not {other:?}"
+                )))
+            }
+        };
         let home = Home::new()?;
         let mut toolbox = Toolbox::new();
         for tool in &tools {
@@ -93,7 +109,9 @@ impl Engine {
             .tool_execution(mode)
             .max_in_flight(max_in_flight)
             .early_execution(early_execution)
-            .max_requests(max_requests);
+            .max_requests(max_requests)
+            .async_delivery(delivery)
+            .max_pending_calls(max_pending_calls);
         let mut hooks = Hooks::new();
         if before_tool_call.is_some() || after_tool_call.is_some() {
             hooks.push(PyHook {

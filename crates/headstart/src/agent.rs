@@ -291,7 +291,7 @@ async fn run_requests(
             session: session.clone(),
             request,
             chat,
-            deliver_later: true,
+            deliver_later: engine.config().max_pending_calls.saturating_sub(pending.len()),
         };
         let (outcome, detached) = drive_response(parts, response, stream, cancel, tasks, out).await;
         *pending.streaming().lock().await = None;

@@ -37,6 +37,13 @@ pub enum AsyncDelivery {
     AsReady,
 }
 
+/// The default of [`EngineConfig::max_pending_calls`].
+pub const DEFAULT_MAX_PENDING_CALLS: usize = 16;
+
+fn default_max_pending_calls() -> usize {
+    DEFAULT_MAX_PENDING_CALLS
+}
+
 /// The default of [`EngineConfig::max_in_flight`].
 pub const DEFAULT_MAX_IN_FLIGHT: usize = 16;
 
@@ -95,6 +102,12 @@ pub struct EngineConfig {
     /// [`AsyncDelivery::AllPending`].
     #[serde(default)]
     pub async_delivery: AsyncDelivery,
+    /// At most this many provider-async calls of a run are left running past their responses (contract §3.7.5): a
+    /// response that would leave more waits for the excess as for any call, so a model that keeps calling async
+    /// tools response after response cannot pile up work without bound. Default [`DEFAULT_MAX_PENDING_CALLS`] (16);
+    /// 0 delivers no result later.
+    #[serde(default = "default_max_pending_calls")]
+    pub max_pending_calls: usize,
 }
 
 impl EngineConfig {
@@ -152,6 +165,12 @@ impl EngineConfig {
         self
     }
 
+    /// Sets [`EngineConfig::max_pending_calls`].
+    pub fn max_pending_calls(mut self, calls: usize) -> Self {
+        self.max_pending_calls = calls;
+        self
+    }
+
     /// Sets [`EngineConfig::cached_contexts`].
     pub fn cached_contexts(mut self, sessions: usize) -> Self {
         self.cached_contexts = sessions;
@@ -171,6 +190,7 @@ impl Default for EngineConfig {
             capture_content: false,
             cached_contexts: DEFAULT_CACHED_CONTEXTS,
             async_delivery: AsyncDelivery::AllPending,
+            max_pending_calls: DEFAULT_MAX_PENDING_CALLS,
         }
     }
 }

@@ -177,7 +177,7 @@ impl Engine {
                     session,
                     request,
                     chat,
-                    deliver_later: false,
+                    deliver_later: 0,
                 };
                 drive_response(parts, response, stream, &cancel, &tracker, &mut out).await;
             }

@@ -105,7 +105,7 @@ pub use agent::Agent;
 pub use clock::{Clock, SystemClock, TokioClock};
 pub use config::{
     AsyncDelivery, EngineConfig, ExecutionMode, DEFAULT_CACHED_CONTEXTS, DEFAULT_MAX_CALLS_PER_RESPONSE,
-    DEFAULT_MAX_IN_FLIGHT,
+    DEFAULT_MAX_IN_FLIGHT, DEFAULT_MAX_PENDING_CALLS,
 };
 pub use engine::{Engine, EngineBuilder, TurnIdSource};
 #[allow(deprecated)]

@@ -82,6 +82,11 @@ impl PendingCalls {
         self.outstanding == 0
     }
 
+    /// How many calls are pending (adopted, their results not yet taken).
+    pub fn len(&self) -> usize {
+        self.outstanding
+    }
+
     /// Takes over the calls request `request`'s response ended without: a task on `tasks` writes each result as it
     /// comes, in the order they come.
     pub fn adopt(&mut self, detached: DetachedCalls, request: u32, tasks: &TaskTracker) {

@@ -195,6 +195,8 @@ class Engine:
         early_execution: bool = True,
         max_requests: int = 32,
         durability: str = "full",
+        async_delivery: str = "all_pending",
+        max_pending_calls: int = 16,
         before_tool_call: Optional[Callable[[dict[str, Any], dict[str, Any]], Any]] = None,
         after_tool_call: Optional[Callable[[dict[str, Any], dict[str, Any]], Any]] = None,
     ) -> None: ...

@@ -57,7 +57,9 @@ class Engine:
     """The early-execution engine over one transcript store (a SQLite path, or a ``postgresql://`` URL) with its
     tools. Share one per process and event loop. ``tool_execution``: ``parallel`` or ``sequential``;
     ``max_in_flight``: bodies running at once (``None``: unbounded); ``early_execution=False``: every call after its
-    stream; ``max_requests``: requests per agent run; ``durability`` (SQLite): ``full`` or ``normal``.
+    stream; ``max_requests``: requests per agent run; ``durability`` (SQLite): ``full`` or ``normal``;
+    ``async_delivery`` (``all_pending`` or ``as_ready``) and ``max_pending_calls``: provider-async results delivered
+    in a later request (contract §3.7.5, §3.7.6).
 
     Hooks (sync or ``async``, called on the loop with JSON data): ``before_tool_call(call, arguments)`` returns
     ``None``/``True`` to run the call, ``False`` or a reason string to block it; ``after_tool_call(call, result)``
@@ -78,6 +80,8 @@ class Engine:
         early_execution: bool = True,
         max_requests: int = 32,
         durability: str = "full",
+        async_delivery: str = "all_pending",
+        max_pending_calls: int = 16,
         before_tool_call: Optional[Callable[[dict[str, Any], dict[str, Any]], Any]] = None,
         after_tool_call: Optional[Callable[[dict[str, Any], dict[str, Any]], Any]] = None,
     ) -> None:
@@ -96,6 +100,8 @@ class Engine:
             early_execution=early_execution,
             max_requests=max_requests,
             durability=durability,
+            async_delivery=async_delivery,
+            max_pending_calls=max_pending_calls,
             before_tool_call=before_tool_call,
             after_tool_call=after_tool_call,
         )

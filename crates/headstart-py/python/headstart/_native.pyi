@@ -43,6 +43,8 @@ class Engine:
         early_execution: bool = True,
         max_requests: int = 32,
         durability: str = "full",
+        async_delivery: str = "all_pending",
+        max_pending_calls: int = ...,
         before_tool_call: Optional[Any] = None,
         after_tool_call: Optional[Any] = None,
     ) -> Engine: ...

@@ -155,14 +155,14 @@ pub(crate) struct DrivenResponse {
     pub session: SessionId,
     pub request: u32,
     pub chat: ChatSpan,
-    /// The response may end while provider-async calls run (contract §3.7.5); they are handed back.
-    pub deliver_later: bool,
+    /// How many provider-async calls the response may leave running (contract §3.7.5); they are handed back.
+    pub deliver_later: usize,
 }
 
 /// Drives one response: reads `stream` to its end, commits, admits and settles every call, and hands the agent
 /// events, from `ResponseStart` to `ResponseEnd`, to `out` (contract §3, §6). Returns how the response ended. `chat` is the
 /// request's span: it ends with the stream, while calls may still run; their spans are children of the current
-/// span (the run's). With `deliver_later`, the calls still running when it ended (contract §3.7.5) come back too.
+/// span (the run's). The provider-async calls it may leave running (`deliver_later`, contract §3.7.5) come back too.
 pub(crate) async fn drive_response<S>(
     parts: Arc<EngineParts>,
     DrivenResponse {
@@ -310,7 +310,7 @@ mod tests {
             session: fixture.session.clone(),
             request: 0,
             chat: ChatSpan::open(&fixture.session, 0, None, None, 0),
-            deliver_later: false,
+            deliver_later: 0,
         };
         let cancel = fixture.cancel.clone();
         let tasks = fixture.tasks.clone();

@@ -50,9 +50,9 @@ pub(crate) struct ResponseDriver<'a> {
     pub(super) sealed_at_us: HashMap<String, i64>,
     /// How long the last fragment commit took (µs), for the spans of the calls it admitted.
     pub(super) last_commit_us: i64,
-    /// The response may end while provider-async calls still run (contract §3.7.5): an agent loop delivers their
-    /// results later.
-    pub(super) deliver_later: bool,
+    /// How many provider-async calls the response may leave running (contract §3.7.5): an agent loop delivers
+    /// their results later. 0 without a loop.
+    pub(super) deliver_later: usize,
 }
 
 impl<'a> ResponseDriver<'a> {
@@ -63,7 +63,7 @@ impl<'a> ResponseDriver<'a> {
         tasks: TaskTracker,
         out: &'a mut Outbox,
         chat: ChatSpan,
-        deliver_later: bool,
+        deliver_later: usize,
     ) -> Self {
         let runner = ToolRunner::new(
             &parts.config,
@@ -111,13 +111,13 @@ impl<'a> ResponseDriver<'a> {
     }
 
     /// The response ends with calls running (contract §3.7.5): it ended normally, and only calls whose results
-    /// may be delivered later are left. A cancelled or failed response waits for its running calls as usual.
+    /// may be delivered later are left, no more than it may leave. A cancelled or failed response waits for its
+    /// running calls as usual.
     pub(super) fn ends_before_results(&self) -> bool {
-        self.deliver_later
-            && !self.cancel_seen
+        !self.cancel_seen
             && self.store_failure.is_none()
             && (self.accumulator.ending()).is_some_and(|ending| !ending.stop_reason.is_abnormal())
-            && self.runner.only_deliverable_later_left()
+            && self.runner.only_deliverable_later_left(self.deliver_later)
     }
 
     pub(super) fn now_us(&self) -> i64 {

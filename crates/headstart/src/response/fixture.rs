@@ -99,7 +99,7 @@ impl Fixture {
             self.tasks.clone(),
             &mut self.out,
             chat,
-            false,
+            0,
         )
     }
 

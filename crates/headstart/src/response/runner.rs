@@ -312,10 +312,11 @@ impl ToolRunner {
         self.scheduler.is_idle()
     }
 
-    /// `true` when the only calls not settled are running calls whose results may be delivered later: nothing
-    /// else of the response waits for them.
-    pub fn only_deliverable_later_left(&self) -> bool {
+    /// `true` when the only calls not settled are running calls whose results may be delivered later, at most
+    /// `limit` of them: nothing else of the response waits for them.
+    pub fn only_deliverable_later_left(&self, limit: usize) -> bool {
         !self.deliverable_later.is_empty()
+            && self.deliverable_later.len() <= limit
             && self.preparing.is_none()
             && self.scheduler.unsettled() == self.deliverable_later.len()
     }
