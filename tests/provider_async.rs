@@ -158,6 +158,15 @@ fn calls_then_text(calls: &[(&str, &str, bool)], sealed_ms: u64, done_ms: u64) -
     events
 }
 
+/// A response calling `slow` and `slower` (both marked async) and `lookup` (sync).
+fn two_async_and_a_sync() -> Vec<TimedDelta> {
+    calls_then_text(
+        &[("a1", "slow", true), ("a2", "slower", true), ("s1", "lookup", false)],
+        10,
+        100,
+    )
+}
+
 struct Ran {
     stop: AgentStop,
     seen: Vec<Seen>,
@@ -288,11 +297,7 @@ async fn a_result_slower_than_two_responses_reaches_the_model_once_in_the_reques
 async fn two_async_calls_and_a_sync_call_the_sync_one_waits_for_the_stream_and_results_come_as_they_are_ready() {
     for (delivery, expected_requests) in [(AsyncDelivery::AllPending, 3), (AsyncDelivery::AsReady, 4)] {
         let turns = vec![
-            calls_then_text(
-                &[("a1", "slow", true), ("a2", "slower", true), ("s1", "lookup", false)],
-                10,
-                100,
-            ),
+            two_async_and_a_sync(),
             text_response("waiting"),
             text_response("one in"),
             text_response("both in"),
@@ -572,15 +577,7 @@ async fn a_run_that_fails_cancels_its_pending_calls() {
 /// response waits for its excess calls as for any call.
 #[tokio::test(start_paused = true)]
 async fn a_response_leaves_no_more_calls_pending_than_the_limit() {
-    let turns = vec![
-        calls_then_text(
-            &[("a1", "slow", true), ("a2", "slower", true), ("s1", "lookup", false)],
-            10,
-            100,
-        ),
-        text_response("waiting"),
-        text_response("done"),
-    ];
+    let turns = vec![two_async_and_a_sync(), text_response("waiting"), text_response("done")];
     let ran = run(
         vec![
             provider_async("slow", 300),

@@ -71,33 +71,27 @@ impl Engine {
         before_tool_call: Option<Bound<'_, PyAny>>,
         after_tool_call: Option<Bound<'_, PyAny>>,
     ) -> PyResult<Self> {
-        let durability = match durability {
-            "full" => Durability::Full,
-            "normal" => Durability::Normal,
-            other => {
-                return Err(ConfigError::new_err(format!(
-                    "durability must be 'full' or 'normal', not {other:?}"
-                )))
-            }
-        };
-        let mode = match tool_execution {
-            "parallel" => ExecutionMode::Parallel,
-            "sequential" => ExecutionMode::Sequential,
-            other => {
-                return Err(ConfigError::new_err(format!(
-                    "tool_execution must be 'parallel' or 'sequential', not {other:?}"
-                )))
-            }
-        };
-        let delivery = match async_delivery {
-            "all_pending" => AsyncDelivery::AllPending,
-            "as_ready" => AsyncDelivery::AsReady,
-            other => {
-                return Err(ConfigError::new_err(format!(
-                    "async_delivery must be 'all_pending' or 'as_ready', not {other:?}"
-                )))
-            }
-        };
+        let durability = one_of(
+            "durability",
+            durability,
+            [("full", Durability::Full), ("normal", Durability::Normal)],
+        )?;
+        let mode = one_of(
+            "tool_execution",
+            tool_execution,
+            [
+                ("parallel", ExecutionMode::Parallel),
+                ("sequential", ExecutionMode::Sequential),
+            ],
+        )?;
+        let delivery = one_of(
+            "async_delivery",
+            async_delivery,
+            [
+                ("all_pending", AsyncDelivery::AllPending),
+                ("as_ready", AsyncDelivery::AsReady),
+            ],
+        )?;
         let home = Home::new()?;
         let mut toolbox = Toolbox::new();
         for tool in &tools {
@@ -245,5 +239,17 @@ impl Engine {
             Ok(Events::new(events, cancel, home))
         })?;
         Ok((feed, pending))
+    }
+}
+
+/// The value `name` stands for among two `choices`, or the `ConfigError` naming both: `<parameter> must be 'a' or
+/// 'b', not "x"`.
+fn one_of<T: Copy>(parameter: &str, name: &str, choices: [(&str, T); 2]) -> PyResult<T> {
+    match choices.iter().find(|(choice, _)| *choice == name) {
+        Some(&(_, value)) => Ok(value),
+        None => Err(ConfigError::new_err(format!(
+            "{parameter} must be '{}' or '{}', not {name:?}",
+            choices[0].0, choices[1].0
+        ))),
     }
 }
