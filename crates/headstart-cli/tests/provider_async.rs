@@ -9,6 +9,9 @@
 //!   1.2 s tail of text) before the response's terminal commit; the next request carries the call item back with
 //!   its `async: true` and exactly one `function_call_output` for it, after it; the stored call keeps the marker.
 //! - Without `--provider-async`, no definition says `async`; with another provider, the flag is refused.
+//! - The loop (issue 30, part 2): a `fetch_url` outliving two responses reaches the model once, in the request after
+//!   it was ready, at its end, through `run` and through `worker`; `inspect` and `timeline` name that request; killed
+//!   with the fetch pending, `resume` delivers exactly one (interrupted) result.
 
 use std::collections::HashMap;
 use std::time::Duration;
@@ -262,10 +265,11 @@ async fn stored_session(dir: &std::path::Path) -> (SqliteStore, SessionId) {
     (store, session)
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_fetch_slower_than_two_responses_reaches_the_model_once_in_the_request_after_it_is_ready() {
-    // The page answers only once the third model request arrived: the fetch outlives two whole responses, whatever
-    // the machine's load. Replies name the page on the server itself, known once it listens.
+/// The checked replay server of a `fetch_url` that outlives two responses: the first response calls it and
+/// `read_file`, the second `list_dir`, the third only comments, the fourth answers. The page answers only once the
+/// third model request arrived, whatever the machine's load; replies name the page on the server itself, known once it
+/// listens.
+async fn fetch_outliving_two_responses() -> ReplayServer {
     let url = std::sync::Arc::new(std::sync::OnceLock::<String>::new());
     let page = std::sync::Arc::clone(&url);
     let script = move |next: usize| {
@@ -294,17 +298,13 @@ async fn a_fetch_slower_than_two_responses_reaches_the_model_once_in_the_request
             timeout: Duration::from_secs(60),
         },
     );
-    let dir = workdir();
-    let args = [
-        "run",
-        "--provider-async",
-        "--fetch",
-        "--fetch-allow-private",
-        "Fetch it and read the notes.",
-    ];
-    let output = run_to_end(&mut command(dir.path(), &server, "openai-responses", &args)).await;
-    assert!(output.status.success(), "{:?}", output.status);
+    server
+}
 
+/// What the server of [`fetch_outliving_two_responses`] saw: four requests, the fetch's output in the last one only,
+/// at its end (after everything said before that request, the third response included: it was ready while that
+/// response streamed, which never saw it), not beside its call; the quick read's in the second.
+fn assert_fetch_delivered_once_at_the_end(server: &ReplayServer) {
     let requests = server.model_requests();
     assert_eq!(requests.len(), 4, "the call, the list, the wait, the answer");
     let fetch_outputs: Vec<usize> = requests
@@ -321,8 +321,6 @@ async fn a_fetch_slower_than_two_responses_reaches_the_model_once_in_the_request
         1,
         "the quick read went at once"
     );
-    // Where it reached the model: after everything said before that request, the third response included (it was
-    // ready while that response streamed, which never saw it), not beside its call.
     let input = requests[3].body["input"].as_array().cloned().unwrap_or_default();
     assert_eq!(
         input
@@ -331,6 +329,23 @@ async fn a_fetch_slower_than_two_responses_reaches_the_model_once_in_the_request
         Some((json!("call_fetch"), json!("the page, at last"))),
         "{input:?}"
     );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_fetch_slower_than_two_responses_reaches_the_model_once_in_the_request_after_it_is_ready() {
+    let server = fetch_outliving_two_responses().await;
+    let dir = workdir();
+    let args = [
+        "run",
+        "--provider-async",
+        "--fetch",
+        "--fetch-allow-private",
+        "Fetch it and read the notes.",
+    ];
+    let output = run_to_end(&mut command(dir.path(), &server, "openai-responses", &args)).await;
+    assert!(output.status.success(), "{:?}", output.status);
+
+    assert_fetch_delivered_once_at_the_end(&server);
     let (store, session) = stored_session(dir.path()).await;
     let violations = check_session(&store, &session).await.expect("the log loads");
     assert!(violations.is_empty(), "{violations:?}");
@@ -412,5 +427,71 @@ async fn killed_while_an_async_call_is_pending_the_resume_delivers_one_interrupt
     assert_eq!(input[outputs[0]]["output"], json!(headstart::INTERRUPTED));
     let (store, session) = stored_session(dir.path()).await;
     let violations = check_session(&store, &session).await.expect("the log loads");
+    assert!(violations.is_empty(), "{violations:?}");
+}
+
+/// `headstart worker` meets provider-async calls as `run` does: a submitted prompt whose fetch outlives two
+/// responses is answered with the fetch delivered once, in the request after it was ready.
+#[cfg(unix)]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_worker_delivers_a_slow_async_result_once_in_the_request_after_it_is_ready() {
+    let server = fetch_outliving_two_responses().await;
+    let dir = workdir();
+    let store = dir.path().join("fleet.db");
+    let store = store.to_str().expect("a UTF-8 path");
+    let submitted = std::process::Command::new(env!("CARGO_BIN_EXE_headstart"))
+        .args(["submit", "--store", store, "Fetch it and read the notes."])
+        .output()
+        .expect("submit runs");
+    assert!(submitted.status.success(), "{submitted:?}");
+    let session = String::from_utf8_lossy(&submitted.stdout).trim().to_owned();
+    let mut worker = std::process::Command::new(env!("CARGO_BIN_EXE_headstart"));
+    worker
+        .current_dir(dir.path())
+        .env(support::KEY, "test-key")
+        .args([
+            "worker",
+            "--store",
+            store,
+            "--id",
+            "w1",
+            "--concurrency",
+            "1",
+            "--poll-ms",
+            "50",
+        ])
+        .args([
+            "--provider",
+            "openai-responses",
+            "--model",
+            "m",
+            "--api-key-env",
+            support::KEY,
+        ])
+        .arg("--base-url")
+        .arg(server.url("/v1"))
+        .args(["--provider-async", "--fetch", "--fetch-allow-private", "--workdir"])
+        .arg(dir.path())
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null());
+    let _worker = support::ChildGuard::spawn(&mut worker).expect("the worker starts");
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(90);
+    let state = loop {
+        let store = SqliteStore::open_read_only(store).expect("the store opens");
+        let sessions = store.sessions().await.expect("sessions");
+        let state = sessions
+            .iter()
+            .find(|info| info.id.0 == session)
+            .map(|info| info.state.as_str());
+        if matches!(state, Some("completed" | "failed")) || tokio::time::Instant::now() > deadline {
+            break state.map(str::to_owned);
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    };
+    assert_eq!(state.as_deref(), Some("completed"));
+    assert_fetch_delivered_once_at_the_end(&server);
+    let store = SqliteStore::open_read_only(store).expect("the store opens");
+    let violations = check_session(&store, &SessionId(session)).await.expect("the log loads");
     assert!(violations.is_empty(), "{violations:?}");
 }
