@@ -147,21 +147,22 @@ async def test_through_the_openai_sdk_an_async_call_starts_early_and_its_output_
     assert figures["headroom_ms"] >= 600, figures
 
 
-async def test_through_the_openai_sdk_a_slow_result_is_delivered_later_once(db: str) -> None:
-    """The loop (issue 30, part 2): the first response ends while ``lookup`` runs, the second request goes at once with
-    the quick ``note``'s result, and ``lookup``'s result, ready while the second response streamed, reaches the model
-    once, in the third request, after everything said before it."""
+@pytest.mark.parametrize("through", ["openai_sdk", "http_model"])
+async def test_a_slow_result_is_delivered_later_once(db: str, through: str) -> None:
+    """The loop (issue 30, part 2), through the real ``openai`` SDK and through ``HttpModel``: the first response ends
+    while ``lookup`` runs, the second request goes at once with the quick ``note``'s result, and ``lookup``'s result,
+    ready while the second response streamed, reaches the model once, in the third request, after everything said
+    before it."""
     # The first response calls lookup and note; the second only comments; the third answers.
     first = _astra_async_calls("resp_1", [("call_lookup", "lookup"), ("call_note", "note")], 20)
     second = _astra_async_calls("resp_3", [], 20)
     server = _native.ReplayServer.scripted([first, second, _answer()], 50.0, True)
-    client = openai.AsyncOpenAI(base_url=server.url + "/v1", api_key="test-key", max_retries=0)
-    asked_again = asyncio.Event()
 
     @headstart.tool(provider_async=True)
     async def lookup(q: str) -> str:
         # Ready only once the model was asked again: the first response surely ended without it.
-        await asked_again.wait()
+        while len(server.request_bodies()) < 2:
+            await asyncio.sleep(0.01)
         return f"found {q}"
 
     @headstart.tool(provider_async=True)
@@ -169,15 +170,18 @@ async def test_through_the_openai_sdk_a_slow_result_is_delivered_later_once(db: 
         return f"noted {q}"
 
     engine = headstart.Engine(db, tools=[lookup, note])
-    requests = 0
+    model: Any
+    if through == "http_model":
+        model = headstart.HttpModel(
+            "openai-responses", "gpt-6-astra", base_url=server.url + "/v1", api_key_env="", provider_async=True
+        )
+    else:
+        client = openai.AsyncOpenAI(base_url=server.url + "/v1", api_key="test-key", max_retries=0)
 
-    async def model(request: headstart.ModelRequest) -> Any:
-        nonlocal requests
-        requests += 1
-        if requests == 2:
-            asked_again.set()
-        return await client.responses.create(**request.body("gpt-6-astra", provider_async=True), stream=True)
+        async def sdk_model(request: headstart.ModelRequest) -> Any:
+            return await client.responses.create(**request.body("gpt-6-astra", provider_async=True), stream=True)
 
+        model = sdk_model
     _, events = await _run(engine, model)
     ends = [event for event in events if event.type == "turn_end"]
     assert list(ends[0].outcome["pending"]) == ["call_lookup"], ends[0]
