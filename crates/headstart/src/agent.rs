@@ -337,7 +337,9 @@ async fn run_requests(
             }
             continue;
         }
-        if !unseen && !outcome.wants_continuation() {
+        // With the returns above, `unseen` is `wants_continuation` (a call admitted and settled) plus the pending
+        // results that arrived meanwhile.
+        if !unseen {
             return AgentStop::Completed;
         }
     }

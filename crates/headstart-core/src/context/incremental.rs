@@ -256,13 +256,13 @@ impl ContextBuilder {
             self.context.push(Message::ToolResult(result.clone()));
             return Ok(());
         };
-        let owner = owner.clone();
-        let call = (owner.clone(), id.clone());
-        if self.provider_async.contains(&call) {
+        // Only provider-async calls need the lookup (and its key's copy): the common result skips it.
+        let call = (!self.provider_async.is_empty()).then(|| (owner.clone(), id.clone()));
+        if let Some(call) = call.filter(|call| self.provider_async.contains(call)) {
             if !self.async_answered.insert(call) {
                 return Ok(()); // the first result wins, as in the whole log's context
             }
-            if super::is_late(&owner, self.open.as_ref(), true, result.ready_during.is_some()) {
+            if super::is_late(owner, self.open.as_ref(), true, result.ready_during.is_some()) {
                 // Delivered late (contract §3.7.5): kept where it was written, at the end; after the response that
                 // was streaming then, should that one write its first fragment later.
                 if let Some(streaming) = result
@@ -275,7 +275,7 @@ impl ContextBuilder {
                 return Ok(());
             }
         }
-        let Some(latest) = self.latest.as_mut().filter(|latest| latest.key == owner) else {
+        let Some(latest) = self.latest.as_mut().filter(|latest| latest.key == *owner) else {
             return Err(reload("a result answers a response before the last one begun"));
         };
         let position = match latest.position.get(id) {
