@@ -28,7 +28,7 @@ use std::time::Duration;
 use headstart::layer::{ProviderAsyncLayer, ToolLayer};
 use headstart::{Agent, AgentEvent, CancellationToken, Engine, EngineConfig, SqliteStore, Tool, Toolbox, UserMessage};
 use headstart_providers::http::{HttpModel, HttpModelConfig};
-use headstart_providers::replay_server::{ReplayServer, Reply};
+use headstart_providers::replay_server::{responses_stream, ReplayServer, Reply};
 use headstart_providers::WireFormat;
 use serde::Serialize;
 use serde_json::{json, Value};
@@ -302,52 +302,10 @@ impl Times {
 /// A Responses stream: `calls` (id, tool, the `ms` it works), `async: true` on each when `marked`, then a message of
 /// `deltas` text deltas, then `response.completed`.
 fn response(id: &str, calls: &[(&str, &str, u64)], marked: bool, deltas: usize) -> Vec<String> {
-    let event = |data: Value| format!("event: {}\ndata: {data}\n\n", data["type"].as_str().unwrap_or_default());
-    let mut events = vec![event(
-        json!({"type": "response.created", "response": {"id": id, "status": "in_progress", "output": []}}),
-    )];
-    for (index, &(call_id, name, ms)) in calls.iter().enumerate() {
-        let arguments = json!({"ms": ms}).to_string();
-        let mut item = json!({"id": format!("fc_{index}"), "type": "function_call", "status": "in_progress",
-                              "arguments": "", "call_id": call_id, "name": name});
-        if marked {
-            item["async"] = json!(true);
-        }
-        let mut done = item.clone();
-        done["status"] = json!("completed");
-        done["arguments"] = json!(arguments);
-        events.push(event(
-            json!({"type": "response.output_item.added", "output_index": index, "item": item}),
-        ));
-        events.push(event(
-            json!({"type": "response.function_call_arguments.delta", "item_id": format!("fc_{index}"),
-                                 "output_index": index, "delta": arguments}),
-        ));
-        events.push(event(
-            json!({"type": "response.function_call_arguments.done", "item_id": format!("fc_{index}"),
-                                 "output_index": index, "arguments": arguments}),
-        ));
-        events.push(event(
-            json!({"type": "response.output_item.done", "output_index": index, "item": done}),
-        ));
-    }
-    let message = calls.len();
-    events.push(event(
-        json!({"type": "response.output_item.added", "output_index": message,
-                             "item": {"id": format!("msg_{id}"), "type": "message", "role": "assistant",
-                                      "content": []}}),
-    ));
-    for word in 0..deltas {
-        events.push(event(
-            json!({"type": "response.output_text.delta", "item_id": format!("msg_{id}"),
-                                 "output_index": message, "content_index": 0, "delta": format!("word{word} ")}),
-        ));
-    }
-    events.push(event(
-        json!({"type": "response.completed", "response": {"id": id, "status": "completed",
-                             "usage": {"input_tokens": 10, "output_tokens": deltas}}}),
-    ));
-    events
+    let calls: Vec<(&str, &str, Value)> = (calls.iter())
+        .map(|&(call_id, name, ms)| (call_id, name, json!({"ms": ms})))
+        .collect();
+    responses_stream::calls_then_commentary(id, &calls, marked, deltas)
 }
 
 impl ProviderAsyncReport {

@@ -19,7 +19,7 @@ use std::time::Duration;
 use headstart::core::{ContentBlock, Message};
 use headstart::{SessionId, SqliteStore, TranscriptStore};
 use headstart_providers::replay_server::responses_input::Checked;
-use headstart_providers::replay_server::{ReplayServer, Reply, Route, SeenRequest};
+use headstart_providers::replay_server::{responses_stream, ReplayServer, Reply, Route, SeenRequest};
 use headstart_testkit::invariants::check_session;
 use serde_json::{json, Value};
 
@@ -34,59 +34,7 @@ const TAIL: usize = 20;
 /// A Responses stream as GPT-6 Astra sends it for async calls: each `function_call` item with `async: true`, then
 /// a commentary message of `TAIL` deltas while the results are pending, then `response.completed`.
 fn async_calls_then_commentary(response: &str, calls: &[(&str, &str, Value)]) -> Vec<String> {
-    let mut events = vec![event(
-        "response.created",
-        json!({"type": "response.created", "response": {"id": response, "status": "in_progress", "output": []}}),
-    )];
-    for (index, (call_id, name, arguments)) in calls.iter().enumerate() {
-        let item_id = format!("fc_{index}");
-        let call = json!({"id": item_id, "type": "function_call", "status": "in_progress", "arguments": "",
-                          "async": true, "call_id": call_id, "name": name});
-        let arguments = arguments.to_string();
-        let mut done = call.clone();
-        done["status"] = json!("completed");
-        done["arguments"] = json!(arguments);
-        events.extend([
-            event(
-                "response.output_item.added",
-                json!({"type": "response.output_item.added", "output_index": index, "item": call}),
-            ),
-            event(
-                "response.function_call_arguments.delta",
-                json!({"type": "response.function_call_arguments.delta", "item_id": item_id,
-                       "output_index": index, "delta": arguments}),
-            ),
-            event(
-                "response.function_call_arguments.done",
-                json!({"type": "response.function_call_arguments.done", "item_id": item_id,
-                       "output_index": index, "arguments": arguments}),
-            ),
-            event(
-                "response.output_item.done",
-                json!({"type": "response.output_item.done", "output_index": index, "item": done}),
-            ),
-        ]);
-    }
-    let message = calls.len();
-    events.push(event(
-        "response.output_item.added",
-        json!({"type": "response.output_item.added", "output_index": message,
-               "item": {"id": format!("msg_{response}"), "type": "message", "role": "assistant", "content": [],
-                        "phase": "commentary"}}),
-    ));
-    for word in 0..TAIL {
-        events.push(event(
-            "response.output_text.delta",
-            json!({"type": "response.output_text.delta", "item_id": format!("msg_{response}"),
-                   "output_index": message, "content_index": 0, "delta": format!("waiting {word} ")}),
-        ));
-    }
-    events.push(event(
-        "response.completed",
-        json!({"type": "response.completed", "response": {"id": response, "status": "completed",
-               "incomplete_details": null, "usage": {"input_tokens": 10, "output_tokens": 30}}}),
-    ));
-    events
+    responses_stream::calls_then_commentary(response, calls, true, TAIL)
 }
 
 /// The read of `notes.txt`, as the model calls it.

@@ -37,6 +37,7 @@ pub mod respell;
 mod route;
 pub use route::Route;
 pub mod responses_input;
+pub mod responses_stream;
 #[cfg(test)]
 mod tests;
 
