@@ -3,17 +3,20 @@
 //!
 //! [`Balancer`] is a small HTTP/2 (prior knowledge, as Restate speaks to deployments) reverse proxy that spreads
 //! requests, not connections: each invocation is one request, streamed both ways as it comes, sent to the
-//! deployment with the fewest requests open. Any HTTP/2-aware load balancer (Envoy, a Kubernetes service mesh) does
-//! the same job; this one needs nothing but the binary.
+//! deployment with the fewest requests of the same service open (`/invoke/SERVICE/HANDLER`), then the fewest in all.
+//! Per service, because a deployment bounds its turns, not its tool calls: counting a short `Tools` call like a
+//! `Session` turn would send a deployment a turn beyond its limit, to wait for a slot, while another has one free.
+//! Any HTTP/2-aware load balancer (Envoy, a Kubernetes service mesh) does the same job; this one needs nothing but
+//! the binary.
 //!
 //! A deployment that cannot be reached, or does not answer a request's headers within [`ANSWER_WITHIN`] (a live
 //! one answers at once: the SDK answers before its handler runs; a stopped or hung process never does), makes the
 //! balancer answer 502 and set the deployment aside for [`SET_ASIDE`]: Restate retries the invocation, and the
 //! retry goes to another deployment. When every deployment is set aside, the picks ignore it.
 
+use std::collections::HashMap;
 use std::convert::Infallible;
-use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::{Duration, Instant};
 
 use http_body_util::combinators::BoxBody;
@@ -46,10 +49,9 @@ pub const ANSWER_WITHIN: Duration = Duration::from_secs(5);
 /// How long a deployment that failed to answer is left out of the picks unless told otherwise.
 pub const SET_ASIDE: Duration = Duration::from_secs(10);
 
-/// A deployment behind the balancer, its requests open now, and until when it is set aside.
+/// A deployment behind the balancer, and until when it is set aside.
 struct Backend {
     authority: Authority,
-    open: AtomicUsize,
     aside_until: Mutex<Option<Instant>>,
 }
 
@@ -68,10 +70,55 @@ impl Backend {
     }
 }
 
+/// The requests open on each backend (by its index), per service.
+#[derive(Debug, Default)]
+struct OpenRequests {
+    by_service: HashMap<String, Vec<usize>>,
+}
+
+impl OpenRequests {
+    /// Opens a request of `service` on the usable backend (of `usable`, by index) with the fewest requests of that
+    /// service open, then the fewest in all, then the first; returns its index.
+    fn open(&mut self, service: &str, usable: &[bool]) -> usize {
+        let backends = usable.len();
+        let total = |index: usize| -> usize { self.by_service.values().map(|counts| counts[index]).sum() };
+        let of_service = self.by_service.get(service);
+        let pick = (0..backends)
+            .filter(|&index| usable[index])
+            .min_by_key(|&index| (of_service.map_or(0, |counts| counts[index]), total(index)))
+            .unwrap_or(0);
+        self.by_service
+            .entry(service.to_owned())
+            .or_insert_with(|| vec![0; backends])[pick] += 1;
+        pick
+    }
+
+    /// Closes a request `open` opened.
+    fn close(&mut self, service: &str, index: usize) {
+        if let Some(count) = self
+            .by_service
+            .get_mut(service)
+            .and_then(|counts| counts.get_mut(index))
+        {
+            *count = count.saturating_sub(1);
+        }
+    }
+}
+
+/// The service a request to a deployment invokes: `SERVICE` of `/invoke/SERVICE/HANDLER`, empty for any other path
+/// (discovery).
+fn service_of(path: &str) -> &str {
+    path.strip_prefix("/invoke/")
+        .and_then(|rest| rest.split('/').next())
+        .unwrap_or("")
+}
+
 /// The HTTP/2 balancer (module docs).
 #[derive(Clone)]
 pub struct Balancer {
     backends: Arc<[Arc<Backend>]>,
+    /// One lock over every count: a pick reads them all.
+    open: Arc<Mutex<OpenRequests>>,
     client: Client<HttpConnector, Incoming>,
     answer_within: Duration,
     set_aside: Duration,
@@ -106,13 +153,13 @@ impl Balancer {
                     .ok_or_else(|| BalanceError::BadUrl(url.clone()))?;
                 Ok(Arc::new(Backend {
                     authority,
-                    open: AtomicUsize::new(0),
                     aside_until: Mutex::new(None),
                 }))
             })
             .collect::<Result<Vec<_>, _>>()?;
         Ok(Balancer {
             backends: backends.into(),
+            open: Arc::default(),
             client: Client::builder(TokioExecutor::new()).http2_only(true).build_http(),
             answer_within: ANSWER_WITHIN,
             set_aside: SET_ASIDE,
@@ -160,30 +207,32 @@ impl Balancer {
         }
     }
 
-    /// A request opened on the backend with the fewest requests open (the first of equals), among those not set
-    /// aside when there are any.
-    fn open(&self) -> Open {
+    /// A request of `service` opened on the backend with the fewest requests of it open (then the fewest in all),
+    /// among those not set aside when there are any.
+    fn open(&self, service: &str) -> Open {
         let now = Instant::now();
-        let usable: Vec<&Arc<Backend>> = self.backends.iter().filter(|backend| !backend.aside(now)).collect();
-        let candidates = if usable.is_empty() {
-            self.backends.iter().collect()
-        } else {
-            usable
-        };
-        let mut best = candidates[0];
-        for backend in candidates.into_iter().skip(1) {
-            if backend.open.load(Ordering::Relaxed) < best.open.load(Ordering::Relaxed) {
-                best = backend;
-            }
+        let mut usable: Vec<bool> = self.backends.iter().map(|backend| !backend.aside(now)).collect();
+        if !usable.contains(&true) {
+            usable.fill(true);
         }
-        best.open.fetch_add(1, Ordering::Relaxed);
-        Open(Arc::clone(best))
+        let index = self.counts().open(service, &usable);
+        Open {
+            backend: Arc::clone(&self.backends[index]),
+            index,
+            service: service.to_owned(),
+            counts: Arc::clone(&self.open),
+        }
+    }
+
+    fn counts(&self) -> MutexGuard<'_, OpenRequests> {
+        // The counts stay consistent whatever panicked while holding them: each change is one statement.
+        self.open.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
     /// Sends `request` to a backend and streams its answer back; 502 when the backend cannot be reached.
     async fn forward(&self, request: Request<Incoming>) -> Answer {
-        let open = self.open();
-        let backend = Arc::clone(&open.0);
+        let open = self.open(service_of(request.uri().path()));
+        let backend = Arc::clone(&open.backend);
         let (mut parts, body) = request.into_parts();
         let mut uri = parts.uri.into_parts();
         uri.scheme = Some(Scheme::HTTP);
@@ -229,11 +278,17 @@ impl Balancer {
 }
 
 /// A request counted as open on its backend until dropped.
-struct Open(Arc<Backend>);
+struct Open {
+    backend: Arc<Backend>,
+    index: usize,
+    service: String,
+    counts: Arc<Mutex<OpenRequests>>,
+}
 
 impl Drop for Open {
     fn drop(&mut self) {
-        self.0.open.fetch_sub(1, Ordering::Relaxed);
+        let mut counts = self.counts.lock().unwrap_or_else(PoisonError::into_inner);
+        counts.close(&self.service, self.index);
     }
 }
 
@@ -267,31 +322,55 @@ mod tests {
         }
     }
 
+    fn picked(open: &Open) -> &str {
+        open.backend.authority.as_str()
+    }
+
+    fn open_counts(balancer: &Balancer) -> HashMap<String, Vec<usize>> {
+        balancer.counts().by_service.clone()
+    }
+
     #[test]
     fn the_backend_with_the_fewest_open_requests_is_picked() {
         let balancer = Balancer::new(&["http://a:1".into(), "http://b:2".into(), "http://c:3".into()]).expect("urls");
-        let first = balancer.open();
-        let second = balancer.open();
-        assert_eq!(
-            (first.0.authority.as_str(), second.0.authority.as_str()),
-            ("a:1", "b:2")
-        );
+        let first = balancer.open("Session");
+        let second = balancer.open("Session");
+        assert_eq!((picked(&first), picked(&second)), ("a:1", "b:2"));
         drop(first);
-        let third = balancer.open();
-        assert_eq!(third.0.authority.as_str(), "a:1", "a's request ended");
-        let fourth = balancer.open();
-        assert_eq!(fourth.0.authority.as_str(), "c:3");
-        let counts: Vec<usize> = balancer
-            .backends
-            .iter()
-            .map(|backend| backend.open.load(Ordering::Relaxed))
-            .collect();
-        assert_eq!(counts, [1, 1, 1]);
+        let third = balancer.open("Session");
+        assert_eq!(picked(&third), "a:1", "a's request ended");
+        let fourth = balancer.open("Session");
+        assert_eq!(picked(&fourth), "c:3");
+        assert_eq!(open_counts(&balancer)["Session"], [1, 1, 1]);
         drop((second, third, fourth));
-        assert!(balancer
-            .backends
-            .iter()
-            .all(|backend| backend.open.load(Ordering::Relaxed) == 0));
+        assert_eq!(open_counts(&balancer)["Session"], [0, 0, 0]);
+    }
+
+    #[test]
+    fn each_service_is_spread_on_its_own_so_short_calls_do_not_skew_the_turns() {
+        let balancer = Balancer::new(&["http://a:1".into(), "http://b:2".into()]).expect("urls");
+        let turn_a = balancer.open("Session");
+        let calls: Vec<Open> = (0..3).map(|_| balancer.open("Tools")).collect();
+        assert_eq!(
+            calls.iter().map(picked).collect::<Vec<_>>(),
+            ["b:2", "a:1", "b:2"],
+            "the first call goes where fewer requests are open in all"
+        );
+        // a: 1 turn + 1 call, b: 2 calls. Counting every request alike would send the next turn to a.
+        let turn_b = balancer.open("Session");
+        assert_eq!(picked(&turn_b), "b:2", "turns are balanced against turns");
+        assert_eq!(open_counts(&balancer)["Session"], [1, 1]);
+        assert_eq!(open_counts(&balancer)["Tools"], [1, 2]);
+        drop((turn_a, turn_b, calls));
+        assert!(open_counts(&balancer).values().flatten().all(|&count| count == 0));
+    }
+
+    #[test]
+    fn a_request_names_its_service_in_its_path() {
+        assert_eq!(service_of("/invoke/Session/turn"), "Session");
+        assert_eq!(service_of("/invoke/Tools/run_call"), "Tools");
+        assert_eq!(service_of("/discover"), "");
+        assert_eq!(service_of("/invoke/"), "");
     }
 
     #[test]
@@ -299,16 +378,16 @@ mod tests {
         let balancer = Balancer::new(&["http://a:1".into(), "http://b:2".into()]).expect("urls");
         let later = Instant::now() + Duration::from_secs(60);
         balancer.backends[0].set_aside(later);
-        let first = balancer.open();
-        let second = balancer.open();
+        let first = balancer.open("Session");
+        let second = balancer.open("Session");
         assert_eq!(
-            (first.0.authority.as_str(), second.0.authority.as_str()),
+            (picked(&first), picked(&second)),
             ("b:2", "b:2"),
             "a is aside, whatever b's load"
         );
         balancer.backends[1].set_aside(later);
         assert_eq!(
-            balancer.open().0.authority.as_str(),
+            picked(&balancer.open("Session")),
             "a:1",
             "all aside: the picks ignore it"
         );
