@@ -11,7 +11,8 @@
 //! - Without `--provider-async`, no definition says `async`; with another provider, the flag is refused.
 //! - The loop (issue 30, part 2): a `fetch_url` outliving two responses reaches the model once, in the request after
 //!   it was ready, at its end, through `run` and through `worker`; `inspect` and `timeline` name that request; killed
-//!   with the fetch pending, `resume` delivers exactly one (interrupted) result.
+//!   with the fetch pending, `resume` delivers exactly one (interrupted) result, and a second worker taking the
+//!   session over exactly one (the fetch run again: a worker re-executes idempotent calls).
 
 use std::collections::HashMap;
 use std::time::Duration;
@@ -378,36 +379,25 @@ async fn killed_while_an_async_call_is_pending_the_resume_delivers_one_interrupt
     assert!(violations.is_empty(), "{violations:?}");
 }
 
-/// `headstart worker` meets provider-async calls as `run` does: a submitted prompt whose fetch outlives two
-/// responses is answered with the fetch delivered once, in the request after it was ready.
-#[cfg(unix)]
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_worker_delivers_a_slow_async_result_once_in_the_request_after_it_is_ready() {
-    let server = fetch_outliving_two_responses().await;
-    let dir = workdir();
-    let store = dir.path().join("fleet.db");
-    let store = store.to_str().expect("a UTF-8 path");
-    let submitted = std::process::Command::new(env!("CARGO_BIN_EXE_headstart"))
-        .args(["submit", "--store", store, "Fetch it and read the notes."])
-        .output()
-        .expect("submit runs");
-    assert!(submitted.status.success(), "{submitted:?}");
-    let session = String::from_utf8_lossy(&submitted.stdout).trim().to_owned();
+/// `headstart worker --id ID` on the store at `store`, against `server`'s Responses API, with provider-async calls
+/// and `fetch_url`; `lease_ms` shortens its lease (so that a killed worker's session is taken over soon).
+fn worker(dir: &std::path::Path, store: &str, server: &ReplayServer, id: &str, lease_ms: u64) -> std::process::Command {
     let mut worker = std::process::Command::new(env!("CARGO_BIN_EXE_headstart"));
     worker
-        .current_dir(dir.path())
+        .current_dir(dir)
         .env(support::KEY, "test-key")
         .args([
             "worker",
             "--store",
             store,
             "--id",
-            "w1",
+            id,
             "--concurrency",
             "1",
             "--poll-ms",
             "50",
         ])
+        .args(["--lease-ms", &lease_ms.to_string()])
         .args([
             "--provider",
             "openai-responses",
@@ -419,27 +409,140 @@ async fn a_worker_delivers_a_slow_async_result_once_in_the_request_after_it_is_r
         .arg("--base-url")
         .arg(server.url("/v1"))
         .args(["--provider-async", "--fetch", "--fetch-allow-private", "--workdir"])
-        .arg(dir.path())
+        .arg(dir)
         .stdin(std::process::Stdio::null())
         .stdout(std::process::Stdio::null())
         .stderr(std::process::Stdio::null());
-    let _worker = support::ChildGuard::spawn(&mut worker).expect("the worker starts");
+    worker
+}
+
+/// `headstart submit --store STORE PROMPT`; returns the session id it prints.
+fn submit(store: &str, prompt: &str) -> String {
+    let submitted = std::process::Command::new(env!("CARGO_BIN_EXE_headstart"))
+        .args(["submit", "--store", store, prompt])
+        .output()
+        .expect("submit runs");
+    assert!(submitted.status.success(), "{submitted:?}");
+    String::from_utf8_lossy(&submitted.stdout).trim().to_owned()
+}
+
+/// The state `session` ends in (`completed` or `failed`), or the last one seen after 90 s.
+async fn session_end(store: &str, session: &str) -> Option<String> {
     let deadline = tokio::time::Instant::now() + Duration::from_secs(90);
-    let state = loop {
-        let store = SqliteStore::open_read_only(store).expect("the store opens");
-        let sessions = store.sessions().await.expect("sessions");
+    loop {
+        let opened = SqliteStore::open_read_only(store).expect("the store opens");
+        let sessions = opened.sessions().await.expect("sessions");
         let state = sessions
             .iter()
             .find(|info| info.id.0 == session)
             .map(|info| info.state.as_str());
         if matches!(state, Some("completed" | "failed")) || tokio::time::Instant::now() > deadline {
-            break state.map(str::to_owned);
+            return state.map(str::to_owned);
         }
         tokio::time::sleep(Duration::from_millis(50)).await;
-    };
-    assert_eq!(state.as_deref(), Some("completed"));
+    }
+}
+
+/// `headstart worker` meets provider-async calls as `run` does: a submitted prompt whose fetch outlives two
+/// responses is answered with the fetch delivered once, in the request after it was ready.
+#[cfg(unix)]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_worker_delivers_a_slow_async_result_once_in_the_request_after_it_is_ready() {
+    let server = fetch_outliving_two_responses().await;
+    let dir = workdir();
+    let store = dir.path().join("fleet.db");
+    let store = store.to_str().expect("a UTF-8 path");
+    let session = submit(store, "Fetch it and read the notes.");
+    let _worker =
+        support::ChildGuard::spawn(&mut worker(dir.path(), store, &server, "w1", 30_000)).expect("the worker starts");
+    assert_eq!(session_end(store, &session).await.as_deref(), Some("completed"));
     assert_fetch_delivered_once_at_the_end(&server);
     let store = SqliteStore::open_read_only(store).expect("the store opens");
     let violations = check_session(&store, &SessionId(session)).await.expect("the log loads");
+    assert!(violations.is_empty(), "{violations:?}");
+}
+
+/// A worker killed with SIGKILL while its session waits for a provider-async result: another worker takes the
+/// session over once the lease lapses and recovers the call. `fetch_url` is idempotent, so the worker's recovery
+/// (`ReExecuteIdempotent`) runs it again; that one result reaches the model once, in the new worker's first request.
+#[cfg(unix)]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_worker_taking_over_a_session_with_a_pending_async_call_delivers_its_result_once() {
+    let url = std::sync::Arc::new(std::sync::OnceLock::<String>::new());
+    let page = std::sync::Arc::clone(&url);
+    let script = move |next: usize| {
+        let url = page.get().cloned().unwrap_or_default();
+        let reply = match next {
+            0 => async_calls_then_commentary("resp_1", &[("call_fetch", "fetch_url", json!({"url": url}))]),
+            1 => answer(),
+            _ => return None,
+        };
+        Some(Reply::Events(reply))
+    };
+    let server = ReplayServer::start_choosing(Checked::scripted_by(script), HashMap::new(), Duration::from_millis(5))
+        .await
+        .expect("the replay server starts");
+    let _ = url.set(server.url("/slow"));
+    // The page does not answer the first worker (nor anyone, until told otherwise below).
+    let silent = |posts| Route::AfterPosts {
+        posts,
+        body: "the page, at last".into(),
+        timeout: Duration::from_secs(600),
+    };
+    server.route("/slow", silent(usize::MAX));
+    let fetches = || server.requests().iter().filter(|seen| seen.path == "/slow").count();
+    let dir = workdir();
+    let store = dir.path().join("fleet.db");
+    let store = store.to_str().expect("a UTF-8 path");
+    let session = submit(store, "Fetch it.");
+    let first = support::ChildGuard::spawn(&mut worker(dir.path(), store, &server, "w1", 1_000))
+        .expect("the first worker starts");
+    // Killed once the response ended with the fetch running: the loop is waiting for the pending result.
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(60);
+    loop {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "the response never ended with the fetch pending"
+        );
+        let ended = fetches() == 1 && !server.finished().is_empty() && {
+            let opened = SqliteStore::open_read_only(store).expect("the store opens");
+            let log = opened.load_log(&SessionId(session.clone())).await.expect("the log");
+            log.iter()
+                .any(|stored| matches!(&stored.message, Message::Assistant(a) if a.tool_calls().next().is_none()))
+        };
+        if ended {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    drop(first);
+    let opened = SqliteStore::open_read_only(store).expect("the store opens");
+    let unfinished = opened
+        .unfinished_calls(&SessionId(session.clone()))
+        .await
+        .expect("unfinished");
+    assert_eq!(unfinished.len(), 1, "the fetch, pending when its worker died");
+    drop(opened);
+
+    // From now on the page answers at once.
+    server.route("/slow", silent(0));
+    let _second = support::ChildGuard::spawn(&mut worker(dir.path(), store, &server, "w2", 1_000))
+        .expect("the second worker starts");
+    assert_eq!(session_end(store, &session).await.as_deref(), Some("completed"));
+    assert_eq!(fetches(), 2, "run in the dead worker, and once more by the recovery");
+    let requests = server.model_requests();
+    assert_eq!(
+        requests.len(),
+        2,
+        "the dead worker's request and the one after the take-over"
+    );
+    let outputs = outputs_of(&requests[1], "call_fetch");
+    assert_eq!(outputs.len(), 1, "exactly one result delivered");
+    let input = requests[1].body["input"].as_array().cloned().unwrap_or_default();
+    assert_eq!(input[outputs[0]]["output"], json!("the page, at last"));
+    let opened = SqliteStore::open_read_only(store).expect("the store opens");
+    let violations = check_session(&opened, &SessionId(session))
+        .await
+        .expect("the log loads");
     assert!(violations.is_empty(), "{violations:?}");
 }
