@@ -316,6 +316,38 @@ async fn a_fetch_slower_than_two_responses_reaches_the_model_once_in_the_request
     assert!(svg.contains("read_file · async → request 1"), "the read's lane");
 }
 
+/// Waits (at most 60 s) until `fetching` says the fetch began, `server`'s first response ended, and the store at
+/// `db` holds the response's commentary (an assistant message without calls) for `session` (else the store's only
+/// session): the loop is then waiting for the pending result.
+async fn until_pending(
+    db: &std::path::Path,
+    session: Option<&str>,
+    server: &ReplayServer,
+    fetching: impl Fn() -> bool,
+) {
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(60);
+    loop {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "the response never ended with the fetch pending"
+        );
+        let ended = fetching() && !server.finished().is_empty() && {
+            let store = SqliteStore::open_read_only(db).expect("the store opens");
+            let session = match session {
+                Some(id) => SessionId(id.to_owned()),
+                None => store.sessions().await.expect("sessions")[0].id.clone(),
+            };
+            let log = store.load_log(&session).await.expect("the log");
+            log.iter()
+                .any(|stored| matches!(&stored.message, Message::Assistant(a) if a.tool_calls().next().is_none()))
+        };
+        if ended {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
 #[cfg(unix)]
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn killed_while_an_async_call_is_pending_the_resume_delivers_one_interrupted_result() {
@@ -340,24 +372,8 @@ async fn killed_while_an_async_call_is_pending_the_resume_delivers_one_interrupt
         .spawn()
         .expect("the run starts");
     // Killed once the response ended with the fetch running: the loop is waiting for the pending result.
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(60);
-    loop {
-        assert!(
-            tokio::time::Instant::now() < deadline,
-            "the response never ended with the fetch pending"
-        );
-        let fetching = !page_server.requests().is_empty();
-        let ended = fetching && !server.finished().is_empty() && {
-            let (store, session) = stored_session(dir.path()).await;
-            let log = store.load_log(&session).await.expect("the log");
-            log.iter()
-                .any(|stored| matches!(&stored.message, Message::Assistant(a) if a.tool_calls().next().is_none()))
-        };
-        if ended {
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+    let db = dir.path().join("headstart.db");
+    until_pending(&db, None, &server, || !page_server.requests().is_empty()).await;
     child.start_kill().expect("killed");
     child.wait().await.expect("reaped");
 
@@ -498,23 +514,7 @@ async fn a_worker_taking_over_a_session_with_a_pending_async_call_delivers_its_r
     let first = support::ChildGuard::spawn(&mut worker(dir.path(), store, &server, "w1", 1_000))
         .expect("the first worker starts");
     // Killed once the response ended with the fetch running: the loop is waiting for the pending result.
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(60);
-    loop {
-        assert!(
-            tokio::time::Instant::now() < deadline,
-            "the response never ended with the fetch pending"
-        );
-        let ended = fetches() == 1 && !server.finished().is_empty() && {
-            let opened = SqliteStore::open_read_only(store).expect("the store opens");
-            let log = opened.load_log(&SessionId(session.clone())).await.expect("the log");
-            log.iter()
-                .any(|stored| matches!(&stored.message, Message::Assistant(a) if a.tool_calls().next().is_none()))
-        };
-        if ended {
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+    until_pending(std::path::Path::new(store), Some(&session), &server, || fetches() == 1).await;
     drop(first);
     let opened = SqliteStore::open_read_only(store).expect("the store opens");
     let unfinished = opened
