@@ -63,26 +63,49 @@ struct Node {
     process: Option<Child>,
 }
 
-/// What starts a node again after a kill: the binary and the environment.
+/// What starts a node again after a kill: the binary, the environment, and the file its output goes to.
 #[derive(Debug, Clone)]
 struct NodeCommand {
     binary: PathBuf,
     env: Vec<(String, String)>,
+    log: PathBuf,
 }
 
 impl NodeCommand {
     fn spawn(&self) -> Result<Child, String> {
+        let log = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(&self.log)
+            .map_err(|error| format!("cannot open {}: {error}", self.log.display()))?;
+        let errors = log
+            .try_clone()
+            .map_err(|error| format!("cannot open {}: {error}", self.log.display()))?;
         Command::new(&self.binary)
             .arg("--no-logo")
             .envs(self.env.iter().map(|(name, value)| (name, value)))
             .env("DO_NOT_TRACK", "1")
             .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
+            .stdout(log)
+            .stderr(errors)
             .spawn()
             .map_err(|error| format!("cannot start {}: {error}", self.binary.display()))
     }
+
+    /// The last lines of the node's output, for an error that says why it did not start.
+    fn log_tail(&self) -> String {
+        let text = std::fs::read_to_string(&self.log).unwrap_or_default();
+        let lines: Vec<&str> = text.lines().collect();
+        lines[lines.len().saturating_sub(LOG_LINES)..].join("\n")
+    }
 }
+
+/// How many of a node's last output lines an error quotes.
+const LOG_LINES: usize = 20;
+
+/// How often a server is started on fresh ports before giving up: a free port found by binding port 0 can be taken
+/// by another process before the node binds it, a node that cannot bind exits, and the next attempt picks others.
+const ATTEMPTS: usize = 3;
 
 /// A Restate server (one node or a cluster) on loopback, its data under a directory of the caller's.
 #[derive(Debug)]
@@ -96,62 +119,83 @@ impl LocalServer {
     /// Its log has one partition per core of this machine (`RESTATE_DEFAULT_NUM_PARTITIONS`, unless set in the
     /// environment): Restate's default, 24, costs a small machine a third of its throughput (docs/restate.md).
     pub fn start(binary: &Path, dir: &Path) -> Result<Self, String> {
-        let ports = free_ports()?;
-        let mut env = node_env(&ports, &dir.join("restate-data"));
-        if std::env::var_os(PARTITIONS).is_none() {
-            let cores = std::thread::available_parallelism().map_or(1, usize::from);
-            env.push((PARTITIONS.to_owned(), cores.to_string()));
-        }
-        let server = LocalServer::spawn(vec![(
-            ports,
-            NodeCommand {
-                binary: binary.to_owned(),
-                env,
-            },
-        )])?;
-        server.wait_healthy(0)?;
-        Ok(server)
+        LocalServer::attempts(&[dir.join("restate-data")], || {
+            let ports = free_ports()?;
+            let data = dir.join("restate-data");
+            let mut env = node_env(&ports, &data);
+            if std::env::var_os(PARTITIONS).is_none() {
+                let cores = std::thread::available_parallelism().map_or(1, usize::from);
+                env.push((PARTITIONS.to_owned(), cores.to_string()));
+            }
+            Ok(vec![(
+                ports,
+                NodeCommand {
+                    binary: binary.to_owned(),
+                    env,
+                    log: dir.join("restate-server.log"),
+                },
+            )])
+        })
     }
 
     /// A cluster of `nodes` nodes (at least 3 to survive one loss) with the log replicated on 2, each node's data in
     /// `dir/node-N`; the first node provisions the cluster. Returns once every node's admin API and ingress answer.
     pub fn cluster(binary: &Path, dir: &Path, nodes: usize) -> Result<Self, String> {
-        let ports = (0..nodes).map(|_| free_ports()).collect::<Result<Vec<_>, _>>()?;
-        let metadata = format!(
-            "[{}]",
-            ports
+        let data: Vec<PathBuf> = (1..=nodes).map(|index| dir.join(format!("node-{index}"))).collect();
+        LocalServer::attempts(&data, || {
+            let ports = (0..nodes).map(|_| free_ports()).collect::<Result<Vec<_>, _>>()?;
+            let metadata = format!(
+                "[{}]",
+                ports
+                    .iter()
+                    .map(|ports| format!("\"http://127.0.0.1:{}\"", ports.node))
+                    .collect::<Vec<_>>()
+                    .join(",")
+            );
+            Ok(ports
                 .iter()
-                .map(|ports| format!("\"http://127.0.0.1:{}\"", ports.node))
-                .collect::<Vec<_>>()
-                .join(",")
-        );
-        let nodes = ports
-            .iter()
-            .enumerate()
-            .map(|(index, ports)| {
-                let mut env = vec![
-                    ("RESTATE_CLUSTER_NAME".to_owned(), "headstart-local".to_owned()),
-                    ("RESTATE_DEFAULT_REPLICATION".to_owned(), "2".to_owned()),
-                    ("RESTATE_METADATA_CLIENT__ADDRESSES".to_owned(), metadata.clone()),
-                    ("RESTATE_NODE_NAME".to_owned(), format!("node-{}", index + 1)),
-                    ("RESTATE_FORCE_NODE_ID".to_owned(), (index + 1).to_string()),
-                    ("RESTATE_AUTO_PROVISION".to_owned(), (index == 0).to_string()),
-                ];
-                env.extend(node_env(ports, &dir.join(format!("node-{}", index + 1))));
-                (
-                    *ports,
-                    NodeCommand {
-                        binary: binary.to_owned(),
-                        env,
-                    },
-                )
-            })
-            .collect();
-        let server = LocalServer::spawn(nodes)?;
-        for index in 0..server.nodes.len() {
-            server.wait_healthy(index)?;
+                .enumerate()
+                .map(|(index, ports)| {
+                    let mut env = vec![
+                        ("RESTATE_CLUSTER_NAME".to_owned(), "headstart-local".to_owned()),
+                        ("RESTATE_DEFAULT_REPLICATION".to_owned(), "2".to_owned()),
+                        ("RESTATE_METADATA_CLIENT__ADDRESSES".to_owned(), metadata.clone()),
+                        ("RESTATE_NODE_NAME".to_owned(), format!("node-{}", index + 1)),
+                        ("RESTATE_FORCE_NODE_ID".to_owned(), (index + 1).to_string()),
+                        ("RESTATE_AUTO_PROVISION".to_owned(), (index == 0).to_string()),
+                    ];
+                    env.extend(node_env(ports, &dir.join(format!("node-{}", index + 1))));
+                    (
+                        *ports,
+                        NodeCommand {
+                            binary: binary.to_owned(),
+                            env,
+                            log: dir.join(format!("node-{}.log", index + 1)),
+                        },
+                    )
+                })
+                .collect())
+        })
+    }
+
+    /// Starts the nodes `plan` describes (fresh ports each time) and waits until each answers, up to [`ATTEMPTS`]
+    /// times; between attempts the nodes are killed and their data directories `data` removed.
+    fn attempts(
+        data: &[PathBuf],
+        plan: impl Fn() -> Result<Vec<(NodePorts, NodeCommand)>, String>,
+    ) -> Result<Self, String> {
+        let mut failure = String::new();
+        for _ in 0..ATTEMPTS {
+            for dir in data {
+                let _ = std::fs::remove_dir_all(dir);
+            }
+            let mut server = LocalServer::spawn(plan()?)?;
+            match (0..server.nodes.len()).try_for_each(|index| server.wait_healthy(index)) {
+                Ok(()) => return Ok(server),
+                Err(error) => failure = error,
+            }
         }
-        Ok(server)
+        Err(failure)
     }
 
     fn spawn(nodes: Vec<(NodePorts, NodeCommand)>) -> Result<Self, String> {
@@ -200,21 +244,37 @@ impl LocalServer {
         self.wait_healthy(index)
     }
 
-    fn wait_healthy(&self, index: usize) -> Result<(), String> {
+    /// Waits until node `index` answers on its admin API and ingress; `Err` when it exits first or takes longer than
+    /// [`START_WITHIN`], with the end of its output.
+    fn wait_healthy(&mut self, index: usize) -> Result<(), String> {
         let ports = self.ports(index);
         let started = Instant::now();
         while get_status(ports.admin, "/health") != Some(200) || get_status(ports.ingress, "/restate/health").is_none()
         {
-            if started.elapsed() > START_WITHIN {
-                return Err(format!(
-                    "restate-server node {} did not answer on its admin port {} and ingress port {} within {} s",
-                    index + 1,
+            let node = &mut self.nodes[index];
+            let exited = node
+                .process
+                .as_mut()
+                .and_then(|process| process.try_wait().ok().flatten());
+            let why = match exited {
+                Some(status) => format!("exited ({status})"),
+                None if started.elapsed() > START_WITHIN => format!(
+                    "did not answer on its admin port {} and ingress port {} within {} s",
                     ports.admin,
                     ports.ingress,
                     START_WITHIN.as_secs()
-                ));
-            }
-            std::thread::sleep(Duration::from_millis(50));
+                ),
+                None => {
+                    std::thread::sleep(Duration::from_millis(50));
+                    continue;
+                }
+            };
+            return Err(format!(
+                "restate-server node {} {why}; the end of its output ({}):\n{}",
+                index + 1,
+                node.command.log.display(),
+                node.command.log_tail()
+            ));
         }
         Ok(())
     }
