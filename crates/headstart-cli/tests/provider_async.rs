@@ -13,6 +13,8 @@
 //!   it was ready, at its end, through `run` and through `worker`; `inspect` and `timeline` name that request; killed
 //!   with the fetch pending, `resume` delivers exactly one (interrupted) result, and a second worker taking the
 //!   session over exactly one (the fetch run again: a worker re-executes idempotent calls).
+//! - Through Restate (`headstart restate serve --provider-async` against a real `restate-server`, as
+//!   `tests/restate.rs` starts it): the same fetch, outliving two responses, is delivered once, last, in request 3.
 
 use std::collections::HashMap;
 use std::time::Duration;
@@ -26,6 +28,10 @@ use serde_json::{json, Value};
 
 mod support;
 use support::{command, event, page_after, run_to_end, terminal_commit_us, workdir};
+
+#[cfg(all(unix, feature = "restate"))]
+#[path = "restate/harness.rs"]
+mod harness;
 
 /// Each event of the first response is sent this long after the one before.
 const PACE: Duration = Duration::from_millis(60);
@@ -395,6 +401,26 @@ async fn killed_while_an_async_call_is_pending_the_resume_delivers_one_interrupt
     assert!(violations.is_empty(), "{violations:?}");
 }
 
+/// The model and tool flags `worker` and `restate serve` take here: `server`'s Responses API with provider-async
+/// calls, `fetch_url` allowed on loopback, and the file tools in `dir`.
+fn model_flags(dir: &std::path::Path, server: &ReplayServer) -> Vec<std::ffi::OsString> {
+    let mut flags: Vec<std::ffi::OsString> = [
+        "--provider",
+        "openai-responses",
+        "--model",
+        "m",
+        "--api-key-env",
+        support::KEY,
+        "--base-url",
+    ]
+    .map(Into::into)
+    .into();
+    flags.push(server.url("/v1").into());
+    flags.extend(["--provider-async", "--fetch", "--fetch-allow-private", "--workdir"].map(Into::into));
+    flags.push(dir.into());
+    flags
+}
+
 /// `headstart worker --id ID` on the store at `store`, against `server`'s Responses API, with provider-async calls
 /// and `fetch_url`; `lease_ms` shortens its lease (so that a killed worker's session is taken over soon).
 fn worker(dir: &std::path::Path, store: &str, server: &ReplayServer, id: &str, lease_ms: u64) -> std::process::Command {
@@ -414,18 +440,7 @@ fn worker(dir: &std::path::Path, store: &str, server: &ReplayServer, id: &str, l
             "50",
         ])
         .args(["--lease-ms", &lease_ms.to_string()])
-        .args([
-            "--provider",
-            "openai-responses",
-            "--model",
-            "m",
-            "--api-key-env",
-            support::KEY,
-        ])
-        .arg("--base-url")
-        .arg(server.url("/v1"))
-        .args(["--provider-async", "--fetch", "--fetch-allow-private", "--workdir"])
-        .arg(dir)
+        .args(model_flags(dir, server))
         .stdin(std::process::Stdio::null())
         .stdout(std::process::Stdio::null())
         .stderr(std::process::Stdio::null());
@@ -545,4 +560,45 @@ async fn a_worker_taking_over_a_session_with_a_pending_async_call_delivers_its_r
         .await
         .expect("the log loads");
     assert!(violations.is_empty(), "{violations:?}");
+}
+
+/// `headstart restate serve --provider-async`: a submitted prompt whose fetch outlives two responses is answered
+/// through Restate as through `run` and `worker` (the call runs in the `Tools` service while the turn's loop goes
+/// on): the fetch is delivered once, in the request after it was ready, at its end.
+#[cfg(all(unix, feature = "restate"))]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn through_restate_a_slow_async_result_reaches_the_model_once_in_the_request_after_it_is_ready() {
+    let Some(binary) = harness::server_binary() else { return };
+    let server = fetch_outliving_two_responses().await;
+    let dir = workdir();
+    let restate = harness::start_server(&binary, dir.path());
+    let mut deployment = std::process::Command::new(harness::bin());
+    deployment
+        .current_dir(dir.path())
+        .env(support::KEY, "test-key")
+        .args(["restate", "serve", "--addr", &format!("127.0.0.1:{}", harness::port())])
+        .arg("--store")
+        .arg(dir.path().join("agents.db"))
+        .args(model_flags(dir.path(), &server))
+        .args(["--register", &restate.admin_url(0)])
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped());
+    let mut deployment = support::ChildGuard::spawn(&mut deployment).expect("the deployment starts");
+    harness::wait_for_line(&mut deployment, "registered http://");
+    let submitted = support::ChildGuard::spawn(
+        std::process::Command::new(harness::bin())
+            .args(["submit", "--restate", &restate.ingress_url(0), "--wait"])
+            .arg("Fetch it and read the notes.")
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped()),
+    )
+    .expect("submit starts");
+    let (report, session) = harness::report_and_session(&submitted.output_within(harness::PATIENCE));
+    assert_eq!(report["stop"]["reason"], "completed", "{report}");
+    assert_eq!(report["recoveries"], 0, "{report}");
+
+    assert_fetch_delivered_once_at_the_end(&server);
+    let store = harness::open_store(dir.path());
+    harness::assert_sound(&store, &session, &["call_fetch", "call_list", "call_read"]).await;
 }
