@@ -114,7 +114,8 @@ pub struct LocalServer {
 }
 
 impl LocalServer {
-    /// One node on free ports, its data in `dir/restate-data`; returns once its admin API and ingress answer.
+    /// One node on free ports, its data in `dir/restate-data` (a fresh server: data found there is removed); returns
+    /// once its admin API and ingress answer. [`LocalServer::restart`] starts a killed node again on its data.
     ///
     /// Its log has one partition per core of this machine (`RESTATE_DEFAULT_NUM_PARTITIONS`, unless set in the
     /// environment): Restate's default, 24, costs a small machine a third of its throughput (docs/restate.md).
@@ -139,7 +140,8 @@ impl LocalServer {
     }
 
     /// A cluster of `nodes` nodes (at least 3 to survive one loss) with the log replicated on 2, each node's data in
-    /// `dir/node-N`; the first node provisions the cluster. Returns once every node's admin API and ingress answer.
+    /// `dir/node-N` (a fresh cluster: data found there is removed); the first node provisions the cluster. Returns once
+    /// every node's admin API and ingress answer.
     pub fn cluster(binary: &Path, dir: &Path, nodes: usize) -> Result<Self, String> {
         let data: Vec<PathBuf> = (1..=nodes).map(|index| dir.join(format!("node-{index}"))).collect();
         LocalServer::attempts(&data, || {
