@@ -36,8 +36,8 @@ use serde_json::{json, Value};
 use crate::tools::BenchTool;
 use crate::{median, percentile, round3, BenchError};
 
-/// Options of the provider-async benchmark.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// Options of the provider-async benchmark (reported as given).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct ProviderAsyncOptions {
     /// Runs of each contender.
     pub runs: usize,
@@ -117,24 +117,9 @@ pub struct ContenderReport {
 #[derive(Debug, Clone, Serialize)]
 pub struct ProviderAsyncReport {
     /// What ran.
-    pub options: ProviderAsyncOptionsReport,
+    pub options: ProviderAsyncOptions,
     /// Per contender.
     pub contenders: Vec<ContenderReport>,
-}
-
-/// The options as reported.
-#[derive(Debug, Clone, Serialize)]
-pub struct ProviderAsyncOptionsReport {
-    /// Runs of each contender.
-    pub runs: usize,
-    /// SSE pace (ms).
-    pub pace_ms: u64,
-    /// Commentary deltas.
-    pub commentary: usize,
-    /// `research` (ms).
-    pub slow_ms: u64,
-    /// `lookup` (ms).
-    pub quick_ms: u64,
 }
 
 /// Runs the benchmark.
@@ -155,13 +140,7 @@ pub fn run(options: &ProviderAsyncOptions) -> Result<ProviderAsyncReport, BenchE
         }
     }
     Ok(ProviderAsyncReport {
-        options: ProviderAsyncOptionsReport {
-            runs: options.runs,
-            pace_ms: options.pace_ms,
-            commentary: options.commentary,
-            slow_ms: options.slow_ms,
-            quick_ms: options.quick_ms,
-        },
+        options: options.clone(),
         contenders: (Contender::ALL.iter())
             .map(|&contender| ContenderReport {
                 contender,
