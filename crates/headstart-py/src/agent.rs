@@ -7,7 +7,7 @@ use pyo3::prelude::*;
 
 use crate::engine::Engine;
 use crate::events::Events;
-use crate::feed::{convert_options, Format};
+use crate::feed::convert_options;
 use crate::home::Home;
 use crate::http_model::HttpModel;
 use crate::model::PyModel;
@@ -28,7 +28,7 @@ impl Agent {
     #[new]
     #[pyo3(signature = (engine, model, format, max_requests, seal="complete"))]
     fn new(engine: &Engine, model: Bound<'_, PyAny>, format: &str, max_requests: u32, seal: &str) -> PyResult<Self> {
-        let format = Format::parse(format)?;
+        let format = crate::feed::parse_format(format)?;
         let options = convert_options(seal, None)?;
         let inner = &engine.engine;
         let limited = headstart::Engine::builder(Arc::clone(inner.store()))

@@ -14,7 +14,7 @@ use serde_json::Value;
 
 use crate::errors::{store_error, ConfigError};
 use crate::events::Events;
-use crate::feed::{convert_options, Feed, Format};
+use crate::feed::{convert_options, Feed};
 use crate::home::Home;
 use crate::hook::PyHook;
 use crate::json::{to_python, Json};
@@ -134,7 +134,7 @@ impl Engine {
     /// The tools as `format`'s request declares them (`headstart`: name, description and parameters).
     fn tool_specs<'py>(&self, py: Python<'py>, format: &str) -> PyResult<Bound<'py, PyAny>> {
         let definitions = self.engine.toolbox().definitions();
-        let specs = match Format::parse(format)?.wire() {
+        let specs = match crate::feed::parse_format(format)?.wire() {
             None => serde_json::to_value(&definitions).unwrap_or_default(),
             Some(wire) => {
                 let mut body = build_body(wire, &RequestSettings::default(), &[], &definitions);
@@ -185,32 +185,10 @@ impl Engine {
     fn figures<'py>(&self, py: Python<'py>, session: String, after: Option<u64>) -> PyResult<Bound<'py, PyAny>> {
         let store = Arc::clone(self.engine.store());
         awaitable(py, async move {
-            let id = SessionId(session);
-            let log = match after {
-                Some(seq) => store.load_log_after(&id, seq).await,
-                None => store.load_log(&id).await,
-            }
-            .map_err(store_error)?;
-            // The first message read only dates the first response's start; responses before it are not this read's.
-            let first = log
-                .iter()
-                .skip(usize::from(after.is_some()))
-                .find_map(|stored| stored.request);
-            let runs = match (after, first) {
-                (None, _) => store.tool_runs(&id).await,
-                (Some(_), Some(first)) => store.tool_runs_from(&id, first).await,
-                (Some(_), None) => Ok(Vec::new()),
-            }
-            .map_err(store_error)?;
-            let timeline = headstart_timeline::Timeline::from_store(id.0.clone(), &log, &runs);
-            let mut figures = timeline.figures();
-            if after.is_some() {
-                // The runs read are this read's already; a response can come from the first message alone.
-                figures
-                    .responses
-                    .retain(|response| first.is_some_and(|first| response.request >= first));
-            }
-            Ok(Json(figures.to_json(&headstart_timeline::response_models(&log))))
+            let figures = headstart_timeline::stored::figures_json(store.as_ref(), &SessionId(session), after)
+                .await
+                .map_err(store_error)?;
+            Ok(Json(figures))
         })
     }
 
@@ -226,7 +204,7 @@ impl Engine {
         seal: &str,
         record: Option<&str>,
     ) -> PyResult<(Feed, Bound<'py, PyAny>)> {
-        let (feed, deltas) = Feed::open(Format::parse(format)?, &convert_options(seal, record)?);
+        let (feed, deltas) = Feed::open(crate::feed::parse_format(format)?, &convert_options(seal, record)?);
         self.home.capture(py)?;
         let engine = self.engine.clone();
         let home = self.home.clone();

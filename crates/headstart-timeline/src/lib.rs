@@ -22,6 +22,7 @@ mod format;
 pub mod json_path;
 pub mod report;
 mod savings;
+pub mod stored;
 pub mod svg;
 mod timeline;
 pub mod visible;

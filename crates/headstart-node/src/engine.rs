@@ -1,0 +1,173 @@
+//! [`NativeEngine`]: the engine over an open store, with JavaScript tools and hooks.
+
+use std::sync::Arc;
+
+use headstart::{
+    CancellationToken, EngineConfig, ExecutionMode, Hooks, RecoveryPolicy, SessionId, Toolbox, UserMessage,
+};
+use headstart_providers::feed::convert_options;
+use headstart_providers::{Feed, FeedFormat};
+use napi_derive::napi;
+use serde_json::Value;
+
+use crate::bridge::{Bridge, Dispatch};
+use crate::hook::JsHook;
+use crate::js_error;
+use crate::response::NativeResponse;
+use crate::store::NativeStore;
+use crate::tool::JsTool;
+
+/// The engine over one store, with the JavaScript tools of its spec.
+#[napi]
+pub struct NativeEngine {
+    engine: headstart::Engine,
+    bridge: Arc<Bridge>,
+}
+
+#[napi]
+impl NativeEngine {
+    /// An engine over `store` with the tools of `tools` (a JSON array of tool specs, see [`JsTool::from_spec`]) and
+    /// the options of `options` (JSON: `toolExecution` `parallel`|`sequential`, `earlyExecution`, `maxInFlight`,
+    /// `maxRequests`, `beforeToolCall`, `afterToolCall` as booleans: whether the hook exists). Every request to
+    /// JavaScript (a call, a hook) goes to `dispatch` as a JSON letter.
+    #[napi(constructor)]
+    pub fn new(store: &NativeStore, tools: String, options: String, dispatch: Dispatch) -> napi::Result<Self> {
+        let bridge = Arc::new(Bridge::new(dispatch));
+        let specs: Vec<Value> = serde_json::from_str(&tools)
+            .map_err(|error| js_error(format!("the tools are not a JSON array: {error}")))?;
+        let options: Value =
+            serde_json::from_str(&options).map_err(|error| js_error(format!("the options are not JSON: {error}")))?;
+        let mut toolbox = Toolbox::new();
+        for spec in &specs {
+            let tool = JsTool::from_spec(spec, Arc::clone(&bridge)).map_err(js_error)?;
+            toolbox.register(tool).map_err(js_error)?;
+        }
+        let flag = |key: &str, default: bool| options.get(key).and_then(Value::as_bool).unwrap_or(default);
+        let mode = match options
+            .get("toolExecution")
+            .and_then(Value::as_str)
+            .unwrap_or("parallel")
+        {
+            "parallel" => ExecutionMode::Parallel,
+            "sequential" => ExecutionMode::Sequential,
+            other => {
+                return Err(js_error(format!(
+                    "toolExecution must be 'parallel' or 'sequential', not {other:?}"
+                )))
+            }
+        };
+        let max_in_flight = match options.get("maxInFlight") {
+            None => Some(headstart::DEFAULT_MAX_IN_FLIGHT),
+            Some(Value::Null) => None,
+            Some(limit) => Some(
+                limit
+                    .as_u64()
+                    .and_then(|limit| usize::try_from(limit).ok())
+                    .ok_or_else(|| js_error(format!("maxInFlight must be a whole number or null, not {limit}")))?,
+            ),
+        };
+        let mut config = EngineConfig::default()
+            .tool_execution(mode)
+            .max_in_flight(max_in_flight)
+            .early_execution(flag("earlyExecution", true));
+        if let Some(limit) = options.get("maxRequests").and_then(Value::as_u64) {
+            config = config.max_requests(u32::try_from(limit).unwrap_or(u32::MAX));
+        }
+        let mut hooks = Hooks::new();
+        let (before, after) = (flag("beforeToolCall", false), flag("afterToolCall", false));
+        if before || after {
+            hooks.push(JsHook {
+                before,
+                after,
+                bridge: Arc::clone(&bridge),
+            });
+        }
+        let engine = headstart::Engine::builder(Arc::clone(&store.store))
+            .toolbox(toolbox)
+            .hooks(hooks)
+            .config(config)
+            .build();
+        Ok(NativeEngine { engine, bridge })
+    }
+
+    /// A new session's id.
+    #[napi]
+    pub async fn create_session(&self) -> napi::Result<String> {
+        let session = self.engine.create_session().await.map_err(js_error)?;
+        Ok(session.0)
+    }
+
+    /// Appends a user message with `text` to `session`; resolves to its sequence number.
+    #[napi]
+    pub async fn append_user(&self, session: String, text: String) -> napi::Result<i64> {
+        let store = Arc::clone(self.engine.store());
+        let now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |since| i64::try_from(since.as_micros()).unwrap_or(i64::MAX));
+        let seq = store
+            .append_user(&SessionId(session), &UserMessage::new(text), now)
+            .await
+            .map_err(js_error)?;
+        Ok(i64::try_from(seq).unwrap_or(i64::MAX))
+    }
+
+    /// Opens one response of `session` read in `format` (`headstart`, a wire format, or `sse-` and a wire format);
+    /// `seal` is the Chat Completions sealing rule, `record` a file the response is appended to.
+    #[napi]
+    pub async fn open(
+        &self,
+        session: String,
+        format: String,
+        seal: Option<String>,
+        record: Option<String>,
+    ) -> napi::Result<NativeResponse> {
+        let format = FeedFormat::parse(&format).map_err(js_error)?;
+        let options = convert_options(seal.as_deref().unwrap_or("complete"), record.as_deref()).map_err(js_error)?;
+        let (feed, deltas) = Feed::open(format, &options);
+        let cancel = CancellationToken::new();
+        let events = self
+            .engine
+            .wrap_next(&SessionId(session), deltas, cancel.clone())
+            .await
+            .map_err(js_error)?;
+        Ok(NativeResponse::new(feed, events, cancel))
+    }
+
+    /// Recovers `session` after a crash (contract §7.4): every admitted call without a result gets one,
+    /// `interrupted` (policy `fail`), or a new run for idempotent tools (policy `rerun_idempotent`). Resolves to the
+    /// JSON of what was done with each call.
+    #[napi]
+    pub async fn recover(&self, session: String, policy: String) -> napi::Result<String> {
+        let policy = match policy.as_str() {
+            "fail" => RecoveryPolicy::FailAll,
+            "rerun_idempotent" => RecoveryPolicy::ReExecuteIdempotent,
+            other => {
+                return Err(js_error(format!(
+                    "policy must be 'fail' or 'rerun_idempotent', not {other:?}"
+                )))
+            }
+        };
+        let recovered = self
+            .engine
+            .recover(&SessionId(session), policy)
+            .await
+            .map_err(js_error)?;
+        serde_json::to_string(&recovered).map_err(js_error)
+    }
+
+    /// JavaScript's answer to letter `id` (JSON text: `{"ok": value}` or `{"error": message}`).
+    #[napi]
+    pub fn settle(&self, id: i64, answer: String) {
+        if let Ok(id) = u64::try_from(id) {
+            self.bridge.settle(id, &answer);
+        }
+    }
+
+    /// A partial result of the running call of letter `id` (JSON text of a tool result).
+    #[napi]
+    pub fn update(&self, id: i64, partial: String) {
+        if let Ok(id) = u64::try_from(id) {
+            self.bridge.update(id, &partial);
+        }
+    }
+}

@@ -1,0 +1,27 @@
+//! # headstart-node
+//!
+//! headstart for Node.js: the engine as a Node-API addon (napi-rs), loaded by the `headstart` npm package beside
+//! this crate (`index.js`, `pi.js`, their `.d.ts`). The addon is private to the package: its surface is plain data
+//! (JSON text) and a few handles, and the package's JavaScript gives it its typed, documented face.
+//!
+//! - [`store`]: opening a store from a location (a SQLite path or a PostgreSQL URL), once, shared by engines; what
+//!   it holds, as JSON.
+//! - [`bridge`]: how the engine, on tokio, asks JavaScript for something (run a tool, a hook) and awaits the answer:
+//!   one thread-safe function per engine carries every request, and JavaScript answers through `settle`.
+//! - [`tool`] and [`hook`]: JavaScript tools and hooks as the engine's [`headstart::Tool`] and
+//!   [`headstart::ToolHook`], over the bridge.
+//! - [`engine`]: `NativeEngine`, the engine over a store with JavaScript tools; [`response`]: one wrapped response,
+//!   its feed in and its events out, in batches.
+#![deny(missing_docs)]
+
+pub mod bridge;
+pub mod engine;
+pub mod hook;
+pub mod response;
+pub mod store;
+pub mod tool;
+
+/// A failure the package turns into a JavaScript `Error` with this message.
+pub(crate) fn js_error(error: impl std::fmt::Display) -> napi::Error {
+    napi::Error::from_reason(error.to_string())
+}

@@ -1,0 +1,130 @@
+//! [`NativeResponse`]: one wrapped response, its feed in and its events out.
+//!
+//! Events go to JavaScript in batches, not one promise per event: each `nextBatch` takes every event that is ready
+//! once the first one is (at most [`MAX_BATCH`]), as one JSON array, which the package yields one by one.
+
+use std::sync::{Arc, Mutex, PoisonError};
+
+use futures::{FutureExt, StreamExt};
+use headstart::{CancellationToken, EventStream};
+use headstart_providers::Feed;
+use napi::bindgen_prelude::Buffer;
+use napi_derive::napi;
+use serde_json::Value;
+
+use crate::js_error;
+
+/// The most events one batch carries, so that a long burst still reaches JavaScript in pieces.
+pub const MAX_BATCH: usize = 512;
+
+/// One response being wrapped: the model's stream goes in through the feed methods, the engine's events come out
+/// through `nextBatch`.
+#[napi]
+pub struct NativeResponse {
+    feed: Mutex<Feed>,
+    events: Arc<tokio::sync::Mutex<Option<EventStream>>>,
+    settled: Mutex<Option<std::pin::Pin<Box<dyn std::future::Future<Output = ()> + Send>>>>,
+    cancel: CancellationToken,
+}
+
+impl NativeResponse {
+    /// The response of `feed`, whose run's events are `events`, cancelled by `cancel`.
+    pub fn new(feed: Feed, events: EventStream, cancel: CancellationToken) -> Self {
+        let settled = Box::pin(events.settled());
+        NativeResponse {
+            feed: Mutex::new(feed),
+            events: Arc::new(tokio::sync::Mutex::new(Some(events))),
+            settled: Mutex::new(Some(settled)),
+            cancel,
+        }
+    }
+
+    fn feed(&self) -> std::sync::MutexGuard<'_, Feed> {
+        self.feed.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+}
+
+#[napi]
+impl NativeResponse {
+    /// Hands over one event: its JSON text, and its SSE event name where the format names events. A `headstart`
+    /// feed refuses an event that is not a delta event.
+    #[napi]
+    pub fn push(&self, data: String, event: Option<String>) -> napi::Result<()> {
+        self.feed().push(data, event).map_err(js_error)
+    }
+
+    /// Hands over the next chunk of the provider's SSE body, as read from the HTTP response.
+    #[napi]
+    pub fn push_body(&self, data: Buffer) -> napi::Result<()> {
+        self.feed().push_body(&data).map_err(js_error)
+    }
+
+    /// The stream ended cleanly.
+    #[napi]
+    pub fn end(&self) {
+        self.feed().end();
+    }
+
+    /// The stream failed: the response ends as `error` with `message`.
+    #[napi]
+    pub fn fail(&self, message: String) {
+        self.feed().fail(message);
+    }
+
+    /// The next events as a JSON array (each event as the engine serializes it), at least one; `[]` once the run
+    /// has ended.
+    #[napi]
+    pub async fn next_batch(&self) -> napi::Result<String> {
+        let events = Arc::clone(&self.events);
+        let mut guard = events.lock().await;
+        let Some(stream) = guard.as_mut() else {
+            return Ok("[]".into());
+        };
+        let Some(first) = stream.next().await else {
+            return Ok("[]".into());
+        };
+        let mut batch = vec![event_json(&first)];
+        while batch.len() < MAX_BATCH {
+            match stream.next().now_or_never() {
+                Some(Some(event)) => batch.push(event_json(&event)),
+                _ => break,
+            }
+        }
+        serde_json::to_string(&batch).map_err(js_error)
+    }
+
+    /// Cancels the run (contract §6.7): the stream stops being read, running calls are aborted, and every admitted
+    /// call gets its one stored result.
+    #[napi]
+    pub fn cancel(&self) {
+        self.cancel.cancel();
+    }
+
+    /// Cancels the run unless it has ended, and resolves once every task of the run has ended (every admitted call
+    /// has its stored result).
+    #[napi]
+    pub async fn close(&self) -> napi::Result<()> {
+        self.cancel.cancel();
+        let settled = self.settled.lock().unwrap_or_else(PoisonError::into_inner).take();
+        self.events.lock().await.take();
+        if let Some(settled) = settled {
+            settled.await;
+        }
+        Ok(())
+    }
+
+    /// Resolves once every task of the run has ended, without cancelling it.
+    #[napi]
+    pub async fn settled(&self) -> napi::Result<()> {
+        let settled = self.settled.lock().unwrap_or_else(PoisonError::into_inner).take();
+        if let Some(settled) = settled {
+            settled.await;
+        }
+        Ok(())
+    }
+}
+
+/// An event's serialization; one that cannot be serialized (none can fail today) becomes its name alone.
+fn event_json(event: &headstart::AgentEvent) -> Value {
+    serde_json::to_value(event).unwrap_or_else(|_| serde_json::json!({"type": event.type_name()}))
+}

@@ -1,0 +1,85 @@
+//! [`NativeStore`]: a transcript store opened once from its location, shared by the engines built on it.
+
+use std::sync::Arc;
+
+use headstart::store::{Durability, SqliteOptions, SqliteStore, TranscriptStore};
+use headstart::SessionId;
+use headstart_postgres::{PgOptions, PgStore};
+use napi_derive::napi;
+
+use crate::js_error;
+
+/// An open transcript store.
+#[napi]
+pub struct NativeStore {
+    pub(crate) store: Arc<dyn TranscriptStore>,
+}
+
+/// Opens the store at `location`: a PostgreSQL connection string (`postgresql://…`), else the path of a SQLite file,
+/// created when `write` and missing. `durability` (SQLite, when writing) is `full` (each commit synced: survives
+/// power loss) or `normal` (survives a crash of the process).
+#[napi]
+pub async fn open_store(location: String, write: bool, durability: String) -> napi::Result<NativeStore> {
+    let durability = match durability.as_str() {
+        "full" => Durability::Full,
+        "normal" => Durability::Normal,
+        other => {
+            return Err(js_error(format!(
+                "durability must be 'full' or 'normal', not {other:?}"
+            )))
+        }
+    };
+    let store: Arc<dyn TranscriptStore> = if headstart_postgres::is_connection_string(&location) {
+        let options = PgOptions::default();
+        let store = if write {
+            PgStore::connect(&location, options).await
+        } else {
+            PgStore::connect_read_only(&location, options).await
+        };
+        Arc::new(store.map_err(js_error)?)
+    } else {
+        let store = if write {
+            let options = SqliteOptions {
+                durability,
+                ..SqliteOptions::default()
+            };
+            tokio::task::spawn_blocking(move || SqliteStore::open(&location, options)).await
+        } else {
+            tokio::task::spawn_blocking(move || SqliteStore::open_read_only(&location)).await
+        };
+        Arc::new(store.map_err(js_error)?.map_err(js_error)?)
+    };
+    Ok(NativeStore { store })
+}
+
+#[napi]
+impl NativeStore {
+    /// The sessions of the store (only `session` when given), with their messages, tool runs and figures, as the
+    /// JSON text `headstart inspect --json` gives.
+    #[napi]
+    pub async fn inspect(&self, session: Option<String>) -> napi::Result<String> {
+        let report = headstart_timeline::stored::inspect_json(self.store.as_ref(), session.as_deref())
+            .await
+            .map_err(js_error)?;
+        Ok(report.to_string())
+    }
+
+    /// The stored log of `session` (every message with its sequence number and times), as JSON text: what a
+    /// resumed loop rebuilds its messages from.
+    #[napi]
+    pub async fn load_log(&self, session: String) -> napi::Result<String> {
+        let log = self.store.load_log(&SessionId(session)).await.map_err(js_error)?;
+        serde_json::to_string(&log).map_err(js_error)
+    }
+
+    /// The figures of `session` from its stored times (headroom, seal to start, overlap per call; the tool round
+    /// per response), as JSON text; with `after`, only of what was stored after that sequence number.
+    #[napi]
+    pub async fn figures(&self, session: String, after: Option<i64>) -> napi::Result<String> {
+        let after = after.map(|seq| u64::try_from(seq).unwrap_or(0));
+        let figures = headstart_timeline::stored::figures_json(self.store.as_ref(), &SessionId(session), after)
+            .await
+            .map_err(js_error)?;
+        Ok(figures.to_string())
+    }
+}

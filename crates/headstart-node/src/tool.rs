@@ -1,0 +1,147 @@
+//! [`JsTool`]: a JavaScript tool as an engine [`Tool`].
+//!
+//! Everything the scheduler asks (early, sequential, idempotent, timeout) is read once, from the tool's spec, when
+//! the engine is built, so scheduling never waits for JavaScript. Only `execute` crosses over, as a `call` letter
+//! through the engine's [`Bridge`].
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use async_trait::async_trait;
+use headstart::core::model::ContentBlock;
+use headstart::{Arguments, ExecutionMode, Tool, ToolContext, ToolError, ToolOutput, ToolResult};
+use serde_json::{json, Value};
+
+use crate::bridge::Bridge;
+
+/// A JavaScript tool, as its spec describes it.
+pub struct JsTool {
+    name: String,
+    description: String,
+    parameters: Value,
+    early: bool,
+    provider_async: bool,
+    idempotent: bool,
+    sequential: bool,
+    timeout: Option<Duration>,
+    bridge: Arc<Bridge>,
+}
+
+impl JsTool {
+    /// Reads a tool spec (`{name, description, parameters, early, providerAsync, idempotent, sequential,
+    /// timeoutMs}`, all but `name` optional); its calls go through `bridge`.
+    pub fn from_spec(spec: &Value, bridge: Arc<Bridge>) -> Result<Self, String> {
+        let name = spec
+            .get("name")
+            .and_then(Value::as_str)
+            .filter(|name| !name.is_empty())
+            .ok_or_else(|| format!("a tool needs a name (a non-empty string): {spec}"))?;
+        let flag = |key: &str| spec.get(key).and_then(Value::as_bool).unwrap_or(false);
+        let parameters = spec
+            .get("parameters")
+            .cloned()
+            .unwrap_or_else(|| json!({"type": "object"}));
+        if !parameters.is_object() {
+            return Err(format!("tool {name}: parameters must be a JSON Schema object"));
+        }
+        let timeout = match spec.get("timeoutMs") {
+            None | Some(Value::Null) => None,
+            Some(ms) => Some(Duration::from_millis(ms.as_u64().ok_or_else(|| {
+                format!("tool {name}: timeoutMs must be a whole number of milliseconds, not {ms}")
+            })?)),
+        };
+        Ok(JsTool {
+            name: name.to_owned(),
+            description: spec.get("description").and_then(Value::as_str).unwrap_or("").to_owned(),
+            parameters,
+            early: flag("early") || flag("providerAsync"),
+            provider_async: flag("providerAsync"),
+            idempotent: flag("idempotent"),
+            sequential: flag("sequential"),
+            timeout,
+            bridge,
+        })
+    }
+}
+
+/// A tool result as JavaScript gives it (`{content: [{type: "text", text}], details, isError, terminate}`, or a
+/// string) as the engine's output; the text of its text blocks, other blocks left out.
+pub(crate) fn output_of(value: &Value) -> ToolOutput {
+    let text = match value {
+        Value::String(text) => text.clone(),
+        _ => text_of(value.get("content")),
+    };
+    ToolOutput {
+        content: vec![ContentBlock::text(text)],
+        details: value.get("details").cloned().unwrap_or(Value::Null),
+        terminate: value.get("terminate").and_then(Value::as_bool).unwrap_or(false),
+    }
+}
+
+/// The text of a content value: a string, or the text blocks of an array joined by newlines.
+pub(crate) fn text_of(content: Option<&Value>) -> String {
+    match content {
+        Some(Value::String(text)) => text.clone(),
+        Some(Value::Array(blocks)) => blocks
+            .iter()
+            .filter_map(|block| block.get("text").and_then(Value::as_str))
+            .collect::<Vec<_>>()
+            .join("\n"),
+        _ => String::new(),
+    }
+}
+
+#[async_trait]
+impl Tool for JsTool {
+    fn name(&self) -> &str {
+        &self.name
+    }
+
+    fn description(&self) -> &str {
+        &self.description
+    }
+
+    fn parameters(&self) -> Value {
+        self.parameters.clone()
+    }
+
+    fn early(&self) -> bool {
+        self.early
+    }
+
+    fn provider_async(&self) -> bool {
+        self.provider_async
+    }
+
+    fn execution_mode(&self) -> ExecutionMode {
+        ExecutionMode::sequential_if(self.sequential)
+    }
+
+    fn timeout(&self) -> Option<Duration> {
+        self.timeout
+    }
+
+    fn idempotent(&self) -> bool {
+        self.idempotent
+    }
+
+    async fn execute(&self, arguments: Arguments, context: ToolContext) -> ToolResult {
+        let letter = json!({
+            "kind": "call",
+            "tool": self.name,
+            "callId": context.call_id,
+            "arguments": Value::Object(arguments),
+            "sessionId": context.session_id.as_ref().map(|session| session.0.clone()),
+            "idempotencyKey": context.idempotency_key,
+        });
+        let answer = self
+            .bridge
+            .ask(letter, Some(context.updates.clone()), Some(&context.cancel))
+            .await
+            .map_err(ToolError::new)?;
+        if answer.get("isError").and_then(Value::as_bool) == Some(true) {
+            return Err(ToolError::new(text_of(answer.get("content"))));
+        }
+        Ok(output_of(&answer))
+    }
+}

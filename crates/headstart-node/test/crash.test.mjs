@@ -1,0 +1,75 @@
+// Crash: a Node process killed with SIGKILL while its early tools run; a new process resumes the session. Every
+// call has exactly one result, the non-idempotent one the interrupted result, and nothing ran twice.
+import { test } from "node:test";
+import assert from "node:assert/strict";
+import { spawn } from "node:child_process";
+import { mkdirSync, mkdtempSync, readFileSync, existsSync } from "node:fs";
+import { join, dirname } from "node:path";
+import { tmpdir } from "node:os";
+import { fileURLToPath } from "node:url";
+import { Type } from "typebox";
+import { resume } from "headstart/pi";
+import { inspect } from "headstart";
+
+const here = dirname(fileURLToPath(import.meta.url));
+const root = process.env.HEADSTART_SCRATCH ?? tmpdir();
+mkdirSync(root, { recursive: true });
+
+function lines(path) {
+  return existsSync(path) ? readFileSync(path, "utf8").split("\n").filter(Boolean) : [];
+}
+
+/** Polls `check` until it is true; a bound on the wait, not a timing the test depends on. */
+async function until(check, what, ms = 30_000) {
+  const deadline = Date.now() + ms;
+  while (!check()) {
+    if (Date.now() > deadline) throw new Error(`${what} did not happen within ${ms} ms`);
+    await new Promise((done) => setTimeout(done, 20));
+  }
+}
+
+test("kill -9 while early tools run, then resume: one result per call, interrupted where not idempotent, nothing run twice", async (t) => {
+  const dir = mkdtempSync(join(root, "crash-"));
+  const store = join(dir, "agent.db");
+  const effects = join(dir, "effects.txt");
+  const child = spawn(process.execPath, [join(here, "crash-child.mjs"), store, effects], {
+    stdio: ["ignore", "pipe", "inherit"],
+    env: process.env,
+  });
+  t.after(() => child.kill("SIGKILL"));
+  let out = "";
+  child.stdout.on("data", (chunk) => (out += chunk));
+  await until(() => lines(effects).length === 2, "both early tools' effects");
+  const session = /session (\S+)/.exec(out)?.[1];
+  assert.ok(session, `the child said its session: ${out}`);
+  child.kill("SIGKILL");
+  await new Promise((done) => (child.exitCode !== null || child.signalCode !== null ? done() : child.once("exit", done)));
+
+  const parameters = Type.Object({ text: Type.String() });
+  const never = () => {
+    throw new Error("a tool ran again after the crash");
+  };
+  const tools = [
+    { name: "charge", label: "charge", description: "", parameters, executionMode: "early", execute: never },
+    { name: "lookup", label: "lookup", description: "", parameters, executionMode: "early", replay: "safe", execute: never },
+  ];
+  const { messages, recovered } = await resume({ store, storeSessionId: session, tools, policy: "fail" });
+  assert.deepEqual(recovered.map((call) => call.call_id).sort(), ["call_charge", "call_lookup"]);
+
+  const report = await inspect(store, session);
+  const results = report.sessions[0].messages.map((stored) => stored.message).filter((message) => message.role === "tool_result");
+  assert.deepEqual(results.map((result) => result.tool_call_id).sort(), ["call_charge", "call_lookup"], "one result per call");
+  const charge = results.find((result) => result.tool_call_id === "call_charge");
+  assert.equal(charge.is_error, true);
+  assert.match(JSON.stringify(charge.content), /interrupted/i);
+  assert.deepEqual(lines(effects).map((line) => line.split(" ")[0]).sort(), ["charge", "lookup"], "each effect once");
+
+  // The rebuilt messages: the prompt, the assistant's two calls, their two results, ready for agentLoopContinue.
+  assert.deepEqual(messages.map((message) => message.role), ["user", "assistant", "toolResult", "toolResult"]);
+  assert.deepEqual(messages[1].content.filter((block) => block.type === "toolCall").map((call) => call.id), ["call_charge", "call_lookup"]);
+
+  // Recovering the same crash again changes nothing.
+  const again = await resume({ store, storeSessionId: session, tools, policy: "fail" });
+  assert.deepEqual(again.recovered, []);
+  assert.deepEqual(again.messages.map((message) => message.role), messages.map((message) => message.role));
+});

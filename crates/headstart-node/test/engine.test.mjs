@@ -1,0 +1,237 @@
+// The engine's API: Engine, tool, wrap in each format, hooks, bad input, cancellation, recovery, inspect.
+import { test } from "node:test";
+import assert from "node:assert/strict";
+import { createServer } from "node:http";
+import { mkdirSync, mkdtempSync } from "node:fs";
+import { join } from "node:path";
+import { tmpdir } from "node:os";
+import OpenAI from "openai";
+import { Engine, tool, inspect, FORMATS } from "headstart";
+import { scriptedStream } from "./scripted.mjs";
+
+const root = process.env.HEADSTART_SCRATCH ?? tmpdir();
+mkdirSync(root, { recursive: true });
+const scratch = () => mkdtempSync(join(root, "engine-"));
+
+function deferred() {
+  let resolve;
+  const promise = new Promise((done) => (resolve = done));
+  return { promise, resolve };
+}
+
+/** A bound, not a timing: a promise that never settles fails the test instead of hanging the suite. */
+function within(promise, ms, what) {
+  let timer;
+  return Promise.race([
+    promise.finally(() => clearTimeout(timer)),
+    new Promise((_, reject) => (timer = setTimeout(() => reject(new Error(`${what} did not happen within ${ms} ms`)), ms))),
+  ]);
+}
+
+async function collect(run) {
+  const events = [];
+  for await (const event of run) events.push(event);
+  return events;
+}
+
+/**
+ * A paced Chat Completions server: a call to `lookup` with complete arguments, then (once `started` resolves: the
+ * call has started) `after` text chunks `paceMs` apart, then the finish. Resolves to its URL and what it saw.
+ */
+async function pacedChatServer({ started, after = 10, paceMs = 20 }) {
+  const seen = { chunksAfterStart: 0, endedAt: 0 };
+  const chunk = (delta, finish = null) =>
+    `data: ${JSON.stringify({ id: "chatcmpl-1", object: "chat.completion.chunk", created: 0, model: "paced", choices: [{ index: 0, delta, finish_reason: finish }] })}\n\n`;
+  const server = createServer(async (request, response) => {
+    for await (const _ of request);
+    response.writeHead(200, { "content-type": "text/event-stream" });
+    response.write(chunk({ role: "assistant", content: null, tool_calls: [{ index: 0, id: "call_1", type: "function", function: { name: "lookup", arguments: "" } }] }));
+    response.write(chunk({ tool_calls: [{ index: 0, function: { arguments: '{"query": "weather"}' } }] }));
+    await within(started, 10_000, "the early call's start");
+    for (let i = 0; i < after; i++) {
+      await new Promise((done) => setTimeout(done, paceMs));
+      response.write(chunk({ content: `word${i} ` }));
+      seen.chunksAfterStart++;
+    }
+    response.write(chunk({}, "tool_calls"));
+    response.write("data: [DONE]\n\n");
+    seen.endedAt = performance.now();
+    response.end();
+  });
+  await new Promise((done) => server.listen(0, "127.0.0.1", done));
+  return { url: `http://127.0.0.1:${server.address().port}/v1`, seen, close: () => server.close() };
+}
+
+for (const how of ["the SDK's request (its HTTP body)", "the SDK's stream (its events)"]) {
+  test(`through the openai SDK, ${how}: an early call starts while the model streams`, async (t) => {
+    const started = deferred();
+    let startedAt = 0;
+    const lookup = tool({
+      name: "lookup",
+      early: true,
+      parameters: { type: "object", properties: { query: { type: "string" } }, required: ["query"] },
+      execute: async ({ query }) => {
+        startedAt = performance.now();
+        started.resolve();
+        return `sunny, for ${query}`;
+      },
+    });
+    const server = await pacedChatServer({ started: started.promise });
+    t.after(() => server.close());
+    const engine = new Engine(join(scratch(), "t.db"), { tools: [lookup], durability: "normal" });
+    const session = await engine.createSession();
+    const client = new OpenAI({ apiKey: "test", baseURL: server.url });
+    const request = client.chat.completions.create({ model: "paced", messages: [{ role: "user", content: "hi" }], stream: true });
+    const stream = how.includes("HTTP body") ? request : await request;
+    const run = engine.wrap(session, stream, { format: "openai-chat" });
+    const events = await collect(run);
+    // The lead: the server sent ten more chunks, 20 ms apart, after the call had started.
+    assert.equal(server.seen.chunksAfterStart, 10);
+    const lead = server.seen.endedAt - startedAt;
+    assert.ok(lead >= 180, `the call started ${lead.toFixed(0)} ms before the stream ended`);
+    const [call] = await run.calls();
+    assert.equal(call.toolName, "lookup");
+    assert.deepEqual(call.content, [{ type: "text", text: "sunny, for weather" }]);
+    assert.ok(call.headroomMs >= 180, `headroom ${call.headroomMs} ms`);
+    assert.ok(call.sealToStartMs !== null && call.sealToStartMs >= 0);
+    assert.equal(events.at(-1).type, "turn_end");
+    console.log(`openai-chat (${how}): lead ${lead.toFixed(0)} ms, seal to start ${call.sealToStartMs.toFixed(2)} ms`);
+  });
+}
+
+/** A pi stream with one call per name in `calls`, then text and `done`. */
+function piStream(calls, extra = {}) {
+  return scriptedStream({
+    blocks: [...calls.map((name, i) => ({ call: { id: `c${i}`, name, arguments: { text: `t${i}` } } })), { text: "ok" }],
+    stop: "toolUse",
+    ...extra,
+  });
+}
+
+const text = { type: "object", properties: { text: { type: "string" } } };
+
+test("a tool that throws gets its message as an error result; an unknown tool an error result; the transcript is whole", async () => {
+  const engine = new Engine(join(scratch(), "t.db"), {
+    durability: "normal",
+    tools: [
+      tool({ name: "boom", parameters: text, execute: async () => { throw new Error("kaboom"); } }),
+      tool({ name: "fine", parameters: text, early: true, execute: async ({ text }) => `fine ${text}` }),
+    ],
+  });
+  const session = await engine.createSession();
+  const run = engine.wrap(session, piStream(["boom", "nope", "fine"]), { format: "pi" });
+  await collect(run);
+  const calls = await run.calls();
+  const byName = Object.fromEntries(calls.map((call) => [call.toolName, call]));
+  assert.equal(byName.boom.isError, true);
+  assert.match(byName.boom.content[0].text, /kaboom/);
+  assert.equal(byName.nope.isError, true);
+  assert.equal(byName.fine.isError, false);
+  assert.deepEqual(byName.fine.content, [{ type: "text", text: "fine t2" }]);
+});
+
+test("an unknown format is a TypeError naming the formats", () => {
+  const engine = new Engine(join(scratch(), "t.db"), { durability: "normal" });
+  assert.throws(() => engine.wrap("s", [], { format: "pi-ai" }), (error) => {
+    assert.ok(error instanceof TypeError);
+    for (const name of FORMATS) assert.ok(error.message.includes(name), error.message);
+    return true;
+  });
+});
+
+test("a malformed event ends the response as an error, and nothing is thrown", async () => {
+  const engine = new Engine(join(scratch(), "t.db"), { durability: "normal" });
+  const session = await engine.createSession();
+  async function* broken() {
+    yield { type: "start", partial: { content: [] } };
+    yield 42;
+  }
+  const events = await collect(engine.wrap(session, broken(), { format: "pi" }));
+  const end = events.at(-1);
+  assert.equal(end.type, "turn_end");
+  assert.match(JSON.stringify(end.outcome), /not a pi-ai AssistantMessageEvent: 42/);
+});
+
+test("hooks: beforeToolCall blocks, afterToolCall replaces the result, a hook that throws fails the call", async () => {
+  const engine = new Engine(join(scratch(), "t.db"), {
+    durability: "normal",
+    tools: [tool({ name: "echo", parameters: text, early: true, execute: async ({ text }) => `secret ${text}` })],
+    beforeToolCall: async ({ args }) => (args.text === "t0" ? { block: true, reason: "not t0" } : undefined),
+    afterToolCall: async ({ args, result }) => {
+      if (args.text === "t2") throw new Error("after hook broke");
+      return { content: [{ type: "text", text: result.content[0].text.replace("secret", "[redacted]") }] };
+    },
+  });
+  const session = await engine.createSession();
+  const run = engine.wrap(session, piStream(["echo", "echo", "echo"]), { format: "pi" });
+  await collect(run);
+  const calls = await run.calls();
+  assert.equal(calls.length, 3);
+  const byId = Object.fromEntries(calls.map((call) => [call.callId, call]));
+  assert.equal(byId.c0.isError, true);
+  assert.match(byId.c0.content[0].text, /not t0/);
+  assert.deepEqual(byId.c1.content, [{ type: "text", text: "[redacted] t1" }]);
+  assert.equal(byId.c2.isError, true);
+  assert.match(byId.c2.content[0].text, /after hook broke/);
+});
+
+test("an AbortSignal cancels the response: the running call is aborted, and every admitted call has its stored result", async () => {
+  const aborted = deferred();
+  const running = deferred();
+  const engine = new Engine(join(scratch(), "t.db"), {
+    durability: "normal",
+    tools: [
+      tool({
+        name: "wait",
+        parameters: text,
+        early: true,
+        execute: (_args, { signal }) =>
+          new Promise((_, reject) => {
+            running.resolve();
+            signal.addEventListener("abort", () => {
+              aborted.resolve();
+              reject(new Error("stopped by the abort"));
+            });
+          }),
+      }),
+    ],
+  });
+  const session = await engine.createSession();
+  const controller = new AbortController();
+  const stream = scriptedStream(
+    { blocks: [{ call: { id: "c0", name: "wait", arguments: { text: "x" } } }, { text: "and on" }], stop: "toolUse" },
+    { gate: async () => { await within(running.promise, 10_000, "the call's start"); controller.abort(); } },
+  );
+  const run = engine.wrap(session, stream, { format: "pi", signal: controller.signal });
+  await collect(run);
+  await within(aborted.promise, 10_000, "the tool's abort");
+  const calls = await run.calls();
+  assert.equal(calls.length, 1);
+  assert.equal(calls[0].isError, true);
+  assert.match(calls[0].content[0].text, /stopped by the abort/);
+});
+
+test("recover leaves a session whose calls all have results as it is; inspect shows the session", async () => {
+  const dir = scratch();
+  const store = join(dir, "t.db");
+  const engine = new Engine(store, { durability: "normal", tools: [tool({ name: "echo", parameters: text, execute: async () => "x" })] });
+  const session = await engine.createSession();
+  await engine.appendUser(session, "hello");
+  await collect(engine.wrap(session, piStream(["echo"]), { format: "pi" }));
+  const recovered = await engine.recover(session, "fail");
+  assert.deepEqual(recovered, []);
+  const report = await inspect(store, session);
+  assert.equal(report.sessions.length, 1);
+  const roles = report.sessions[0].messages.map((stored) => stored.message.role);
+  assert.deepEqual(roles, ["user", "assistant", "tool_result", "assistant"].slice(0, roles.length));
+  assert.ok(roles.includes("tool_result"));
+  await assert.rejects(() => engine.recover(session, "sometimes"), /policy must be/);
+});
+
+test("a store that cannot be opened is a clear error from the first call that needs it", async () => {
+  const engine = new Engine("/nonexistent/folder/t.db", { durability: "normal" });
+  await assert.rejects(() => engine.createSession(), /t\.db|store|open/i);
+  assert.throws(() => new Engine("", {}), TypeError);
+  assert.throws(() => tool({ name: "x" }), TypeError);
+});
+

@@ -1,0 +1,146 @@
+// Scripted pi-ai streams and tools for the Node suite: the same script drives pi-agent-core's own loop and
+// headstart's drop-in, so that what they do can be compared.
+import { createAssistantMessageEventStream } from "@earendil-works/pi-ai";
+
+/** A small seeded PRNG (mulberry32): the same seed, the same scripts. */
+export function random(seed) {
+  let state = seed >>> 0;
+  const next = () => {
+    state = (state + 0x6d2b79f5) >>> 0;
+    let t = state;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+  return {
+    next,
+    int: (n) => Math.floor(next() * n),
+    pick: (items) => items[Math.floor(next() * items.length)],
+    chance: (p) => next() < p,
+  };
+}
+
+export const MODEL = {
+  id: "scripted",
+  name: "scripted",
+  api: "scripted",
+  provider: "scripted",
+  baseUrl: "",
+  reasoning: false,
+  input: ["text"],
+  cost: { input: 0, output: 0, cacheRead: 0, cacheWrite: 0 },
+  contextWindow: 100000,
+  maxTokens: 1000,
+};
+
+const USAGE = {
+  input: 10,
+  output: 5,
+  cacheRead: 0,
+  cacheWrite: 0,
+  totalTokens: 15,
+  cost: { input: 0, output: 0, cacheRead: 0, cacheWrite: 0, total: 0 },
+};
+
+/** Waits for `rounds` turns of the event loop. */
+export async function ticks(rounds) {
+  for (let i = 0; i < rounds; i++) await new Promise((resolve) => setImmediate(resolve));
+}
+
+/**
+ * A pi-ai stream of one scripted response. `turn.blocks`: `{text}` or `{call: {id, name, arguments}}`;
+ * `turn.stop`: `stop`, `toolUse`, `length`, `error`, or `abort` (the stream aborts `controller` after `abortAt`
+ * events and ends as `aborted`). `onEvent(index, event)` sees each event before it is pushed.
+ */
+export function scriptedStream(turn, { controller, onEvent, pace = () => ticks(1), gate } = {}) {
+  const stream = createAssistantMessageEventStream();
+  const partial = {
+    role: "assistant",
+    content: [],
+    api: MODEL.api,
+    provider: MODEL.provider,
+    model: MODEL.id,
+    usage: { ...USAGE },
+    stopReason: "stop",
+    timestamp: Date.now(),
+  };
+  void (async () => {
+    let index = 0;
+    const emit = async (make) => {
+      await pace(index);
+      if (turn.stop === "abort" && index === (turn.abortAt ?? 1)) {
+        controller?.abort();
+        const error = { ...partial, content: [...partial.content], stopReason: "aborted", errorMessage: "Request was aborted" };
+        stream.push({ type: "error", reason: "aborted", error });
+        return false;
+      }
+      const event = make();
+      onEvent?.(index, event);
+      stream.push(event);
+      index++;
+      return true;
+    };
+    if (!(await emit(() => ({ type: "start", partial })))) return;
+    for (const block of turn.blocks) {
+      const contentIndex = partial.content.length;
+      if (block.text !== undefined) {
+        partial.content.push({ type: "text", text: "" });
+        if (!(await emit(() => ({ type: "text_start", contentIndex, partial })))) return;
+        for (const piece of chunks(block.text)) {
+          if (
+            !(await emit(() => {
+              partial.content[contentIndex].text += piece;
+              return { type: "text_delta", contentIndex, delta: piece, partial };
+            }))
+          )
+            return;
+        }
+        if (!(await emit(() => ({ type: "text_end", contentIndex, content: block.text, partial })))) return;
+      } else {
+        const call = block.call;
+        const text = JSON.stringify(call.arguments);
+        partial.content.push({ type: "toolCall", id: call.id, name: call.name, arguments: {} });
+        if (!(await emit(() => ({ type: "toolcall_start", contentIndex, partial })))) return;
+        for (const piece of chunks(text)) {
+          if (!(await emit(() => ({ type: "toolcall_delta", contentIndex, delta: piece, partial })))) return;
+        }
+        const toolCall = { type: "toolCall", id: call.id, name: call.name, arguments: call.arguments };
+        if (
+          !(await emit(() => {
+            partial.content[contentIndex] = toolCall;
+            return { type: "toolcall_end", contentIndex, toolCall, partial };
+          }))
+        )
+          return;
+        // The model goes on only once `gate` lets it (an early call started, say): a paced stream without timers.
+        await gate?.(toolCall, partial.content.filter((block) => block.type === "toolCall" && block !== toolCall));
+      }
+    }
+    if (turn.stop === "error") {
+      const error = { ...partial, content: [...partial.content], stopReason: "error", errorMessage: "provider failed" };
+      await emit(() => ({ type: "error", reason: "error", error }));
+      return;
+    }
+    const reason = turn.stop === "abort" ? "stop" : turn.stop;
+    const message = { ...partial, content: [...partial.content], stopReason: reason };
+    await emit(() => ({ type: "done", reason, message }));
+  })();
+  return stream;
+}
+
+function chunks(text) {
+  const pieces = [];
+  for (let i = 0; i < text.length; i += 7) pieces.push(text.slice(i, i + 7));
+  return pieces.length > 0 ? pieces : [""];
+}
+
+/** A stream function answering each request with the next scripted turn (text `done` once they run out). */
+export function scriptedStreamFn(turns, options = {}) {
+  let next = 0;
+  const streamFn = (_model, _context, streamOptions) => {
+    const turn = turns[next++] ?? { blocks: [{ text: "done" }], stop: "stop" };
+    return scriptedStream(turn, { ...options, signal: streamOptions?.signal });
+  };
+  streamFn.requests = () => next;
+  return streamFn;
+}

