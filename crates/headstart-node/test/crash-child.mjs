@@ -3,7 +3,7 @@
 import { appendFileSync } from "node:fs";
 import { Type } from "typebox";
 import { agentLoop } from "headstart/pi";
-import { scriptedStream, MODEL } from "./scripted.mjs";
+import { scriptedStream, MODEL } from "headstart/simulated";
 
 const [store, effects] = process.argv.slice(2);
 const effect = (name) => (id) => {

@@ -6,7 +6,25 @@ import assert from "node:assert/strict";
 import { Type } from "typebox";
 import * as pi from "@earendil-works/pi-agent-core";
 import * as drop from "headstart/pi";
-import { random, scriptedStreamFn, ticks, MODEL } from "./scripted.mjs";
+import { scriptedStreamFn, ticks, MODEL } from "headstart/simulated";
+
+/** A small seeded PRNG (mulberry32): the same seed, the same scripts. */
+export function random(seed) {
+  let state = seed >>> 0;
+  const next = () => {
+    state = (state + 0x6d2b79f5) >>> 0;
+    let t = state;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+  return {
+    next,
+    int: (n) => Math.floor(next() * n),
+    pick: (items) => items[Math.floor(next() * items.length)],
+    chance: (p) => next() < p,
+  };
+}
 
 const SEED = 20261203;
 const SCRIPTS = 220;

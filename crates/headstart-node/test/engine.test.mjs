@@ -7,7 +7,7 @@ import { join } from "node:path";
 import { tmpdir } from "node:os";
 import OpenAI from "openai";
 import { Engine, tool, inspect, FORMATS } from "headstart";
-import { scriptedStream } from "./scripted.mjs";
+import { scriptedStream } from "headstart/simulated";
 
 const root = process.env.HEADSTART_SCRATCH ?? tmpdir();
 mkdirSync(root, { recursive: true });

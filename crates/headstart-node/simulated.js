@@ -1,25 +1,8 @@
-// Scripted pi-ai streams and tools for the Node suite: the same script drives pi-agent-core's own loop and
-// headstart's drop-in, so that what they do can be compared.
+// headstart/simulated: a simulated streaming model, as pi-ai streams that follow a script. The demo runs on it with no
+// key, and the test suite drives pi-agent-core's own loop and headstart's drop-in with the same scripts.
 import { createAssistantMessageEventStream } from "@earendil-works/pi-ai";
 
-/** A small seeded PRNG (mulberry32): the same seed, the same scripts. */
-export function random(seed) {
-  let state = seed >>> 0;
-  const next = () => {
-    state = (state + 0x6d2b79f5) >>> 0;
-    let t = state;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-  return {
-    next,
-    int: (n) => Math.floor(next() * n),
-    pick: (items) => items[Math.floor(next() * items.length)],
-    chance: (p) => next() < p,
-  };
-}
-
+/** The model the simulated streams say they come from. */
 export const MODEL = {
   id: "scripted",
   name: "scripted",
@@ -42,6 +25,11 @@ const USAGE = {
   cost: { input: 0, output: 0, cacheRead: 0, cacheWrite: 0, total: 0 },
 };
 
+/** Waits `ms` milliseconds: a pace for `scriptedStream` that streams as a model does. */
+export function sleep(ms) {
+  return new Promise((done) => setTimeout(done, ms));
+}
+
 /** Waits for `rounds` turns of the event loop. */
 export async function ticks(rounds) {
   for (let i = 0; i < rounds; i++) await new Promise((resolve) => setImmediate(resolve));
@@ -50,7 +38,9 @@ export async function ticks(rounds) {
 /**
  * A pi-ai stream of one scripted response. `turn.blocks`: `{text}` or `{call: {id, name, arguments}}`;
  * `turn.stop`: `stop`, `toolUse`, `length`, `error`, or `abort` (the stream aborts `controller` after `abortAt`
- * events and ends as `aborted`). `onEvent(index, event)` sees each event before it is pushed.
+ * events and ends as `aborted`). `onEvent(index, event)` sees each event before it is pushed; `pace(index)` is
+ * awaited before each event (one event-loop turn by default); `gate(toolCall, earlierCalls)`, after each call's
+ * `toolcall_end`, holds the stream until it resolves.
  */
 export function scriptedStream(turn, { controller, onEvent, pace = () => ticks(1), gate } = {}) {
   const stream = createAssistantMessageEventStream();
@@ -134,7 +124,10 @@ function chunks(text) {
   return pieces.length > 0 ? pieces : [""];
 }
 
-/** A stream function answering each request with the next scripted turn (text `done` once they run out). */
+/**
+ * A stream function answering each request with the next scripted turn (text `done` once they run out); `options`
+ * as `scriptedStream`'s. `streamFn.requests()` counts the requests so far.
+ */
 export function scriptedStreamFn(turns, options = {}) {
   let next = 0;
   const streamFn = (_model, _context, streamOptions) => {

@@ -1,0 +1,158 @@
+// headstart for Node.js: streaming early execution for LLM agents.
+
+/** A JSON Schema (a TypeBox schema is one). */
+export type JsonSchema = Record<string, unknown>;
+
+/** A tool's result: its content blocks (text), details, whether it is an error, and whether it ends the loop. */
+export interface ToolResult {
+  content: Array<{ type: "text"; text: string } | Record<string, unknown>>;
+  details?: unknown;
+  isError?: boolean;
+  terminate?: boolean;
+}
+
+/** What a tool's `execute` is given beside its arguments. */
+export interface ToolContext {
+  /** Aborted when the call is cancelled (the response was cancelled, or the tool's timeout passed). */
+  signal: AbortSignal;
+  /** The call's id, as the model gave it. */
+  callId: string;
+  /** The session the call belongs to. */
+  sessionId: string | null;
+  /** A key stable across re-runs of this call (recovery), for the tool's own deduplication. */
+  idempotencyKey: string;
+  /** Sends a partial result (`tool_execution_update`). */
+  onUpdate(partial: string | ToolResult): void;
+}
+
+/** A tool declaration, from `tool(...)`. */
+export interface Tool<Args = Record<string, unknown>> {
+  readonly name: string;
+  readonly description: string;
+  readonly parameters: JsonSchema;
+  readonly early: boolean;
+  readonly idempotent: boolean;
+  readonly providerAsync: boolean;
+  readonly sequential: boolean;
+  readonly timeoutMs?: number;
+  execute(args: Args, context: ToolContext): Promise<string | ToolResult> | string | ToolResult;
+}
+
+/**
+ * Declares a tool. `early`: its calls start at their `toolcall_end`, once the prefix holding them is durable.
+ * `idempotent`: recovery may run it again. `providerAsync`: OpenAI's provider-async tool (early too).
+ * `sequential`: its calls run one at a time. `timeoutMs`: a call running longer is cancelled.
+ */
+export declare function tool<Args = Record<string, unknown>>(declaration: {
+  name: string;
+  description?: string;
+  parameters?: JsonSchema;
+  early?: boolean;
+  idempotent?: boolean;
+  providerAsync?: boolean;
+  sequential?: boolean;
+  timeoutMs?: number;
+  execute: Tool<Args>["execute"];
+}): Tool<Args>;
+
+/** A tool call as the engine stores it. */
+export interface ToolCall {
+  type: "tool_call";
+  id: string;
+  name: string;
+  arguments: Record<string, unknown>;
+  [field: string]: unknown;
+}
+
+/** The engine's options. */
+export interface EngineOptions {
+  tools?: Tool<any>[];
+  /** Return `{ block: true, reason }` to block a call. */
+  beforeToolCall?(call: { toolCall: ToolCall; args: Record<string, unknown> }): unknown;
+  /** Return the fields of the result to replace (`content`, `details`, `isError`, `terminate`). */
+  afterToolCall?(call: { toolCall: ToolCall; args: Record<string, unknown>; result: ToolResult; isError: boolean }): unknown;
+  /** SQLite: `full` (each commit synced, the default) or `normal` (survives a crash of the process). */
+  durability?: "full" | "normal";
+  /** `parallel` (the default) or `sequential`. */
+  toolExecution?: "parallel" | "sequential";
+  /** `false` runs every call after its response. Default `true`. */
+  earlyExecution?: boolean;
+  /** How many calls run at once (`null`: no bound). */
+  maxInFlight?: number | null;
+}
+
+/** The stream formats `wrap` reads. */
+export type Format =
+  | "pi"
+  | "headstart"
+  | "openai-chat"
+  | "openai-responses"
+  | "anthropic"
+  | "gemini"
+  | "sse-openai-chat"
+  | "sse-openai-responses"
+  | "sse-anthropic"
+  | "sse-gemini";
+
+/** The formats `wrap` reads (the `sse-` forms aside). */
+export declare const FORMATS: readonly string[];
+
+/** One event of the engine (`turn_start`, `message_update`, `tool_execution_start`, …, `turn_end`). */
+export interface EngineEvent {
+  type: string;
+  [field: string]: unknown;
+}
+
+/** A call's stored result, with its figures. */
+export interface CallFigures {
+  callId: string;
+  toolName: string;
+  content: Array<{ type: "text"; text: string }>;
+  isError: boolean;
+  /** How long before the stream's end the call was sealed (ms). */
+  headroomMs: number | null;
+  /** From its seal to its start, the prefix commit included (ms). */
+  sealToStartMs: number | null;
+  /** How long it ran (ms). */
+  runMs: number | null;
+  /** How much of its run overlapped the stream (ms). */
+  overlapMs: number | null;
+}
+
+/** One wrapped response: the engine's events, then its calls. */
+export interface Wrapped extends AsyncIterable<EngineEvent> {
+  /** Each call's stored result with its figures; read after the events are consumed. */
+  calls(): Promise<CallFigures[]>;
+}
+
+/** The engine over a store (a SQLite path or a `postgresql://` URL). */
+export declare class Engine {
+  constructor(store: string, options?: EngineOptions);
+  /** A new session's id. */
+  createSession(): Promise<string>;
+  /** Appends a user message to a session. */
+  appendUser(session: string, text: string): Promise<void>;
+  /**
+   * Wraps one response of `session`. `stream` is read in `format`: pi-ai events, delta events, an SDK's stream or
+   * request promise (openai, anthropic), or (`sse-…`) an HTTP body. `signal` cancels the response; every admitted
+   * call still gets its stored result.
+   */
+  wrap(
+    session: string,
+    stream: unknown,
+    options?: { format?: Format; seal?: "complete" | "next-index" | "finish"; record?: string; signal?: AbortSignal },
+  ): Wrapped;
+  /** Recovers a session after a crash; what was done with each call. */
+  recover(session: string, policy?: "fail" | "rerun_idempotent"): Promise<Array<Record<string, unknown>>>;
+  /** The figures of a session from its stored times. */
+  figures(session: string): Promise<{ calls: Array<Record<string, unknown>>; responses: Array<Record<string, unknown>> }>;
+}
+
+/** What a store holds: its sessions, with their messages, tool runs and figures (`headstart inspect --json`). */
+export declare function inspect(store: string, session?: string): Promise<{ sessions: Array<Record<string, unknown>> }>;
+
+/** The open store at a location (opened once per location in a process). */
+export declare function openStore(location: string, options?: { durability?: "full" | "normal"; write?: boolean }): Promise<unknown>;
+
+/** The delta event of a pi-ai `AssistantMessageEvent` (undefined for events the engine does not read). */
+export declare function piToDelta(event: unknown): Record<string, unknown> | undefined;

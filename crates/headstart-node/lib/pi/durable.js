@@ -1,0 +1,138 @@
+// The drop-in's durable side: the store a loop writes, an engine per tool set, and the session of a loop.
+
+import { randomUUID } from "node:crypto";
+import { existsSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+
+import { native } from "../native.js";
+import { createDispatcher, messageOf } from "../bridge.js";
+import { openStore, toResult } from "../engine.js";
+
+/**
+ * The store of loops given none: one SQLite file for the process, in memory where the machine has a memory file
+ * system (`/dev/shm`), removed when the process exits. (SQLite's own `:memory:` cannot hold the store: it needs a
+ * write-ahead log.)
+ */
+let ephemeral;
+function ephemeralStore() {
+  if (!ephemeral) {
+    const folder = existsSync("/dev/shm") ? "/dev/shm" : tmpdir();
+    ephemeral = join(folder, `headstart-${process.pid}-${randomUUID()}.db`);
+    process.once("exit", () => {
+      for (const suffix of ["", "-wal", "-shm"]) rmSync(ephemeral + suffix, { force: true });
+    });
+  }
+  return ephemeral;
+}
+
+/** Whether a pi tool starts early. */
+export function isEarly(tool) {
+  return tool?.executionMode === "early" || tool?.early === true;
+}
+
+/** The engine's spec of a pi tool: scheduling only (pi validates the arguments itself, with its own schema). */
+function specOfPiTool(tool) {
+  return {
+    name: tool.name,
+    description: tool.description ?? "",
+    parameters: { type: "object" },
+    early: isEarly(tool),
+    sequential: tool.executionMode === "sequential",
+    idempotent: tool.replay === "safe",
+  };
+}
+
+/** Loops in progress, by session: where the engine's letters for a session's calls go. */
+export const active = new Map();
+/** Engines by store and tool set. */
+const engines = new Map();
+
+export async function engineFor(storeLocation, durability, tools, toolExecution, earlyExecution) {
+  const specs = tools.map(specOfPiTool);
+  const options = { toolExecution: toolExecution === "sequential" ? "sequential" : "parallel", earlyExecution };
+  const key = JSON.stringify([storeLocation, durability, specs, options]);
+  let engine = engines.get(key);
+  if (!engine) {
+    engine = openStore(storeLocation, { durability }).then((store) => {
+      let built;
+      const dispatch = createDispatcher(() => built, {
+        call: (letter, context) => {
+          const loop = active.get(letter.sessionId);
+          if (loop) return loop.onCall(letter, context);
+          // No loop of this process holds the session: a recovery running an idempotent call again.
+          return recoveryCall(tools, letter, context);
+        },
+      });
+      built = new native.NativeEngine(store, JSON.stringify(specs), JSON.stringify(options), dispatch);
+      return { engine: built, store };
+    });
+    engines.set(key, engine);
+    engine.catch(() => engines.delete(key));
+  }
+  return engine;
+}
+
+async function recoveryCall(tools, letter, { signal, onUpdate }) {
+  const tool = tools.find((candidate) => candidate.name === letter.tool);
+  if (!tool) return errorToolResult(`Tool ${letter.tool} not found`, true);
+  try {
+    return engineResult(toResult(await tool.execute(letter.callId, letter.arguments, signal, onUpdate)), false);
+  } catch (error) {
+    return errorToolResult(messageOf(error), true);
+  }
+}
+
+/** The text of a pi message's content: a string, or its text blocks joined. */
+export function textOf(content) {
+  if (typeof content === "string") return content;
+  if (!Array.isArray(content)) return "";
+  return content
+    .filter((block) => block?.type === "text")
+    .map((block) => block.text)
+    .join("\n");
+}
+
+/** A session of a loop: where its transcript goes. */
+export class Session {
+  constructor(config) {
+    this.location = config.store ?? ephemeralStore();
+    this.durability = config.durability ?? (config.store ? "full" : "normal");
+    this.id = config.storeSessionId;
+    this.onSession = config.onStoreSession;
+    this.earlyExecution = config.earlyExecution !== false;
+  }
+
+  async engine(context, config) {
+    const { engine } = await engineFor(
+      this.location,
+      this.durability,
+      context.tools ?? [],
+      config.toolExecution,
+      this.earlyExecution,
+    );
+    if (!this.id) {
+      this.id = await engine.createSession();
+      this.onSession?.(this.id);
+    }
+    return engine;
+  }
+
+  /** Writes the user messages among `messages` (their text) to the transcript. */
+  async record(messages, context, config) {
+    const users = messages.filter((message) => message?.role === "user");
+    if (users.length === 0) return;
+    const engine = await this.engine(context, config);
+    for (const message of users) await engine.appendUser(this.id, textOf(message.content));
+  }
+}
+
+
+/** A tool result as the engine stores it. */
+export function engineResult(result, isError) {
+  return { content: result.content ?? [], details: result.details ?? null, isError, terminate: result.terminate === true };
+}
+
+export function errorToolResult(message, isError) {
+  return { content: [{ type: "text", text: message }], details: {}, isError, terminate: false };
+}

@@ -1,0 +1,98 @@
+// Resuming a session after a crash: recovery gives every admitted call its result, and the stored log comes back as
+// pi messages.
+
+import { engineFor, textOf } from "./durable.js";
+
+/**
+ * Resumes a session after a crash: every call the transcript admitted without a result gets one (`policy`
+ * `fail`: interrupted; `rerun_idempotent`: tools with `replay: "safe"` run again), then the session's messages are
+ * rebuilt as pi messages, to go on with `agentLoopContinue(..., { store, storeSessionId })`.
+ */
+export async function resume({ store, storeSessionId: sessionId, tools = [], policy = "fail", durability }) {
+  if (typeof store !== "string" || store === "") throw new TypeError("resume needs the store the session is in");
+  if (typeof sessionId !== "string" || sessionId === "") throw new TypeError("resume needs the storeSessionId to resume");
+  const { engine, store: opened } = await engineFor(store, durability ?? "full", tools, "parallel", true);
+  const recovered = JSON.parse(await engine.recover(sessionId, policy));
+  const log = JSON.parse(await opened.loadLog(sessionId));
+  return { messages: piMessages(log), recovered };
+}
+
+/**
+ * The stored log as pi messages: the fragments of one response joined into one assistant message, and each tool
+ * result after the message that holds its call (the log keeps them in the order they were written: an early call's
+ * result can come before its response's last fragment).
+ */
+function piMessages(log) {
+  const entries = [];
+  const turns = new Map();
+  const turnOfCall = new Map();
+  for (const { message, at_us: atUs } of log) {
+    const timestamp = Math.round((atUs ?? 0) / 1000);
+    if (message.role === "assistant") {
+      let turn = turns.get(message.turn_id);
+      if (!turn) {
+        turn = { assistant: assistantShell(message, timestamp), results: [] };
+        turns.set(message.turn_id, turn);
+        entries.push(turn);
+      }
+      for (const block of message.content ?? []) {
+        const piBlock = piBlockOf(block);
+        if (piBlock) turn.assistant.content.push(piBlock);
+        if (block.type === "tool_call") turnOfCall.set(block.id, turn);
+      }
+      if (message.stop_reason) turn.assistant.stopReason = PI_STOP_OF[message.stop_reason] ?? "stop";
+    } else if (message.role === "user") {
+      entries.push({ message: { role: "user", content: [{ type: "text", text: textOf(message.content) }], timestamp } });
+    } else if (message.role === "tool_result") {
+      const result = {
+        role: "toolResult",
+        toolCallId: message.tool_call_id,
+        toolName: message.tool_name,
+        content: (message.content ?? []).filter((block) => block.type === "text"),
+        details: message.details ?? {},
+        isError: message.is_error === true,
+        timestamp,
+      };
+      const turn = turnOfCall.get(message.tool_call_id);
+      if (turn) turn.results.push(result);
+      else entries.push({ message: result });
+    }
+  }
+  return entries.flatMap((entry) => (entry.assistant ? [entry.assistant, ...entry.results] : [entry.message]));
+}
+
+function assistantShell(message, timestamp) {
+  return {
+    role: "assistant",
+    content: [],
+    api: "headstart",
+    provider: "headstart",
+    model: message.model ?? "unknown",
+    responseId: message.turn_id,
+    usage: {
+      input: 0,
+      output: 0,
+      cacheRead: 0,
+      cacheWrite: 0,
+      totalTokens: 0,
+      cost: { input: 0, output: 0, cacheRead: 0, cacheWrite: 0, total: 0 },
+    },
+    stopReason: "stop",
+    timestamp,
+  };
+}
+
+function piBlockOf(block) {
+  switch (block.type) {
+    case "text":
+      return { type: "text", text: block.text };
+    case "thinking":
+      return { type: "thinking", thinking: block.thinking };
+    case "tool_call":
+      return { type: "toolCall", id: block.id, name: block.name, arguments: block.arguments ?? {} };
+    default:
+      return undefined;
+  }
+}
+
+const PI_STOP_OF = { stop: "stop", length: "length", tool_use: "toolUse", error: "error", aborted: "aborted" };

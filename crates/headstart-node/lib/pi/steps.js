@@ -1,0 +1,139 @@
+// pi-agent-core 1.6's steps of one tool call (prepare, execute, finalize) and the results they make. Every call of
+// the drop-in goes through them, whether it started early or in the batch after its response. `turn` gives what
+// the steps read: `context`, `config`, `signal`, `emit` and `tool(name)`.
+
+import { validateToolArguments } from "@earendil-works/pi-ai";
+
+import { messageOf } from "../bridge.js";
+import { toResult } from "../engine.js";
+
+/** An error result with `message`, as pi makes them. */
+export function createErrorToolResult(message) {
+  return { content: [{ type: "text", text: message }], details: {} };
+}
+
+/** pi's preparation of a call: abort, lookup, `prepareArguments`, validation, `beforeToolCall`. */
+export async function prepareCall(turn, assistantMessage, toolCall) {
+  const { signal, config, context } = turn;
+  const immediate = (message, extra = {}) => ({
+    kind: "immediate",
+    result: { ...createErrorToolResult(message), ...extra },
+    isError: true,
+  });
+  if (signal?.aborted) return immediate("Operation aborted");
+  const tool = turn.tool(toolCall.name);
+  if (!tool) return immediate(`Tool ${toolCall.name} not found`);
+  try {
+    let prepared = toolCall;
+    if (tool.prepareArguments) {
+      const args = tool.prepareArguments(toolCall.arguments);
+      if (args !== toolCall.arguments) prepared = { ...toolCall, arguments: args };
+    }
+    const args = validateToolArguments(tool, prepared);
+    if (config.beforeToolCall) {
+      const before = await config.beforeToolCall({ assistantMessage, toolCall, args, context }, signal);
+      if (signal?.aborted) return immediate("Operation aborted");
+      if (before?.block) {
+        return immediate(before.reason || "Tool execution was blocked", before.terminate === true ? { terminate: true } : {});
+      }
+    }
+    return { kind: "prepared", toolCall, tool, args };
+  } catch (error) {
+    return immediate(messageOf(error));
+  }
+}
+
+
+/** pi's execution of a prepared call: its updates as events (and to the engine, through `bridge`), its time. */
+export async function executePrepared(turn, prepared, bridge) {
+  const updates = [];
+  let accepting = true;
+  const startedAt = performance.now();
+  const elapsed = () => Math.round(performance.now() - startedAt);
+  const onUpdate = (partialResult) => {
+    if (!accepting) return;
+    bridge?.onUpdate(toResult(partialResult));
+    updates.push(
+      Promise.resolve(
+        turn.emit({
+          type: "tool_execution_update",
+          toolCallId: prepared.toolCall.id,
+          toolName: prepared.toolCall.name,
+          args: prepared.toolCall.arguments,
+          partialResult,
+        }),
+      ),
+    );
+  };
+  try {
+    // The loop's signal, and the engine's: a cancelled response aborts its calls.
+    const signal = turn.signal && bridge?.signal ? AbortSignal.any([turn.signal, bridge.signal]) : (turn.signal ?? bridge?.signal);
+    const result = await prepared.tool.execute(prepared.toolCall.id, prepared.args, signal, onUpdate);
+    const durationMs = elapsed();
+    accepting = false;
+    await Promise.all(updates);
+    return { result, isError: result.isError === true, durationMs };
+  } catch (error) {
+    const durationMs = elapsed();
+    accepting = false;
+    await Promise.all(updates);
+    return { result: createErrorToolResult(messageOf(error)), isError: true, durationMs };
+  } finally {
+    accepting = false;
+  }
+}
+
+
+/** pi's `afterToolCall` step. */
+export async function finalizeExecuted(turn, assistantMessage, prepared, executed) {
+  const { config, signal, context } = turn;
+  let { result, isError } = executed;
+  if (config.afterToolCall) {
+    try {
+      const after = await config.afterToolCall(
+        { assistantMessage, toolCall: prepared.toolCall, args: prepared.args, result, isError, context },
+        signal,
+      );
+      if (after) {
+        // Structured content that was not replaced with the content may no longer match it.
+        const structuredContent = after.structuredContent ?? (after.content ? undefined : result.structuredContent);
+        result = {
+          ...result,
+          content: after.content ?? result.content,
+          details: after.details ?? result.details,
+          usage: after.usage ?? result.usage,
+          terminate: after.terminate ?? result.terminate,
+        };
+        if (structuredContent === undefined) delete result.structuredContent;
+        else result.structuredContent = structuredContent;
+        isError = after.isError ?? isError;
+      }
+    } catch (error) {
+      result = createErrorToolResult(messageOf(error));
+      isError = true;
+    }
+  }
+  return { toolCall: prepared.toolCall, result, isError, durationMs: executed.durationMs };
+}
+
+
+/** Whether a batch ends the loop: every call asked for it. */
+export function shouldTerminate(finalizedCalls) {
+  return finalizedCalls.length > 0 && finalizedCalls.every((finalized) => finalized.result.terminate === true);
+}
+
+/** The tool result message of a finalized call. */
+export function toolResultMessage(finalized) {
+  return {
+    role: "toolResult",
+    toolCallId: finalized.toolCall.id,
+    toolName: finalized.toolCall.name,
+    content: finalized.result.content ?? [],
+    details: finalized.result.details,
+    usage: finalized.result.usage,
+    isError: finalized.isError,
+    ...(finalized.durationMs === undefined ? {} : { durationMs: finalized.durationMs }),
+    timestamp: Date.now(),
+  };
+}
+

@@ -1,0 +1,374 @@
+// One turn of the drop-in: a response wrapped by the engine, and its calls. The pi events of the user's stream go
+// into the engine as they arrive; the engine asks for each call once its owner is durable (an early one at its
+// seal), and the call then runs through pi's steps. After the response, the batch runs as pi runs it, with the
+// early calls already under way.
+
+import { DEFAULT_AGENT_IDENTITY } from "@earendil-works/pi-agent-core";
+import { mergeClientIdentity, normalizeContext } from "@earendil-works/pi-ai";
+
+import { messageOf } from "../bridge.js";
+import { piToDelta } from "../feed.js";
+import { active, engineResult, errorToolResult, isEarly } from "./durable.js";
+import {
+  createErrorToolResult,
+  executePrepared,
+  finalizeExecuted,
+  prepareCall,
+  shouldTerminate,
+  toolResultMessage,
+} from "./steps.js";
+
+/** One response of a loop, and its calls. */
+export class Turn {
+  /** Each call's answer to the engine, by call id: resolved with the call's result once it is final. */
+  #answers = new Map();
+  /** The engine's letter for each call, by call id: it may start. */
+  #asked = new Map();
+  /** Early calls' pipelines, by call id. */
+  #early = new Map();
+  /** The results the engine stored by itself (calls it settled without asking), by call id. */
+  #stored = new Map();
+  #toolCalls = new Map();
+  #partial = null;
+  #drained;
+
+  constructor(session, engine, response, context, config, signal, emit) {
+    this.session = session;
+    this.engine = engine;
+    this.response = response;
+    this.context = context;
+    this.config = config;
+    this.signal = signal;
+    this.emit = emit;
+    this.#drained = this.#drain();
+  }
+
+  static async open(session, context, config, signal, emit) {
+    const engine = await session.engine(context, config);
+    const response = await engine.open(session.id, "headstart", null, null);
+    const turn = new Turn(session, engine, response, context, config, signal, emit);
+    active.set(session.id, turn);
+    return turn;
+  }
+
+  /**
+   * Ends the turn. A loop that failed (a listener or a hook of the loop threw) may leave calls the engine is still
+   * waiting for: they get an error result now, and the response is cancelled, so no engine task waits on a loop that
+   * is gone.
+   */
+  close() {
+    for (const answer of this.#answers.values()) {
+      answer.resolve(errorToolResult("the agent loop ended before the call finished", true));
+    }
+    this.response.cancel();
+    if (active.get(this.session.id) === this) active.delete(this.session.id);
+  }
+
+  #slot(map, callId) {
+    let slot = map.get(callId);
+    if (!slot) {
+      slot = deferred();
+      map.set(callId, slot);
+    }
+    return slot;
+  }
+
+  /** The engine asks for a call: it is durable, and may start. Resolves to the call's result for the store. */
+  onCall(letter, bridge) {
+    this.#slot(this.#asked, letter.callId).resolve({ letter, bridge });
+    if (this.#startsEarly(letter.tool) && !this.#early.has(letter.callId)) {
+      this.#early.set(letter.callId, this.#runEarly(letter));
+    }
+    return this.#slot(this.#answers, letter.callId).promise;
+  }
+
+  /** The loop's tool named `name`. */
+  tool(name) {
+    return (this.context.tools ?? []).find((tool) => tool.name === name);
+  }
+
+  /** Whether calls of tool `name` run as the engine asks for them, at their seal, rather than in pi's batch. */
+  #startsEarly(name) {
+    return this.session.earlyExecution && isEarly(this.tool(name));
+  }
+
+  /** Reads the engine's events to their end, keeping the results it stored without asking. */
+  async #drain() {
+    while (true) {
+      const batch = JSON.parse(await this.response.nextBatch());
+      if (batch.length === 0) return;
+      for (const event of batch) {
+        if (event.type === "message_end" && event.message?.role === "tool_result") {
+          const id = event.message.tool_call_id;
+          this.#stored.set(id, event.message);
+          // A call the engine settled without asking (a limit refused it) is waited for no longer. One it asked for
+          // was resolved with its letter before its result could be stored, and stays so.
+          this.#slot(this.#asked, id).resolve(null);
+        }
+      }
+    }
+  }
+
+  /** Streams the response (pi's `streamAssistantResponse`), feeding each event to the engine. */
+  async stream(streamFn) {
+    const { context, config, signal, emit } = this;
+    let messages = context.messages;
+    if (config.transformContext) messages = await config.transformContext(messages, signal);
+    const llmMessages = await config.convertToLlm(messages);
+    const llmContext = normalizeContext({ messages: llmMessages });
+    const apiKey = (config.getApiKey ? await config.getApiKey(config.model.provider) : undefined) || config.apiKey;
+    let fed = false;
+    const feed = (event) => {
+      try {
+        const delta = piToDelta(event);
+        if (delta) this.response.push(JSON.stringify(delta));
+        if (delta?.type === "done" || delta?.type === "error") {
+          fed = true;
+          this.response.end();
+        }
+      } catch (error) {
+        fed = true;
+        this.response.fail(messageOf(error));
+      }
+    };
+    try {
+      const response = await streamFn(config.model, llmContext, {
+        ...config,
+        apiKey,
+        identity: mergeClientIdentity(DEFAULT_AGENT_IDENTITY, config.identity),
+        signal,
+      });
+      const result = async () => Object.assign(await response.result(), { thinkingLevel: config.reasoning ?? "off" });
+      let added = false;
+      for await (const event of response) {
+        switch (event.type) {
+          case "start":
+            feed(event);
+            this.#partial = event.partial;
+            context.messages.push(this.#partial);
+            added = true;
+            await emit({ type: "message_start", message: { ...this.#partial } });
+            break;
+          case "text_start":
+          case "text_delta":
+          case "text_end":
+          case "thinking_start":
+          case "thinking_delta":
+          case "thinking_end":
+          case "toolcall_start":
+          case "toolcall_delta":
+          case "toolcall_end":
+            if (event.type === "toolcall_end") this.#toolCalls.set(event.toolCall.id, event.toolCall);
+            feed(event);
+            if (this.#partial) {
+              this.#partial = event.partial;
+              context.messages[context.messages.length - 1] = this.#partial;
+              await emit({ type: "message_update", assistantMessageEvent: event, message: { ...this.#partial } });
+            }
+            break;
+          case "done":
+          case "error":
+            feed(event);
+            return await this.#finish(await result(), added);
+        }
+      }
+      if (!fed) {
+        this.response.fail("the stream ended without done or error");
+        fed = true;
+      }
+      return await this.#finish(await result(), added);
+    } finally {
+      if (!fed) this.response.fail("the stream failed");
+    }
+  }
+
+  async #finish(message, added) {
+    const { context, emit } = this;
+    if (added) {
+      context.messages[context.messages.length - 1] = message;
+    } else {
+      context.messages.push(message);
+      await emit({ type: "message_start", message: { ...message } });
+    }
+    await emit({ type: "message_end", message });
+    this.message = message;
+    return message;
+  }
+
+  /** Waits until the engine's run is over: every admitted call has its stored result. */
+  async settle() {
+    await Promise.allSettled(this.#early.values());
+    await this.#drained;
+    await this.response.settled();
+  }
+
+  /** An early call, started as the engine asked: the whole pipeline, its events as they happen. */
+  async #runEarly(letter) {
+    const toolCall = this.#toolCalls.get(letter.callId) ?? {
+      type: "toolCall",
+      id: letter.callId,
+      name: letter.tool,
+      arguments: letter.arguments,
+    };
+    // The hooks see the message as far as it has streamed: the call is sealed, the response is not over.
+    const assistantMessage = this.#partial ? { ...this.#partial, content: [...this.#partial.content] } : undefined;
+    await this.#emitStart(toolCall);
+    const preparation = await prepareCall(this, assistantMessage, toolCall);
+    const finalized =
+      preparation.kind === "immediate"
+        ? { toolCall, result: preparation.result, isError: preparation.isError }
+        : await this.#run(assistantMessage, preparation);
+    await this.#emitEnd(finalized);
+    return finalized;
+  }
+
+  async #emitStart(toolCall) {
+    await this.emit({ type: "tool_execution_start", toolCallId: toolCall.id, toolName: toolCall.name, args: toolCall.arguments });
+  }
+
+  async #emitEnd(finalized) {
+    this.#slot(this.#answers, finalized.toolCall.id).resolve(engineResult(finalized.result, finalized.isError));
+    await this.emit({
+      type: "tool_execution_end",
+      toolCallId: finalized.toolCall.id,
+      toolName: finalized.toolCall.name,
+      result: finalized.result,
+      isError: finalized.isError,
+      ...(finalized.durationMs === undefined ? {} : { durationMs: finalized.durationMs }),
+    });
+  }
+
+  /** Runs a prepared call once the engine asks for it, then `afterToolCall`. */
+  async #run(assistantMessage, prepared) {
+    const { toolCall } = prepared;
+    const asked = await this.#slot(this.#asked, toolCall.id).promise;
+    if (!asked) {
+      // The engine settled the call by itself (a limit refused it): its stored result is the call's.
+      const stored = this.#stored.get(toolCall.id);
+      return {
+        toolCall,
+        result: { content: stored?.content ?? [], details: {} },
+        isError: stored?.is_error !== false,
+      };
+    }
+    const executed = await executePrepared(this, prepared, asked.bridge);
+    return finalizeExecuted(this, assistantMessage, prepared, executed);
+  }
+
+  /** pi's batch (`executeToolCalls`), where a call that started early is already under way. */
+  async execute(assistantMessage, toolCalls) {
+    const sequential =
+      this.config.toolExecution === "sequential" ||
+      toolCalls.some((call) => this.tool(call.name)?.executionMode === "sequential");
+    return sequential
+      ? this.#executeSequential(assistantMessage, toolCalls)
+      : this.#executeParallel(assistantMessage, toolCalls);
+  }
+
+  #earlyRun(toolCall) {
+    return this.#startsEarly(toolCall.name) ? this.#awaitEarly(toolCall) : undefined;
+  }
+
+  /** An early call's finalized outcome: its pipeline, once the engine has asked for it. */
+  async #awaitEarly(toolCall) {
+    const asked = await this.#slot(this.#asked, toolCall.id).promise;
+    if (asked) return this.#early.get(toolCall.id);
+    await this.#emitStart(toolCall);
+    const finalized = await this.#run(undefined, { toolCall });
+    await this.#emitEnd(finalized);
+    return finalized;
+  }
+
+  async #executeSequential(assistantMessage, toolCalls) {
+    const finalizedCalls = [];
+    const messages = [];
+    for (const toolCall of toolCalls) {
+      let finalized = await this.#earlyRun(toolCall);
+      if (!finalized) {
+        await this.#emitStart(toolCall);
+        const preparation = await prepareCall(this, assistantMessage, toolCall);
+        finalized =
+          preparation.kind === "immediate"
+            ? { toolCall, result: preparation.result, isError: preparation.isError }
+            : await this.#run(assistantMessage, preparation);
+        await this.#emitEnd(finalized);
+      }
+      const message = toolResultMessage(finalized);
+      await this.#emitMessage(message);
+      finalizedCalls.push(finalized);
+      messages.push(message);
+    }
+    return { messages, terminate: shouldTerminate(finalizedCalls) };
+  }
+
+  async #executeParallel(assistantMessage, toolCalls) {
+    const entries = [];
+    for (const toolCall of toolCalls) {
+      const early = this.#earlyRun(toolCall);
+      if (early) {
+        entries.push(() => early);
+        continue;
+      }
+      await this.#emitStart(toolCall);
+      const preparation = await prepareCall(this, assistantMessage, toolCall);
+      if (preparation.kind === "immediate") {
+        const finalized = { toolCall, result: preparation.result, isError: preparation.isError };
+        await this.#emitEnd(finalized);
+        entries.push(finalized);
+        continue;
+      }
+      entries.push(async () => {
+        if (this.signal?.aborted) {
+          const finalized = { toolCall, result: createErrorToolResult("Operation aborted"), isError: true };
+          await this.#emitEnd(finalized);
+          return finalized;
+        }
+        const finalized = await this.#run(assistantMessage, preparation);
+        await this.#emitEnd(finalized);
+        return finalized;
+      });
+    }
+    const ordered = await Promise.all(entries.map((entry) => (typeof entry === "function" ? entry() : entry)));
+    const messages = [];
+    for (const finalized of ordered) {
+      const message = toolResultMessage(finalized);
+      await this.#emitMessage(message);
+      messages.push(message);
+    }
+    return { messages, terminate: shouldTerminate(ordered) };
+  }
+
+  /** pi's answer to a length-truncated message: no call runs; an early one that already ran keeps its result. */
+  async failTruncated(toolCalls) {
+    const messages = [];
+    for (const toolCall of toolCalls) {
+      let finalized = await this.#earlyRun(toolCall);
+      if (!finalized) {
+        await this.#emitStart(toolCall);
+        finalized = {
+          toolCall,
+          result: createErrorToolResult(
+            `Tool call "${toolCall.name}" was not executed: the response hit the output token limit, so its arguments may be truncated. Re-issue the tool call with complete arguments.`,
+          ),
+          isError: true,
+        };
+        await this.#emitEnd(finalized);
+      }
+      const message = toolResultMessage(finalized);
+      await this.#emitMessage(message);
+      messages.push(message);
+    }
+    return { messages, terminate: false };
+  }
+
+  async #emitMessage(message) {
+    await this.emit({ type: "message_start", message });
+    await this.emit({ type: "message_end", message });
+  }
+}
+
+function deferred() {
+  let resolve;
+  const promise = new Promise((done) => (resolve = done));
+  return { promise, resolve };
+}
