@@ -1,65 +1,23 @@
 // The engine's API: Engine, tool, wrap in each format, hooks, bad input, cancellation, recovery, inspect.
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { createServer } from "node:http";
 import { mkdirSync, mkdtempSync } from "node:fs";
 import { join } from "node:path";
 import { tmpdir } from "node:os";
 import OpenAI from "openai";
+import Anthropic from "@anthropic-ai/sdk";
 import { Engine, tool, inspect, FORMATS } from "headstart";
 import { scriptedStream } from "headstart/simulated";
+import { anthropicServer, deferred, pacedChatServer, within } from "./servers.mjs";
 
 const root = process.env.HEADSTART_SCRATCH ?? tmpdir();
 mkdirSync(root, { recursive: true });
 const scratch = () => mkdtempSync(join(root, "engine-"));
 
-function deferred() {
-  let resolve;
-  const promise = new Promise((done) => (resolve = done));
-  return { promise, resolve };
-}
-
-/** A bound, not a timing: a promise that never settles fails the test instead of hanging the suite. */
-function within(promise, ms, what) {
-  let timer;
-  return Promise.race([
-    promise.finally(() => clearTimeout(timer)),
-    new Promise((_, reject) => (timer = setTimeout(() => reject(new Error(`${what} did not happen within ${ms} ms`)), ms))),
-  ]);
-}
-
 async function collect(run) {
   const events = [];
   for await (const event of run) events.push(event);
   return events;
-}
-
-/**
- * A paced Chat Completions server: a call to `lookup` with complete arguments, then (once `started` resolves: the
- * call has started) `after` text chunks `paceMs` apart, then the finish. Resolves to its URL and what it saw.
- */
-async function pacedChatServer({ started, after = 10, paceMs = 20 }) {
-  const seen = { chunksAfterStart: 0, endedAt: 0 };
-  const chunk = (delta, finish = null) =>
-    `data: ${JSON.stringify({ id: "chatcmpl-1", object: "chat.completion.chunk", created: 0, model: "paced", choices: [{ index: 0, delta, finish_reason: finish }] })}\n\n`;
-  const server = createServer(async (request, response) => {
-    for await (const _ of request);
-    response.writeHead(200, { "content-type": "text/event-stream" });
-    response.write(chunk({ role: "assistant", content: null, tool_calls: [{ index: 0, id: "call_1", type: "function", function: { name: "lookup", arguments: "" } }] }));
-    response.write(chunk({ tool_calls: [{ index: 0, function: { arguments: '{"query": "weather"}' } }] }));
-    await within(started, 10_000, "the early call's start");
-    for (let i = 0; i < after; i++) {
-      await new Promise((done) => setTimeout(done, paceMs));
-      response.write(chunk({ content: `word${i} ` }));
-      seen.chunksAfterStart++;
-    }
-    response.write(chunk({}, "tool_calls"));
-    response.write("data: [DONE]\n\n");
-    seen.endedAt = performance.now();
-    response.end();
-  });
-  await new Promise((done) => server.listen(0, "127.0.0.1", done));
-  return { url: `http://127.0.0.1:${server.address().port}/v1`, seen, close: () => server.close() };
 }
 
 for (const how of ["the SDK's request (its HTTP body)", "the SDK's stream (its events)"]) {
@@ -96,6 +54,38 @@ for (const how of ["the SDK's request (its HTTP body)", "the SDK's stream (its e
     assert.ok(call.sealToStartMs !== null && call.sealToStartMs >= 0);
     assert.equal(events.at(-1).type, "turn_end");
     console.log(`openai-chat (${how}): lead ${lead.toFixed(0)} ms, seal to start ${call.sealToStartMs.toFixed(2)} ms`);
+  });
+}
+
+for (const how of ["the SDK's request (its HTTP body)", "the SDK's stream (its events)"]) {
+  test(`through the anthropic SDK, ${how}: an early call starts while the model streams`, async (t) => {
+    const started = deferred();
+    let startedAt = 0;
+    const weather = tool({
+      name: "get_weather",
+      early: true,
+      parameters: { type: "object", properties: { city: { type: "string" } }, required: ["city"] },
+      execute: async ({ city }) => {
+        startedAt = performance.now();
+        started.resolve();
+        return `sunny in ${city}`;
+      },
+    });
+    const server = await anthropicServer({ started: started.promise });
+    t.after(() => server.close());
+    const engine = new Engine(join(scratch(), "t.db"), { tools: [weather], durability: "normal" });
+    const session = await engine.createSession();
+    const client = new Anthropic({ apiKey: "test", baseURL: server.url });
+    const request = client.messages.create({ model: "paced", max_tokens: 100, messages: [{ role: "user", content: "hi" }], stream: true });
+    const run = engine.wrap(session, how.includes("HTTP body") ? request : await request, { format: "anthropic" });
+    const events = await collect(run);
+    const endedAt = performance.now();
+    const [call] = await run.calls();
+    assert.deepEqual(call.content, [{ type: "text", text: "sunny in Lisbon" }]);
+    // Ten text deltas 20 ms apart came after the call had started.
+    assert.ok(endedAt - startedAt >= 180, `the call started ${(endedAt - startedAt).toFixed(0)} ms before the end`);
+    assert.ok(call.headroomMs >= 180, `headroom ${call.headroomMs} ms`);
+    assert.equal(events.at(-1).type, "turn_end");
   });
 }
 

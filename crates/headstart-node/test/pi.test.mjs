@@ -1,0 +1,167 @@
+// The drop-in beyond the differential test: its deliberate differences from pi, the Agent with a store, resume and
+// continue, and a loop whose listener throws.
+import { test } from "node:test";
+import assert from "node:assert/strict";
+import { mkdirSync, mkdtempSync } from "node:fs";
+import { join } from "node:path";
+import { tmpdir } from "node:os";
+import { Type } from "typebox";
+import { Agent, agentLoop, agentLoopContinue, resume } from "headstart/pi";
+import { inspect } from "headstart";
+import { MODEL, scriptedStream, scriptedStreamFn } from "headstart/simulated";
+
+const root = process.env.HEADSTART_SCRATCH ?? tmpdir();
+mkdirSync(root, { recursive: true });
+const parameters = Type.Object({ text: Type.String() });
+const user = (text) => ({ role: "user", content: [{ type: "text", text }], timestamp: 0 });
+const convertToLlm = (messages) => messages;
+
+function echo(name, extra = {}, runs = []) {
+  return {
+    name,
+    label: name,
+    description: name,
+    parameters,
+    ...extra,
+    execute: async (id, { text }) => {
+      runs.push(id);
+      return { content: [{ type: "text", text: `${name} ${text}` }], details: {} };
+    },
+  };
+}
+
+async function drain(stream) {
+  const events = [];
+  for await (const event of stream) events.push(event);
+  return { events, messages: await stream.result() };
+}
+
+function started(events) {
+  return events.filter((event) => event.type === "tool_execution_start").map((event) => event.toolCallId);
+}
+
+test("a length-truncated response: an early call that already ran keeps its result; the others are not run, as in pi", async () => {
+  const runs = [];
+  const tools = [echo("early", { executionMode: "early" }, runs), echo("late", {}, runs)];
+  const streamFn = scriptedStreamFn([
+    {
+      blocks: [
+        { call: { id: "c_early", name: "early", arguments: { text: "a" } } },
+        { call: { id: "c_late", name: "late", arguments: { text: "b" } } },
+        { text: "and then the limit" },
+      ],
+      stop: "length",
+    },
+  ]);
+  const { messages } = await drain(agentLoop([user("go")], { systemPrompt: "", messages: [], tools }, { model: MODEL, convertToLlm }, undefined, streamFn));
+  const results = messages.filter((message) => message.role === "toolResult");
+  const byId = Object.fromEntries(results.map((result) => [result.toolCallId, result]));
+  assert.deepEqual(runs, ["c_early"], "only the early call ran");
+  assert.equal(byId.c_early.isError, false);
+  assert.deepEqual(byId.c_early.content, [{ type: "text", text: "early a" }]);
+  assert.equal(byId.c_late.isError, true);
+  assert.match(byId.c_late.content[0].text, /output token limit/);
+});
+
+test("an aborted response after an early call ran: its result is stored, and the messages are pi's", async () => {
+  const runs = [];
+  const store = join(mkdtempSync(join(root, "pi-")), "t.db");
+  const controller = new AbortController();
+  let session;
+  let ran;
+  const done = new Promise((resolve) => (ran = resolve));
+  const tool = echo("early", { executionMode: "early" }, runs);
+  const tools = [{ ...tool, execute: async (...args) => { const result = await tool.execute(...args); ran(); return result; } }];
+  // The model goes on once the call has run, and is aborted two events later.
+  const streamFn = () =>
+    scriptedStream(
+      { blocks: [{ call: { id: "c1", name: "early", arguments: { text: "x" } } }, { text: "more words here" }], stop: "abort", abortAt: 7 },
+      { controller, gate: () => done },
+    );
+  const { events, messages } = await drain(
+    agentLoop([user("go")], { systemPrompt: "", messages: [], tools }, { model: MODEL, convertToLlm, store, onStoreSession: (id) => (session = id) }, controller.signal, streamFn),
+  );
+  assert.equal(messages.at(-1).stopReason, "aborted");
+  assert.equal(messages.filter((message) => message.role === "toolResult").length, 0, "pi's messages: no results after an aborted response");
+  assert.deepEqual(runs, ["c1"]);
+  assert.deepEqual(started(events), ["c1"], "its events came, while the response streamed");
+  const report = await inspect(store, session);
+  const results = report.sessions[0].messages.filter((stored) => stored.message.role === "tool_result");
+  assert.deepEqual(results.map((stored) => stored.message.content), [[{ type: "text", text: "early x" }]]);
+});
+
+test("the Agent keeps its transcript in a store; resume and agentLoopContinue go on in the same session", async () => {
+  const store = join(mkdtempSync(join(root, "pi-")), "agent.db");
+  const tools = [echo("lookup", { executionMode: "early" })];
+  const agent = new Agent({
+    initialState: { model: MODEL, tools },
+    streamFn: scriptedStreamFn([
+      { blocks: [{ text: "looking" }, { call: { id: "c1", name: "lookup", arguments: { text: "q" } } }], stop: "toolUse" },
+      { blocks: [{ text: "found it" }], stop: "stop" },
+    ]),
+    store,
+  });
+  await agent.prompt("find q");
+  assert.ok(agent.storeSessionId);
+  const { messages, recovered } = await resume({ store, storeSessionId: agent.storeSessionId, tools });
+  assert.deepEqual(recovered, []);
+  assert.deepEqual(messages.map((message) => message.role), ["user", "assistant", "toolResult", "assistant"]);
+  const stream = agentLoopContinue(
+    { systemPrompt: "", messages: [...messages, user("and again")], tools },
+    { model: MODEL, convertToLlm, store, storeSessionId: agent.storeSessionId },
+    undefined,
+    scriptedStreamFn([{ blocks: [{ text: "again: found it" }], stop: "stop" }]),
+  );
+  await drain(stream);
+  const report = await inspect(store, agent.storeSessionId);
+  const roles = report.sessions[0].messages.map((stored) => stored.message.role);
+  assert.equal(roles.filter((role) => role === "assistant").length >= 3, true, roles.join(","));
+});
+
+test("a listener that throws fails the run with its error, and the loop does not hang on the call it left", async () => {
+  const runs = [];
+  const tools = [echo("early", { executionMode: "early" }, runs)];
+  const { runAgentLoop } = await import("headstart/pi");
+  await assert.rejects(
+    runAgentLoop(
+      [user("go")],
+      { systemPrompt: "", messages: [], tools },
+      { model: MODEL, convertToLlm },
+      async (event) => {
+        if (event.type === "tool_execution_end") throw new Error("listener broke");
+      },
+      undefined,
+      scriptedStreamFn([{ blocks: [{ call: { id: "c2", name: "early", arguments: { text: "y" } } }], stop: "toolUse" }]),
+    ),
+    /listener broke/,
+  );
+  assert.deepEqual(runs, ["c2"]);
+});
+
+test("tools may be given as early with `early: true`; a tool marked early runs once even when the engine asks after the response", async () => {
+  const runs = [];
+  const tools = [echo("a", { early: true }, runs), echo("b", { executionMode: "sequential" }, runs), echo("c", { early: true }, runs)];
+  const { messages } = await drain(
+    agentLoop(
+      [user("go")],
+      { systemPrompt: "", messages: [], tools },
+      { model: MODEL, convertToLlm },
+      undefined,
+      scriptedStreamFn([
+        {
+          blocks: [
+            { call: { id: "c_a", name: "a", arguments: { text: "1" } } },
+            { call: { id: "c_b", name: "b", arguments: { text: "2" } } },
+            { call: { id: "c_c", name: "c", arguments: { text: "3" } } },
+          ],
+          stop: "toolUse",
+        },
+      ]),
+    ),
+  );
+  assert.deepEqual([...runs].sort(), ["c_a", "c_b", "c_c"]);
+  assert.deepEqual(
+    messages.filter((message) => message.role === "toolResult").map((message) => message.toolCallId),
+    ["c_a", "c_b", "c_c"],
+  );
+});
