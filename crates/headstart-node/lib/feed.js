@@ -83,6 +83,86 @@ export function piToDelta(event) {
   }
 }
 
+/**
+ * The delta JSON of a pi-ai event, as text: the events of every token (text, thinking and argument deltas) are
+ * written directly, the others through `piToDelta`. `undefined` for an event the engine does not read.
+ */
+function piDeltaText(event) {
+  switch (event?.type) {
+    case "text_delta":
+    case "thinking_delta":
+    case "toolcall_delta":
+      if (Number.isSafeInteger(event.contentIndex) && typeof event.delta === "string") {
+        return `{"type":"${event.type}","index":${event.contentIndex},"delta":${JSON.stringify(event.delta)}}`;
+      }
+  }
+  const delta = piToDelta(event);
+  return delta && JSON.stringify(delta);
+}
+
+/** The events that must reach the engine at once: a seal (an early call may start) and the end. */
+const URGENT = new Set(["toolcall_end", "done", "error"]);
+
+/**
+ * pi-ai events into a native response, in bursts: the events of one turn of the event loop go over as one call, and
+ * a seal or the end goes over at once (with whatever is before it). `end`/`fail` close the feed.
+ */
+export class PiFeed {
+  #response;
+  #pending = [];
+  #scheduled = false;
+  #closed = false;
+
+  constructor(response) {
+    this.#response = response;
+  }
+
+  /** Takes one pi-ai event; a value that is not one fails the response (a `TypeError`, thrown after). */
+  add(event) {
+    if (this.#closed) return;
+    const text = piDeltaText(event);
+    if (text === undefined) return;
+    this.#pending.push(text);
+    if (URGENT.has(event.type)) {
+      this.flush();
+      if (event.type !== "toolcall_end") this.end();
+    } else if (!this.#scheduled) {
+      this.#scheduled = true;
+      setImmediate(() => this.flush());
+    }
+  }
+
+  /** Hands over what is pending. */
+  flush() {
+    this.#scheduled = false;
+    if (this.#pending.length === 0 || this.#closed) return;
+    const lines = this.#pending.join("\n");
+    this.#pending = [];
+    this.#response.pushDeltas(lines);
+  }
+
+  /** Whether the feed was closed (its end or a failure handed over). */
+  get closed() {
+    return this.#closed;
+  }
+
+  /** The stream ended. */
+  end() {
+    if (this.#closed) return;
+    this.flush();
+    this.#closed = true;
+    this.#response.end();
+  }
+
+  /** The stream failed with `message`: the response ends as an error. */
+  fail(message) {
+    if (this.#closed) return;
+    this.flush();
+    this.#closed = true;
+    this.#response.fail(message);
+  }
+}
+
 function safeJson(value) {
   try {
     return JSON.stringify(value)?.slice(0, 200) ?? String(value);
@@ -115,12 +195,16 @@ export async function pump(stream, format, response, signal) {
   signal?.addEventListener("abort", stop, { once: true });
   try {
     if (format === "pi") {
-      for await (const event of withIterator(stream, (it) => (iterator = it))) {
-        if (signal?.aborted) break;
-        const delta = piToDelta(event);
-        if (delta) response.push(JSON.stringify(delta));
-        ended ||= delta?.type === "done" || delta?.type === "error";
+      const feed = new PiFeed(response);
+      try {
+        for await (const event of withIterator(stream, (it) => (iterator = it))) {
+          if (signal?.aborted) break;
+          feed.add(event);
+        }
+      } finally {
+        feed.flush();
       }
+      ended = feed.closed;
     } else if (format === "headstart") {
       for await (const delta of withIterator(stream, (it) => (iterator = it))) {
         if (signal?.aborted) break;

@@ -119,7 +119,7 @@ impl Bridge {
             return;
         };
         if let Ok(value) = serde_json::from_str::<Value>(partial) {
-            sink.send(crate::tool::output_of(&value));
+            sink.send(crate::result::output_of(&value));
         }
     }
 

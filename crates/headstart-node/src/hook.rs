@@ -13,7 +13,7 @@ use headstart::{Arguments, Decision, ResultDraft, ResultOverride, ToolCall, Tool
 use serde_json::{json, Value};
 
 use crate::bridge::Bridge;
-use crate::tool::text_of;
+use crate::result::text_of;
 
 /// Which of the two hooks JavaScript gave, and the bridge they are asked through.
 pub struct JsHook {

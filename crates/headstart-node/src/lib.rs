@@ -9,7 +9,7 @@
 //! - [`bridge`]: how the engine, on tokio, asks JavaScript for something (run a tool, a hook) and awaits the answer:
 //!   one thread-safe function per engine carries every request, and JavaScript answers through `settle`.
 //! - [`tool`] and [`hook`]: JavaScript tools and hooks as the engine's [`headstart::Tool`] and
-//!   [`headstart::ToolHook`], over the bridge.
+//!   [`headstart::ToolHook`], over the bridge; [`result`]: a tool result as JavaScript gives it.
 //! - [`engine`]: `NativeEngine`, the engine over a store with JavaScript tools; [`response`]: one wrapped response,
 //!   its feed in and its events out, in batches.
 #![deny(missing_docs)]
@@ -18,6 +18,7 @@ pub mod bridge;
 pub mod engine;
 pub mod hook;
 pub mod response;
+pub mod result;
 pub mod store;
 pub mod tool;
 

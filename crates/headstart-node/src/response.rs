@@ -6,7 +6,8 @@
 use std::sync::{Arc, Mutex, PoisonError};
 
 use futures::{FutureExt, StreamExt};
-use headstart::{CancellationToken, EventStream};
+use headstart::core::model::Message;
+use headstart::{AgentEvent, CancellationToken, EventStream};
 use headstart_providers::Feed;
 use napi::bindgen_prelude::Buffer;
 use napi_derive::napi;
@@ -53,6 +54,13 @@ impl NativeResponse {
         self.feed().push(data, event).map_err(js_error)
     }
 
+    /// Hands over delta events, one JSON text per line (a `headstart` feed): one call for a burst of events, parsed
+    /// off Node's thread, as the engine reads them.
+    #[napi]
+    pub fn push_deltas(&self, lines: String) -> napi::Result<()> {
+        self.feed().push_lines(lines).map_err(js_error)
+    }
+
     /// Hands over the next chunk of the provider's SSE body, as read from the HTTP response.
     #[napi]
     pub fn push_body(&self, data: Buffer) -> napi::Result<()> {
@@ -72,22 +80,30 @@ impl NativeResponse {
     }
 
     /// The next events as a JSON array (each event as the engine serializes it), at least one; `[]` once the run
-    /// has ended.
+    /// has ended. With `calls_only`, only what a caller that streams the response itself needs: the calls' events,
+    /// their stored results, and the end (no `message_update` per delta to serialize and parse again).
     #[napi]
-    pub async fn next_batch(&self) -> napi::Result<String> {
+    pub async fn next_batch(&self, calls_only: Option<bool>) -> napi::Result<String> {
+        let calls_only = calls_only.unwrap_or(false);
         let events = Arc::clone(&self.events);
         let mut guard = events.lock().await;
         let Some(stream) = guard.as_mut() else {
             return Ok("[]".into());
         };
-        let Some(first) = stream.next().await else {
-            return Ok("[]".into());
-        };
-        let mut batch = vec![event_json(&first)];
-        while batch.len() < MAX_BATCH {
-            match stream.next().now_or_never() {
-                Some(Some(event)) => batch.push(event_json(&event)),
-                _ => break,
+        let mut batch = Vec::new();
+        while batch.is_empty() {
+            let Some(first) = stream.next().await else {
+                return Ok("[]".into());
+            };
+            if wanted(&first, calls_only) {
+                batch.push(event_json(&first));
+            }
+            while batch.len() < MAX_BATCH {
+                match stream.next().now_or_never() {
+                    Some(Some(event)) if wanted(&event, calls_only) => batch.push(event_json(&event)),
+                    Some(Some(_)) => {}
+                    _ => break,
+                }
             }
         }
         serde_json::to_string(&batch).map_err(js_error)
@@ -124,7 +140,17 @@ impl NativeResponse {
     }
 }
 
+/// Whether a batch carries `event`: every event, or with `calls_only` the calls' events, tool results and the end.
+fn wanted(event: &AgentEvent, calls_only: bool) -> bool {
+    !calls_only
+        || match event {
+            AgentEvent::MessageUpdate { .. } | AgentEvent::MessageStart { .. } => false,
+            AgentEvent::MessageEnd { message, .. } => matches!(message.as_ref(), Message::ToolResult(_)),
+            _ => true,
+        }
+}
+
 /// An event's serialization; one that cannot be serialized (none can fail today) becomes its name alone.
-fn event_json(event: &headstart::AgentEvent) -> Value {
+fn event_json(event: &AgentEvent) -> Value {
     serde_json::to_value(event).unwrap_or_else(|_| serde_json::json!({"type": event.type_name()}))
 }

@@ -8,11 +8,11 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use async_trait::async_trait;
-use headstart::core::model::ContentBlock;
-use headstart::{Arguments, ExecutionMode, Tool, ToolContext, ToolError, ToolOutput, ToolResult};
+use headstart::{Arguments, ExecutionMode, Tool, ToolContext, ToolError, ToolResult};
 use serde_json::{json, Value};
 
 use crate::bridge::Bridge;
+use crate::result::{output_of, text_of};
 
 /// A JavaScript tool, as its spec describes it.
 pub struct JsTool {
@@ -61,33 +61,6 @@ impl JsTool {
             timeout,
             bridge,
         })
-    }
-}
-
-/// A tool result as JavaScript gives it (`{content: [{type: "text", text}], details, isError, terminate}`, or a
-/// string) as the engine's output; the text of its text blocks, other blocks left out.
-pub(crate) fn output_of(value: &Value) -> ToolOutput {
-    let text = match value {
-        Value::String(text) => text.clone(),
-        _ => text_of(value.get("content")),
-    };
-    ToolOutput {
-        content: vec![ContentBlock::text(text)],
-        details: value.get("details").cloned().unwrap_or(Value::Null),
-        terminate: value.get("terminate").and_then(Value::as_bool).unwrap_or(false),
-    }
-}
-
-/// The text of a content value: a string, or the text blocks of an array joined by newlines.
-pub(crate) fn text_of(content: Option<&Value>) -> String {
-    match content {
-        Some(Value::String(text)) => text.clone(),
-        Some(Value::Array(blocks)) => blocks
-            .iter()
-            .filter_map(|block| block.get("text").and_then(Value::as_str))
-            .collect::<Vec<_>>()
-            .join("\n"),
-        _ => String::new(),
     }
 }
 

@@ -94,7 +94,15 @@ fn stage(env: &Path) {
             std::fs::remove_dir_all(dir).expect("the old staged files are removable");
         }
     }
-    for name in ["index.js", "index.d.ts", "pi.js", "pi.d.ts", "simulated.js", "package.json", "lib"] {
+    for name in [
+        "index.js",
+        "index.d.ts",
+        "pi.js",
+        "pi.d.ts",
+        "simulated.js",
+        "package.json",
+        "lib",
+    ] {
         copy(&crate_dir().join(name), &package.join(name));
     }
     copy(&crate_dir().join("test"), &tests);

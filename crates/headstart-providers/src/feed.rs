@@ -92,8 +92,31 @@ impl fmt::Display for FeedError {
 
 impl std::error::Error for FeedError {}
 
+/// What a delta feed carries: one event (parsed when it was pushed), or a burst of events as JSON lines, parsed by
+/// the stream's reader rather than by the host's thread that pushed them.
+enum DeltaChunk {
+    Event(Result<DeltaEvent, ModelError>),
+    Lines(String),
+}
+
+impl DeltaChunk {
+    fn into_events(self) -> Vec<Result<DeltaEvent, ModelError>> {
+        match self {
+            DeltaChunk::Event(event) => vec![event],
+            DeltaChunk::Lines(text) => text
+                .split('\n')
+                .filter(|line| !line.trim().is_empty())
+                .map(|line| {
+                    serde_json::from_str::<DeltaEvent>(line)
+                        .map_err(|error| ModelError::new(format!("not a delta event: {error}: {line}")))
+                })
+                .collect(),
+        }
+    }
+}
+
 enum Sender {
-    Deltas(UnboundedSender<Result<DeltaEvent, ModelError>>),
+    Deltas(UnboundedSender<DeltaChunk>),
     Wire {
         wire: WireFormat,
         events: UnboundedSender<Result<SseEvent, String>>,
@@ -115,8 +138,11 @@ impl Feed {
     pub fn open(format: FeedFormat, options: &ConvertOptions) -> (Feed, DeltaStream) {
         let (sender, stream) = match format.wire() {
             None => {
-                let (sender, receiver) = unbounded();
-                (Sender::Deltas(sender), receiver.boxed())
+                let (sender, receiver) = unbounded::<DeltaChunk>();
+                let stream = receiver
+                    .flat_map(|chunk| futures::stream::iter(chunk.into_events()))
+                    .boxed();
+                (Sender::Deltas(sender), stream)
             }
             Some(wire) => {
                 let (events, receiver) = unbounded();
@@ -136,7 +162,7 @@ impl Feed {
             Some(Sender::Deltas(deltas)) => {
                 let delta = serde_json::from_str::<DeltaEvent>(&data)
                     .map_err(|error| FeedError::NotADelta(format!("not a delta event: {error}: {data}")))?;
-                let _ = deltas.unbounded_send(Ok(delta));
+                let _ = deltas.unbounded_send(DeltaChunk::Event(Ok(delta)));
             }
             Some(Sender::Wire { body: Some(_), .. }) => {
                 return Err(FeedError::Config(
@@ -153,6 +179,22 @@ impl Feed {
             None => {}
         }
         Ok(())
+    }
+
+    /// Hands over delta events as JSON, one per line, in one call: a burst of a host's events without a call per
+    /// event. They are parsed as the engine reads them, so a line that is not a delta event ends the response as an
+    /// error there rather than failing here. Only a delta feed takes lines.
+    pub fn push_lines(&mut self, lines: String) -> Result<(), FeedError> {
+        match self.sender.as_ref() {
+            Some(Sender::Deltas(deltas)) => {
+                let _ = deltas.unbounded_send(DeltaChunk::Lines(lines));
+                Ok(())
+            }
+            Some(Sender::Wire { .. }) => Err(FeedError::Config(
+                "delta lines go to a 'headstart' feed; a provider's events go one by one with push".into(),
+            )),
+            None => Ok(()),
+        }
     }
 
     /// Hands over the next chunk of the provider's SSE body, as read from the HTTP response (any split: events and
@@ -204,7 +246,7 @@ impl Feed {
     pub fn fail(&mut self, message: String) {
         match self.sender.take() {
             Some(Sender::Deltas(deltas)) => {
-                let _ = deltas.unbounded_send(Err(ModelError::transport(message)));
+                let _ = deltas.unbounded_send(DeltaChunk::Event(Err(ModelError::transport(message))));
             }
             Some(Sender::Wire { events, .. }) => {
                 let _ = events.unbounded_send(Err(message));
@@ -265,5 +307,21 @@ mod tests {
         assert!(matches!(deltas.next().await, Some(Err(_))));
         // Pushed after the end: ignored.
         feed.push("{\"type\":\"start\"}".into(), None).expect("ignored");
+    }
+
+    #[tokio::test]
+    async fn lines_are_parsed_as_they_are_read_and_a_bad_one_is_an_error_in_the_stream() {
+        let (mut feed, deltas) = Feed::open(FeedFormat::Deltas, &ConvertOptions::default());
+        feed.push_lines("{\"type\":\"start\"}\n\n{\"type\":\"text_start\",\"index\":0}\nnope".into())
+            .expect("a delta feed takes lines");
+        feed.end();
+        drop(feed);
+        let read: Vec<_> = deltas.collect().await;
+        assert!(matches!(read[0], Ok(DeltaEvent::Start { .. })));
+        assert!(matches!(read[1], Ok(DeltaEvent::TextStart { index: 0 })));
+        assert!(matches!(&read[2], Err(error) if error.message().contains("not a delta event")));
+        assert_eq!(read.len(), 3);
+        let (mut wire, _) = Feed::open(FeedFormat::Wire(WireFormat::Anthropic), &ConvertOptions::default());
+        assert!(matches!(wire.push_lines("{}".into()), Err(FeedError::Config(_))));
     }
 }

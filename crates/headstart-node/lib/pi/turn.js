@@ -7,7 +7,7 @@ import { DEFAULT_AGENT_IDENTITY } from "@earendil-works/pi-agent-core";
 import { mergeClientIdentity, normalizeContext } from "@earendil-works/pi-ai";
 
 import { messageOf } from "../bridge.js";
-import { piToDelta } from "../feed.js";
+import { PiFeed } from "../feed.js";
 import { active, engineResult, errorToolResult, isEarly } from "./durable.js";
 import {
   createErrorToolResult,
@@ -95,7 +95,7 @@ export class Turn {
   /** Reads the engine's events to their end, keeping the results it stored without asking. */
   async #drain() {
     while (true) {
-      const batch = JSON.parse(await this.response.nextBatch());
+      const batch = JSON.parse(await this.response.nextBatch(true));
       if (batch.length === 0) return;
       for (const event of batch) {
         if (event.type === "message_end" && event.message?.role === "tool_result") {
@@ -117,20 +117,7 @@ export class Turn {
     const llmMessages = await config.convertToLlm(messages);
     const llmContext = normalizeContext({ messages: llmMessages });
     const apiKey = (config.getApiKey ? await config.getApiKey(config.model.provider) : undefined) || config.apiKey;
-    let fed = false;
-    const feed = (event) => {
-      try {
-        const delta = piToDelta(event);
-        if (delta) this.response.push(JSON.stringify(delta));
-        if (delta?.type === "done" || delta?.type === "error") {
-          fed = true;
-          this.response.end();
-        }
-      } catch (error) {
-        fed = true;
-        this.response.fail(messageOf(error));
-      }
-    };
+    const feed = new PiFeed(this.response);
     try {
       const response = await streamFn(config.model, llmContext, {
         ...config,
@@ -143,7 +130,7 @@ export class Turn {
       for await (const event of response) {
         switch (event.type) {
           case "start":
-            feed(event);
+            feed.add(event);
             this.#partial = event.partial;
             context.messages.push(this.#partial);
             added = true;
@@ -159,7 +146,7 @@ export class Turn {
           case "toolcall_delta":
           case "toolcall_end":
             if (event.type === "toolcall_end") this.#toolCalls.set(event.toolCall.id, event.toolCall);
-            feed(event);
+            feed.add(event);
             if (this.#partial) {
               this.#partial = event.partial;
               context.messages[context.messages.length - 1] = this.#partial;
@@ -168,17 +155,17 @@ export class Turn {
             break;
           case "done":
           case "error":
-            feed(event);
+            feed.add(event);
             return await this.#finish(await result(), added);
         }
       }
-      if (!fed) {
-        this.response.fail("the stream ended without done or error");
-        fed = true;
-      }
+      feed.fail("the stream ended without done or error");
       return await this.#finish(await result(), added);
+    } catch (error) {
+      feed.fail(messageOf(error));
+      throw error;
     } finally {
-      if (!fed) this.response.fail("the stream failed");
+      feed.fail("the stream failed");
     }
   }
 

@@ -1,0 +1,202 @@
+// The drop-in against pi-agent-core 1.6.0, side by side in one run (docs/performance.md, "The Node package"):
+//
+// 1. per event: one response of many text deltas through each loop, consumed with `for await`;
+// 2. four scenarios of the corpus (tests/scenarios: 01, 03, 05, 06) on real timers, pi's loop against the drop-in
+//    with the scenario's early tools early, beside the ideal: the engine's own replay on the virtual clock (its
+//    report's `end_ms`, from `headstart replay` when HEADSTART_CLI names the binary, or given as `--ideal 01=450,...`);
+// 3. seal to start, the prefix commit included, through the addon: p50 and p95 over many early calls.
+//
+//   node bench/drop-in.mjs [--deltas 50000] [--runs 5] [--calls 300] [--scenarios DIR]
+import { readFileSync, mkdtempSync } from "node:fs";
+import { join, dirname } from "node:path";
+import { tmpdir } from "node:os";
+import { execFileSync } from "node:child_process";
+import { fileURLToPath } from "node:url";
+import * as pi from "@earendil-works/pi-agent-core";
+import { createAssistantMessageEventStream } from "@earendil-works/pi-ai";
+import * as drop from "headstart/pi";
+import { Engine, tool } from "headstart";
+import { MODEL, scriptedStream } from "headstart/simulated";
+
+const here = dirname(fileURLToPath(import.meta.url));
+const args = Object.fromEntries(
+  process.argv.slice(2).reduce((pairs, arg, i, all) => (arg.startsWith("--") ? [...pairs, [arg.slice(2), all[i + 1]]] : pairs), []),
+);
+const DELTAS = Number(args.deltas ?? 50_000);
+const RUNS = Number(args.runs ?? 5);
+const CALLS = Number(args.calls ?? 300);
+const SCENARIOS = args.scenarios ?? join(here, "../../../tests/scenarios");
+const convertToLlm = (messages) => messages;
+const user = { role: "user", content: [{ type: "text", text: "go" }], timestamp: 0 };
+const median = (values) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)];
+const percentile = (values, p) => [...values].sort((a, b) => a - b)[Math.min(values.length - 1, Math.floor((values.length * p) / 100))];
+const store = join(mkdtempSync(join(tmpdir(), "headstart-bench-")), "bench.db");
+
+// 1. Per event.
+function manyDeltas() {
+  const stream = createAssistantMessageEventStream();
+  const partial = { role: "assistant", content: [{ type: "text", text: "" }], api: "b", provider: "b", model: "b", usage: { input: 0, output: 0, cacheRead: 0, cacheWrite: 0, totalTokens: 0, cost: { input: 0, output: 0, cacheRead: 0, cacheWrite: 0, total: 0 } }, stopReason: "stop", timestamp: 0 };
+  stream.push({ type: "start", partial });
+  stream.push({ type: "text_start", contentIndex: 0, partial });
+  for (let i = 0; i < DELTAS; i++) stream.push({ type: "text_delta", contentIndex: 0, delta: "tok ", partial });
+  stream.push({ type: "text_end", contentIndex: 0, content: "", partial });
+  stream.push({ type: "done", reason: "stop", message: { ...partial } });
+  return stream;
+}
+
+async function perEvent(loop, config) {
+  const stream = loop.agentLoop([user], { systemPrompt: "", messages: [], tools: [] }, { model: MODEL, convertToLlm, ...config }, undefined, manyDeltas);
+  const started = performance.now();
+  let events = 0;
+  for await (const _ of stream) events++;
+  return ((performance.now() - started) * 1e6) / events;
+}
+
+const perEventRuns = { pi: [], drop: [], dropStore: [] };
+for (let run = 0; run < RUNS; run++) {
+  perEventRuns.pi.push(await perEvent(pi, {}));
+  perEventRuns.drop.push(await perEvent(drop, {}));
+  perEventRuns.dropStore.push(await perEvent(drop, { store, durability: "normal" }));
+}
+console.log(`per streamed event, ${DELTAS} text deltas in one response, median of ${RUNS} runs (Node ${process.versions.node}):`);
+console.log(`  pi-agent-core 1.6.0 agentLoop   ${median(perEventRuns.pi).toFixed(0)} ns`);
+console.log(`  headstart/pi agentLoop          ${median(perEventRuns.drop).toFixed(0)} ns  (${(median(perEventRuns.drop) / median(perEventRuns.pi)).toFixed(2)}x; the in-memory store)`);
+console.log(`  headstart/pi, a SQLite file     ${median(perEventRuns.dropStore).toFixed(0)} ns  (${(median(perEventRuns.dropStore) / median(perEventRuns.pi)).toFixed(2)}x)`);
+
+// 2. Scenarios.
+function scenarioTurns(file) {
+  const scenario = JSON.parse(readFileSync(join(SCENARIOS, file), "utf8"));
+  const turns = scenario.turns.map((turn) =>
+    turn.log
+      ? readFileSync(join(SCENARIOS, turn.log), "utf8").split("\n").filter(Boolean).map((line) => JSON.parse(line))
+      : turn.events,
+  );
+  return { scenario, turns };
+}
+
+/** A pi stream replaying a delta log on real timers (`at_ms` from the stream's start). */
+function replayStream(events) {
+  const stream = createAssistantMessageEventStream();
+  const partial = { role: "assistant", content: [], api: "r", provider: "r", model: "r", usage: { input: 0, output: 0, cacheRead: 0, cacheWrite: 0, totalTokens: 0, cost: { input: 0, output: 0, cacheRead: 0, cacheWrite: 0, total: 0 } }, stopReason: "stop", timestamp: Date.now() };
+  const args = new Map();
+  const started = performance.now();
+  (async () => {
+    for (const event of events) {
+      const wait = event.at_ms - (performance.now() - started);
+      if (wait > 0) await new Promise((done) => setTimeout(done, wait));
+      const i = event.index;
+      switch (event.type) {
+        case "start":
+          stream.push({ type: "start", partial });
+          break;
+        case "text_start":
+          partial.content[i] = { type: "text", text: "" };
+          stream.push({ type: "text_start", contentIndex: i, partial });
+          break;
+        case "text_delta":
+          partial.content[i].text += event.delta;
+          stream.push({ type: "text_delta", contentIndex: i, delta: event.delta, partial });
+          break;
+        case "text_end":
+          stream.push({ type: "text_end", contentIndex: i, content: partial.content[i].text, partial });
+          break;
+        case "toolcall_start":
+          partial.content[i] = { type: "toolCall", id: event.id, name: event.name, arguments: {} };
+          args.set(i, "");
+          stream.push({ type: "toolcall_start", contentIndex: i, partial });
+          break;
+        case "toolcall_delta":
+          args.set(i, args.get(i) + event.delta);
+          stream.push({ type: "toolcall_delta", contentIndex: i, delta: event.delta, partial });
+          break;
+        case "toolcall_end": {
+          partial.content[i] = { ...partial.content[i], arguments: event.arguments ?? JSON.parse(args.get(i) || "{}") };
+          stream.push({ type: "toolcall_end", contentIndex: i, toolCall: partial.content[i], partial });
+          break;
+        }
+        case "done": {
+          const reason = { stop: "stop", tool_use: "toolUse", length: "length" }[event.stop_reason] ?? "stop";
+          stream.push({ type: "done", reason, message: { ...partial, content: [...partial.content], stopReason: reason } });
+          return;
+        }
+        case "error":
+          stream.push({ type: "error", reason: event.stop_reason, error: { ...partial, stopReason: event.stop_reason, errorMessage: event.message } });
+          return;
+      }
+    }
+  })();
+  return stream;
+}
+
+function scenarioTools(scenario) {
+  return (scenario.tools ?? []).map((spec) => ({
+    name: spec.name,
+    label: spec.name,
+    description: spec.description ?? "",
+    parameters: { type: "object" },
+    ...(spec.execution_mode === "sequential" ? { executionMode: "sequential" } : spec.async ? { executionMode: "early" } : {}),
+    execute: async (id) => {
+      const behavior = { ...spec.behavior, ...(spec.by_call?.[id] ?? {}) };
+      if (behavior.delay_ms) await new Promise((done) => setTimeout(done, behavior.delay_ms));
+      if (behavior.error) throw new Error(behavior.error);
+      return { content: [{ type: "text", text: behavior.result?.text ?? "" }], details: {}, terminate: behavior.result?.terminate === true };
+    },
+  }));
+}
+
+async function runScenario(loop, file) {
+  const { scenario, turns } = scenarioTurns(file);
+  let next = 0;
+  const streamFn = () => replayStream(turns[next++] ?? [{ at_ms: 0, type: "start" }, { at_ms: 0, type: "done", stop_reason: "stop" }]);
+  const started = performance.now();
+  const stream = loop.agentLoop(
+    [{ role: "user", content: [{ type: "text", text: scenario.prompt ?? "go" }], timestamp: 0 }],
+    { systemPrompt: "", messages: [], tools: scenarioTools(scenario) },
+    { model: MODEL, convertToLlm, toolExecution: scenario.config?.tool_execution ?? "parallel", store, durability: "normal" },
+    undefined,
+    streamFn,
+  );
+  for await (const _ of stream);
+  return performance.now() - started;
+}
+
+function idealOf(file) {
+  const given = Object.fromEntries((args.ideal ?? "").split(",").filter(Boolean).map((pair) => pair.split("=")));
+  const key = file.slice(0, 2);
+  if (given[key]) return Number(given[key]);
+  if (!process.env.HEADSTART_CLI) return NaN;
+  const out = join(mkdtempSync(join(tmpdir(), "headstart-replay-")), "report.json");
+  execFileSync(process.env.HEADSTART_CLI, ["replay", join(SCENARIOS, file), "--report", out], { stdio: "ignore" });
+  return JSON.parse(readFileSync(out, "utf8")).end_ms ?? NaN;
+}
+
+console.log(`\nscenarios on real timers, median of ${RUNS} runs (ms): ideal, pi-agent-core 1.6.0, headstart/pi with early tools`);
+for (const file of ["01-two-async-overlap.json", "03-sync-blocks-later-async.json", "05-sequential-mode.json", "06-per-tool-sequential.json"]) {
+  const piTimes = [];
+  const dropTimes = [];
+  for (let run = 0; run < RUNS; run++) {
+    piTimes.push(await runScenario(pi, file));
+    dropTimes.push(await runScenario(drop, file));
+  }
+  const ideal = idealOf(file);
+  const dropMs = median(dropTimes);
+  console.log(
+    `  ${file.replace(".json", "").padEnd(32)} ideal ${String(Number.isNaN(ideal) ? "?" : ideal.toFixed(0)).padStart(4)}` +
+      `   pi ${median(piTimes).toFixed(0).padStart(4)}   headstart ${dropMs.toFixed(0).padStart(4)}` +
+      (Number.isNaN(ideal) ? "" : ` (${(dropMs - ideal).toFixed(1)} ms over the ideal)`),
+  );
+}
+
+// 3. Seal to start through the addon.
+const engine = new Engine(store, { durability: "normal", tools: [tool({ name: "t", early: true, execute: async () => "ok" })] });
+const session = await engine.createSession();
+const sealToStart = [];
+for (let i = 0; i < CALLS; i++) {
+  const run = engine.wrap(session, scriptedStream({ blocks: [{ call: { id: `c${i}`, name: "t", arguments: { text: "x" } } }, { text: "and on" }], stop: "toolUse" }), { format: "pi" });
+  for await (const _ of run);
+  for (const call of await run.calls()) if (call.sealToStartMs !== null) sealToStart.push(call.sealToStartMs);
+}
+console.log(
+  `\nseal to start through the addon, the prefix commit included (SQLite, durability normal), ${sealToStart.length} calls:` +
+    ` p50 ${percentile(sealToStart, 50).toFixed(3)} ms, p95 ${percentile(sealToStart, 95).toFixed(3)} ms`,
+);
