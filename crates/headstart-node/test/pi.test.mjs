@@ -106,6 +106,9 @@ test("the Agent keeps its transcript in a store; resume and agentLoopContinue go
   const { messages, recovered } = await resume({ store, storeSessionId: agent.storeSessionId, tools });
   assert.deepEqual(recovered, []);
   assert.deepEqual(messages.map((message) => message.role), ["user", "assistant", "toolResult", "assistant"]);
+  // The response's usage comes back from its last fragment (the call's prefix fragment before it has none).
+  assert.deepEqual([messages[1].usage.input, messages[1].usage.output], [10, 5]);
+  assert.deepEqual(messages[1].content.map((block) => block.type), ["text", "toolCall"]);
   const stream = agentLoopContinue(
     { systemPrompt: "", messages: [...messages, user("and again")], tools },
     { model: MODEL, convertToLlm, store, storeSessionId: agent.storeSessionId },

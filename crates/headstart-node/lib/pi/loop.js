@@ -7,6 +7,7 @@ import { EventStream, getCurrentTools, getToolStateChanges, toToolDeclaration } 
 
 import { messageOf } from "../bridge.js";
 import { Session } from "./durable.js";
+import { piUsage } from "./steps.js";
 import { Turn } from "./turn.js";
 
 let defaultStreamFn;
@@ -77,14 +78,7 @@ function failureMessage(model, error, aborted) {
     api: model?.api ?? "unknown",
     provider: model?.provider ?? "unknown",
     model: model?.id ?? "unknown",
-    usage: {
-      input: 0,
-      output: 0,
-      cacheRead: 0,
-      cacheWrite: 0,
-      totalTokens: 0,
-      cost: { input: 0, output: 0, cacheRead: 0, cacheWrite: 0, total: 0 },
-    },
+    usage: piUsage(),
     stopReason: aborted ? "aborted" : "error",
     errorMessage: messageOf(error),
     timestamp: Date.now(),

@@ -2,6 +2,7 @@
 // pi messages.
 
 import { engineFor, textOf } from "./durable.js";
+import { piUsage } from "./steps.js";
 
 /**
  * Resumes a session after a crash: every call the transcript admitted without a result gets one (`policy`
@@ -41,6 +42,11 @@ function piMessages(log) {
         if (block.type === "tool_call") turnOfCall.set(block.id, turn);
       }
       if (message.stop_reason) turn.assistant.stopReason = PI_STOP_OF[message.stop_reason] ?? "stop";
+      // A response's usage is on its last fragment; the prefix fragments before it carry none.
+      if (message.usage?.total > 0) {
+        const { input, output, cache_read: cacheRead, cache_write: cacheWrite } = message.usage;
+        turn.assistant.usage = piUsage({ input, output, cacheRead, cacheWrite });
+      }
     } else if (message.role === "user") {
       entries.push({ message: { role: "user", content: [{ type: "text", text: textOf(message.content) }], timestamp } });
     } else if (message.role === "tool_result") {
@@ -69,14 +75,7 @@ function assistantShell(message, timestamp) {
     provider: "headstart",
     model: message.model ?? "unknown",
     responseId: message.turn_id,
-    usage: {
-      input: 0,
-      output: 0,
-      cacheRead: 0,
-      cacheWrite: 0,
-      totalTokens: 0,
-      cost: { input: 0, output: 0, cacheRead: 0, cacheWrite: 0, total: 0 },
-    },
+    usage: piUsage(),
     stopReason: "stop",
     timestamp,
   };

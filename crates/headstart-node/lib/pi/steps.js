@@ -7,6 +7,18 @@ import { validateToolArguments } from "@earendil-works/pi-ai";
 import { messageOf } from "../bridge.js";
 import { toResult } from "../engine.js";
 
+/** A pi `Usage` of these token counts (each 0 when absent); the cost is not known here, so it is 0. */
+export function piUsage({ input = 0, output = 0, cacheRead = 0, cacheWrite = 0 } = {}) {
+  return {
+    input,
+    output,
+    cacheRead,
+    cacheWrite,
+    totalTokens: input + output + cacheRead + cacheWrite,
+    cost: { input: 0, output: 0, cacheRead: 0, cacheWrite: 0, total: 0 },
+  };
+}
+
 /** An error result with `message`, as pi makes them. */
 export function createErrorToolResult(message) {
   return { content: [{ type: "text", text: message }], details: {} };
