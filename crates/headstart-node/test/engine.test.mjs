@@ -20,73 +20,68 @@ async function collect(run) {
   return events;
 }
 
-for (const how of ["the SDK's request (its HTTP body)", "the SDK's stream (its events)"]) {
-  test(`through the openai SDK, ${how}: an early call starts while the model streams`, async (t) => {
-    const started = deferred();
-    let startedAt = 0;
-    const lookup = tool({
-      name: "lookup",
-      early: true,
-      parameters: { type: "object", properties: { query: { type: "string" } }, required: ["query"] },
-      execute: async ({ query }) => {
-        startedAt = performance.now();
-        started.resolve();
-        return `sunny, for ${query}`;
-      },
-    });
-    const server = await pacedChatServer({ started: started.promise });
-    t.after(() => server.close());
-    const engine = new Engine(join(scratch(), "t.db"), { tools: [lookup], durability: "normal" });
-    const session = await engine.createSession();
-    const client = new OpenAI({ apiKey: "test", baseURL: server.url });
-    const request = client.chat.completions.create({ model: "paced", messages: [{ role: "user", content: "hi" }], stream: true });
-    const stream = how.includes("HTTP body") ? request : await request;
-    const run = engine.wrap(session, stream, { format: "openai-chat" });
-    const events = await collect(run);
-    // The lead: the server sent ten more chunks, 20 ms apart, after the call had started.
-    assert.equal(server.seen.chunksAfterStart, 10);
-    const lead = server.seen.endedAt - startedAt;
-    assert.ok(lead >= 180, `the call started ${lead.toFixed(0)} ms before the stream ended`);
-    const [call] = await run.calls();
-    assert.equal(call.toolName, "lookup");
-    assert.deepEqual(call.content, [{ type: "text", text: "sunny, for weather" }]);
-    assert.ok(call.headroomMs >= 180, `headroom ${call.headroomMs} ms`);
-    assert.ok(call.sealToStartMs !== null && call.sealToStartMs >= 0);
-    assert.equal(events.at(-1).type, "turn_end");
-    console.log(`openai-chat (${how}): lead ${lead.toFixed(0)} ms, seal to start ${call.sealToStartMs.toFixed(2)} ms`);
-  });
-}
+/** The SDKs, each with its paced server, the request it makes and the format the engine reads it in. */
+const SDKS = {
+  openai: {
+    format: "openai-chat",
+    server: pacedChatServer,
+    request: (url) =>
+      new OpenAI({ apiKey: "test", baseURL: url }).chat.completions.create({
+        model: "paced",
+        messages: [{ role: "user", content: "hi" }],
+        stream: true,
+      }),
+    result: "weather",
+  },
+  anthropic: {
+    format: "anthropic",
+    server: anthropicServer,
+    request: (url) =>
+      new Anthropic({ apiKey: "test", baseURL: url }).messages.create({
+        model: "paced",
+        max_tokens: 100,
+        messages: [{ role: "user", content: "hi" }],
+        stream: true,
+      }),
+    result: "Lisbon",
+  },
+};
 
-for (const how of ["the SDK's request (its HTTP body)", "the SDK's stream (its events)"]) {
-  test(`through the anthropic SDK, ${how}: an early call starts while the model streams`, async (t) => {
-    const started = deferred();
-    let startedAt = 0;
-    const weather = tool({
-      name: "get_weather",
-      early: true,
-      parameters: { type: "object", properties: { city: { type: "string" } }, required: ["city"] },
-      execute: async ({ city }) => {
-        startedAt = performance.now();
-        started.resolve();
-        return `sunny in ${city}`;
-      },
+for (const [name, sdk] of Object.entries(SDKS)) {
+  for (const how of ["the SDK's request (its HTTP body)", "the SDK's stream (its events)"]) {
+    test(`through the ${name} SDK, ${how}: an early call starts while the model streams`, async (t) => {
+      const started = deferred();
+      let startedAt = 0;
+      // The servers call `lookup` (openai) or `get_weather` (anthropic); one tool answers both.
+      const early = (toolName) =>
+        tool({
+          name: toolName,
+          early: true,
+          parameters: { type: "object" },
+          execute: async (args) => {
+            startedAt = performance.now();
+            started.resolve();
+            return `found ${args.query ?? args.city}`;
+          },
+        });
+      // Each server streams ten more chunks, 20 ms apart, once the call has started.
+      const server = await sdk.server({ started: started.promise });
+      t.after(() => server.close());
+      const engine = new Engine(join(scratch(), "t.db"), { tools: [early("lookup"), early("get_weather")], durability: "normal" });
+      const session = await engine.createSession();
+      const request = sdk.request(server.url);
+      const run = engine.wrap(session, how.includes("HTTP body") ? request : await request, { format: sdk.format });
+      const events = await collect(run);
+      const lead = performance.now() - startedAt;
+      assert.ok(lead >= 180, `the call started ${lead.toFixed(0)} ms before the stream ended`);
+      const [call] = await run.calls();
+      assert.deepEqual(call.content, [{ type: "text", text: `found ${sdk.result}` }]);
+      assert.ok(call.headroomMs >= 180, `headroom ${call.headroomMs} ms`);
+      assert.ok(call.sealToStartMs !== null && call.sealToStartMs >= 0);
+      assert.equal(events.at(-1).type, "turn_end");
+      console.log(`${sdk.format} (${how}): lead ${lead.toFixed(0)} ms, seal to start ${call.sealToStartMs.toFixed(2)} ms`);
     });
-    const server = await anthropicServer({ started: started.promise });
-    t.after(() => server.close());
-    const engine = new Engine(join(scratch(), "t.db"), { tools: [weather], durability: "normal" });
-    const session = await engine.createSession();
-    const client = new Anthropic({ apiKey: "test", baseURL: server.url });
-    const request = client.messages.create({ model: "paced", max_tokens: 100, messages: [{ role: "user", content: "hi" }], stream: true });
-    const run = engine.wrap(session, how.includes("HTTP body") ? request : await request, { format: "anthropic" });
-    const events = await collect(run);
-    const endedAt = performance.now();
-    const [call] = await run.calls();
-    assert.deepEqual(call.content, [{ type: "text", text: "sunny in Lisbon" }]);
-    // Ten text deltas 20 ms apart came after the call had started.
-    assert.ok(endedAt - startedAt >= 180, `the call started ${(endedAt - startedAt).toFixed(0)} ms before the end`);
-    assert.ok(call.headroomMs >= 180, `headroom ${call.headroomMs} ms`);
-    assert.equal(events.at(-1).type, "turn_end");
-  });
+  }
 }
 
 /** A pi stream with one call per name in `calls`, then text and `done`. */

@@ -25,10 +25,9 @@ async function listen(handler) {
 
 /**
  * A paced Chat Completions server: a call to `lookup` with complete arguments, then (once `started` resolves: the
- * call has started) `after` text chunks `paceMs` apart, then the finish. Resolves to its URL and what it saw.
+ * call has started) `after` text chunks `paceMs` apart, then the finish. Resolves to its URL.
  */
 export async function pacedChatServer({ started, after = 10, paceMs = 20 }) {
-  const seen = { chunksAfterStart: 0, endedAt: 0 };
   const chunk = (delta, finish = null) =>
     `data: ${JSON.stringify({ id: "chatcmpl-1", object: "chat.completion.chunk", created: 0, model: "paced", choices: [{ index: 0, delta, finish_reason: finish }] })}\n\n`;
   const { server, port } = await listen(async (request, response) => {
@@ -40,14 +39,12 @@ export async function pacedChatServer({ started, after = 10, paceMs = 20 }) {
     for (let i = 0; i < after; i++) {
       await new Promise((done) => setTimeout(done, paceMs));
       response.write(chunk({ content: `word${i} ` }));
-      seen.chunksAfterStart++;
     }
     response.write(chunk({}, "tool_calls"));
     response.write("data: [DONE]\n\n");
-    seen.endedAt = performance.now();
     response.end();
   });
-  return { url: `http://127.0.0.1:${port}/v1`, seen, close: () => server.close() };
+  return { url: `http://127.0.0.1:${port}/v1`, close: () => server.close() };
 }
 
 /**
