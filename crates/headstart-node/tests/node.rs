@@ -147,15 +147,19 @@ fn target_dir() -> PathBuf {
         .to_owned()
 }
 
-/// The addon cargo built for this test run (`target/<profile>/libheadstart_node.so`).
+/// The addon cargo built for this test run: `libheadstart_node.so` in the profile folder (where `cargo test -p`
+/// puts it) or in its `deps/` (where `cargo test --workspace` leaves it), the newer of the two.
 fn addon() -> PathBuf {
-    let addon = profile_dir().join("libheadstart_node.so");
-    assert!(
-        addon.is_file(),
-        "cargo built {} beside the test binary",
-        addon.display()
-    );
-    addon
+    let profile = profile_dir();
+    [
+        profile.join("libheadstart_node.so"),
+        profile.join("deps/libheadstart_node.so"),
+    ]
+    .into_iter()
+    .filter_map(|path| Some((path.metadata().ok()?.modified().ok()?, path)))
+    .max()
+    .map(|(_, path)| path)
+    .unwrap_or_else(|| panic!("cargo built libheadstart_node.so in {} or its deps/", profile.display()))
 }
 
 /// The package installed as a user installs it, from the checkout with one command (`npm install --install-links
