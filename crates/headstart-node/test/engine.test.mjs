@@ -84,6 +84,49 @@ for (const [name, sdk] of Object.entries(SDKS)) {
   }
 }
 
+test("sse-anthropic: a fetch Response's body, read by the engine's own parser; the call starts while it streams", async (t) => {
+  const started = deferred();
+  let startedAt = 0;
+  const weather = tool({
+    name: "get_weather",
+    early: true,
+    execute: async ({ city }) => {
+      startedAt = performance.now();
+      started.resolve();
+      return `found ${city}`;
+    },
+  });
+  const server = await anthropicServer({ started: started.promise });
+  t.after(() => server.close());
+  const engine = new Engine(join(scratch(), "t.db"), { tools: [weather], durability: "normal" });
+  const session = await engine.createSession();
+  const response = await fetch(`${server.url}/v1/messages`, { method: "POST", body: "{}" });
+  const run = engine.wrap(session, response, { format: "sse-anthropic" });
+  await collect(run);
+  assert.ok(performance.now() - startedAt >= 180);
+  const [call] = await run.calls();
+  assert.deepEqual(call.content, [{ type: "text", text: "found Lisbon" }]);
+});
+
+test("a stream that throws ends the response as an error with its message; what was committed stays", async () => {
+  const engine = new Engine(join(scratch(), "t.db"), {
+    durability: "normal",
+    tools: [tool({ name: "fine", early: true, execute: async () => "fine" })],
+  });
+  const session = await engine.createSession();
+  async function* failing() {
+    for await (const event of piStream(["fine"])) {
+      yield event;
+      if (event.type === "toolcall_end") throw new Error("the connection dropped");
+    }
+  }
+  const run = engine.wrap(session, failing(), { format: "pi" });
+  const events = await collect(run);
+  assert.match(JSON.stringify(events.at(-1)), /the connection dropped/);
+  const calls = await run.calls();
+  assert.equal(calls.length, 1, "the call sealed before the failure has its one result");
+});
+
 /** A pi stream with one call per name in `calls`, then text and `done`. */
 function piStream(calls, extra = {}) {
   return scriptedStream({
