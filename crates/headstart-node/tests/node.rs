@@ -24,15 +24,8 @@ fn scratch() -> PathBuf {
 
 #[test]
 fn the_node_suite_passes() {
-    let node = match environment() {
-        Ok(node) => node,
-        Err(why) if std::env::var(REQUIRE_ENV).is_ok_and(|value| value == "1") => {
-            panic!("the Node suite cannot run, and {REQUIRE_ENV}=1 requires it: {why}")
-        }
-        Err(why) => {
-            eprintln!("SKIPPED: the Node suite cannot run: {why} (set {REQUIRE_ENV}=1 to make this a failure)");
-            return;
-        }
+    let Some(node) = environment_or_skip("the Node suite") else {
+        return;
     };
     let env = scratch().join("env");
     stage(&env);
@@ -51,6 +44,21 @@ fn the_node_suite_passes() {
         status.success(),
         "the Node suite failed ({status}); its output is above"
     );
+}
+
+/// The suite's Node; `None` after saying why `what` is skipped, or a panic when `HEADSTART_REQUIRE_NODE=1` (CI)
+/// requires it.
+fn environment_or_skip(what: &str) -> Option<PathBuf> {
+    match environment() {
+        Ok(node) => Some(node),
+        Err(why) if std::env::var(REQUIRE_ENV).is_ok_and(|value| value == "1") => {
+            panic!("{what} cannot run, and {REQUIRE_ENV}=1 requires it: {why}")
+        }
+        Err(why) => {
+            eprintln!("SKIPPED: {what} cannot run: {why} (set {REQUIRE_ENV}=1 to make this a failure)");
+            None
+        }
+    }
 }
 
 /// The suite's Node (from the environment, made or re-made when `test/env.json` changed), once for both tests.
@@ -168,15 +176,8 @@ fn addon() -> PathBuf {
 /// an agent loop on the drop-in, its transcript in SQLite.
 #[test]
 fn the_package_installs_from_the_checkout_with_one_command() {
-    let node = match environment() {
-        Ok(node) => node,
-        Err(why) if std::env::var(REQUIRE_ENV).is_ok_and(|value| value == "1") => {
-            panic!("the install test cannot run, and {REQUIRE_ENV}=1 requires it: {why}")
-        }
-        Err(why) => {
-            eprintln!("SKIPPED: the install test cannot run: {why}");
-            return;
-        }
+    let Some(node) = environment_or_skip("the install test") else {
+        return;
     };
     let project = scratch().join("installed");
     if project.exists() {
