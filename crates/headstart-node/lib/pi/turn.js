@@ -32,9 +32,8 @@ export class Turn {
   #partial = null;
   #drained;
 
-  constructor(session, engine, response, context, config, signal, emit) {
+  constructor(session, response, context, config, signal, emit) {
     this.session = session;
-    this.engine = engine;
     this.response = response;
     this.context = context;
     this.config = config;
@@ -46,7 +45,7 @@ export class Turn {
   static async open(session, context, config, signal, emit) {
     const engine = await session.engine(context, config);
     const response = await engine.open(session.id, "headstart", null, null);
-    const turn = new Turn(session, engine, response, context, config, signal, emit);
+    const turn = new Turn(session, response, context, config, signal, emit);
     active.set(session.id, turn);
     return turn;
   }
@@ -92,11 +91,23 @@ export class Turn {
     return this.session.earlyExecution && isEarly(this.tool(name));
   }
 
-  /** Reads the engine's events to their end, keeping the results it stored without asking. */
+  /**
+   * Reads the engine's events to their end, keeping the results it stored without asking. Never rejects: it runs
+   * unawaited until the turn settles, and a rejection nobody awaits would end the process.
+   */
   async #drain() {
     while (true) {
-      const batch = JSON.parse(await this.response.nextBatch(true));
-      if (batch.length === 0) return;
+      let batch;
+      try {
+        batch = JSON.parse(await this.response.nextBatch(true));
+      } catch {
+        batch = [];
+      }
+      if (batch.length === 0) {
+        // Nothing more will be stored: a call still waiting for the engine's letter waits no longer.
+        for (const asked of this.#asked.values()) asked.resolve(null);
+        return;
+      }
       for (const event of batch) {
         if (event.type === "message_end" && event.message?.role === "tool_result") {
           const id = event.message.tool_call_id;
