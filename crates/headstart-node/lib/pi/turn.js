@@ -189,7 +189,6 @@ export class Turn {
       await emit({ type: "message_start", message: { ...message } });
     }
     await emit({ type: "message_end", message });
-    this.message = message;
     return message;
   }
 
