@@ -83,33 +83,23 @@ export function piToDelta(event) {
   }
 }
 
-/**
- * The delta JSON of a pi-ai event, as text: the events of every token (text, thinking and argument deltas) are
- * written directly, the others through `piToDelta`. `undefined` for an event the engine does not read.
- */
-function piDeltaText(event) {
-  switch (event?.type) {
-    case "text_delta":
-    case "thinking_delta":
-    case "toolcall_delta":
-      if (Number.isSafeInteger(event.contentIndex) && typeof event.delta === "string") {
-        return `{"type":"${event.type}","index":${event.contentIndex},"delta":${JSON.stringify(event.delta)}}`;
-      }
-  }
-  const delta = piToDelta(event);
-  return delta && JSON.stringify(delta);
-}
+/** The events of every token: consecutive ones of one block are joined into one before they go to the engine. */
+const TOKEN_DELTAS = new Set(["text_delta", "thinking_delta", "toolcall_delta"]);
 
 /** The events that must reach the engine at once: a seal (an early call may start) and the end. */
 const URGENT = new Set(["toolcall_end", "done", "error"]);
 
 /**
- * pi-ai events into a native response, in bursts: the events of one turn of the event loop go over as one call, and
- * a seal or the end goes over at once (with whatever is before it). `end`/`fail` close the feed.
+ * pi-ai events into a native response, in bursts: the events of one turn of the event loop go over as one call (JSON
+ * lines), and a seal or the end goes over at once, with whatever is before it. Consecutive token deltas of one block
+ * go over as one delta: the transcript is the same, and the engine accumulates one string instead of many. `end` and
+ * `fail` close the feed.
  */
 export class PiFeed {
   #response;
+  /** JSON lines, and last, maybe, the token delta being joined (`{type, index, delta}`). */
   #pending = [];
+  #joining = null;
   #scheduled = false;
   #closed = false;
 
@@ -117,12 +107,23 @@ export class PiFeed {
     this.#response = response;
   }
 
-  /** Takes one pi-ai event; a value that is not one fails the response (a `TypeError`, thrown after). */
+  /** Takes one pi-ai event; a value that is not one is a `TypeError`. */
   add(event) {
     if (this.#closed) return;
-    const text = piDeltaText(event);
-    if (text === undefined) return;
-    this.#pending.push(text);
+    if (TOKEN_DELTAS.has(event?.type) && Number.isSafeInteger(event.contentIndex) && typeof event.delta === "string") {
+      const joining = this.#joining;
+      if (joining && joining.type === event.type && joining.index === event.contentIndex) {
+        joining.delta += event.delta;
+      } else {
+        this.#settleJoining();
+        this.#joining = { type: event.type, index: event.contentIndex, delta: event.delta };
+      }
+    } else {
+      const delta = piToDelta(event);
+      if (delta === undefined) return;
+      this.#settleJoining();
+      this.#pending.push(JSON.stringify(delta));
+    }
     if (URGENT.has(event.type)) {
       this.flush();
       if (event.type !== "toolcall_end") this.end();
@@ -132,9 +133,17 @@ export class PiFeed {
     }
   }
 
+  #settleJoining() {
+    const joining = this.#joining;
+    if (!joining) return;
+    this.#joining = null;
+    this.#pending.push(`{"type":"${joining.type}","index":${joining.index},"delta":${JSON.stringify(joining.delta)}}`);
+  }
+
   /** Hands over what is pending. */
   flush() {
     this.#scheduled = false;
+    this.#settleJoining();
     if (this.#pending.length === 0 || this.#closed) return;
     const lines = this.#pending.join("\n");
     this.#pending = [];

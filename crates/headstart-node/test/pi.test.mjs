@@ -96,7 +96,7 @@ test("the Agent keeps its transcript in a store; resume and agentLoopContinue go
   const agent = new Agent({
     initialState: { model: MODEL, tools },
     streamFn: scriptedStreamFn([
-      { blocks: [{ text: "looking" }, { call: { id: "c1", name: "lookup", arguments: { text: "q" } } }], stop: "toolUse" },
+      { blocks: [{ text: "looking for the answer to q" }, { call: { id: "c1", name: "lookup", arguments: { text: "q" } } }], stop: "toolUse" },
       { blocks: [{ text: "found it" }], stop: "stop" },
     ]),
     store,
@@ -109,6 +109,8 @@ test("the Agent keeps its transcript in a store; resume and agentLoopContinue go
   // The response's usage comes back from its last fragment (the call's prefix fragment before it has none).
   assert.deepEqual([messages[1].usage.input, messages[1].usage.output], [10, 5]);
   assert.deepEqual(messages[1].content.map((block) => block.type), ["text", "toolCall"]);
+  // The text streamed in four deltas, which went to the engine joined: the transcript holds it whole.
+  assert.equal(messages[1].content[0].text, "looking for the answer to q");
   const stream = agentLoopContinue(
     { systemPrompt: "", messages: [...messages, user("and again")], tools },
     { model: MODEL, convertToLlm, store, storeSessionId: agent.storeSessionId },
