@@ -114,6 +114,7 @@ fn stage(env: &Path) {
         "pi.js",
         "pi.d.ts",
         "simulated.js",
+        "simulated.d.ts",
         "package.json",
         "lib",
     ] {
