@@ -273,10 +273,12 @@ pub fn touches(dir: &Path, session: &SessionId) -> Vec<(String, usize)> {
     found
 }
 
-/// Asserts that no body of `session` began twice.
+/// Asserts that no body of `session` began twice. A touch file without a line is a touch cut off by a kill between
+/// the file's creation and its line's write: that body never began (the touch runs before it), and the call's replay
+/// found it started and gave it its interrupted result. The chaos test met one in a clean-clone CI run.
 pub fn assert_no_body_twice(dir: &Path, session: &SessionId) {
     for (call, began) in touches(dir, session) {
-        assert_eq!(began, 1, "{call} of {session} began {began} times");
+        assert!(began <= 1, "{call} of {session} began {began} times");
     }
 }
 
