@@ -2,9 +2,9 @@
 
 use std::sync::Arc;
 
-use headstart::store::{Durability, SqliteOptions, SqliteStore, TranscriptStore};
+use headstart::store::{Durability, TranscriptStore};
 use headstart::SessionId;
-use headstart_postgres::{PgOptions, PgStore};
+use headstart_postgres::{open_location, Access};
 use napi_derive::napi;
 
 use crate::js_error;
@@ -29,26 +29,8 @@ pub async fn open_store(location: String, write: bool, durability: String) -> na
             )))
         }
     };
-    let store: Arc<dyn TranscriptStore> = if headstart_postgres::is_connection_string(&location) {
-        let options = PgOptions::default();
-        let store = if write {
-            PgStore::connect(&location, options).await
-        } else {
-            PgStore::connect_read_only(&location, options).await
-        };
-        Arc::new(store.map_err(js_error)?)
-    } else {
-        let store = if write {
-            let options = SqliteOptions {
-                durability,
-                ..SqliteOptions::default()
-            };
-            tokio::task::spawn_blocking(move || SqliteStore::open(&location, options)).await
-        } else {
-            tokio::task::spawn_blocking(move || SqliteStore::open_read_only(&location)).await
-        };
-        Arc::new(store.map_err(js_error)?.map_err(js_error)?)
-    };
+    let access = if write { Access::Write(durability) } else { Access::Read };
+    let store = open_location(&location, access).await.map_err(js_error)?;
     Ok(NativeStore { store })
 }
 

@@ -31,6 +31,7 @@ mod conninfo;
 mod errors;
 mod listener;
 mod listing;
+mod location;
 pub mod metrics;
 mod ops;
 mod pgpass;
@@ -43,6 +44,7 @@ mod tls;
 
 pub use conninfo::{is_connection_string, redact, PgEnvironment};
 pub use listener::LISTENER_NAME;
+pub use location::{open_location, Access};
 pub use schema::LATEST_VERSION as SCHEMA_VERSION;
 pub use store::{PgOptions, PgStore};
 

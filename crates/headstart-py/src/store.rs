@@ -1,44 +1,16 @@
 //! Opening the transcript store a location names, as the CLI's `STORE` argument does: a PostgreSQL connection
-//! string, else the path of a SQLite file.
+//! string, else the path of a SQLite file (`headstart_postgres::open_location`, which Node's package uses too).
 
 use std::sync::Arc;
 
-use headstart::store::{Durability, SqliteOptions, SqliteStore, TranscriptStore};
-use headstart_postgres::{PgOptions, PgStore};
+use headstart::store::TranscriptStore;
+pub(crate) use headstart_postgres::Access;
 use pyo3::prelude::*;
 
 use crate::errors::store_error;
 use crate::runtime::block_on;
 
-/// Whether the store is written (a SQLite file is created when missing) or only read (it must exist).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Access {
-    /// Read and write, a SQLite file with this durability.
-    Write(Durability),
-    /// Read only.
-    Read,
-}
-
-/// Opens the store at `location`, with the GIL released while it connects.
+/// Opens the store at `location`, with the GIL released while it connects or opens the file.
 pub(crate) fn open_store(py: Python<'_>, location: &str, access: Access) -> PyResult<Arc<dyn TranscriptStore>> {
-    if headstart_postgres::is_connection_string(location) {
-        let store = block_on(py, async {
-            match access {
-                Access::Write(_) => PgStore::connect(location, PgOptions::default()).await,
-                Access::Read => PgStore::connect_read_only(location, PgOptions::default()).await,
-            }
-        });
-        return Ok(Arc::new(store.map_err(store_error)?));
-    }
-    let store = py.detach(|| match access {
-        Access::Write(durability) => SqliteStore::open(
-            location,
-            SqliteOptions {
-                durability,
-                ..SqliteOptions::default()
-            },
-        ),
-        Access::Read => SqliteStore::open_read_only(location),
-    });
-    Ok(Arc::new(store.map_err(store_error)?))
+    block_on(py, headstart_postgres::open_location(location, access)).map_err(store_error)
 }

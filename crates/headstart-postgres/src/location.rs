@@ -1,0 +1,47 @@
+//! [`open_location`]: a transcript store from its location as the language packages take it, a PostgreSQL
+//! connection string or the path of a SQLite file. One opener serves Python's and Node's `Engine(store, ...)` and
+//! `inspect(store)`.
+
+use std::sync::Arc;
+
+use headstart_store::{Durability, SqliteOptions, SqliteStore, StoreError, TranscriptStore};
+
+use crate::{is_connection_string, PgOptions, PgStore};
+
+/// How a store is opened.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Access {
+    /// Read and write; a SQLite file is created when missing, with this durability.
+    Write(Durability),
+    /// Read only: a SQLite file must exist, a PostgreSQL database must hold the store already.
+    Read,
+}
+
+/// Opens the store at `location`: a PostgreSQL connection string ([`is_connection_string`]), else the path of a
+/// SQLite file, opened on tokio's blocking pool (so it needs a tokio runtime).
+pub async fn open_location(location: &str, access: Access) -> Result<Arc<dyn TranscriptStore>, StoreError> {
+    if is_connection_string(location) {
+        let store = match access {
+            Access::Write(_) => PgStore::connect(location, PgOptions::default()).await?,
+            Access::Read => PgStore::connect_read_only(location, PgOptions::default()).await?,
+        };
+        return Ok(Arc::new(store));
+    }
+    let path = location.to_owned();
+    let opened = tokio::task::spawn_blocking(move || match access {
+        Access::Write(durability) => SqliteStore::open(
+            &path,
+            SqliteOptions {
+                durability,
+                ..SqliteOptions::default()
+            },
+        ),
+        Access::Read => SqliteStore::open_read_only(&path),
+    })
+    .await
+    .map_err(|error| StoreError::Open {
+        path: location.to_owned(),
+        message: format!("the opening task stopped: {error}").into(),
+    })?;
+    Ok(Arc::new(opened?))
+}
