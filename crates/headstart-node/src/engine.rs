@@ -12,10 +12,10 @@ use serde_json::Value;
 
 use crate::bridge::{Bridge, Dispatch};
 use crate::hook::JsHook;
-use crate::js_error;
 use crate::response::NativeResponse;
 use crate::store::NativeStore;
 use crate::tool::JsTool;
+use crate::{js_error, one_of};
 
 /// The engine over one store, with the JavaScript tools of its spec.
 #[napi]
@@ -43,19 +43,17 @@ impl NativeEngine {
             toolbox.register(tool).map_err(js_error)?;
         }
         let flag = |key: &str, default: bool| options.get(key).and_then(Value::as_bool).unwrap_or(default);
-        let mode = match options
-            .get("toolExecution")
-            .and_then(Value::as_str)
-            .unwrap_or("parallel")
-        {
-            "parallel" => ExecutionMode::Parallel,
-            "sequential" => ExecutionMode::Sequential,
-            other => {
-                return Err(js_error(format!(
-                    "toolExecution must be 'parallel' or 'sequential', not {other:?}"
-                )))
-            }
-        };
+        let mode = one_of(
+            "toolExecution",
+            options
+                .get("toolExecution")
+                .and_then(Value::as_str)
+                .unwrap_or("parallel"),
+            [
+                ("parallel", ExecutionMode::Parallel),
+                ("sequential", ExecutionMode::Sequential),
+            ],
+        )?;
         let max_in_flight = match options.get("maxInFlight") {
             None => Some(headstart::DEFAULT_MAX_IN_FLIGHT),
             Some(Value::Null) => None,
@@ -138,15 +136,14 @@ impl NativeEngine {
     /// JSON of what was done with each call.
     #[napi]
     pub async fn recover(&self, session: String, policy: String) -> napi::Result<String> {
-        let policy = match policy.as_str() {
-            "fail" => RecoveryPolicy::FailAll,
-            "rerun_idempotent" => RecoveryPolicy::ReExecuteIdempotent,
-            other => {
-                return Err(js_error(format!(
-                    "policy must be 'fail' or 'rerun_idempotent', not {other:?}"
-                )))
-            }
-        };
+        let policy = one_of(
+            "policy",
+            &policy,
+            [
+                ("fail", RecoveryPolicy::FailAll),
+                ("rerun_idempotent", RecoveryPolicy::ReExecuteIdempotent),
+            ],
+        )?;
         let recovered = self
             .engine
             .recover(&SessionId(session), policy)

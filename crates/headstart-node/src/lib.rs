@@ -22,6 +22,18 @@ pub mod result;
 pub mod store;
 pub mod tool;
 
+/// The value `name` stands for among two `choices`, or the error naming both: `<parameter> must be 'a' or 'b', not
+/// "x"` (the text Python's package gives for its two-way options).
+pub(crate) fn one_of<T: Copy>(parameter: &str, name: &str, choices: [(&str, T); 2]) -> napi::Result<T> {
+    match choices.iter().find(|(choice, _)| *choice == name) {
+        Some(&(_, value)) => Ok(value),
+        None => Err(js_error(format!(
+            "{parameter} must be '{}' or '{}', not {name:?}",
+            choices[0].0, choices[1].0
+        ))),
+    }
+}
+
 /// A failure the package turns into a JavaScript `Error` with this message.
 pub(crate) fn js_error(error: impl std::fmt::Display) -> napi::Error {
     napi::Error::from_reason(error.to_string())

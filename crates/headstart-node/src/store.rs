@@ -7,7 +7,7 @@ use headstart::SessionId;
 use headstart_postgres::{open_location, Access};
 use napi_derive::napi;
 
-use crate::js_error;
+use crate::{js_error, one_of};
 
 /// An open transcript store.
 #[napi]
@@ -20,15 +20,11 @@ pub struct NativeStore {
 /// power loss) or `normal` (survives a crash of the process).
 #[napi]
 pub async fn open_store(location: String, write: bool, durability: String) -> napi::Result<NativeStore> {
-    let durability = match durability.as_str() {
-        "full" => Durability::Full,
-        "normal" => Durability::Normal,
-        other => {
-            return Err(js_error(format!(
-                "durability must be 'full' or 'normal', not {other:?}"
-            )))
-        }
-    };
+    let durability = one_of(
+        "durability",
+        &durability,
+        [("full", Durability::Full), ("normal", Durability::Normal)],
+    )?;
     let access = if write { Access::Write(durability) } else { Access::Read };
     let store = open_location(&location, access).await.map_err(js_error)?;
     Ok(NativeStore { store })
