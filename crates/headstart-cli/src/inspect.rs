@@ -22,7 +22,8 @@ pub struct Args {
     /// Only this session (default: every session).
     #[arg(long)]
     session: Option<String>,
-    /// Print JSON: one object per session with its queue state (`state`, `owner`, `epoch`, `failure`), the
+    /// Print JSON: one object per session with its queue state (`state`, `owner`, `epoch`, `failure`, `queue`,
+    /// `attempts`: releases for a provider outage, `not_before_us`: the end of such a release's backoff), the
     /// settings it was submitted with (`settings`: `system`, `model`, null when not given) and its transcript in the
     /// report's `transcript` shape, and its `figures`: per call its seal time, headroom, seal-to-start, run time and
     /// overlap, per response its tool-round time beside end-of-stream batching's (ms, null when unknown).
@@ -158,6 +159,8 @@ fn not_begun(session: &str) -> SessionInfo {
         lease_expires_at_us: None,
         failure: None,
         settings: SessionSettings::default(),
+        attempts: 0,
+        not_before_us: None,
     }
 }
 

@@ -1,10 +1,11 @@
-//! `headstart submit (--store URL | --restate INGRESS_URL [--wait]) [--scenario FILE] [--count N] [--system TEXT]
-//! [--model NAME] ["PROMPT"]`: put sessions in a fleet's queue (contract §7.5), where a worker claims them, or send
-//! them to a Restate server, where a deployment runs them (docs/restate.md). Prints each new session's id.
+//! `headstart submit (--store URL [--queue NAME] | --restate INGRESS_URL [--wait]) [--scenario FILE] [--count N]
+//! [--system TEXT] [--model NAME] ["PROMPT"]`: put sessions in a fleet's queue (contract §7.5), where a worker of
+//! that queue claims them, or send them to a Restate server, where a deployment runs them (docs/restate.md). Prints
+//! each new session's id.
 
 use std::path::PathBuf;
 
-use headstart::store::SessionSettings;
+use headstart::store::{QueueName, SessionSettings};
 use headstart::{Clock, SystemClock, UserMessage};
 use headstart_sim::Scenario;
 
@@ -38,6 +39,10 @@ pub struct Args {
     /// e.g. `--model gpt-4.1-mini`.
     #[arg(long)]
     model: Option<String>,
+    /// The queue the sessions wait in: only a worker serving it (`worker --queue NAME`) claims them, e.g.
+    /// `--queue gpu-batch`. At most 64 bytes of printable characters, no whitespace.
+    #[arg(long, value_name = "NAME", default_value = QueueName::DEFAULT, conflicts_with = "restate")]
+    queue: QueueName,
     /// The prompt (message 1 of the session).
     prompt: Option<String>,
 }
@@ -61,6 +66,7 @@ pub fn run(args: &Args) -> u8 {
     let settings = SessionSettings {
         system: args.system.clone(),
         model: args.model.clone(),
+        queue: Some(args.queue.clone()),
     };
     if settings.model.as_deref().is_some_and(|model| model.trim().is_empty()) {
         eprintln!("headstart submit: --model needs a model name");

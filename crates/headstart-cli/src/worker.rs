@@ -1,5 +1,12 @@
 //! `headstart worker --store URL --id NAME (--provider P --model M [model and tool flags] | --scenario FILE)
-//! [--concurrency N] [--lease-ms N] [--poll-ms N] [--metrics ADDR]`: a worker of a fleet (contract §7.5, docs/fleet.md).
+//! [--queue NAME]… [--concurrency N] [--lease-ms N] [--poll-ms N] [--max-attempts N] [--retry-ms N] [--breaker N]
+//! [--breaker-ms N] [--metrics ADDR]`: a worker of a fleet (contract §7.5, docs/fleet.md), claiming sessions of its
+//! queues (default: `default`).
+//!
+//! When a session's model request fails on the provider's side (connection refused or reset, 5xx, 429 after the
+//! retries, overloaded) it releases the session to its queue with a backoff (`retrying …` in its log) instead of
+//! failing it, until `--max-attempts`; after `--breaker` such sessions in a row it stops claiming for a cool-down
+//! (`breaker-open …`; the `headstart_worker_claiming` gauge is 0), then probes with one claim.
 //!
 //! With `--provider` it runs the agent `headstart run` runs, with the same flags and the same defaults
 //! (`crate::agent`): the model, the built-in tools, the MCP servers, started once and shared by all its sessions
@@ -24,7 +31,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use clap::ArgGroup;
-use headstart_fleet::{SessionSetup, Worker, WorkerConfig, WorkerEvent, WorkerStats};
+use headstart::store::QueueName;
+use headstart_fleet::{Backoff, BreakerConfig, SessionSetup, Worker, WorkerConfig, WorkerEvent, WorkerStats};
 use headstart_sim::Scenario;
 use serde_json::Value;
 
@@ -121,6 +129,24 @@ pub struct Args {
     /// How often to look for work, in milliseconds.
     #[arg(long, default_value_t = 250)]
     poll_ms: u64,
+    /// A queue to claim sessions from (`submit --queue NAME`); give it once per queue, e.g. `--queue gpu --queue
+    /// default`. At most 64 bytes of printable characters, no whitespace.
+    #[arg(long = "queue", value_name = "NAME", default_value = QueueName::DEFAULT)]
+    queues: Vec<QueueName>,
+    /// How many times a session may stop on a provider outage before it fails (released with a backoff each time
+    /// before); 1 fails it at the first.
+    #[arg(long, default_value_t = 5, value_parser = clap::value_parser!(u32).range(1..))]
+    max_attempts: u32,
+    /// The backoff of a session released for a provider outage, in milliseconds: this after its first outage,
+    /// doubled after each further one, up to 60 s.
+    #[arg(long, default_value_t = 2_000)]
+    retry_ms: u64,
+    /// Stop claiming after this many sessions in a row stopped on a provider outage (0: never).
+    #[arg(long, default_value_t = 3)]
+    breaker: u32,
+    /// The first cool-down after the breaker opens, in milliseconds; doubled after each failed probe, up to 5 min.
+    #[arg(long, default_value_t = 5_000)]
+    breaker_ms: u64,
     /// Serve Prometheus metrics on http://ADDR/metrics, e.g. `--metrics 127.0.0.1:9464` (port 0: any free port;
     /// the address bound is logged).
     #[arg(long, value_name = "ADDR")]
@@ -152,11 +178,25 @@ pub fn run(args: &Args) -> u8 {
 async fn work(args: &Args, scenario: Option<Scenario>) -> Result<WorkerStats, Failure> {
     let store = StoreUrl::parse(&args.store);
     let setup = args.agent.session_setup(&store, scenario, &args.id).await?;
+    let defaults = WorkerConfig::new(args.id.clone());
     let config = WorkerConfig {
         concurrency: args.concurrency,
         lease: Duration::from_millis(args.lease_ms),
         poll_interval: Duration::from_millis(args.poll_ms),
-        ..WorkerConfig::new(args.id.clone())
+        queues: args.queues.clone(),
+        max_attempts: args.max_attempts,
+        session_backoff: Backoff {
+            first: Duration::from_millis(args.retry_ms),
+            ..defaults.session_backoff
+        },
+        breaker: BreakerConfig {
+            threshold: args.breaker,
+            cool_down: Backoff {
+                first: Duration::from_millis(args.breaker_ms),
+                ..defaults.breaker.cool_down
+            },
+        },
+        ..defaults
     };
     let queue = store.open(Access::Create).await.map_err(Failure::Failed)?;
     if let Some(addr) = args.metrics {
@@ -210,5 +250,7 @@ fn stats_json(stats: &WorkerStats) -> Value {
         "released": stats.released,
         "lost": stats.lost,
         "fenced_writes": stats.fenced_writes,
+        "retried": stats.retried,
+        "breaker_opened": stats.breaker_opened,
     })
 }

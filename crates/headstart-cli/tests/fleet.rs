@@ -50,7 +50,7 @@ use headstart_providers::replay_server::call_then_answer::CallThenAnswer;
 use headstart_providers::replay_server::ReplayServer;
 use headstart_testkit::invariants::check_session;
 use serde_json::{json, Value};
-use support::{workdir, ChildGuard};
+use support::{workdir, ChildGuard, DownProvider};
 
 const SCENARIO: &str = "tests/crash/many-calls.json";
 const DEFAULT_SESSIONS: usize = 300;
@@ -262,7 +262,9 @@ async fn inspecting_an_empty_postgresql_database_creates_nothing() {
 }
 
 /// `bench sessions --store URL --json`: for the CPU-only load and then the one given, the SQLite baseline, then
-/// PostgreSQL with 1 and 2 worker processes, each run to completion of every session it submitted.
+/// PostgreSQL with 1 and 2 worker processes, each run to completion of every session it submitted, on a store
+/// where a worker whose provider is down (it answers HTTP 500) serves the default queue (issue 44): the benchmark's
+/// sessions wait in a queue of their own, so the broken worker never claims one, and none fails.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_fleet_benchmark_reports_each_worker_count() {
     let Some(database) = testing::database().await else {
@@ -270,6 +272,39 @@ async fn the_fleet_benchmark_reports_each_worker_count() {
     };
     let temp = tempfile::tempdir().expect("temp dir");
     let bin = private_binary(temp.path());
+    let provider = DownProvider::start(500);
+    let submitted = Command::new(env!("CARGO_BIN_EXE_headstart"))
+        .args(["submit", "--store", database.url(), "--count", "4", "busy work"])
+        .output()
+        .expect("submit");
+    assert!(
+        submitted.status.success(),
+        "{}",
+        String::from_utf8_lossy(&submitted.stderr)
+    );
+    let broken_log = temp.path().join("broken.log");
+    let _broken = ChildGuard::spawn(
+        Command::new(env!("CARGO_BIN_EXE_headstart"))
+            .env("HEADSTART_STORE", database.url())
+            .args([
+                "worker",
+                "--id",
+                "broken",
+                "--poll-ms",
+                "20",
+                "--retry-ms",
+                "100",
+                "--breaker-ms",
+                "200",
+            ])
+            .args(["--provider", "openai-compatible", "--model", "m", "--base-url"])
+            .arg(provider.url("/v1"))
+            .current_dir(temp.path())
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(File::create(&broken_log).expect("log file")),
+    )
+    .expect("start the broken worker");
     // A password the throwaway cluster ignores (it trusts local connections): the workers must not show it.
     let url = with_password(database.url());
     let workers_bin = bin.clone();
@@ -318,6 +353,32 @@ async fn the_fleet_benchmark_reports_each_worker_count() {
             ("postgres", 2, 20),
         ],
     );
+    let store = PgStore::connect(database.url(), PgOptions::default())
+        .await
+        .expect("connect");
+    let sessions = store.sessions().await.expect("sessions");
+    let (bench, default): (Vec<_>, Vec<_>) = sessions
+        .iter()
+        .partition(|info| info.settings.queue_name().starts_with("bench-"));
+    assert_eq!(bench.len(), 24, "6 sessions for each of 4 PostgreSQL runs");
+    for info in &bench {
+        assert_eq!(info.state, SessionState::Completed, "{info:?}");
+        assert!(
+            info.owner.as_deref().is_some_and(|owner| owner.starts_with("bench-")),
+            "{info:?}"
+        );
+    }
+    assert_eq!(default.len(), 4);
+    let broken = std::fs::read_to_string(&broken_log).expect("the broken worker's log");
+    assert!(
+        default.iter().all(|info| info.state != SessionState::Completed),
+        "the broken worker completes nothing: {default:#?}"
+    );
+    assert!(
+        broken.contains("retrying "),
+        "the broken worker was at work meanwhile: {broken}"
+    );
+    assert!(provider.requests() > 0);
 }
 
 const PASSWORD: &str = "s3cret-never-in-argv";

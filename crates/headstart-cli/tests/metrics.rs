@@ -5,11 +5,10 @@
 
 mod support;
 
-use std::io::{BufRead as _, BufReader, Read as _};
+use std::io::Read as _;
 use std::net::SocketAddr;
 use std::path::Path;
 use std::process::{Command, Stdio};
-use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
 use headstart_bench::fleet::{scenario, FleetLoad};
@@ -50,15 +49,7 @@ fn the_metrics_endpoint_serves_prometheus_text_that_matches_the_worker_totals() 
             .stderr(Stdio::piped()),
     )
     .expect("start the worker");
-    let log = worker.stderr().expect("piped standard error");
-    let (lines, received) = mpsc::channel();
-    std::thread::spawn(move || {
-        for line in BufReader::new(log).lines().map_while(Result::ok) {
-            if lines.send(line).is_err() {
-                break;
-            }
-        }
-    });
+    let received = support::lines_of(worker.stderr().expect("piped standard error"));
     let deadline = Instant::now() + DEADLINE;
     let mut endpoint: Option<SocketAddr> = None;
     let mut finished = 0;
@@ -67,9 +58,8 @@ fn the_metrics_endpoint_serves_prometheus_text_that_matches_the_worker_totals() 
         let line = received
             .recv_timeout(deadline.saturating_duration_since(Instant::now()))
             .unwrap_or_else(|_| panic!("the worker did not finish {SESSIONS} sessions; its log: {seen:#?}"));
-        if let Some(url) = line.strip_prefix("metrics ") {
-            let addr = url.trim_start_matches("http://").trim_end_matches("/metrics");
-            endpoint = Some(addr.parse().expect("the logged metrics address"));
+        if let Some(addr) = support::metrics_address(&line) {
+            endpoint = Some(addr);
         }
         if line.starts_with("finished ") {
             assert!(line.ends_with(" completed"), "{line}");
@@ -105,19 +95,32 @@ fn the_metrics_endpoint_serves_prometheus_text_that_matches_the_worker_totals() 
     };
     let total = |key: &str| totals[key].as_u64().unwrap_or_else(|| panic!("{key} in {totals}")) as f64;
     assert_eq!(total("claimed"), SESSIONS as f64);
-    assert_eq!(counter("headstart_sessions_claimed_total", &[]), total("claimed"));
+    assert_eq!(
+        counter("headstart_sessions_claimed_total", &[("queue", "default")]),
+        total("claimed")
+    );
     assert_eq!(counter("headstart_sessions_taken_over_total", &[]), total("taken_over"));
     assert_eq!(
         counter("headstart_recovered_calls_total", &[]),
         total("recovered_calls")
     );
-    for end in ["completed", "failed", "released"] {
+    for (end, key) in [
+        ("completed", "completed"),
+        ("failed", "failed"),
+        ("released", "released"),
+        ("retry", "retried"),
+    ] {
         assert_eq!(
-            counter("headstart_sessions_finished_total", &[("end", end)]),
-            total(end),
+            counter(
+                "headstart_sessions_finished_total",
+                &[("end", end), ("queue", "default")]
+            ),
+            total(key),
             "{end}"
         );
     }
+    let worker_id = "w1";
+    assert_eq!(counter("headstart_worker_claiming", &[("worker", worker_id)]), 1.0);
     assert_eq!(counter("headstart_leases_lost_total", &[]), total("lost"));
     assert_eq!(counter("headstart_fenced_writes_total", &[]), total("fenced_writes"));
     assert_eq!(counter("headstart_sessions_running", &[]), 0.0);

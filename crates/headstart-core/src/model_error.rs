@@ -57,6 +57,27 @@ pub enum ModelErrorKind {
     Other,
 }
 
+impl ModelErrorKind {
+    /// Whether the failure is the provider's side, not the request's: a transport failure, an overloaded provider,
+    /// or an HTTP status worth trying again ([`is_transient_status`]). Another attempt, later, may succeed: the
+    /// providers' retries try one on this alone, and a fleet's worker releases a session back to its queue rather
+    /// than failing it.
+    pub fn is_transient(self) -> bool {
+        match self {
+            ModelErrorKind::Transport | ModelErrorKind::Overloaded => true,
+            ModelErrorKind::Http { status, .. } => is_transient_status(status),
+            // Deadline (the caller's own limit), Provider, Protocol, Aborted, Other.
+            _ => false,
+        }
+    }
+}
+
+/// Whether an HTTP status is the provider's passing trouble: 408 (timeout), 409 (lock conflict), 429 (rate limit),
+/// 5xx (including Anthropic's 529 "overloaded").
+pub fn is_transient_status(status: u16) -> bool {
+    matches!(status, 408 | 409 | 429) || status >= 500
+}
+
 /// A failure reported by a model stream instead of an event (transport errors, provider errors).
 ///
 /// The engine ends the response as `error` (or `aborted` when the kind is [`ModelErrorKind::Aborted`]) with

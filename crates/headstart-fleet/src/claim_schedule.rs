@@ -68,6 +68,11 @@ impl ClaimSchedule {
     pub(crate) fn renewal_failed(&mut self, at: Instant) {
         self.retry_at = at;
     }
+
+    /// No claim before `at` (the worker's breaker is open), whatever wakes it; a later hold already set stands.
+    pub(crate) fn hold_until(&mut self, at: Instant) {
+        self.retry_at = self.retry_at.max(at);
+    }
 }
 
 #[cfg(test)]

@@ -3,7 +3,9 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use headstart::store::{Backoff, SessionSettings};
+use headstart::store::{Backoff, QueueName, SessionSettings};
+
+use crate::breaker::BreakerConfig;
 use headstart::{EngineBuilder, Model, RecoveryPolicy, SessionId, TranscriptStore};
 
 /// How an application runs its sessions: the engine (tools, hooks, configuration) and the model of each claimed
@@ -40,6 +42,18 @@ pub struct WorkerConfig {
     /// How long it waits before trying its store again after a failed claim or renewal (default: 100 ms, doubled
     /// after each failure in a row, up to 30 s).
     pub retry: Backoff,
+    /// The queues it claims from (default: the default queue alone). Never empty.
+    pub queues: Vec<QueueName>,
+    /// How many times a session may stop because its model's provider is down before it fails (default 5): each
+    /// time before that, the worker releases it to its queue with a backoff ([`session_backoff`](Self::session_backoff))
+    /// instead of failing it. At least 1 (1: the first outage fails it, as a session's own failure does).
+    pub max_attempts: u32,
+    /// How long a session released for a provider outage waits before any worker claims it again: 2 s after its
+    /// first outage, doubled after each further one, up to 60 s (the default).
+    pub session_backoff: Backoff,
+    /// When the worker stops claiming because its provider is down (default: after 3 sessions in a row, for 5 s
+    /// doubling up to 5 min).
+    pub breaker: BreakerConfig,
 }
 
 impl WorkerConfig {
@@ -52,6 +66,13 @@ impl WorkerConfig {
             poll_interval: Duration::from_millis(250),
             recovery: RecoveryPolicy::ReExecuteIdempotent,
             retry: Backoff::default(),
+            queues: vec![QueueName::default()],
+            max_attempts: 5,
+            session_backoff: Backoff {
+                first: Duration::from_secs(2),
+                max: Duration::from_secs(60),
+            },
+            breaker: BreakerConfig::default(),
         }
     }
 }
@@ -68,4 +89,10 @@ pub enum WorkerError {
     /// An empty worker id.
     #[error("a worker's id must not be empty")]
     NoId,
+    /// No queue to claim from.
+    #[error("a worker needs at least one queue to claim from")]
+    NoQueues,
+    /// `max_attempts` 0: a session could never be tried.
+    #[error("a worker's max attempts must be at least 1")]
+    NoAttempts,
 }

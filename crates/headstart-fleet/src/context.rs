@@ -6,8 +6,10 @@ use std::sync::{Arc, Mutex, PoisonError};
 use headstart::store::{Lease, SessionQueue, SessionSettings};
 use headstart::CancellationToken;
 
+use crate::breaker::{Breaker, BreakerChange};
 use crate::config::{SessionSetup, WorkerConfig};
 use crate::events::{Counters, WorkerEvent};
+use crate::metrics;
 
 pub(crate) type Observer = Arc<dyn Fn(&WorkerEvent) + Send + Sync>;
 
@@ -18,6 +20,8 @@ pub(crate) struct Context {
     pub(crate) config: WorkerConfig,
     pub(crate) counters: Counters,
     pub(crate) observer: Option<Observer>,
+    /// Whether the worker claims, given what its sessions' model requests said about the provider.
+    pub(crate) breaker: Mutex<Breaker>,
 }
 
 impl Context {
@@ -25,6 +29,28 @@ impl Context {
         if let Some(observer) = &self.observer {
             observer(&event);
         }
+    }
+
+    /// Runs `change` on the breaker and reports what changed (once per change: an event and the `claiming` gauge).
+    pub(crate) fn breaker(&self, change: impl FnOnce(&mut Breaker) -> Option<BreakerChange>) {
+        let changed = change(&mut self.breaker.lock().unwrap_or_else(PoisonError::into_inner));
+        match changed {
+            None => {}
+            Some(BreakerChange::Opened { failures, cool_down }) => {
+                self.counters.count_breaker_opened();
+                metrics::claiming(&self.config.id, false);
+                self.report(WorkerEvent::BreakerOpened { failures, cool_down });
+            }
+            Some(BreakerChange::Closed) => {
+                metrics::claiming(&self.config.id, true);
+                self.report(WorkerEvent::BreakerClosed);
+            }
+        }
+    }
+
+    /// A model request of one of the worker's sessions opened: the provider is up.
+    pub(crate) fn provider_answered(&self) {
+        self.breaker(Breaker::succeeded);
     }
 }
 
@@ -40,6 +66,8 @@ pub(crate) struct Held {
     pub(crate) finishing: AtomicBool,
     /// What the session was submitted with beyond its prompt (the claim's).
     pub(crate) settings: SessionSettings,
+    /// How many times it was released for a provider outage before this claim.
+    pub(crate) attempts: u32,
 }
 
 impl Held {

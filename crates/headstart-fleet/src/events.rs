@@ -71,6 +71,30 @@ pub enum WorkerEvent {
     /// The queue's wake-ups work again after [`WakeUpsLost`](Self::WakeUpsLost); the worker looked for work at once,
     /// for what it missed meanwhile.
     WakeUpsRestored,
+    /// The session stopped because its model's provider is down (not the session's fault): the worker released it
+    /// to its queue, where no worker claims it before `after`.
+    Retrying {
+        /// The session.
+        session: SessionId,
+        /// The attempt that just failed (from 1).
+        attempt: u32,
+        /// The attempts allowed ([`WorkerConfig::max_attempts`](crate::WorkerConfig::max_attempts)).
+        max_attempts: u32,
+        /// The backoff before the next claim.
+        after: Duration,
+        /// The provider's error.
+        reason: String,
+    },
+    /// `failures` sessions in a row stopped on a provider outage (or a probe did): the worker stops claiming for
+    /// `cool_down`, then probes with one claim ([`WorkerConfig::breaker`](crate::WorkerConfig::breaker)).
+    BreakerOpened {
+        /// Provider failures in a row.
+        failures: u32,
+        /// How long it claims nothing.
+        cool_down: Duration,
+    },
+    /// A model request succeeded after [`BreakerOpened`](Self::BreakerOpened): the worker claims as usual again.
+    BreakerClosed,
 }
 
 impl std::fmt::Display for WorkerEvent {
@@ -88,6 +112,7 @@ impl std::fmt::Display for WorkerEvent {
                 SessionEnd::Completed => write!(f, "finished {session} completed"),
                 SessionEnd::Failed(reason) => write!(f, "finished {session} failed: {reason}"),
                 SessionEnd::Released => write!(f, "finished {session} released"),
+                SessionEnd::Retry { reason, .. } => write!(f, "finished {session} released for a retry: {reason}"),
             },
             WorkerEvent::Lost { session, reason } => write!(f, "lost {session}: {reason}"),
             WorkerEvent::FencedWrite { session } => write!(f, "fenced-write {session}"),
@@ -101,6 +126,24 @@ impl std::fmt::Display for WorkerEvent {
                 write!(f, "wake-ups-lost {message}; polling until the listener is back")
             }
             WorkerEvent::WakeUpsRestored => write!(f, "wake-ups-restored"),
+            WorkerEvent::Retrying {
+                session,
+                attempt,
+                max_attempts,
+                after,
+                reason,
+            } => write!(
+                f,
+                "retrying {session} after attempt {attempt} of {max_attempts}, in {:.1} s: the provider failed: {reason}",
+                after.as_secs_f64()
+            ),
+            WorkerEvent::BreakerOpened { failures, cool_down } => write!(
+                f,
+                "breaker-open {failures} session(s) in a row stopped on the provider; claiming nothing for {:.1} s, \
+                 then one probe",
+                cool_down.as_secs_f64()
+            ),
+            WorkerEvent::BreakerClosed => write!(f, "breaker-closed the provider answered; claiming again"),
         }
     }
 }
@@ -124,6 +167,10 @@ pub struct WorkerStats {
     pub lost: u64,
     /// Writes the store fenced.
     pub fenced_writes: u64,
+    /// Sessions released for a retry because their model's provider was down.
+    pub retried: u64,
+    /// Times the worker stopped claiming because its provider was down.
+    pub breaker_opened: u64,
 }
 
 #[derive(Default)]
@@ -136,16 +183,18 @@ pub(crate) struct Counters {
     released: AtomicU64,
     lost: AtomicU64,
     fenced_writes: AtomicU64,
+    retried: AtomicU64,
+    breaker_opened: AtomicU64,
 }
 
 /// Each count goes to the worker's totals and to its metric ([`crate::metrics`]), so the two always agree.
 impl Counters {
-    pub(crate) fn count_claim(&self, taken_over: bool) {
+    pub(crate) fn count_claim(&self, taken_over: bool, queue: &str) {
         self.claimed.fetch_add(1, Ordering::Relaxed);
         if taken_over {
             self.taken_over.fetch_add(1, Ordering::Relaxed);
         }
-        metrics::claimed(taken_over);
+        metrics::claimed(taken_over, queue);
     }
 
     pub(crate) fn count_recovered(&self, calls: u64) {
@@ -153,14 +202,19 @@ impl Counters {
         metrics::recovered(calls);
     }
 
-    pub(crate) fn count_end(&self, end: &SessionEnd) {
+    pub(crate) fn count_end(&self, end: &SessionEnd, queue: &str) {
         let counter = match end {
             SessionEnd::Completed => &self.completed,
             SessionEnd::Failed(_) => &self.failed,
             SessionEnd::Released => &self.released,
+            SessionEnd::Retry { .. } => &self.retried,
         };
         counter.fetch_add(1, Ordering::Relaxed);
-        metrics::finished(end);
+        metrics::finished(end, queue);
+    }
+
+    pub(crate) fn count_breaker_opened(&self) {
+        self.breaker_opened.fetch_add(1, Ordering::Relaxed);
     }
 
     pub(crate) fn count_lost(&self) {
@@ -184,6 +238,8 @@ impl Counters {
             released: get(&self.released),
             lost: get(&self.lost),
             fenced_writes: get(&self.fenced_writes),
+            retried: get(&self.retried),
+            breaker_opened: get(&self.breaker_opened),
         }
     }
 }

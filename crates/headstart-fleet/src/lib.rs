@@ -16,7 +16,17 @@
 //! - finishes each session: completed, failed, or released back to the queue when the worker shuts down;
 //! - when its store fails a claim or a renewal (down, unreachable), tries it again after a wait that doubles with
 //!   each failure in a row, from 100 ms up to 30 s ([`Backoff`]), and says so once per wait
-//!   ([`WorkerEvent::StoreUnreachable`]).
+//!   ([`WorkerEvent::StoreUnreachable`]);
+//! - claims only sessions of its [queues](WorkerConfig::queues) (default: the default queue);
+//! - when a session's model request fails on the provider's side (connection refused or reset, 5xx, 429 after the
+//!   model's own retries, overloaded: [`ModelErrorKind::is_transient`](headstart::ModelErrorKind::is_transient)),
+//!   releases it to its queue with a backoff ([`SessionEnd::Retry`](headstart::store::SessionEnd::Retry)) instead of
+//!   failing it, until [`WorkerConfig::max_attempts`]; a failure that is the session's (an invalid request) fails it
+//!   at once;
+//! - after [`BreakerConfig::threshold`] such outages in a row, stops claiming for a cool-down that doubles while
+//!   the provider stays down, then probes with one claim ([`WorkerEvent::BreakerOpened`],
+//!   [`WorkerEvent::BreakerClosed`], the `headstart_worker_claiming` gauge), so that a healthy worker on the same
+//!   queue takes the work.
 //!
 //! It counts what it does in [`WorkerStats`] and, through the `metrics` facade, in the metrics of [`metrics`]
 //! (claims, ends, leases, fenced writes, claim time, sessions running): an application's own recorder (a
@@ -49,14 +59,17 @@
 //! ```
 #![warn(missing_docs)]
 
+mod breaker;
 mod claim_schedule;
 mod config;
 mod context;
 mod events;
 pub mod metrics;
+mod provider_watch;
 mod session;
 mod worker;
 
+pub use crate::breaker::BreakerConfig;
 pub use crate::config::{SessionSetup, WorkerConfig, WorkerError};
 pub use crate::events::{WorkerEvent, WorkerStats};
 pub use crate::worker::Worker;

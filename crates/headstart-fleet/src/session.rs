@@ -10,6 +10,7 @@ use headstart::{Agent, AgentEvent, AgentStop, SessionId};
 use crate::context::{Context, Held};
 use crate::events::WorkerEvent;
 use crate::metrics;
+use crate::provider_watch::{Outage, Watched};
 
 /// Stops a session whose lease is gone: marks it lost (so it is not finished here) and cancels its run.
 pub(crate) fn lose(context: &Context, session: &SessionId, held: &Held, reason: &str) {
@@ -49,6 +50,8 @@ impl WriteLayer for FenceCounter {
 enum Ending {
     /// Finish it in the queue.
     Finish(SessionEnd),
+    /// Its model's provider is down: release it for a retry, or fail it when its attempts are spent.
+    Outage(String),
     /// The lease is gone: another worker holds it (or it ended); leave it.
     Lost(String),
 }
@@ -85,7 +88,8 @@ pub(crate) async fn drive(context: Arc<Context>, held: Arc<Held>) {
                     calls: recovered.len(),
                 });
             }
-            let agent = Agent::new(engine, context.setup.model(&session, &held.settings));
+            let (model, outage) = Watched::new(context.setup.model(&session, &held.settings), Arc::clone(&context));
+            let agent = Agent::new(engine, Arc::new(model));
             let mut events = agent.resume(&session, held.cancel.clone());
             let settled = events.settled();
             let mut stop = None;
@@ -96,7 +100,7 @@ pub(crate) async fn drive(context: Arc<Context>, held: Arc<Held>) {
             }
             // Every admitted call has its result (or its write was fenced) before the session is finished.
             settled.await;
-            stop_ending(stop)
+            stop_ending(stop, &outage)
         }
     };
     let ending = match ending {
@@ -105,11 +109,51 @@ pub(crate) async fn drive(context: Arc<Context>, held: Arc<Held>) {
         ending => ending,
     };
     match ending {
-        Ending::Lost(reason) => lose(&context, &session, &held, &reason),
+        Ending::Lost(reason) => {
+            context.breaker(|breaker| {
+                breaker.session_ended();
+                None
+            });
+            lose(&context, &session, &held, &reason);
+        }
+        Ending::Outage(reason) => {
+            let end = retry_or_fail(&context, &session, &held, reason);
+            held.finishing.store(true, Ordering::SeqCst);
+            finish(&context, &session, &held, end).await;
+            context.breaker(|breaker| breaker.failed(tokio::time::Instant::now(), fastrand::f64()));
+        }
         Ending::Finish(end) => {
+            context.breaker(|breaker| {
+                breaker.session_ended();
+                None
+            });
             held.finishing.store(true, Ordering::SeqCst);
             finish(&context, &session, &held, end).await;
         }
+    }
+}
+
+/// A session stopped by its provider's outage: released with a backoff while it has attempts left ([`Held::attempts`]
+/// before this one), failed with the provider's error once they are spent.
+fn retry_or_fail(context: &Context, session: &SessionId, held: &Held, reason: String) -> SessionEnd {
+    let config = &context.config;
+    let attempt = held.attempts.saturating_add(1);
+    if attempt >= config.max_attempts {
+        return SessionEnd::Failed(format!(
+            "the model's provider failed {attempt} attempt(s) in a row; the last: {reason}"
+        ));
+    }
+    let after = config.session_backoff.wait(attempt, fastrand::f64());
+    context.report(WorkerEvent::Retrying {
+        session: session.clone(),
+        attempt,
+        max_attempts: config.max_attempts,
+        after,
+        reason: reason.clone(),
+    });
+    SessionEnd::Retry {
+        reason: format!("attempt {attempt} of {}: {reason}", config.max_attempts),
+        after,
     }
 }
 
@@ -117,7 +161,7 @@ pub(crate) async fn drive(context: Arc<Context>, held: Arc<Held>) {
 async fn finish(context: &Context, session: &SessionId, held: &Held, end: SessionEnd) {
     match context.queue.finish(&held.lease(), end.clone()).await {
         Ok(()) => {
-            context.counters.count_end(&end);
+            context.counters.count_end(&end, held.settings.queue_name());
             context.report(WorkerEvent::Finished {
                 session: session.clone(),
                 end,
@@ -142,8 +186,11 @@ fn store_ending(error: &StoreError) -> Ending {
     }
 }
 
-fn stop_ending(stop: Option<AgentStop>) -> Ending {
+/// How the run's stop ends the session; `outage` says whether the model's last request failed on the provider's
+/// side (a run stopped by it is released for a retry, not failed).
+fn stop_ending(stop: Option<AgentStop>, outage: &Outage) -> Ending {
     match stop {
+        Some(AgentStop::Error(message)) if outage.last().is_some() => Ending::Outage(message),
         Some(AgentStop::Completed | AgentStop::Terminated | AgentStop::MaxRequests) => {
             Ending::Finish(SessionEnd::Completed)
         }

@@ -11,6 +11,7 @@ use headstart::{CancellationToken, SessionId};
 use tokio::task::JoinSet;
 use tokio::time::Instant;
 
+use crate::breaker::Breaker;
 use crate::claim_schedule::ClaimSchedule;
 use crate::config::{SessionSetup, WorkerConfig, WorkerError};
 use crate::context::{Context, Held};
@@ -47,6 +48,13 @@ impl Worker {
         if config.id.is_empty() {
             return Err(WorkerError::NoId);
         }
+        if config.queues.is_empty() {
+            return Err(WorkerError::NoQueues);
+        }
+        if config.max_attempts == 0 {
+            return Err(WorkerError::NoAttempts);
+        }
+        let breaker = Mutex::new(Breaker::new(config.breaker));
         Ok(Worker {
             context: Arc::new(Context {
                 queue,
@@ -54,6 +62,7 @@ impl Worker {
                 config,
                 counters: Counters::default(),
                 observer: None,
+                breaker,
             }),
         })
     }
@@ -89,10 +98,15 @@ impl Worker {
         let mut next_renewal = Instant::now() + renew_every;
         let mut schedule = ClaimSchedule::new(Instant::now(), config.poll_interval);
         let mut failures = Failures::default();
-        let mut wake_ups = context.queue.wake_ups();
+        let mut wake_ups = context.queue.wake_ups(&config.queues);
+        metrics::worker_started(&config.id, &config.queues);
         // Whether the queue's wake-ups are down (reported once, with their return).
         let mut wake_ups_lost = false;
         while !shutdown.is_cancelled() {
+            // While the provider is down the worker claims nothing (a wake-up included) until the cool-down ends.
+            if let Some(until) = self.breaker().reopens_at() {
+                schedule.hold_until(until);
+            }
             if held.len() < config.concurrency && schedule.due(Instant::now()) {
                 // What a burst left is answered by this claim: taken now, it wakes no second one.
                 while let Some(wake_up) = wake_ups.as_mut().and_then(WakeUps::try_next) {
@@ -197,14 +211,25 @@ impl Worker {
     ) -> Result<(), StoreError> {
         let context = &self.context;
         let config = &context.config;
-        let room = config.concurrency - held.len();
+        let room = self.breaker().room(Instant::now(), config.concurrency - held.len());
+        if room == 0 {
+            return Ok(());
+        }
         let sent = std::time::Instant::now();
-        let claims = context.queue.claim(&config.id, config.lease, room).await;
+        let claims = context
+            .queue
+            .claim_from(&config.id, &config.queues, config.lease, room)
+            .await;
         metrics::claim_took(sent.elapsed());
         let claims = claims?;
+        if !claims.is_empty() {
+            self.breaker().probe_claimed();
+        }
         for claim in claims {
             let session = claim.lease.session.clone();
-            context.counters.count_claim(claim.previous_owner.is_some());
+            context
+                .counters
+                .count_claim(claim.previous_owner.is_some(), claim.settings.queue_name());
             context.report(WorkerEvent::Claimed {
                 session: session.clone(),
                 epoch: claim.lease.epoch,
@@ -216,12 +241,18 @@ impl Worker {
                 lost: AtomicBool::new(false),
                 finishing: AtomicBool::new(false),
                 settings: claim.settings,
+                attempts: claim.attempts,
             });
             held.insert(session.clone(), Arc::clone(&entry));
             let task = tasks.spawn(session::drive(Arc::clone(context), entry));
             task_sessions.insert(task.id(), session);
         }
         Ok(())
+    }
+
+    /// The worker's breaker, locked (briefly: never across an await).
+    fn breaker(&self) -> std::sync::MutexGuard<'_, Breaker> {
+        self.context.breaker.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
     /// Renews the leases of the sessions not being finished; `None` when there was none (the store was not

@@ -34,6 +34,7 @@ async fn each_session_s_model_is_asked_for_with_its_own_settings() {
     let own = SessionSettings {
         system: Some("Answer in French.".to_owned()),
         model: Some("m2".to_owned()),
+        queue: None,
     };
     let with = store
         .submit_with(&UserMessage::new("a"), &own, 0)

@@ -1,6 +1,6 @@
 //! The wake-up listener ([`SessionQueue::wake_ups`](headstart_store::SessionQueue::wake_ups) on PostgreSQL): a
 //! connection of its own, outside the pool, that runs `LISTEN` on the queue's channel and turns each `pending`
-//! notification into a [`WakeUp::Work`]. When the connection drops (the server restarted, an administrator ended
+//! notification of a session in one of the worker's queues (or naming no queue) into a [`WakeUp::Work`]. When the connection drops (the server restarted, an administrator ended
 //! it, the network failed) it says so once ([`WakeUp::Lost`]) and reconnects after the waits of its [`Backoff`];
 //! once listening again it says [`WakeUp::Listening`], and the worker looks once for what it missed meanwhile.
 //!
@@ -12,7 +12,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use headstart_store::wake::{self, WakeSender, WakeUp, WakeUps};
-use headstart_store::{Backoff, Failures};
+use headstart_store::{Backoff, Failures, QueueName};
 use tokio_postgres::{AsyncMessage, Config, Connection, Socket};
 
 use crate::connect::{connect, Stream};
@@ -44,22 +44,27 @@ impl Listener {
         Listener { config, tls, retry }
     }
 
-    /// Starts listening on a task of its own; `None` outside a tokio runtime. The task ends when the receiver is
-    /// dropped.
-    pub(crate) fn spawn(self: &Arc<Self>) -> Option<WakeUps> {
+    /// Starts listening for sessions of `queues` on a task of its own; `None` outside a tokio runtime. The task
+    /// ends when the receiver is dropped.
+    pub(crate) fn spawn(self: &Arc<Self>, queues: &[QueueName]) -> Option<WakeUps> {
         let runtime = tokio::runtime::Handle::try_current().ok()?;
         let (sender, receiver) = wake::channel();
-        let task = runtime.spawn(Arc::clone(self).listen(sender));
+        let wanted = Wanted {
+            sender,
+            queues: queues.to_vec(),
+        };
+        let task = runtime.spawn(Arc::clone(self).listen(wanted));
         Some(receiver.stopping_on_drop(task.abort_handle()))
     }
 
     /// Listens, reconnecting whenever the connection is lost, for as long as the receiver is there.
-    async fn listen(self: Arc<Self>, sender: WakeSender) {
+    async fn listen(self: Arc<Self>, wanted: Wanted) {
+        let sender = &wanted.sender;
         let mut failures = Failures::default();
         // Whether the receiver knows wake-ups are down (one `Lost` per outage, however many tries it takes).
         let mut down = false;
         while !sender.is_closed() {
-            let lost = self.listen_once(&sender, &mut failures, &mut down).await;
+            let lost = self.listen_once(&wanted, &mut failures, &mut down).await;
             if !down {
                 sender.post(WakeUp::Lost(lost));
                 down = true;
@@ -69,12 +74,13 @@ impl Listener {
     }
 
     /// One connection: connects, listens, passes notifications on until the connection is lost; returns why.
-    async fn listen_once(&self, sender: &WakeSender, failures: &mut Failures, down: &mut bool) -> String {
+    async fn listen_once(&self, wanted: &Wanted, failures: &mut Failures, down: &mut bool) -> String {
+        let sender = &wanted.sender;
         let (client, mut connection) = match connect(&self.config, &self.tls).await {
             Ok(connected) => connected,
             Err(error) => return format!("cannot connect: {}", describe(&error)),
         };
-        match alongside(&mut connection, sender, client.batch_execute(sql::LISTEN)).await {
+        match alongside(&mut connection, wanted, client.batch_execute(sql::LISTEN)).await {
             Ok(Ok(())) => {}
             Ok(Err(error)) => return format!("cannot listen: {}", describe(&error)),
             Err(lost) => return lost,
@@ -85,13 +91,13 @@ impl Listener {
         loop {
             tokio::select! {
                 message = poll_fn(|cx| connection.poll_message(cx)) => {
-                    if let Err(lost) = take(message, sender) {
+                    if let Err(lost) = take(message, wanted) {
                         return lost;
                     }
                 }
                 () = tokio::time::sleep(HEARTBEAT_AFTER) => {
                     let ping = tokio::time::timeout(HEARTBEAT_TIMEOUT, client.simple_query(sql::HEARTBEAT));
-                    match alongside(&mut connection, sender, ping).await {
+                    match alongside(&mut connection, wanted, ping).await {
                         Ok(Ok(Ok(_))) => {}
                         Ok(Ok(Err(error))) => return format!("heartbeat failed: {}", describe(&error)),
                         Ok(Err(_)) => return format!("no answer to the heartbeat within {HEARTBEAT_TIMEOUT:?}"),
@@ -107,25 +113,25 @@ impl Listener {
 /// passing on notifications that come meanwhile. `Err` when the connection is lost first.
 async fn alongside<T>(
     connection: &mut Connection<Socket, Stream>,
-    sender: &WakeSender,
+    wanted: &Wanted,
     request: impl Future<Output = T>,
 ) -> Result<T, String> {
     tokio::pin!(request);
     loop {
         tokio::select! {
             answer = &mut request => return Ok(answer),
-            message = poll_fn(|cx| connection.poll_message(cx)) => take(message, sender)?,
+            message = poll_fn(|cx| connection.poll_message(cx)) => take(message, wanted)?,
         }
     }
 }
 
 /// One message from the connection: a notification is passed on; an error or the end of the connection is why
 /// it was lost.
-fn take(message: Option<Result<AsyncMessage, tokio_postgres::Error>>, sender: &WakeSender) -> Result<(), String> {
+fn take(message: Option<Result<AsyncMessage, tokio_postgres::Error>>, wanted: &Wanted) -> Result<(), String> {
     match message {
         Some(Ok(AsyncMessage::Notification(notification))) => {
-            if let Some(wake_up) = wake_up(notification.channel(), notification.payload()) {
-                sender.post(wake_up);
+            if let Some(wake_up) = wake_up(notification.channel(), notification.payload(), &wanted.queues) {
+                wanted.sender.post(wake_up);
             }
             Ok(())
         }
@@ -136,12 +142,24 @@ fn take(message: Option<Result<AsyncMessage, tokio_postgres::Error>>, sender: &W
     }
 }
 
-/// The wake-up a notification on `channel` with `payload` (`<state> <session id>`) calls for: work for a session
-/// that became `pending` (submitted or released). A finished session frees room only in the worker that finished
-/// it, which looks for work by itself.
-fn wake_up(channel: &str, payload: &str) -> Option<WakeUp> {
-    let state = payload.split(' ').next()?;
-    (channel == sql::CHANNEL && state == "pending").then_some(WakeUp::Work)
+/// Where a listener's wake-ups go, and for which queues.
+struct Wanted {
+    sender: WakeSender,
+    queues: Vec<QueueName>,
+}
+
+/// The wake-up a notification on `channel` with `payload` (`<state> <session id> [<queue>]`) calls for: work for a
+/// session that became `pending` in one of `queues` (submitted), or in a queue it does not name (released at a
+/// shutdown, by a worker that does not know the queue: a spurious wake-up costs one empty claim). A finished
+/// session frees room only in the worker that finished it, which looks for work by itself.
+fn wake_up(channel: &str, payload: &str, queues: &[QueueName]) -> Option<WakeUp> {
+    let mut words = payload.split(' ');
+    let state = words.next()?;
+    let _session = words.next();
+    let ours = words
+        .next()
+        .is_none_or(|queue| queues.iter().any(|wanted| wanted.as_str() == queue));
+    (channel == sql::CHANNEL && state == "pending" && ours).then_some(WakeUp::Work)
 }
 
 #[cfg(test)]
@@ -149,13 +167,32 @@ mod tests {
     use super::*;
 
     #[test]
-    fn only_a_pending_session_on_the_queue_channel_is_work() {
+    fn only_a_pending_session_of_a_wanted_queue_on_the_queue_channel_is_work() {
         let session = "0190f4e1-0000-7000-8000-000000000001";
-        assert_eq!(wake_up(sql::CHANNEL, &format!("pending {session}")), Some(WakeUp::Work));
+        let queues = [QueueName::default(), QueueName::new("gpu").expect("a name")];
+        let work = |channel: &str, payload: &str| wake_up(channel, payload, &queues);
+        assert_eq!(
+            work(sql::CHANNEL, &format!("pending {session} default")),
+            Some(WakeUp::Work)
+        );
+        assert_eq!(
+            work(sql::CHANNEL, &format!("pending {session} gpu")),
+            Some(WakeUp::Work)
+        );
+        assert_eq!(
+            work(sql::CHANNEL, &format!("pending {session} cpu")),
+            None,
+            "another queue's"
+        );
+        assert_eq!(
+            work(sql::CHANNEL, &format!("pending {session}")),
+            Some(WakeUp::Work),
+            "no queue named"
+        );
         for finished in ["completed", "failed"] {
-            assert_eq!(wake_up(sql::CHANNEL, &format!("{finished} {session}")), None);
+            assert_eq!(work(sql::CHANNEL, &format!("{finished} {session} default")), None);
         }
-        assert_eq!(wake_up("another_channel", &format!("pending {session}")), None);
-        assert_eq!(wake_up(sql::CHANNEL, ""), None);
+        assert_eq!(work("another_channel", &format!("pending {session} default")), None);
+        assert_eq!(work(sql::CHANNEL, ""), None);
     }
 }

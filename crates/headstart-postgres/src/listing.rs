@@ -3,7 +3,7 @@
 
 use deadpool_postgres::Transaction;
 use headstart_store::backend::SessionRow;
-use headstart_store::{SessionInfo, SessionSettings, SessionsPage, SessionsQuery, StoreError};
+use headstart_store::{SessionInfo, SessionsPage, SessionsQuery, StoreError};
 use tokio_postgres::Row;
 
 use crate::ops::{get, query, query_one};
@@ -55,9 +55,10 @@ fn session_row(row: &Row, what: &str) -> Result<SessionRow, StoreError> {
         epoch: get(row, 5, what)?,
         lease_expires_at_us: get(row, 6, what)?,
         failure: get(row, 7, what)?,
-        settings: SessionSettings {
-            system: get(row, 8, what)?,
-            model: get(row, 9, what)?,
-        },
+        system: get(row, 8, what)?,
+        model: get(row, 9, what)?,
+        queue: get(row, 10, what)?,
+        attempts: get(row, 11, what)?,
+        not_before_us: get(row, 12, what)?,
     })
 }

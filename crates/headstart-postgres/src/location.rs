@@ -1,10 +1,10 @@
 //! [`open_location`]: a transcript store from its location as the language packages take it, a PostgreSQL
-//! connection string or the path of a SQLite file. One opener serves Python's and Node's `Engine(store, ...)` and
-//! `inspect(store)`.
+//! connection string or the path of a SQLite file. One opener serves Python's and Node's `Engine(store, ...)`,
+//! `inspect(store)` and Python's `submit(store, ...)`.
 
 use std::sync::Arc;
 
-use headstart_store::{Durability, SqliteOptions, SqliteStore, StoreError, TranscriptStore};
+use headstart_store::{Durability, SessionQueue, SqliteOptions, SqliteStore, StoreError, TranscriptStore};
 
 use crate::{is_connection_string, PgOptions, PgStore};
 
@@ -20,12 +20,33 @@ pub enum Access {
 /// Opens the store at `location`: a PostgreSQL connection string ([`is_connection_string`]), else the path of a
 /// SQLite file, opened on tokio's blocking pool (so it needs a tokio runtime).
 pub async fn open_location(location: &str, access: Access) -> Result<Arc<dyn TranscriptStore>, StoreError> {
+    Ok(match open(location, access).await? {
+        Opened::Postgres(store) => Arc::new(store),
+        Opened::Sqlite(store) => Arc::new(store),
+    })
+}
+
+/// [`open_location`], as a fleet's queue (to submit sessions to).
+pub async fn open_queue_location(location: &str, access: Access) -> Result<Arc<dyn SessionQueue>, StoreError> {
+    Ok(match open(location, access).await? {
+        Opened::Postgres(store) => Arc::new(store),
+        Opened::Sqlite(store) => Arc::new(store),
+    })
+}
+
+/// A store as opened, before it is seen through one of its traits.
+enum Opened {
+    Postgres(PgStore),
+    Sqlite(SqliteStore),
+}
+
+async fn open(location: &str, access: Access) -> Result<Opened, StoreError> {
     if is_connection_string(location) {
         let store = match access {
             Access::Write(_) => PgStore::connect(location, PgOptions::default()).await?,
             Access::Read => PgStore::connect_read_only(location, PgOptions::default()).await?,
         };
-        return Ok(Arc::new(store));
+        return Ok(Opened::Postgres(store));
     }
     let path = location.to_owned();
     let opened = tokio::task::spawn_blocking(move || match access {
@@ -43,5 +64,5 @@ pub async fn open_location(location: &str, access: Access) -> Result<Arc<dyn Tra
         path: location.to_owned(),
         message: format!("the opening task stopped: {error}").into(),
     })?;
-    Ok(Arc::new(opened?))
+    Ok(Opened::Sqlite(opened?))
 }

@@ -159,11 +159,18 @@ pub(crate) async fn create_session(
     submitted: Option<(&EncodedMessage, &SessionSettings)>,
     at_us: i64,
 ) -> Result<(), StoreError> {
-    let (state, system, model) = backend::new_session(submitted.map(|(_, settings)| settings));
+    let row = backend::new_session(submitted.map(|(_, settings)| settings));
     execute(
         tx,
         sql::INSERT_SESSION,
-        &[&session, &at_us, &state.as_str(), &system, &model],
+        &[
+            &session,
+            &at_us,
+            &row.state.as_str(),
+            &row.system,
+            &row.model,
+            &row.queue,
+        ],
         what,
     )
     .await?;
@@ -369,17 +376,19 @@ pub(crate) async fn unfinished_calls(
         .collect()
 }
 
-/// Claims up to `limit` sessions for `owner` (see `SessionQueue::claim`); `sent` is when the caller asked.
+/// Claims up to `limit` sessions of `queues` for `owner` (see `SessionQueue::claim_from`); `sent` is when the caller
+/// asked.
 pub(crate) async fn claim(
     tx: &Transaction<'_>,
     what: &str,
     owner: &str,
+    queues: &[String],
     lease: Duration,
     limit: usize,
     sent: Instant,
 ) -> Result<Vec<Claim>, StoreError> {
     let (limit, lease_us) = (backend::limit_i64(limit), backend::duration_us(lease));
-    let rows = query(tx, sql::CLAIM, &[&owner, &limit, &lease_us], what).await?;
+    let rows = query(tx, sql::CLAIM, &[&owner, &limit, &lease_us, &queues], what).await?;
     let mut claimed = Vec::with_capacity(rows.len());
     for row in &rows {
         let ordinal: i64 = get(row, 4, what)?;
@@ -388,13 +397,17 @@ pub(crate) async fn claim(
             epoch: get(row, 1, what)?,
             expires_at_us: get(row, 2, what)?,
         };
+        let claimed_row_id = claimed_row.session.clone();
         let claim = Claim {
             lease: claimed_row.lease(owner, sent, lease)?,
             previous_owner: get(row, 3, what)?,
-            settings: SessionSettings {
-                system: get(row, 5, what)?,
-                model: get(row, 6, what)?,
-            },
+            settings: backend::stored_settings(
+                &claimed_row_id,
+                get(row, 5, what)?,
+                get(row, 6, what)?,
+                get(row, 7, what)?,
+            )?,
+            attempts: backend::attempts_u32(get(row, 8, what)?, &claimed_row_id)?,
         };
         claimed.push((ordinal, claim));
     }
@@ -423,10 +436,8 @@ pub(crate) async fn take_over(
     Ok(Claim {
         lease: claimed_row.lease(owner, sent, lease)?,
         previous_owner: get(row, 2, what)?,
-        settings: SessionSettings {
-            system: get(row, 3, what)?,
-            model: get(row, 4, what)?,
-        },
+        settings: backend::stored_settings(&session.0, get(row, 3, what)?, get(row, 4, what)?, get(row, 5, what)?)?,
+        attempts: backend::attempts_u32(get(row, 6, what)?, &session.0)?,
     })
 }
 
@@ -471,12 +482,20 @@ pub(crate) async fn finish(
     lease: &Lease,
     end: &SessionEnd,
 ) -> Result<(), StoreError> {
-    let (state, failure) = backend::end_state(end);
+    let end = backend::end_state(end);
     let epoch = epoch_i64(lease.epoch);
     let changed = execute(
         tx,
         sql::FINISH,
-        &[&lease.session.0, &lease.owner, &epoch, &state.as_str(), &failure],
+        &[
+            &lease.session.0,
+            &lease.owner,
+            &epoch,
+            &end.state.as_str(),
+            &end.failure,
+            &end.attempts,
+            &end.not_before_in_us,
+        ],
         what,
     )
     .await?;

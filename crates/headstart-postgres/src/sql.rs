@@ -130,6 +130,14 @@ pub(crate) const MIGRATIONS: &[&str] = &[
     // 4: when each call was sealed (µs, the engine's clock), written with its admission (contract §7.2). Runs
     // admitted before this step have none. The SQLite store's version 5.
     "ALTER TABLE headstart.tool_runs ADD COLUMN sealed_at_us BIGINT;",
+    // 5: queues and retries (issue 44): the queue a session waits in (existing sessions: `default`); how many times a
+    // worker released it because its model's provider was down; and, after such a release, the instant (the
+    // database's clock, µs) before which no worker claims it. The SQLite store's version 6.
+    "ALTER TABLE headstart.sessions ADD COLUMN queue TEXT NOT NULL DEFAULT 'default',
+        ADD COLUMN attempts BIGINT NOT NULL DEFAULT 0 CHECK (attempts >= 0),
+        ADD COLUMN not_before_us BIGINT;
+    CREATE INDEX sessions_claimable_by_queue ON headstart.sessions (queue, ordinal)
+        WHERE state IN ('pending', 'running');",
 ];
 
 // ---------------------------------------------------------------------------------------------------------------
@@ -143,8 +151,8 @@ macro_rules! channel {
     };
 }
 
-/// The channel on which the queue announces a session that became claimable (`pending <id>`: submitted or
-/// released) or ended (`completed <id>`, `failed <id>`).
+/// The channel on which the queue announces a session that became claimable (`pending <id> <queue>` when
+/// submitted, `pending <id>` when released at a shutdown) or ended (`completed <id>`, `failed <id>`).
 pub(crate) const CHANNEL: &str = channel!();
 
 /// `$1` = payload. Sent on its own, right after the change it announces committed (see `PgStore`'s design notes):
@@ -176,16 +184,18 @@ pub(crate) const LOCK_SESSION: &str = "SELECT state, owner, epoch FROM headstart
 pub(crate) const SESSION_LEASE: &str = "SELECT state, owner, epoch FROM headstart.sessions WHERE id = $1";
 
 /// `$1` = id, `$2` = created_at_us, `$3` = state (`unqueued`, or `pending` for a submitted session), `$4` =
-/// system prompt, `$5` = model (the submitted settings, NULL when not given).
+/// system prompt, `$5` = model (the submitted settings, NULL when not given), `$6` = queue.
 pub(crate) const INSERT_SESSION: &str =
-    "INSERT INTO headstart.sessions (id, created_at_us, state, system_prompt, model)
-    VALUES ($1::text, $2::bigint, $3::text, $4::text, $5::text)";
+    "INSERT INTO headstart.sessions (id, created_at_us, state, system_prompt, model, queue)
+    VALUES ($1::text, $2::bigint, $3::text, $4::text, $5::text, $6::text)";
 
 /// Columns: id, created_at_us, message count, state, owner, epoch, lease_expires_at_us, failure, system_prompt,
-/// model (`backend::SessionRow`). Oldest first (creation time, then creation order).
+/// model, queue, attempts, not_before_us (`backend::SessionRow`). Oldest first (creation time, then creation
+/// order).
 pub(crate) const LIST_SESSIONS: &str = "SELECT s.id, s.created_at_us,
         (SELECT COUNT(*) FROM headstart.messages AS m WHERE m.session_id = s.id),
-        s.state, s.owner, s.epoch, s.lease_expires_at_us, s.failure, s.system_prompt, s.model
+        s.state, s.owner, s.epoch, s.lease_expires_at_us, s.failure, s.system_prompt, s.model,
+        s.queue, s.attempts, s.not_before_us
     FROM headstart.sessions AS s
     ORDER BY s.created_at_us, s.ordinal";
 
@@ -193,7 +203,8 @@ pub(crate) const LIST_SESSIONS: &str = "SELECT s.id, s.created_at_us,
 /// of the listing (`sessions_by_creation` read backwards), the message counts counted for that page only.
 pub(crate) const LIST_SESSIONS_PAGE: &str = "SELECT s.id, s.created_at_us,
         (SELECT COUNT(*) FROM headstart.messages AS m WHERE m.session_id = s.id),
-        s.state, s.owner, s.epoch, s.lease_expires_at_us, s.failure, s.system_prompt, s.model
+        s.state, s.owner, s.epoch, s.lease_expires_at_us, s.failure, s.system_prompt, s.model,
+        s.queue, s.attempts, s.not_before_us
     FROM headstart.sessions AS s
     WHERE $1::text IS NULL OR s.state = $1::text
     ORDER BY s.created_at_us DESC, s.ordinal DESC
@@ -202,7 +213,8 @@ pub(crate) const LIST_SESSIONS_PAGE: &str = "SELECT s.id, s.created_at_us,
 /// `$1` = session id. The columns of [`LIST_SESSIONS`] for that session alone.
 pub(crate) const ONE_SESSION: &str = "SELECT s.id, s.created_at_us,
         (SELECT COUNT(*) FROM headstart.messages AS m WHERE m.session_id = s.id),
-        s.state, s.owner, s.epoch, s.lease_expires_at_us, s.failure, s.system_prompt, s.model
+        s.state, s.owner, s.epoch, s.lease_expires_at_us, s.failure, s.system_prompt, s.model,
+        s.queue, s.attempts, s.not_before_us
     FROM headstart.sessions AS s
     WHERE s.id = $1::text";
 
@@ -293,10 +305,11 @@ macro_rules! now_us {
     };
 }
 
-/// `$1` owner, `$2` limit, `$3` lease (µs). Claims the oldest claimable sessions (pending, or running with an
-/// expired lease), skipping rows another transaction holds: a concurrent claimer, or a write of the current owner
-/// (`FOR UPDATE SKIP LOCKED`: no two claimers get one session, and nobody waits). Columns: id, epoch (after the
-/// claim), lease_expires_at_us, previous owner, ordinal, system_prompt, model.
+/// `$1` owner, `$2` limit, `$3` lease (µs), `$4` queues. Claims the oldest claimable sessions of those queues
+/// (pending ones whose backoff has passed, or running with an expired lease), skipping rows another transaction
+/// holds: a concurrent claimer, or a write of the current owner (`FOR UPDATE SKIP LOCKED`: no two claimers get one
+/// session, and nobody waits). A retried session keeps its last error until it ends. Columns: id, epoch (after the
+/// claim), lease_expires_at_us, previous owner, ordinal, system_prompt, model, queue, attempts.
 pub(crate) const CLAIM: &str = concat!(
     "WITH now AS ",
     now_us!(),
@@ -304,22 +317,25 @@ pub(crate) const CLAIM: &str = concat!(
     picked AS (
         SELECT s.id, s.owner AS previous_owner
         FROM headstart.sessions AS s, now
-        WHERE s.state IN ('pending', 'running') AND (s.state = 'pending' OR s.lease_expires_at_us <= now.us)
+        WHERE s.state IN ('pending', 'running') AND s.queue = ANY($4::text[])
+            AND ((s.state = 'pending' AND (s.not_before_us IS NULL OR s.not_before_us <= now.us))
+                OR (s.state = 'running' AND s.lease_expires_at_us <= now.us))
         ORDER BY s.ordinal
         LIMIT $2
         FOR UPDATE OF s SKIP LOCKED
     )
     UPDATE headstart.sessions AS s
     SET state = 'running', owner = $1::text, epoch = s.epoch + 1, lease_expires_at_us = now.us + $3::bigint,
-        failure = NULL
+        not_before_us = NULL, failure = CASE WHEN s.attempts > 0 THEN s.failure END
     FROM picked, now
     WHERE s.id = picked.id
-    RETURNING s.id, s.epoch, s.lease_expires_at_us, picked.previous_owner, s.ordinal, s.system_prompt, s.model"
+    RETURNING s.id, s.epoch, s.lease_expires_at_us, picked.previous_owner, s.ordinal, s.system_prompt, s.model,
+        s.queue, s.attempts"
 );
 
 /// `$1` session id, `$2` owner, `$3` lease (µs). Takes the session over whatever its state and holder
-/// (`SessionQueue::take_over`). Columns: epoch, lease_expires_at_us, the previous owner when it was running. No row:
-/// no such session.
+/// (`SessionQueue::take_over`). Columns: epoch, lease_expires_at_us, the previous owner when it was running,
+/// system_prompt, model, queue, attempts. No row: no such session.
 pub(crate) const TAKE_OVER: &str = concat!(
     "WITH now AS ",
     now_us!(),
@@ -332,10 +348,10 @@ pub(crate) const TAKE_OVER: &str = concat!(
     )
     UPDATE headstart.sessions AS s
     SET state = 'running', owner = $2::text, epoch = s.epoch + 1, lease_expires_at_us = now.us + $3::bigint,
-        failure = NULL
+        not_before_us = NULL, failure = CASE WHEN s.attempts > 0 THEN s.failure END
     FROM previous, now
     WHERE s.id = previous.id
-    RETURNING s.epoch, s.lease_expires_at_us, previous.owner, s.system_prompt, s.model"
+    RETURNING s.epoch, s.lease_expires_at_us, previous.owner, s.system_prompt, s.model, s.queue, s.attempts"
 );
 
 /// `$1` session ids, `$2` owners, `$3` epochs (same length), `$4` lease (µs). Extends each lease still held.
@@ -350,9 +366,18 @@ pub(crate) const RENEW: &str = concat!(
     RETURNING s.id, s.epoch, s.lease_expires_at_us"
 );
 
-/// `$1` session id, `$2` owner, `$3` epoch, `$4` new state, `$5` failure reason. Changes one row when the lease is
-/// held, none otherwise. A released session (`pending`) loses its owner; a finished one keeps it, for inspection.
-pub(crate) const FINISH: &str = "UPDATE headstart.sessions
-    SET state = $4::text, owner = CASE WHEN $4::text = 'pending' THEN NULL ELSE owner END,
-        lease_expires_at_us = NULL, failure = $5::text
-    WHERE id = $1 AND owner = $2 AND epoch = $3 AND state = 'running'";
+/// `$1` session id, `$2` owner, `$3` epoch, `$4` new state, `$5` failure reason (a retry's: its last error), `$6`
+/// attempts to add (1 for a retry), `$7` the retry's backoff from now (µs; NULL otherwise). Changes one row when the
+/// lease is held, none otherwise. A released session (`pending`) loses its owner; a finished one keeps it, for
+/// inspection.
+pub(crate) const FINISH: &str = concat!(
+    "WITH now AS ",
+    now_us!(),
+    "
+    UPDATE headstart.sessions AS s
+    SET state = $4::text, owner = CASE WHEN $4::text = 'pending' THEN NULL ELSE s.owner END,
+        lease_expires_at_us = NULL, failure = $5::text, attempts = s.attempts + $6::bigint,
+        not_before_us = now.us + $7::bigint
+    FROM now
+    WHERE s.id = $1 AND s.owner = $2 AND s.epoch = $3 AND s.state = 'running'"
+);

@@ -8,9 +8,12 @@ use headstart_postgres::{PgOptions, PgStore, SCHEMA_VERSION};
 use headstart_store::conformance::before_settings::{check_upgraded, OLD_PROMPT};
 use headstart_store::SessionQueue;
 
-/// Version 4 is version 2 plus three columns (two by version 3, the runs' seal time by version 4): dropping them
-/// and the version row gives back what version 2 wrote.
-const BACK_TO_VERSION_2: &str = "ALTER TABLE headstart.sessions DROP COLUMN system_prompt, DROP COLUMN model;
+/// Version 5 is version 2 plus six columns and an index (two columns by version 3, the runs' seal time by version
+/// 4, the queue, attempts and backoff by version 5): dropping them and the version row gives back what version 2
+/// wrote.
+const BACK_TO_VERSION_2: &str = "DROP INDEX headstart.sessions_claimable_by_queue;
+    ALTER TABLE headstart.sessions DROP COLUMN system_prompt, DROP COLUMN model, DROP COLUMN queue,
+        DROP COLUMN attempts, DROP COLUMN not_before_us;
     ALTER TABLE headstart.tool_runs DROP COLUMN sealed_at_us;
     UPDATE headstart.schema_version SET version = 2";
 
@@ -19,7 +22,7 @@ async fn a_version_2_database_keeps_its_queue_and_then_stores_settings() {
     let Some(database) = testing::database().await else {
         return;
     };
-    assert_eq!(SCHEMA_VERSION, 4);
+    assert_eq!(SCHEMA_VERSION, 5);
     let old = {
         let store = PgStore::connect(database.url(), PgOptions::default())
             .await

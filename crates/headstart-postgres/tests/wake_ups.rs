@@ -10,7 +10,7 @@ use futures::StreamExt as _;
 use headstart_core::model::UserMessage;
 use headstart_postgres::testing::{self, TestDatabase};
 use headstart_postgres::{PgOptions, PgStore, NOTIFY_CHANNEL};
-use headstart_store::{SessionEnd, SessionQueue, TranscriptStore, WakeUp, WakeUps};
+use headstart_store::{QueueName, SessionEnd, SessionQueue, SessionSettings, TranscriptStore, WakeUp, WakeUps};
 use tokio::sync::mpsc::UnboundedReceiver;
 use tokio_postgres::{AsyncMessage, Client, NoTls};
 
@@ -65,7 +65,11 @@ async fn submits_releases_and_finishes_are_announced_once_committed() {
     // Nothing for a session made outside the queue: the first thing heard is the submit.
     store.create_session(0).await.expect("create");
     let session = store.submit(&UserMessage::new("go"), 0).await.expect("submit");
-    assert_eq!(heard(&mut payloads).await, format!("pending {session}"));
+    assert_eq!(
+        heard(&mut payloads).await,
+        format!("pending {session} default"),
+        "with its queue"
+    );
     // Heard only once committed: the session and its prompt are there to read.
     assert_eq!(
         store.load_log(&session).await.expect("the session is readable").len(),
@@ -82,9 +86,31 @@ async fn submits_releases_and_finishes_are_announced_once_committed() {
         assert_eq!(heard(&mut payloads).await, format!("{state} {session}"));
         ends.push(claim.lease);
     }
-    let other = store.submit(&UserMessage::new("go"), 0).await.expect("submit");
-    assert_eq!(heard(&mut payloads).await, format!("pending {other}"));
-    let claim = store.claim("w", LEASE, 1).await.expect("claim").remove(0);
+    let settings = SessionSettings {
+        queue: Some(QueueName::new("gpu").expect("a queue name")),
+        ..SessionSettings::default()
+    };
+    let other = store
+        .submit_with(&UserMessage::new("go"), &settings, 0)
+        .await
+        .expect("submit");
+    assert_eq!(heard(&mut payloads).await, format!("pending {other} gpu"));
+    // A retry is not claimable before its backoff: nothing to announce.
+    let claim = store
+        .claim_from("w", &[QueueName::new("gpu").expect("a queue name")], LEASE, 1)
+        .await
+        .expect("claim")
+        .remove(0);
+    let retry = SessionEnd::Retry {
+        reason: "HTTP 503".to_owned(),
+        after: Duration::ZERO,
+    };
+    store.finish(&claim.lease, retry).await.expect("release for a retry");
+    let claim = store
+        .claim_from("w", &[QueueName::new("gpu").expect("a queue name")], LEASE, 1)
+        .await
+        .expect("claim")
+        .remove(0);
     // A refused finish (a stale lease) changes nothing and announces nothing: the next thing heard is the real one.
     assert!(store.finish(&ends[0], SessionEnd::Completed).await.is_err());
     store.finish(&claim.lease, SessionEnd::Completed).await.expect("finish");
@@ -99,7 +125,9 @@ async fn the_listener_wakes_on_a_submit_and_comes_back_after_it_is_killed() {
     let store = PgStore::connect(database.url(), PgOptions::default())
         .await
         .expect("connect");
-    let mut wake_ups = store.wake_ups().expect("PostgreSQL offers wake-ups");
+    let mut wake_ups = store
+        .wake_ups(&[QueueName::default()])
+        .expect("PostgreSQL offers wake-ups");
     assert_eq!(next(&mut wake_ups).await, WakeUp::Listening);
     store.submit(&UserMessage::new("go"), 0).await.expect("submit");
     assert_eq!(next(&mut wake_ups).await, WakeUp::Work);
@@ -138,9 +166,9 @@ async fn no_wake_ups_when_listening_is_off_or_the_store_is_read_only() {
         ..PgOptions::default()
     };
     let store = PgStore::connect(database.url(), off).await.expect("connect");
-    assert!(store.wake_ups().is_none());
+    assert!(store.wake_ups(&[QueueName::default()]).is_none());
     let reader = PgStore::connect_read_only(database.url(), PgOptions::default())
         .await
         .expect("connect read-only");
-    assert!(reader.wake_ups().is_none());
+    assert!(reader.wake_ups(&[QueueName::default()]).is_none());
 }

@@ -29,6 +29,7 @@ mod request;
 mod runtime;
 mod savings;
 mod store;
+mod submit;
 mod task;
 #[cfg(feature = "testing")]
 mod testing;
@@ -51,6 +52,7 @@ fn _native(module: &Bound<'_, PyModule>) -> PyResult<()> {
     module.add_class::<outcome::CallUpdates>()?;
     module.add_function(wrap_pyfunction!(inspect::inspect, module)?)?;
     module.add_function(wrap_pyfunction!(savings::savings, module)?)?;
+    module.add_function(wrap_pyfunction!(submit::submit, module)?)?;
     module.add_function(wrap_pyfunction!(savings::demo_script, module)?)?;
     module.add("HeadstartError", py.get_type::<errors::HeadstartError>())?;
     module.add("EngineError", py.get_type::<errors::EngineError>())?;

@@ -97,9 +97,11 @@ impl Session {
             .await?;
         }
         let fresh = prompted.now();
+        // Restate routes a turn to a deployment itself: a session on Restate has no fleet queue.
         let settings = SessionSettings {
             system: request.system,
             model: request.model,
+            queue: None,
         };
         let turn = Turn {
             ctx: &ctx,

@@ -105,11 +105,12 @@ impl SessionData {
     /// the runs' states and ends, and the queue state.
     pub fn fingerprint(&self) -> String {
         let mut print = format!(
-            "{} {} {:?} {}",
+            "{} {} {:?} {} {}",
             self.log.len(),
             self.info.state.as_str(),
             self.info.owner,
-            self.info.epoch
+            self.info.epoch,
+            self.info.attempts
         );
         for run in &self.runs {
             print.push_str(&format!(" {}:{:?}", run.state.as_str(), run.ended_at_us));
@@ -132,6 +133,9 @@ pub fn inspect_json(info: &SessionInfo, log: &[StoredMessage], runs: &[ToolRun])
         "epoch": info.epoch,
         "failure": info.failure,
         "settings": info.settings,
+        "queue": info.settings.queue_name(),
+        "attempts": info.attempts,
+        "not_before_us": info.not_before_us,
         "transcript": transcript,
         "figures": timeline.figures().to_json(&response_models(log)),
         "provider_async": provider_async_json(log),
@@ -172,8 +176,32 @@ pub fn queue_state(info: &SessionInfo) -> String {
         Some(owner) => format!("{state} by {owner}"),
         None => state.to_owned(),
     };
-    if let Some(failure) = &info.failure {
-        text.push_str(&format!(": {failure}"));
+    if info.settings.queue.is_some() {
+        text.push_str(&format!(" in queue {}", info.settings.queue_name()));
+    }
+    if info.attempts > 0 {
+        text.push_str(&format!(", released {} time(s) for a provider outage", info.attempts));
+    }
+    if let Some(not_before_us) = info.not_before_us {
+        text.push_str(&format!(", not claimed before {}", utc_time(not_before_us)));
+    }
+    match (&info.failure, info.state) {
+        (Some(failure), SessionState::Failed) => text.push_str(&format!(": {failure}")),
+        (Some(failure), _) => text.push_str(&format!(" (last error: {failure})")),
+        (None, _) => {}
     }
     text
+}
+
+/// `at_us` (µs since the Unix epoch) as a UTC time of day, `HH:MM:SS.mmm UTC`.
+fn utc_time(at_us: i64) -> String {
+    let ms = at_us.div_euclid(1000);
+    let day_ms = ms.rem_euclid(86_400_000);
+    format!(
+        "{:02}:{:02}:{:02}.{:03} UTC",
+        day_ms / 3_600_000,
+        day_ms / 60_000 % 60,
+        day_ms / 1000 % 60,
+        day_ms % 1000
+    )
 }

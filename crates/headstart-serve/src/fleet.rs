@@ -14,10 +14,26 @@ pub struct Fleet {
     pub queue: bool,
     /// Sessions waiting for a worker.
     pub pending: usize,
+    /// Each queue some unfinished session waits or runs in, by name (issue 44).
+    pub queues: Vec<Queue>,
     /// Every worker some session names, by name.
     pub workers: Vec<Worker>,
     /// Sessions claimed more than once, newest first.
     pub takeovers: Vec<Takeover>,
+}
+
+/// One queue's unfinished sessions. A worker's breaker (its provider down) shows on its own metrics and log, not
+/// here: the store knows sessions, not workers.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct Queue {
+    /// Its name.
+    pub name: String,
+    /// Sessions waiting for a worker.
+    pub pending: usize,
+    /// Of which released for a provider outage and waiting out their backoff or their next claim.
+    pub retrying: usize,
+    /// Sessions a worker holds.
+    pub running: usize,
 }
 
 /// One worker.
@@ -61,6 +77,7 @@ impl Fleet {
     /// The fleet of the listed sessions (oldest first, as the store lists them).
     pub fn of(sessions: &[SessionInfo]) -> Fleet {
         let mut workers: BTreeMap<&str, Worker> = BTreeMap::new();
+        let mut queues: BTreeMap<&str, Queue> = BTreeMap::new();
         let mut fleet = Fleet::default();
         for info in sessions {
             if info.state != SessionState::Unqueued {
@@ -68,6 +85,20 @@ impl Fleet {
             }
             if info.state == SessionState::Pending {
                 fleet.pending += 1;
+            }
+            if matches!(info.state, SessionState::Pending | SessionState::Running) {
+                let name = info.settings.queue_name();
+                let queue = queues.entry(name).or_insert_with(|| Queue {
+                    name: name.to_owned(),
+                    ..Queue::default()
+                });
+                match info.state {
+                    SessionState::Pending => queue.pending += 1,
+                    _ => queue.running += 1,
+                }
+                if info.state == SessionState::Pending && info.attempts > 0 {
+                    queue.retrying += 1;
+                }
             }
             if info.epoch > 1 {
                 fleet.takeovers.push(Takeover {
@@ -95,6 +126,7 @@ impl Fleet {
         }
         fleet.takeovers.reverse();
         fleet.workers = workers.into_values().collect();
+        fleet.queues = queues.into_values().collect();
         fleet
     }
 }

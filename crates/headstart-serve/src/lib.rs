@@ -7,7 +7,7 @@
 //! - `/`: the sessions, newest first, a page at a time, filtered by state (`?state=running&page=2`);
 //! - `/sessions/{id}`: the transcript beside the timeline SVG (`headstart timeline`'s), live while the session
 //!   runs (`/sessions/{id}/events`, server-sent events);
-//! - `/fleet`: a queue store's workers, their sessions and leases, the takeovers;
+//! - `/fleet`: a queue store's queues (pending, retrying, running), workers, their sessions and leases, the takeovers;
 //! - `/api/sessions`, `/api/sessions/{id}`, `/api/fleet`: the same data as JSON (a session in the shape of
 //!   `headstart inspect --json`).
 //!

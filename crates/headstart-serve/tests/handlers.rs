@@ -5,7 +5,7 @@ mod support;
 
 use axum::body::Body;
 use axum::http::{header, Method, Request, StatusCode};
-use headstart::store::TranscriptStore;
+use headstart::store::{SessionQueue as _, TranscriptStore};
 use headstart_serve::data::inspect_json;
 use headstart_serve::Options;
 use serde_json::Value;
@@ -199,7 +199,28 @@ async fn a_session_as_json_is_what_inspect_prints() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_fleet_shows_workers_their_leases_and_takeovers() {
     let file = StoreFile::new();
-    let sample = write_sample(&file.writer()).await;
+    let writer = file.writer();
+    let sample = write_sample(&writer).await;
+    // A session of another queue, released once because its worker's provider was down (issue 44).
+    let gpu = headstart::store::QueueName::new("gpu").expect("a queue name");
+    let settings = headstart::store::SessionSettings {
+        queue: Some(gpu.clone()),
+        ..Default::default()
+    };
+    let retried = writer
+        .submit_with(&headstart::UserMessage::new("gpu work"), &settings, 40_000)
+        .await
+        .expect("submit");
+    let claim = writer
+        .claim_from("w3", &[gpu], std::time::Duration::from_secs(600), 1)
+        .await
+        .expect("claim")
+        .remove(0);
+    let retry = headstart::store::SessionEnd::Retry {
+        reason: "HTTP 503 from the provider".to_owned(),
+        after: std::time::Duration::from_secs(600),
+    };
+    writer.finish(&claim.lease, retry).await.expect("release for a retry");
     let app = server(&file.path, &Options::default());
     let page = get(&app, "/fleet").await;
     assert_eq!(page.status, StatusCode::OK);
@@ -217,6 +238,23 @@ async fn the_fleet_shows_workers_their_leases_and_takeovers() {
     );
     assert_eq!(json["takeovers"][0]["session"], sample.taken_over.0.as_str());
     assert_eq!(json["takeovers"][0]["epoch"], 2);
+    assert_eq!(
+        json["queues"],
+        serde_json::json!([
+            {"name": "default", "pending": 0, "retrying": 0, "running": 2},
+            {"name": "gpu", "pending": 1, "retrying": 1, "running": 0},
+        ])
+    );
+    assert!(page.body.contains("data-queue=\"gpu\""));
+    let session = get(&app, &format!("/sessions/{retried}")).await;
+    assert!(
+        session
+            .body
+            .contains("pending in queue gpu, released 1 time(s) for a provider outage, not claimed before "),
+        "{}",
+        session.body
+    );
+    assert!(session.body.contains("(last error: attempt") || session.body.contains("(last error: HTTP 503"));
 
     let empty = StoreFile::new();
     drop(empty.writer());

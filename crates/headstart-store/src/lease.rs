@@ -35,6 +35,7 @@ use headstart_core::model::UserMessage;
 
 use crate::types::{CallKey, SessionId, SessionSettings};
 use crate::wake::WakeUps;
+use crate::QueueName;
 use crate::{StoreError, TranscriptStore};
 
 /// A worker's hold on one session: the fencing token of its writes.
@@ -82,6 +83,9 @@ pub struct Claim {
     /// What the session was submitted with beyond its prompt ([`SessionQueue::submit_with`]): the worker uses
     /// each one given instead of its own.
     pub settings: SessionSettings,
+    /// How many times a worker released the session because its model's provider was down
+    /// ([`SessionEnd::Retry`]) before this claim: a worker fails it once these reach its limit.
+    pub attempts: u32,
 }
 
 /// How a worker ends its hold on a session ([`SessionQueue::finish`]).
@@ -94,6 +98,16 @@ pub enum SessionEnd {
     /// The worker stops without finishing (it shuts down): the session is `pending` again, for any worker to
     /// claim.
     Released,
+    /// The session could not go on for a reason that is not its own (its model's provider is down: connection
+    /// refused, 5xx, 429 after the retries, overloaded): it is `pending` again in its queue, its
+    /// [`Claim::attempts`] one more, `reason` stored as its last error, and no worker claims it before `after` has
+    /// passed (the database's clock).
+    Retry {
+        /// The error that stopped it.
+        reason: String,
+        /// How long no worker claims it.
+        after: Duration,
+    },
 }
 
 /// The work queue of a fleet of workers sharing one store (contract §7.5). See the [module documentation](self).
@@ -118,12 +132,24 @@ pub trait SessionQueue: TranscriptStore {
         at_us: i64,
     ) -> Result<SessionId, StoreError>;
 
-    /// Claims up to `limit` sessions for worker `owner`, oldest first: pending ones, and running ones whose lease
-    /// has expired. Each claimed session becomes `running` under `owner` with its epoch incremented and a lease of
-    /// `lease` from now (the database's clock). Sessions another worker is claiming or writing at this moment are
-    /// skipped, never waited for (PostgreSQL: `FOR UPDATE SKIP LOCKED`), so concurrent claimers never receive the
-    /// same session.
-    async fn claim(&self, owner: &str, lease: Duration, limit: usize) -> Result<Vec<Claim>, StoreError>;
+    /// Claims up to `limit` sessions of the default queue ([`QueueName::DEFAULT`]) for worker `owner`: see
+    /// [`claim_from`](Self::claim_from).
+    async fn claim(&self, owner: &str, lease: Duration, limit: usize) -> Result<Vec<Claim>, StoreError> {
+        self.claim_from(owner, &[QueueName::default()], lease, limit).await
+    }
+
+    /// Claims up to `limit` sessions of `queues` for worker `owner`, oldest first: pending ones whose backoff (a
+    /// [`SessionEnd::Retry`]) has passed, and running ones whose lease has expired. Each claimed session becomes
+    /// `running` under `owner` with its epoch incremented and a lease of `lease` from now (the database's clock).
+    /// Sessions another worker is claiming or writing at this moment are skipped, never waited for (PostgreSQL:
+    /// `FOR UPDATE SKIP LOCKED`), so concurrent claimers never receive the same session. No queues: no claims.
+    async fn claim_from(
+        &self,
+        owner: &str,
+        queues: &[QueueName],
+        lease: Duration,
+        limit: usize,
+    ) -> Result<Vec<Claim>, StoreError>;
 
     /// Takes `session` for `owner` now, whoever holds it and whatever its state: it becomes `running` under
     /// `owner` with its epoch incremented and a lease of `lease` from now, so every write under an earlier lease
@@ -158,7 +184,12 @@ pub trait SessionQueue: TranscriptStore {
     ///
     /// A wake-up is only a hint (see the [`wake`](crate::wake) module): a worker polls too, so a notification that
     /// never comes delays a claim by one poll interval at most. Call it within a tokio runtime.
-    fn wake_ups(&self) -> Option<WakeUps> {
+    ///
+    /// `queues` are the queues the worker serves: a store that can tell a session's queue (PostgreSQL, whose
+    /// notification carries it) wakes it only for those; a wake-up that names no queue (a session released at
+    /// shutdown) wakes every worker.
+    fn wake_ups(&self, queues: &[QueueName]) -> Option<WakeUps> {
+        let _ = queues;
         None
     }
 }

@@ -34,6 +34,7 @@ pub mod layer;
 pub mod lease;
 mod listing;
 pub mod owner;
+mod queue_name;
 mod sqlite;
 mod transcript;
 mod types;
@@ -44,6 +45,7 @@ pub use error::{DatabaseCode, Detail, StoreError};
 pub use layer::{Layered, Write, WriteFuture, WriteLayer, Written};
 pub use lease::{idempotency_key, Claim, Lease, SessionEnd, SessionQueue};
 pub use listing::{SessionsPage, SessionsQuery};
+pub use queue_name::{QueueName, QueueNameError};
 pub use sqlite::{SqliteOptions, SqliteStore};
 pub use transcript::TranscriptStore;
 pub use types::{

@@ -5,6 +5,8 @@ use std::fmt;
 use headstart_core::model::{Message, ToolCall, ToolResultMessage};
 use serde::{Deserialize, Serialize};
 
+use crate::QueueName;
+
 /// Identifies a session (a UUIDv7 string for sessions the store creates).
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(transparent)]
@@ -51,26 +53,50 @@ pub struct SessionInfo {
     pub epoch: u64,
     /// When the current lease ends, on the database's clock (µs since the Unix epoch); only while `running`.
     pub lease_expires_at_us: Option<i64>,
-    /// Why the session failed (state `failed`).
+    /// Why the session failed (state `failed`); for a session a worker released because its model's provider was
+    /// down ([`SessionEnd::Retry`](crate::SessionEnd::Retry)), that last error, until the session completes.
     pub failure: Option<String>,
-    /// What it was submitted with beyond its prompt ([`SessionQueue::submit_with`](crate::SessionQueue::submit_with)).
+    /// What it was submitted with beyond its prompt ([`SessionQueue::submit_with`](crate::SessionQueue::submit_with)),
+    /// its queue included.
     pub settings: SessionSettings,
+    /// How many times a worker released it because its model's provider was down
+    /// ([`SessionEnd::Retry`](crate::SessionEnd::Retry)).
+    pub attempts: u32,
+    /// While `pending` after such a release: no worker claims it before this instant, on the database's clock (µs
+    /// since the Unix epoch).
+    pub not_before_us: Option<i64>,
 }
 
-/// What a session was submitted with beyond its prompt (`headstart submit --system … --model …`): a worker that
-/// runs it uses each one given instead of its own. Stored with the session; every field `None` by default.
+/// What a session was submitted with beyond its prompt (`headstart submit --system … --model … --queue …`): a
+/// worker that runs it uses each one given instead of its own, and only a worker serving its queue claims it.
+/// Stored with the session; every field `None` by default.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub struct SessionSettings {
     /// The system prompt, instead of the worker's.
     pub system: Option<String>,
     /// The model to ask, instead of the worker's.
     pub model: Option<String>,
+    /// The queue it waits in; `None` is the default queue ([`QueueName::DEFAULT`]), and a store reads the default
+    /// queue back as `None`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub queue: Option<QueueName>,
 }
 
 impl SessionSettings {
-    /// Whether nothing is set: the worker's own settings apply.
+    /// Whether nothing is set: the worker's own settings apply, and the session waits in the default queue.
     pub fn is_empty(&self) -> bool {
-        self.system.is_none() && self.model.is_none()
+        self.system.is_none() && self.model.is_none() && self.queue_name() == QueueName::DEFAULT
+    }
+
+    /// The name of the queue the session waits in.
+    pub fn queue_name(&self) -> &str {
+        self.queue.as_ref().map_or(QueueName::DEFAULT, QueueName::as_str)
+    }
+
+    /// The queue as stored settings hold it: `None` for the default one. For a store reading its column back.
+    pub fn stored_queue(name: String) -> Result<Option<QueueName>, crate::QueueNameError> {
+        let queue = QueueName::new(name)?;
+        Ok((!queue.is_default()).then_some(queue))
     }
 }
 

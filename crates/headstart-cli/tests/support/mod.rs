@@ -4,8 +4,11 @@
 #![allow(dead_code)]
 
 mod child;
+mod down;
 #[allow(unused_imports)] // Used by the test files that start long-lived children (fleet, crash).
 pub use child::ChildGuard;
+#[allow(unused_imports)] // Used by the test files of provider outages.
+pub use down::DownProvider;
 
 use std::path::Path;
 use std::process::Output;
@@ -217,4 +220,25 @@ pub fn submit_count(bin: &Path, store: &Path, count: usize, prompt: &str) -> Vec
         .lines()
         .map(str::to_owned)
         .collect()
+}
+
+/// Each line of `log` (a child's standard error), as it comes, on a thread of its own.
+pub fn lines_of(log: impl std::io::Read + Send + 'static) -> std::sync::mpsc::Receiver<String> {
+    use std::io::BufRead as _;
+    let (lines, received) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for line in std::io::BufReader::new(log).lines().map_while(Result::ok) {
+            if lines.send(line).is_err() {
+                return;
+            }
+        }
+    });
+    received
+}
+
+/// The address of a worker's `metrics http://ADDR/metrics` log line; `None` for any other line.
+pub fn metrics_address(line: &str) -> Option<std::net::SocketAddr> {
+    let url = line.strip_prefix("metrics ")?;
+    let addr = url.trim_start_matches("http://").trim_end_matches("/metrics");
+    Some(addr.parse().expect("the logged metrics address"))
 }

@@ -11,8 +11,8 @@ use futures::StreamExt;
 use headstart::core::model::{AssistantMessage, ToolResultMessage};
 use headstart::core::{DoneReason, Usage};
 use headstart::store::{
-    AdmittedCall, CallKey, Claim, Lease, RunEnd, SessionEnd, SessionInfo, SessionQueue, SessionSettings, SqliteStore,
-    StoreError, StoredMessage, ToolRun, UnfinishedCall,
+    AdmittedCall, CallKey, Claim, Lease, QueueName, RunEnd, SessionEnd, SessionInfo, SessionQueue, SessionSettings,
+    SqliteStore, StoreError, StoredMessage, ToolRun, UnfinishedCall,
 };
 use headstart::{
     DeltaEvent, DeltaStream, Engine, EngineBuilder, Model, ModelError, ModelRequest, SessionId, TranscriptStore,
@@ -188,7 +188,13 @@ impl SessionQueue for Switched {
     ) -> Result<SessionId, StoreError> {
         self.inner.submit_with(prompt, settings, at_us).await
     }
-    async fn claim(&self, owner: &str, lease: Duration, limit: usize) -> Result<Vec<Claim>, StoreError> {
+    async fn claim_from(
+        &self,
+        owner: &str,
+        queues: &[QueueName],
+        lease: Duration,
+        limit: usize,
+    ) -> Result<Vec<Claim>, StoreError> {
         self.claims_at
             .lock()
             .expect("not poisoned")
@@ -199,7 +205,7 @@ impl SessionQueue for Switched {
         if self.claim_nothing.load(Ordering::SeqCst) {
             return Ok(Vec::new());
         }
-        self.inner.claim(owner, lease, limit).await
+        self.inner.claim_from(owner, queues, lease, limit).await
     }
     async fn take_over(&self, session: &SessionId, owner: &str, lease: Duration) -> Result<Claim, StoreError> {
         self.inner.take_over(session, owner, lease).await
@@ -267,5 +273,42 @@ impl Observed {
             .await
             .expect("the worker stops")
             .expect("worker task")
+    }
+}
+
+/// A model whose provider fails every request with `kind` while `down` is set (HTTP 500 by default, as a provider in
+/// an outage answers after the model's own retries), and answers as [`Quiet`] does otherwise. Counts the requests it
+/// refused.
+pub struct Flaky {
+    pub down: AtomicBool,
+    pub kind: headstart::ModelErrorKind,
+    pub refused: AtomicUsize,
+}
+
+impl Flaky {
+    /// A provider that is down (`down`) with HTTP `status`.
+    pub fn new(down: bool, status: u16) -> Self {
+        Flaky {
+            down: AtomicBool::new(down),
+            kind: headstart::ModelErrorKind::Http {
+                status,
+                retry_after: None,
+            },
+            refused: AtomicUsize::new(0),
+        }
+    }
+}
+
+#[async_trait]
+impl Model for Flaky {
+    async fn stream(&self, request: ModelRequest) -> Result<DeltaStream, ModelError> {
+        if self.down.load(Ordering::SeqCst) {
+            self.refused.fetch_add(1, Ordering::SeqCst);
+            return Err(ModelError::with_kind(
+                self.kind,
+                format!("the provider answered {:?} (gave up after 3 attempts)", self.kind),
+            ));
+        }
+        Quiet.stream(request).await
     }
 }

@@ -8,13 +8,12 @@ use async_trait::async_trait;
 use headstart_core::model::{AssistantMessage, ToolResultMessage, UserMessage};
 use headstart_store::backend::{self, encode_results, EncodedMessage, Op};
 use headstart_store::{
-    AdmittedCall, CallKey, Claim, Lease, NewResult, RunEnd, SessionEnd, SessionId, SessionInfo, SessionQueue,
-    SessionSettings, SessionState, SessionsPage, SessionsQuery, StoreError, StoredMessage, ToolRun, TranscriptStore,
-    UnfinishedCall, WakeUps, Write,
+    AdmittedCall, CallKey, Claim, Lease, NewResult, QueueName, RunEnd, SessionEnd, SessionId, SessionInfo,
+    SessionQueue, SessionSettings, SessionState, SessionsPage, SessionsQuery, StoreError, StoredMessage, ToolRun,
+    TranscriptStore, UnfinishedCall, WakeUps, Write,
 };
 
 use super::PgStore;
-use crate::listener::Listener;
 use crate::listing;
 use crate::ops::{self, Access};
 
@@ -52,7 +51,9 @@ impl PgStore {
             .map(|(prompt, settings)| Ok::<_, StoreError>((EncodedMessage::user(prompt, &what)?, settings.clone())))
             .transpose()?;
         // A submitted session is announced to the workers waiting for one.
-        let announcement = submitted.is_some().then(|| announcement(SessionState::Pending, &id));
+        let announcement = submitted
+            .as_ref()
+            .map(|(_, settings)| submitted_announcement(&id, settings.queue_name()));
         self.run_announcing(what, access, announcement, move |tx, what| {
             Box::pin(async move {
                 let submitted = submitted.as_ref().map(|(prompt, settings)| (prompt, settings));
@@ -67,6 +68,11 @@ impl PgStore {
 /// The payload announcing that `session` is now `state` ([`NOTIFY_CHANNEL`](crate::NOTIFY_CHANNEL)).
 fn announcement(state: SessionState, session: &str) -> String {
     format!("{} {session}", state.as_str())
+}
+
+/// The payload announcing that `session` was submitted to `queue`: only the workers of that queue wake.
+fn submitted_announcement(session: &str, queue: &str) -> String {
+    format!("{} {session} {queue}", SessionState::Pending.as_str())
 }
 
 #[async_trait]
@@ -260,16 +266,23 @@ impl SessionQueue for PgStore {
         self.insert_session(None, Some((prompt, settings)), at_us).await
     }
 
-    async fn claim(&self, owner: &str, lease: Duration, limit: usize) -> Result<Vec<Claim>, StoreError> {
+    async fn claim_from(
+        &self,
+        owner: &str,
+        queues: &[QueueName],
+        lease: Duration,
+        limit: usize,
+    ) -> Result<Vec<Claim>, StoreError> {
         backend::check_owner(owner)?;
-        if limit == 0 {
+        if limit == 0 || queues.is_empty() {
             return Ok(Vec::new());
         }
         let what = Op::Claim(owner).to_string();
         let owner = owner.to_owned();
+        let queues: Vec<String> = queues.iter().map(|queue| queue.as_str().to_owned()).collect();
         let sent = Instant::now();
         self.run(what, Access::Write, move |tx, what| {
-            Box::pin(async move { ops::claim(tx, what, &owner, lease, limit, sent).await })
+            Box::pin(async move { ops::claim(tx, what, &owner, &queues, lease, limit, sent).await })
         })
         .await
     }
@@ -300,8 +313,11 @@ impl SessionQueue for PgStore {
 
     async fn finish(&self, lease: &Lease, end: SessionEnd) -> Result<(), StoreError> {
         let what = Op::Finish(lease, &end).to_string();
-        let (state, _) = backend::end_state(&end);
-        let announcement = Some(announcement(state, &lease.session.0));
+        // A retried session is not claimable before its backoff: waking workers for it now would claim nothing.
+        let announcement = match &end {
+            SessionEnd::Retry { .. } => None,
+            end => Some(announcement(backend::end_state(end).state, &lease.session.0)),
+        };
         let lease = lease.clone();
         self.run_announcing(what, Access::Write, announcement, move |tx, what| {
             Box::pin(async move { ops::finish(tx, what, &lease, &end).await })
@@ -315,7 +331,7 @@ impl SessionQueue for PgStore {
 
     /// A new listening connection per call, closed when the stream is dropped (see `listener.rs`). `None` when
     /// [`PgOptions::listen`](crate::PgOptions::listen) is off, for a read-only store, or outside a tokio runtime.
-    fn wake_ups(&self) -> Option<WakeUps> {
-        self.inner.listener.as_ref().and_then(Listener::spawn)
+    fn wake_ups(&self, queues: &[QueueName]) -> Option<WakeUps> {
+        self.inner.listener.as_ref().and_then(|listener| listener.spawn(queues))
     }
 }

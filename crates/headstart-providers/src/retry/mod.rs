@@ -141,15 +141,11 @@ fn give_up<T>(policy: &RetryPolicy, failure: Failure<T>, number: u32) -> Result<
     Err(failure.error.with_message(message))
 }
 
-/// Whether another attempt may succeed after a failure of `kind`: transport failures, transient provider errors
-/// and the HTTP statuses of [`retryable_status`]. The retry policy decides on this alone.
+/// Whether another attempt may succeed after a failure of `kind` ([`ModelErrorKind::is_transient`]): transport
+/// failures, transient provider errors and the HTTP statuses of [`retryable_status`]. The retry policy decides on
+/// this alone.
 pub fn retryable(kind: ModelErrorKind) -> bool {
-    match kind {
-        ModelErrorKind::Transport | ModelErrorKind::Overloaded => true,
-        ModelErrorKind::Http { status, .. } => retryable_status(status),
-        // Deadline (the caller's own limit), Provider, Protocol, Aborted, Other, and kinds added later.
-        _ => false,
-    }
+    kind.is_transient()
 }
 
 /// How long the server asked to wait before another attempt, if it said.
@@ -161,7 +157,7 @@ fn server_wait(kind: ModelErrorKind) -> Option<Duration> {
 }
 
 /// Whether an HTTP status is worth retrying: 408 (timeout), 409 (lock conflict), 429 (rate limit), 5xx (including
-/// Anthropic's 529 "overloaded").
+/// Anthropic's 529 "overloaded"); [`headstart_core::model_error::is_transient_status`].
 pub fn retryable_status(status: u16) -> bool {
-    matches!(status, 408 | 409 | 429) || status >= 500
+    headstart_core::model_error::is_transient_status(status)
 }

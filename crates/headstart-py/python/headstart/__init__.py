@@ -7,7 +7,7 @@ durably, and only then starts the tool, while the model keeps streaming. See ``E
 
 from ._agent import Agent, AgentRun, ModelRequest
 from ._context import ToolContext
-from ._engine import Engine, Run, Wrapped, inspect, savings
+from ._engine import Engine, Run, Wrapped, inspect, savings, submit
 from ._events import Event, Record, ToolResult
 from ._native import ConfigError, EngineError, HeadstartError, HttpModel, ModelError, StoreError
 from ._tools import Tool, tool
@@ -32,5 +32,6 @@ __all__ = [
     "Wrapped",
     "inspect",
     "savings",
+    "submit",
     "tool",
 ]

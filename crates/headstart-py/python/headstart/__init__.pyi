@@ -25,6 +25,7 @@ __all__ = [
     "Wrapped",
     "inspect",
     "savings",
+    "submit",
     "tool",
 ]
 
@@ -298,3 +299,14 @@ def inspect(store: Union[str, os.PathLike[str]], session: Optional[str] = None) 
 
 def savings(store: Union[str, os.PathLike[str]], session: str) -> dict[str, Any]:
     """What early execution saved on a stored session, against end-of-stream batching."""
+
+def submit(
+    store: Union[str, os.PathLike[str]],
+    prompt: str,
+    *,
+    queue: Optional[str] = None,
+    system: Optional[str] = None,
+    model: Optional[str] = None,
+    count: int = 1,
+) -> list[str]:
+    """Puts ``count`` sessions in a fleet's queue (``queue``, default ``"default"``) and returns their ids."""

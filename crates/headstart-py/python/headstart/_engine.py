@@ -12,7 +12,7 @@ from ._events import Event, ToolResult
 from ._pump import pump
 from ._tools import Tool
 
-__all__ = ["Engine", "Run", "Wrapped", "inspect", "savings"]
+__all__ = ["Engine", "Run", "Wrapped", "inspect", "savings", "submit"]
 
 
 def inspect(store: Union[str, "os.PathLike[str]"], session: Optional[str] = None) -> dict[str, Any]:
@@ -21,6 +21,27 @@ def inspect(store: Union[str, "os.PathLike[str]"], session: Optional[str] = None
     each tool run has its ``call_id``, ``tool_name``, ``state``, ``outcome`` and times."""
     found: dict[str, Any] = _native.inspect(os.fspath(store), session)
     return found
+
+
+def submit(
+    store: Union[str, "os.PathLike[str]"],
+    prompt: str,
+    *,
+    queue: Optional[str] = None,
+    system: Optional[str] = None,
+    model: Optional[str] = None,
+    count: int = 1,
+) -> list[str]:
+    """Puts ``count`` sessions whose first message is ``prompt`` in a fleet's queue, as ``headstart submit`` does, and
+    returns their ids. ``store`` is a SQLite file (created if missing) or a PostgreSQL connection string; ``queue``
+    (default ``"default"``) is the queue they wait in: only a worker serving it (``headstart worker --queue NAME``)
+    claims them. ``system`` and ``model`` are their own system prompt and model, instead of the worker's. Raises
+    ``ValueError`` on a bad queue name (empty, over 64 bytes, whitespace or control characters), an empty model or a
+    count outside 1..10000, and ``StoreError`` when the store fails."""
+    ids: list[str] = _native.submit(
+        os.fspath(store), prompt, queue=queue, system=system, model=model, count=count
+    )
+    return ids
 
 
 def savings(store: Union[str, "os.PathLike[str]"], session: str) -> dict[str, Any]:

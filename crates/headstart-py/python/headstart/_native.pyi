@@ -23,6 +23,7 @@ __all__ = [
     "demo_script",
     "inspect",
     "savings",
+    "submit",
 ]
 
 class HeadstartError(Exception): ...
@@ -77,6 +78,15 @@ class CallUpdates:
     def send(self, text: str, details: Optional[str] = None) -> None: ...
 
 def inspect(store: str, session: Optional[str] = None) -> dict[str, Any]: ...
+def submit(
+    store: str,
+    prompt: str,
+    *,
+    queue: Optional[str] = None,
+    system: Optional[str] = None,
+    model: Optional[str] = None,
+    count: int = 1,
+) -> list[str]: ...
 
 @final
 class Agent:

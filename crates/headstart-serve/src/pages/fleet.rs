@@ -23,6 +23,21 @@ pub fn fleet_page(fleet: &Fleet) -> Markup {
                 p.empty { "This store has no queued sessions: no fleet has used it (see headstart submit and headstart worker)." }
             } @else {
                 p { (fleet.pending) " pending · " (fleet.workers.len()) " workers seen · " (fleet.takeovers.len()) " sessions taken over" }
+                @if !fleet.queues.is_empty() {
+                    table.queues {
+                        thead { tr { th { "queue" } th { "pending" } th { "of which retrying (provider outage)" } th { "running" } } }
+                        tbody {
+                            @for queue in &fleet.queues {
+                                tr.queue data-queue=(queue.name) {
+                                    td { (visible(&queue.name, Lines::Escape)) }
+                                    td.number { (queue.pending) }
+                                    td.number { (queue.retrying) }
+                                    td.number { (queue.running) }
+                                }
+                            }
+                        }
+                    }
+                }
                 table.workers {
                     thead { tr { th { "worker" } th { "holds (epoch, lease)" } th { "completed" } th { "failed" } } }
                     tbody {

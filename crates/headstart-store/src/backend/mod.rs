@@ -16,7 +16,7 @@ mod tests;
 pub use self::messages::{decode, encode, encode_results, seq_u64, EncodedMessage, EncodedResult, MessageRow};
 pub use self::op::{read_only, Op};
 pub use self::queue::{
-    check_fence, check_owner, duration_us, end_state, finish_refused, lease_lost, limit_i64, new_session, ClaimedRow,
-    LeaseRow, SessionRow,
+    attempts_u32, check_fence, check_owner, duration_us, end_state, finish_refused, lease_lost, limit_i64, new_session,
+    queue_names, stored_settings, ClaimedRow, EndColumns, LeaseRow, NewSession, SessionRow,
 };
 pub use self::runs::{already_admitted, check_admissions, check_result, owning_call, RunRow};

@@ -88,6 +88,7 @@ impl fmt::Display for Op<'_> {
                     SessionEnd::Completed => "complete",
                     SessionEnd::Failed(_) => "fail",
                     SessionEnd::Released => "release",
+                    SessionEnd::Retry { .. } => "release for a retry",
                 };
                 write!(
                     f,

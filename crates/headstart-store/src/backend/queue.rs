@@ -6,7 +6,7 @@ use std::time::{Duration, Instant};
 use super::messages::seq_u64;
 use crate::lease::{Lease, SessionEnd};
 use crate::types::{SessionId, SessionInfo, SessionSettings, SessionState};
-use crate::StoreError;
+use crate::{QueueName, StoreError};
 
 /// The queue columns of a session row, read (and, on PostgreSQL, locked) inside a write's transaction.
 #[derive(Debug, Clone)]
@@ -104,8 +104,16 @@ pub struct SessionRow {
     pub lease_expires_at_us: Option<i64>,
     /// `failure`.
     pub failure: Option<String>,
-    /// `system_prompt` and `model`.
-    pub settings: SessionSettings,
+    /// `system_prompt`.
+    pub system: Option<String>,
+    /// `model`.
+    pub model: Option<String>,
+    /// `queue`.
+    pub queue: String,
+    /// `attempts`.
+    pub attempts: i64,
+    /// `not_before_us`.
+    pub not_before_us: Option<i64>,
 }
 
 impl SessionRow {
@@ -116,6 +124,8 @@ impl SessionRow {
         let epoch = seq_u64(self.epoch, &id, "epoch")?;
         let state = SessionState::parse(&self.state)
             .ok_or_else(|| StoreError::Decode(format!("session {id}: unknown state {:?}", self.state).into()))?;
+        let settings = stored_settings(&id, self.system, self.model, self.queue)?;
+        let attempts = attempts_u32(self.attempts, &id)?;
         Ok(SessionInfo {
             id: SessionId(id),
             created_at_us: self.created_at_us,
@@ -125,9 +135,29 @@ impl SessionRow {
             epoch,
             lease_expires_at_us: self.lease_expires_at_us,
             failure: self.failure,
-            settings: self.settings,
+            settings,
+            attempts,
+            not_before_us: self.not_before_us,
         })
     }
+}
+
+/// A stored attempt count, checked.
+pub fn attempts_u32(attempts: i64, session: &str) -> Result<u32, StoreError> {
+    u32::try_from(attempts)
+        .map_err(|_| StoreError::Decode(format!("session {session}: invalid attempt count {attempts}").into()))
+}
+
+/// The settings columns of a session row (`system_prompt`, `model`, `queue`), checked.
+pub fn stored_settings(
+    session: &str,
+    system: Option<String>,
+    model: Option<String>,
+    queue: String,
+) -> Result<SessionSettings, StoreError> {
+    let queue = SessionSettings::stored_queue(queue)
+        .map_err(|error| StoreError::Decode(format!("session {session}: {error}").into()))?;
+    Ok(SessionSettings { system, model, queue })
 }
 
 /// A lease row returned by a claim or a renewal, before validation.
@@ -175,24 +205,72 @@ pub fn check_owner(owner: &str) -> Result<(), StoreError> {
     Ok(())
 }
 
-/// The state, system prompt and model a new session row is stored with: `pending` with a submission's settings, or
-/// `unqueued` with none for a session created without a prompt.
-pub fn new_session(submitted: Option<&SessionSettings>) -> (SessionState, Option<&str>, Option<&str>) {
+/// The columns a new session row is stored with.
+#[derive(Debug, Clone, Copy)]
+pub struct NewSession<'a> {
+    /// `pending` with a submission's settings, or `unqueued` for a session created without a prompt.
+    pub state: SessionState,
+    /// `system_prompt`.
+    pub system: Option<&'a str>,
+    /// `model`.
+    pub model: Option<&'a str>,
+    /// `queue` (the default one for an unqueued session).
+    pub queue: &'a str,
+}
+
+/// The columns a new session row is stored with: `pending` with a submission's settings, or `unqueued` with none
+/// for a session created without a prompt.
+pub fn new_session(submitted: Option<&SessionSettings>) -> NewSession<'_> {
     match submitted {
-        Some(settings) => (
-            SessionState::Pending,
-            settings.system.as_deref(),
-            settings.model.as_deref(),
-        ),
-        None => (SessionState::Unqueued, None, None),
+        Some(settings) => NewSession {
+            state: SessionState::Pending,
+            system: settings.system.as_deref(),
+            model: settings.model.as_deref(),
+            queue: settings.queue_name(),
+        },
+        None => NewSession {
+            state: SessionState::Unqueued,
+            system: None,
+            model: None,
+            queue: QueueName::DEFAULT,
+        },
     }
 }
 
-/// The state a finished session is stored in, and its failure reason.
-pub fn end_state(end: &SessionEnd) -> (SessionState, Option<&str>) {
-    match end {
+/// The columns a finished session is stored with.
+#[derive(Debug, Clone, Copy)]
+pub struct EndColumns<'a> {
+    /// `state`.
+    pub state: SessionState,
+    /// `failure`: why it failed, or the last error of a retry.
+    pub failure: Option<&'a str>,
+    /// Added to `attempts` (1 for a retry).
+    pub attempts: i64,
+    /// The backoff of a retry (µs, from the database's clock), after which it may be claimed.
+    pub not_before_in_us: Option<i64>,
+}
+
+/// The columns a finished session is stored with (see [`EndColumns`]).
+pub fn end_state(end: &SessionEnd) -> EndColumns<'_> {
+    let (state, failure) = match end {
         SessionEnd::Completed => (SessionState::Completed, None),
         SessionEnd::Failed(reason) => (SessionState::Failed, Some(reason.as_str())),
         SessionEnd::Released => (SessionState::Pending, None),
+        SessionEnd::Retry { reason, .. } => (SessionState::Pending, Some(reason.as_str())),
+    };
+    let (attempts, not_before_in_us) = match end {
+        SessionEnd::Retry { after, .. } => (1, Some(duration_us(*after))),
+        _ => (0, None),
+    };
+    EndColumns {
+        state,
+        failure,
+        attempts,
+        not_before_in_us,
     }
+}
+
+/// The names of `queues` as a SQL text array (PostgreSQL `= ANY`) or JSON array (SQLite `json_each`).
+pub fn queue_names(queues: &[QueueName]) -> Vec<&str> {
+    queues.iter().map(QueueName::as_str).collect()
 }

@@ -36,6 +36,7 @@ where
     let own = SessionSettings {
         system: Some("Be brief.".to_owned()),
         model: Some("m2".to_owned()),
+        queue: None,
     };
     let new = store
         .submit_with(&UserMessage::new("now"), &own, 8)

@@ -39,10 +39,12 @@ pub async fn submitted_settings_are_listed_and_claimed_with_the_session<F: Fixtu
     let own = SessionSettings {
         system: Some("Answer in one line.\n\"Quoted\", ünïcode ✓".to_owned()),
         model: Some("gpt-4.1-mini".to_owned()),
+        queue: None,
     };
     let model_only = SessionSettings {
         system: None,
         model: Some("m2".to_owned()),
+        queue: None,
     };
     let with_both = store
         .submit_with(&UserMessage::new("a"), &own, 1)

@@ -27,6 +27,7 @@ mod faults;
 mod fencing;
 mod fixture;
 mod listing;
+mod queues;
 mod support;
 mod transcript;
 
@@ -54,6 +55,7 @@ pub use self::listing::{
     a_session_created_under_an_id_is_listed_and_the_id_is_not_reused,
     sessions_page_lists_newest_first_filtered_and_counted,
 };
+pub use self::queues::{a_claim_takes_only_sessions_of_its_queues, a_retry_waits_its_backoff_and_counts_its_attempts};
 pub use self::transcript::{
     message_bodies_round_trip_byte_for_byte, result_carries_a_start_time_that_mark_started_never_wrote,
     round_trip_keeps_write_order_runs_and_unfinished_calls, seal_times_round_trip_with_their_runs,
@@ -92,6 +94,8 @@ macro_rules! conformance_tests {
             writes_without_the_lease_are_refused,
             finish_completes_fails_or_releases,
             concurrent_claimers_never_share_a_session,
+            a_claim_takes_only_sessions_of_its_queues,
+            a_retry_waits_its_backoff_and_counts_its_attempts,
         );
     };
     (@cases $fixture:expr; $($case:ident),* $(,)?) => {

@@ -255,6 +255,8 @@ mod tests {
             lease_expires_at_us: None,
             failure: None,
             settings: SessionSettings::default(),
+            attempts: 0,
+            not_before_us: None,
         };
         assert_eq!(Holder::of_session(&info), None, "completed: nobody holds it");
         info.state = SessionState::Running;

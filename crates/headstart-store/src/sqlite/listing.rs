@@ -7,7 +7,7 @@ use super::ops::{begin_read, ctx};
 use super::sql;
 use crate::backend::{Op, SessionRow};
 use crate::listing::{SessionsPage, SessionsQuery};
-use crate::types::{SessionInfo, SessionSettings};
+use crate::types::SessionInfo;
 use crate::StoreError;
 
 /// Every session, oldest first.
@@ -66,9 +66,10 @@ fn session_row(row: &Row<'_>) -> rusqlite::Result<SessionRow> {
         epoch: row.get(5)?,
         lease_expires_at_us: row.get(6)?,
         failure: row.get(7)?,
-        settings: SessionSettings {
-            system: row.get(8)?,
-            model: row.get(9)?,
-        },
+        system: row.get(8)?,
+        model: row.get(9)?,
+        queue: row.get(10)?,
+        attempts: row.get(11)?,
+        not_before_us: row.get(12)?,
     })
 }

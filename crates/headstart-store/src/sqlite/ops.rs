@@ -12,7 +12,7 @@ use super::sql;
 use crate::backend::{self, ClaimedRow, EncodedMessage, LeaseRow, MessageRow, Op, RunRow};
 use crate::lease::{Claim, Lease, SessionEnd};
 use crate::types::{AdmittedCall, CallKey, RunEnd, SessionId, SessionSettings, StoredMessage, ToolRun, UnfinishedCall};
-use crate::StoreError;
+use crate::{QueueName, StoreError};
 
 /// Maps rusqlite errors of one operation, naming the operation.
 pub(super) fn ctx(what: &str) -> impl Fn(rusqlite::Error) -> StoreError + '_ {
@@ -113,11 +113,11 @@ pub(super) fn create_session(
     submitted: Option<(&EncodedMessage, &SessionSettings)>,
     at_us: i64,
 ) -> Result<(), StoreError> {
-    let (state, system, model) = backend::new_session(submitted.map(|(_, settings)| settings));
+    let row = backend::new_session(submitted.map(|(_, settings)| settings));
     execute_cached(
         conn,
         sql::INSERT_SESSION,
-        params![session, at_us, state.as_str(), system, model],
+        params![session, at_us, row.state.as_str(), row.system, row.model, row.queue],
     )
     .map_err(ctx(what))?;
     if let Some((prompt, _)) = submitted {
@@ -348,21 +348,25 @@ fn now_us(conn: &Connection, what: &str) -> Result<i64, StoreError> {
     query_row_cached(conn, sql::NOW_US, [], |row| row.get(0)).map_err(ctx(what))
 }
 
-/// Claims up to `limit` sessions for `owner` (see `SessionQueue::claim`); `sent` is when the caller asked.
+/// Claims up to `limit` sessions of `queues` for `owner` (see `SessionQueue::claim_from`); `sent` is when the
+/// caller asked.
 pub(super) fn claim(
     conn: &Connection,
     what: &str,
     owner: &str,
+    queues: &[QueueName],
     lease: Duration,
     limit: usize,
     sent: Instant,
 ) -> Result<Vec<Claim>, StoreError> {
     let now = now_us(conn, what)?;
     let expires_at_us = now.saturating_add(backend::duration_us(lease));
+    let queues = serde_json::to_string(&backend::queue_names(queues))
+        .map_err(|error| StoreError::Backend(error.to_string().into()))?;
     let picked: Vec<(String, Option<String>)> = {
         let mut stmt = conn.prepare_cached(sql::CLAIMABLE).map_err(ctx(what))?;
         let rows = stmt
-            .query_map(params![now, backend::limit_i64(limit)], |row| {
+            .query_map(params![now, backend::limit_i64(limit), queues], |row| {
                 Ok((row.get(0)?, row.get(1)?))
             })
             .map_err(ctx(what))?;
@@ -397,19 +401,16 @@ fn claim_one(
     previous_owner: Option<String>,
     held: &Held<'_>,
 ) -> Result<Claim, StoreError> {
-    let (epoch, settings): (i64, SessionSettings) = query_row_cached(
+    type Columns = (i64, Option<String>, Option<String>, String, i64);
+    let (epoch, system, model, queue, attempts): Columns = query_row_cached(
         conn,
         sql::CLAIM_SESSION,
         params![session, held.owner, held.expires_at_us],
-        |row| {
-            let settings = SessionSettings {
-                system: row.get(1)?,
-                model: row.get(2)?,
-            };
-            Ok((row.get(0)?, settings))
-        },
+        |row| Ok((row.get(0)?, row.get(1)?, row.get(2)?, row.get(3)?, row.get(4)?)),
     )
     .map_err(ctx(what))?;
+    let settings = backend::stored_settings(&session, system, model, queue)?;
+    let attempts = backend::attempts_u32(attempts, &session)?;
     let row = ClaimedRow {
         session,
         epoch,
@@ -419,6 +420,7 @@ fn claim_one(
         lease: row.lease(held.owner, held.sent, held.lease)?,
         previous_owner,
         settings,
+        attempts,
     })
 }
 
@@ -481,12 +483,22 @@ pub(super) fn renew(
 
 /// Ends a worker's hold on a session (see `SessionQueue::finish`).
 pub(super) fn finish(conn: &Connection, what: &str, lease: &Lease, end: &SessionEnd) -> Result<(), StoreError> {
-    let (state, failure) = backend::end_state(end);
+    let end = backend::end_state(end);
     let epoch = i64::try_from(lease.epoch).unwrap_or(i64::MAX);
+    let now = now_us(conn, what)?;
     let changed = execute_cached(
         conn,
         sql::FINISH_SESSION,
-        params![lease.session.0, lease.owner, epoch, state.as_str(), failure],
+        params![
+            lease.session.0,
+            lease.owner,
+            epoch,
+            end.state.as_str(),
+            end.failure,
+            end.attempts,
+            end.not_before_in_us,
+            now
+        ],
     )
     .map_err(ctx(what))?;
     if changed == 1 {

@@ -38,6 +38,6 @@ async fn a_version_3_database_keeps_its_queue_and_then_stores_settings() {
     let refused = SqliteStore::open_read_only(&path).expect_err("version 3 read-only");
     assert!(refused.to_string().contains("older"), "{refused}");
     let store = SqliteStore::open(&path, SqliteOptions::default()).expect("open and upgrade");
-    assert_eq!(LATEST_VERSION, 5);
+    assert_eq!(LATEST_VERSION, 6);
     check_upgraded(&store, &SessionId::from("old")).await;
 }

@@ -175,6 +175,13 @@ pub(super) const MIGRATIONS: &[&str] = &[
     // 5: when each call was sealed (µs, the engine's clock), written with its admission (contract §7.2). Runs
     // admitted before this step have none.
     "ALTER TABLE tool_runs ADD COLUMN sealed_at_us INTEGER;",
+    // 6: queues and retries (issue 44): the queue a session waits in (existing sessions: `default`); how many times a
+    // worker released it because its model's provider was down; and, after such a release, the instant (the
+    // database's clock, µs) before which no worker claims it.
+    "ALTER TABLE sessions ADD COLUMN queue TEXT NOT NULL DEFAULT 'default';
+    ALTER TABLE sessions ADD COLUMN attempts INTEGER NOT NULL DEFAULT 0 CHECK (attempts >= 0);
+    ALTER TABLE sessions ADD COLUMN not_before_us INTEGER;
+    CREATE INDEX sessions_claimable_by_queue ON sessions (queue, ordinal) WHERE state IN ('pending', 'running');",
 ];
 
 // ---------------------------------------------------------------------------------------------------------------
@@ -188,15 +195,17 @@ pub(super) const SESSION_EXISTS: &str = "SELECT EXISTS (SELECT 1 FROM sessions W
 pub(super) const SESSION_LEASE: &str = "SELECT state, owner, epoch FROM sessions WHERE id = ?1";
 
 /// `?1` = id, `?2` = created_at_us, `?3` = state (`unqueued`, or `pending` for a submitted session), `?4` =
-/// system prompt, `?5` = model (the submitted settings, NULL when not given).
+/// system prompt, `?5` = model (the submitted settings, NULL when not given), `?6` = queue.
 pub(super) const INSERT_SESSION: &str =
-    "INSERT INTO sessions (id, created_at_us, state, system_prompt, model) VALUES (?1, ?2, ?3, ?4, ?5)";
+    "INSERT INTO sessions (id, created_at_us, state, system_prompt, model, queue) VALUES (?1, ?2, ?3, ?4, ?5, ?6)";
 
 /// Columns: id, created_at_us, message count, state, owner, epoch, lease_expires_at_us, failure, system_prompt,
-/// model (`backend::SessionRow`). Oldest first (creation time, then creation order).
+/// model, queue, attempts, not_before_us (`backend::SessionRow`). Oldest first (creation time, then creation
+/// order).
 pub(super) const LIST_SESSIONS: &str = "SELECT s.id, s.created_at_us,
         (SELECT COUNT(*) FROM messages AS m WHERE m.session_id = s.id),
-        s.state, s.owner, s.epoch, s.lease_expires_at_us, s.failure, s.system_prompt, s.model
+        s.state, s.owner, s.epoch, s.lease_expires_at_us, s.failure, s.system_prompt, s.model,
+        s.queue, s.attempts, s.not_before_us
     FROM sessions AS s
     ORDER BY s.created_at_us, s.ordinal";
 
@@ -207,7 +216,8 @@ pub(super) const DATA_VERSION: &str = "PRAGMA data_version";
 /// of the listing, the message counts counted for that page only.
 pub(super) const LIST_SESSIONS_PAGE: &str = "SELECT s.id, s.created_at_us,
         (SELECT COUNT(*) FROM messages AS m WHERE m.session_id = s.id),
-        s.state, s.owner, s.epoch, s.lease_expires_at_us, s.failure, s.system_prompt, s.model
+        s.state, s.owner, s.epoch, s.lease_expires_at_us, s.failure, s.system_prompt, s.model,
+        s.queue, s.attempts, s.not_before_us
     FROM sessions AS s
     WHERE ?1 IS NULL OR s.state = ?1
     ORDER BY s.created_at_us DESC, s.ordinal DESC
@@ -216,7 +226,8 @@ pub(super) const LIST_SESSIONS_PAGE: &str = "SELECT s.id, s.created_at_us,
 /// `?1` = session id. The columns of [`LIST_SESSIONS`] for that session alone.
 pub(super) const ONE_SESSION: &str = "SELECT s.id, s.created_at_us,
         (SELECT COUNT(*) FROM messages AS m WHERE m.session_id = s.id),
-        s.state, s.owner, s.epoch, s.lease_expires_at_us, s.failure, s.system_prompt, s.model
+        s.state, s.owner, s.epoch, s.lease_expires_at_us, s.failure, s.system_prompt, s.model,
+        s.queue, s.attempts, s.not_before_us
     FROM sessions AS s
     WHERE s.id = ?1";
 
@@ -232,19 +243,24 @@ pub(super) const COUNT_SESSIONS: &str = "SELECT COUNT(*) FROM sessions WHERE ?1 
 /// The database's clock: µs since the Unix epoch (millisecond resolution).
 pub(super) const NOW_US: &str = "SELECT CAST(unixepoch('subsec') * 1000000 AS INTEGER)";
 
-/// `?1` = now (µs), `?2` = limit. Columns: id, owner. Claimable sessions, oldest first: pending, or running with
-/// an expired lease. The first condition repeats the partial index's so that SQLite uses it.
+/// `?1` = now (µs), `?2` = limit, `?3` = the queues (a JSON array of names). Columns: id, owner. Claimable sessions
+/// of those queues, oldest first: pending ones whose backoff has passed, or running ones with an expired lease. The
+/// first condition repeats the partial indexes' so that SQLite can use them.
 pub(super) const CLAIMABLE: &str = "SELECT id, owner FROM sessions
-    WHERE state IN ('pending', 'running') AND (state = 'pending' OR lease_expires_at_us <= ?1)
+    WHERE state IN ('pending', 'running')
+        AND queue IN (SELECT value FROM json_each(?3))
+        AND ((state = 'pending' AND (not_before_us IS NULL OR not_before_us <= ?1))
+            OR (state = 'running' AND lease_expires_at_us <= ?1))
     ORDER BY ordinal
     LIMIT ?2";
 
 /// `?1` session id, `?2` owner, `?3` lease expiry (µs). Returns the new epoch and the session's settings
-/// (system_prompt, model).
+/// (system_prompt, model, queue) and attempts. A retried session keeps its last error until it ends.
 pub(super) const CLAIM_SESSION: &str = "UPDATE sessions
-    SET state = 'running', owner = ?2, epoch = epoch + 1, lease_expires_at_us = ?3, failure = NULL
+    SET state = 'running', owner = ?2, epoch = epoch + 1, lease_expires_at_us = ?3, not_before_us = NULL,
+        failure = CASE WHEN attempts > 0 THEN failure END
     WHERE id = ?1
-    RETURNING epoch, system_prompt, model";
+    RETURNING epoch, system_prompt, model, queue, attempts";
 
 /// `?1` session id. Columns: the owner when the session is `running`, else NULL (`SessionQueue::take_over`'s
 /// previous owner).
@@ -256,11 +272,13 @@ pub(super) const RENEW_LEASE: &str = "UPDATE sessions SET lease_expires_at_us = 
     WHERE id = ?1 AND owner = ?2 AND epoch = ?3 AND state = 'running'
     RETURNING lease_expires_at_us";
 
-/// `?1` session id, `?2` owner, `?3` epoch, `?4` new state, `?5` failure reason. Changes one row when the lease is
-/// held, none otherwise. A released session (`pending`) loses its owner; a finished one keeps it, for inspection.
+/// `?1` session id, `?2` owner, `?3` epoch, `?4` new state, `?5` failure reason (a retry's: its last error), `?6`
+/// attempts to add (1 for a retry), `?7` the retry's backoff from now (µs; NULL otherwise), `?8` now (µs). Changes
+/// one row when the lease is held, none otherwise. A released session (`pending`) loses its owner; a finished one
+/// keeps it, for inspection.
 pub(super) const FINISH_SESSION: &str = "UPDATE sessions
     SET state = ?4, owner = CASE WHEN ?4 = 'pending' THEN NULL ELSE owner END, lease_expires_at_us = NULL,
-        failure = ?5
+        failure = ?5, attempts = attempts + ?6, not_before_us = ?8 + ?7
     WHERE id = ?1 AND owner = ?2 AND epoch = ?3 AND state = 'running'";
 
 // ---------------------------------------------------------------------------------------------------------------

@@ -174,7 +174,7 @@ async fn a_read_only_store_reads_and_refuses_every_write() {
     let raw = with_conn(&store, |conn| {
         conn.execute(
             sql::INSERT_SESSION,
-            rusqlite::params!["x", 1, "unqueued", None::<String>, None::<String>],
+            rusqlite::params!["x", 1, "unqueued", None::<String>, None::<String>, "default"],
         )
     });
     let err = sqlite_error(raw.expect_err("a read-only connection wrote"), "insert", None);

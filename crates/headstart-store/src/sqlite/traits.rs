@@ -17,7 +17,7 @@ use crate::types::{
     UnfinishedCall,
 };
 use crate::wake::WakeUps;
-use crate::{SessionsPage, SessionsQuery, StoreError, TranscriptStore};
+use crate::{QueueName, SessionsPage, SessionsQuery, StoreError, TranscriptStore};
 
 impl SqliteStore {
     /// Creates a session: `unqueued`, or `pending` with a prompt as its first message and its settings
@@ -218,17 +218,24 @@ impl SessionQueue for SqliteStore {
         Ok(session)
     }
 
-    async fn claim(&self, owner: &str, lease: Duration, limit: usize) -> Result<Vec<Claim>, StoreError> {
+    async fn claim_from(
+        &self,
+        owner: &str,
+        queues: &[QueueName],
+        lease: Duration,
+        limit: usize,
+    ) -> Result<Vec<Claim>, StoreError> {
         crate::backend::check_owner(owner)?;
         let what = Op::Claim(owner).to_string();
         self.writable(&what)?;
-        if limit == 0 {
+        if limit == 0 || queues.is_empty() {
             return Ok(Vec::new());
         }
         let sent = Instant::now();
         let owner = owner.to_owned();
+        let queues = queues.to_vec();
         self.write(what, move |conn, what| {
-            ops::claim(conn, what, &owner, lease, limit, sent)
+            ops::claim(conn, what, &owner, &queues, lease, limit, sent)
         })
         .await
     }
@@ -261,6 +268,7 @@ impl SessionQueue for SqliteStore {
         let what = Op::Finish(lease, &end).to_string();
         self.writable(&what)?;
         let lease = lease.clone();
+        // A retried session is not claimable before its backoff: waking anyone for it now would claim nothing.
         let released = end == SessionEnd::Released;
         self.write(what, move |conn, what| ops::finish(conn, what, &lease, &end))
             .await?;
@@ -274,9 +282,10 @@ impl SessionQueue for SqliteStore {
         Arc::new(SqliteStore::fenced(self, lease))
     }
 
-    /// In-process only: the submits and releases made through this store object (or its clones), once committed.
-    /// `None` for a read-only handle, which never claims.
-    fn wake_ups(&self) -> Option<WakeUps> {
+    /// In-process only: the submits and releases made through this store object (or its clones), once committed,
+    /// whatever their queue (a worker whose queues have none claims nothing). `None` for a read-only handle, which
+    /// never claims.
+    fn wake_ups(&self, _queues: &[QueueName]) -> Option<WakeUps> {
         (!self.inner.read_only).then(|| self.inner.wake.subscribe())
     }
 }

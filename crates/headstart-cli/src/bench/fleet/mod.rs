@@ -3,6 +3,11 @@
 //! model and tools' times given) and each worker count, S sessions run on that many `headstart worker` processes;
 //! on PostgreSQL one worker on a fresh SQLite file is measured as well, for comparison.
 //!
+//! Each run submits to a queue of its own (`bench-<pid>-<µs>`), served by its own workers only: other workers on
+//! the store never see its sessions, and its workers take nothing else. A session of the run that fails stops the
+//! run at once, naming the session, its worker and the stored failure; a stall is reported as the store sees each
+//! unfinished session (claimed by whom, in which state, or never claimed).
+//!
 //! Submission is closed-loop: the benchmark keeps `workers × concurrency` sessions submitted and unfinished,
 //! submitting the next one when a worker logs a `finished` line, so that submit→claim is the time an idle slot
 //! takes to pick a session up, not a backlog's wait. Submit→claim comes from the workers' logs, stamped as each
@@ -21,7 +26,7 @@ use std::fmt::Write as _;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-use headstart::store::{SessionInfo, SessionQueue};
+use headstart::store::{QueueName, SessionInfo, SessionQueue, SessionSettings};
 use headstart::SessionId;
 use headstart::{Clock, SystemClock, UserMessage};
 use headstart_bench::fleet::{self, FleetLoad, FleetReport, FleetRun, Quantiles};
@@ -126,8 +131,8 @@ struct Progress {
     /// Submit→claim of each session (ms).
     waits: Vec<f64>,
     finished: usize,
-    /// The worker that claimed each of this run's sessions last, until it finishes.
-    claimed_by: HashMap<String, usize>,
+    /// This run's sessions that finished.
+    done: HashSet<String>,
 }
 
 /// Runs `options.sessions` sessions on `workers` worker processes under `load`, closed-loop.
@@ -141,15 +146,20 @@ fn measure(
 ) -> Result<FleetRun, String> {
     let runtime = runtime()?;
     let store = runtime.block_on(StoreUrl::parse(url).open(Access::Create))?;
-    let fleet = Workers::start(url, scenario, workers, options.concurrency)?;
+    let queue = run_queue()?;
+    let fleet = Workers::start(url, scenario, workers, options.concurrency, &queue)?;
     let endpoints = fleet.endpoints(Duration::from_secs(60))?;
     let sessions = options.sessions;
     let prompt = UserMessage::new("go");
+    let settings = SessionSettings {
+        queue: Some(queue),
+        ..SessionSettings::default()
+    };
     let mut progress = Progress::default();
     let submit = |progress: &mut Progress| -> Result<(), String> {
         let at = Instant::now();
         let id = runtime
-            .block_on(store.submit(&prompt, SystemClock.now_us()))
+            .block_on(store.submit_with(&prompt, &settings, SystemClock.now_us()))
             .map_err(|error| format!("submit: {error}"))?;
         progress.unclaimed.insert(id.0.clone(), at);
         progress.ours.insert(id.0);
@@ -171,9 +181,6 @@ fn measure(
         };
         match seen {
             Seen::Claimed(session) => {
-                if progress.ours.contains(&session) {
-                    progress.claimed_by.insert(session.clone(), worker);
-                }
                 if let Some(submitted) = progress.unclaimed.remove(&session) {
                     let wait = at.saturating_duration_since(submitted);
                     progress.waits.push(wait.as_secs_f64() * 1000.0);
@@ -181,10 +188,23 @@ fn measure(
             }
             Seen::Finished { session, .. } if !progress.ours.contains(&session) => {}
             Seen::Finished {
-                completed: false, line, ..
-            } => return Err(format!("worker {worker}: {line}")),
+                completed: false,
+                session,
+                line,
+            } => {
+                let stored = runtime.block_on(store.session(&SessionId(session.clone())));
+                let stored = match stored {
+                    Ok(Some(info)) => describe(&info, SystemClock.now_us()),
+                    Ok(None) => "a session the store does not have".to_owned(),
+                    Err(error) => format!("unreadable: {error}"),
+                };
+                return Err(format!(
+                    "session {session} did not complete on worker {worker} (bench-{worker}): the store says {stored}; \
+                     its log: {line}"
+                ));
+            }
             Seen::Finished { session, .. } => {
-                progress.claimed_by.remove(&session);
+                progress.done.insert(session.clone());
                 progress.finished += 1;
                 last = at;
                 if progress.ours.len() < sessions {
@@ -253,50 +273,58 @@ fn per_session(pages: &[prometheus::Exposition], metric: &str, sessions: usize) 
         .map(|total| round2(total / sessions as f64))
 }
 
-/// What a stalled run left unfinished: each claimed session by the worker that claimed it, and the sessions never
-/// claimed, each with what the store says of it (state, owner, epoch, lease, messages).
+/// A queue of this run's own, so that no other worker on the store claims its sessions.
+fn run_queue() -> Result<QueueName, String> {
+    QueueName::new(format!("bench-{}-{}", std::process::id(), SystemClock.now_us())).map_err(|error| error.to_string())
+}
+
+/// What the store says of a session: state, owner, epoch, lease, messages, and its failure when it has one.
+fn describe(info: &SessionInfo, now_us: i64) -> String {
+    let mut text = format!(
+        "{} (state {}, owner {}, epoch {}, lease {}, {} messages",
+        info.id,
+        info.state.as_str(),
+        info.owner.as_deref().unwrap_or("none"),
+        info.epoch,
+        info.lease_expires_at_us.map_or_else(
+            || "none".to_owned(),
+            |at| format!("{:+.1} s", (at - now_us) as f64 / 1e6)
+        ),
+        info.messages
+    );
+    if let Some(failure) = &info.failure {
+        let _ = write!(text, ", failure: {failure}");
+    }
+    text.push(')');
+    text
+}
+
+/// What a stalled run left unfinished, as the store says: each unfinished session of the run grouped by the
+/// worker that holds it or last held it (with its state), and the ones no worker ever claimed (epoch 0).
 async fn stuck(store: &dyn SessionQueue, progress: &Progress) -> String {
     let now_us = SystemClock.now_us();
-    let describe = |info: Option<SessionInfo>| match info {
-        Some(info) => format!(
-            "{} (state {}, owner {}, epoch {}, lease {}, {} messages)",
-            info.id,
-            info.state.as_str(),
-            info.owner.as_deref().unwrap_or("none"),
-            info.epoch,
-            info.lease_expires_at_us.map_or_else(
-                || "none".to_owned(),
-                |at| format!("{:+.1} s", (at - now_us) as f64 / 1e6)
-            ),
-            info.messages
-        ),
-        None => "a session the store does not have".to_owned(),
-    };
-    let mut by_worker: BTreeMap<usize, Vec<String>> = BTreeMap::new();
-    for (session, worker) in &progress.claimed_by {
-        let info = store.session(&SessionId(session.clone())).await;
-        by_worker
-            .entry(*worker)
-            .or_default()
-            .push(info.map_or_else(|error| format!("{session} (unreadable: {error})"), describe));
+    let mut by_owner: BTreeMap<String, Vec<String>> = BTreeMap::new();
+    let mut never: Vec<String> = Vec::new();
+    let mut unfinished: Vec<&String> = progress.ours.difference(&progress.done).collect();
+    unfinished.sort();
+    for session in unfinished {
+        match store.session(&SessionId(session.clone())).await {
+            Ok(Some(info)) if info.epoch == 0 => never.push(describe(&info, now_us)),
+            Ok(Some(info)) => {
+                let owner = info.owner.clone().unwrap_or_else(|| "no worker now".to_owned());
+                by_owner.entry(owner).or_default().push(describe(&info, now_us));
+            }
+            Ok(None) => never.push(format!("{session} (a session the store does not have)")),
+            Err(error) => never.push(format!("{session} (unreadable: {error})")),
+        }
     }
     let mut report = format!(
         "no session finished for {} s ({} of this run's finished);",
         STALL_AFTER.as_secs(),
         progress.finished
     );
-    for (worker, sessions) in &by_worker {
-        let _ = write!(
-            report,
-            " worker {worker} holds {}: {};",
-            sessions.len(),
-            sessions.join(", ")
-        );
-    }
-    let mut never: Vec<String> = Vec::new();
-    for session in progress.unclaimed.keys() {
-        let info = store.session(&SessionId(session.clone())).await;
-        never.push(info.map_or_else(|error| format!("{session} (unreadable: {error})"), describe));
+    for (owner, sessions) in &by_owner {
+        let _ = write!(report, " claimed by {owner}: {};", sessions.join(", "));
     }
     let _ = write!(
         report,

@@ -62,29 +62,46 @@ fn bench_sessions_takes_a_list_of_worker_counts_and_the_load() {
 }
 
 #[tokio::test]
-async fn a_stalled_run_names_each_stuck_session_by_worker_with_its_state() {
-    use headstart::store::{SessionQueue, SqliteStore};
+async fn a_stalled_run_says_what_the_store_says_of_each_unfinished_session() {
+    use headstart::store::{SessionEnd, SessionQueue, SqliteStore};
     use headstart::UserMessage;
 
     let store = SqliteStore::open_in_memory().expect("store");
     let held = store.submit(&UserMessage::new("go"), 0).await.expect("submit");
-    let waiting = store.submit(&UserMessage::new("go"), 1).await.expect("submit");
-    let claims = store
-        .claim("bench-1", std::time::Duration::from_secs(30), 1)
-        .await
-        .expect("claim");
+    let failed = store.submit(&UserMessage::new("go"), 1).await.expect("submit");
+    let waiting = store.submit(&UserMessage::new("go"), 2).await.expect("submit");
+    let lease = std::time::Duration::from_secs(30);
+    let claims = store.claim("bench-1", lease, 1).await.expect("claim");
     assert_eq!(claims[0].lease.session, held);
+    // Claimed and failed by a worker the benchmark never heard of: the stall report used to call it never claimed.
+    let other = store.claim("real1", lease, 1).await.expect("claim");
+    store
+        .finish(
+            &other[0].lease,
+            SessionEnd::Failed("gave up after 3 attempts".to_owned()),
+        )
+        .await
+        .expect("fail");
     let mut progress = super::Progress {
         finished: 3,
         ..super::Progress::default()
     };
-    progress.claimed_by.insert(held.0.clone(), 1);
-    progress.unclaimed.insert(waiting.0.clone(), std::time::Instant::now());
+    for session in [&held, &failed, &waiting] {
+        progress.ours.insert(session.0.clone());
+        progress.unclaimed.insert(session.0.clone(), std::time::Instant::now());
+    }
     let report = super::stuck(&store, &progress).await;
     assert!(report.contains("(3 of this run's finished)"), "{report}");
     assert!(
         report.contains(&format!(
-            "worker 1 holds 1: {held} (state running, owner bench-1, epoch 1"
+            "claimed by bench-1: {held} (state running, owner bench-1, epoch 1"
+        )),
+        "{report}"
+    );
+    assert!(
+        report.contains(&format!(
+            "claimed by real1: {failed} (state failed, owner real1, epoch 1, lease none, 1 messages, failure: gave up \
+             after 3 attempts)"
         )),
         "{report}"
     );

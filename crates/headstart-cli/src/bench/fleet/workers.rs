@@ -11,6 +11,8 @@ use std::process::{Child, Command, Stdio};
 use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender};
 use std::time::{Duration, Instant};
 
+use headstart::store::QueueName;
+
 /// How often an idle worker looks for work.
 const POLL_MS: &str = "20";
 
@@ -66,14 +68,21 @@ pub(super) struct Workers {
 }
 
 impl Workers {
-    /// Starts `count` workers on `url` running `scenario`, each claiming up to `concurrency` sessions.
-    pub(super) fn start(url: &str, scenario: &Path, count: usize, concurrency: usize) -> Result<Self, String> {
+    /// Starts `count` workers on `url` running `scenario`, each claiming up to `concurrency` sessions of `queue`.
+    pub(super) fn start(
+        url: &str,
+        scenario: &Path,
+        count: usize,
+        concurrency: usize,
+        queue: &QueueName,
+    ) -> Result<Self, String> {
         Workers::spawn(url, count, |index| {
             let mut args: Vec<OsString> = ["worker", "--id", &format!("bench-{index}"), "--scenario"]
                 .map(OsString::from)
                 .into();
             args.push(scenario.into());
             args.extend(["--concurrency", &concurrency.to_string(), "--poll-ms", POLL_MS].map(OsString::from));
+            args.extend(["--queue", queue.as_str()].map(OsString::from));
             args
         })
     }
