@@ -5,6 +5,13 @@
 //! when the marker comes back from the journal instead of being written now, an earlier attempt may have run the
 //! body, and the call ends interrupted (contract §7.4). Whether an interrupted idempotent call runs again is then the
 //! session's recovery policy, not Restate's retry.
+//!
+//! The body's outcome is journaled as an entry of its own (`outcome`), and the handler returns what that entry holds.
+//! An attempt that finds the entry in the journal returns the outcome an earlier attempt journaled, whatever the
+//! marker says: the marker never contradicts a result the journal has. (Returning "interrupted" on a replayed marker
+//! alone did, when an attempt died after its output was journaled and before the invocation ended: its replay
+//! returned another value than the journal's, and Restate retried it forever with `[570 Journal mismatch]`, issue
+//! 45.)
 
 use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
@@ -35,18 +42,34 @@ impl Tools {
         }))
         .name("started")
         .await?;
-        if !started.now() {
-            tracing::warn!(call = %spec.call_id, "an earlier attempt of this call may have run its body: interrupted");
-            return Ok(Json(CallOutcome::Interrupted));
-        }
-        if let Some(sealed_at_us) = spec.sealed_at_us {
-            crate::metrics::body_started(self.deployment.clock.now_us() - sealed_at_us);
-        }
-        Ok(Json(self.deployment.run_call(spec).await))
+        let fresh = started.now();
+        let deployment = Arc::clone(&self.deployment);
+        let outcome = ctx
+            .run(move || async move {
+                crate::metrics::journaled("outcome");
+                Ok(Json(deployment.outcome(spec, fresh).await))
+            })
+            .name("outcome")
+            .await?;
+        Ok(outcome)
     }
 }
 
 impl Deployment {
+    /// The outcome of `spec`'s call in an attempt that journals it: its body's, when this attempt wrote the `started`
+    /// marker (`fresh`); interrupted when the marker came from the journal, since an earlier attempt may have run
+    /// the body and did not journal its outcome.
+    async fn outcome(&self, spec: CallSpec, fresh: bool) -> CallOutcome {
+        if !fresh {
+            tracing::warn!(call = %spec.call_id, "an earlier attempt of this call may have run its body: interrupted");
+            return CallOutcome::Interrupted;
+        }
+        if let Some(sealed_at_us) = spec.sealed_at_us {
+            crate::metrics::body_started(self.clock.now_us() - sealed_at_us);
+        }
+        self.run_call(spec).await
+    }
+
     /// Runs `spec`'s body with the session's own tools (as the session's engine would, minus the scheduling the
     /// engine already did).
     pub(crate) async fn run_call(&self, spec: CallSpec) -> CallOutcome {
