@@ -2,8 +2,10 @@
 //!
 //! - no source file outside test code is over 500 lines (test code: files named `tests.rs`, files in a `tests/`
 //!   folder; an inline `#[cfg(test)]` module counts toward its file);
-//! - no two files of a crate import each other (a file names the other's module through `crate::` or `super::`);
-//! - `docs/architecture.md` names files and functions that exist.
+//! - no files of a crate import each other, two or in a circle of any length (a file names another's module through
+//!   `crate::` or `super::`);
+//! - `docs/architecture.md` names files and functions that exist, and its table of crates names exactly the
+//!   workspace crates each crate's manifest depends on.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
@@ -145,28 +147,51 @@ fn owning_module<'a>(path: &[String], modules: &'a BTreeSet<Vec<String>>) -> Opt
     (0..=path.len()).rev().find_map(|len| modules.get(&path[..len]))
 }
 
-/// The pairs of files of one crate that import each other.
-fn mutual_imports(files: &BTreeMap<Vec<String>, String>) -> Vec<(Vec<String>, Vec<String>)> {
+/// The circles of imports among the files of one crate: each set of two or more files in which every file imports,
+/// directly or through the others, every other one (the strongly connected components of the import graph), its
+/// files sorted, the circles sorted.
+fn import_cycles(files: &BTreeMap<Vec<String>, String>) -> Vec<Vec<Vec<String>>> {
     let modules: BTreeSet<Vec<String>> = files.keys().cloned().collect();
-    let mut edges = BTreeSet::new();
+    let mut edges: BTreeMap<&Vec<String>, BTreeSet<&Vec<String>>> = BTreeMap::new();
     for (module, text) in files {
         for path in named_paths(text, module) {
             if let Some(target) = owning_module(&path, &modules) {
                 if target != module {
-                    edges.insert((module.clone(), target.clone()));
+                    edges.entry(module).or_default().insert(target);
                 }
             }
         }
     }
-    edges
-        .iter()
-        .filter(|(a, b)| a < b && edges.contains(&(b.clone(), a.clone())))
-        .cloned()
-        .collect()
+    // Which modules each module reaches, then the classes of modules that reach each other.
+    let reach = |from: &Vec<String>| {
+        let mut seen: BTreeSet<&Vec<String>> = BTreeSet::new();
+        let mut stack = vec![from];
+        while let Some(module) = stack.pop() {
+            for next in edges.get(module).into_iter().flatten() {
+                if seen.insert(next) {
+                    stack.push(next);
+                }
+            }
+        }
+        seen
+    };
+    let reached: BTreeMap<&Vec<String>, BTreeSet<&Vec<String>>> = modules.iter().map(|m| (m, reach(m))).collect();
+    let mut cycles: BTreeSet<Vec<Vec<String>>> = BTreeSet::new();
+    for module in &modules {
+        let circle: Vec<Vec<String>> = modules
+            .iter()
+            .filter(|other| reached[module].contains(other) && reached[other].contains(module))
+            .cloned()
+            .collect();
+        if circle.len() >= 2 {
+            cycles.insert(circle);
+        }
+    }
+    cycles.into_iter().collect()
 }
 
 #[test]
-fn no_two_files_of_a_crate_import_each_other() {
+fn no_files_of_a_crate_import_each_other_in_a_circle() {
     let mut cycles = Vec::new();
     let mut crates = 0;
     for src in source_roots().into_iter().filter(|dir| dir.ends_with("src")) {
@@ -182,20 +207,21 @@ fn no_two_files_of_a_crate_import_each_other() {
             let text = std::fs::read_to_string(&path).unwrap_or_else(|err| panic!("{}: {err}", path.display()));
             files.insert(module_path(relative), text);
         }
-        for (a, b) in mutual_imports(&files) {
-            cycles.push(format!("{}: `{}` <-> `{}`", src.display(), a.join("::"), b.join("::")));
+        for circle in import_cycles(&files) {
+            let names: Vec<String> = circle.iter().map(|module| format!("`{}`", module.join("::"))).collect();
+            cycles.push(format!("{}: {}", src.display(), names.join(" <-> ")));
         }
     }
     assert!(crates >= 10, "expected the workspace's crates, found {crates}");
     assert!(
         cycles.is_empty(),
-        "files that import each other:\n{}",
+        "files that import each other, directly or in a circle:\n{}",
         cycles.join("\n")
     );
 }
 
 #[test]
-fn mutual_imports_finds_a_two_file_cycle_and_nothing_else() {
+fn import_cycles_finds_circles_of_two_and_three_files_and_nothing_else() {
     let module = |path: &str| {
         path.split("::")
             .filter(|part| !part.is_empty())
@@ -218,7 +244,21 @@ fn mutual_imports_finds_a_two_file_cycle_and_nothing_else() {
     .into_iter()
     .map(|(path, text)| (module(path), text.to_owned()))
     .collect();
-    assert_eq!(mutual_imports(&files), [(module("tool"), module("updates"))]);
+    assert_eq!(import_cycles(&files), [vec![module("tool"), module("updates")]]);
+    let three: BTreeMap<Vec<String>, String> = [
+        ("a", "use crate::b::B;\n"),
+        ("b", "use crate::c::C;\n"),
+        ("c", "use super::a::A;\n"),
+        ("d", "use crate::a::A;\n"),
+    ]
+    .into_iter()
+    .map(|(path, text)| (module(path), text.to_owned()))
+    .collect();
+    assert_eq!(
+        import_cycles(&three),
+        [vec![module("a"), module("b"), module("c")]],
+        "a circle of three; `d` only imports into it"
+    );
     assert_eq!(
         named_paths("use super::super::x::Y;", &module("a::b::c")),
         [module("a::x::Y")]
@@ -317,4 +357,155 @@ fn hops_reads_only_file_function_tables() {
     assert!(defines("pub fn run<T>(x: T) {}", "run"));
     assert!(!defines("impl Other { fn next() {} }", "Parser::next"));
     assert!(!defines("fn nexter() {}", "next"));
+}
+
+/// The rows of the Markdown table whose header reads `| crate | layer | depends on |`: each crate's name and its
+/// "depends on" cell, as written.
+fn crate_rows(markdown: &str) -> Vec<(String, String)> {
+    let mut rows = Vec::new();
+    let mut in_table = false;
+    for line in markdown.lines() {
+        if !line.trim_start().starts_with('|') {
+            in_table = false;
+            continue;
+        }
+        let cells: Vec<&str> = line.trim().trim_matches('|').split('|').map(str::trim).collect();
+        if cells.len() >= 3 && cells[0] == "crate" && cells[2] == "depends on" {
+            in_table = true;
+            continue;
+        }
+        if in_table && cells.len() >= 3 && !cells[0].starts_with('-') {
+            rows.push((cells[0].trim_matches('`').to_owned(), cells[2].to_owned()));
+        }
+    }
+    rows
+}
+
+/// The workspace crates (`headstart…`) a manifest's `[dependencies]` names; dev- and build-dependencies are not
+/// arrows of the house.
+fn manifest_deps(manifest: &str) -> BTreeSet<String> {
+    let mut deps = BTreeSet::new();
+    let mut in_dependencies = false;
+    for line in manifest.lines() {
+        let line = line.trim();
+        if line.starts_with('[') {
+            in_dependencies = line == "[dependencies]";
+            continue;
+        }
+        if in_dependencies && line.starts_with("headstart") {
+            if let Some(name) = line.split([' ', '=', '.']).next() {
+                deps.insert(name.to_owned());
+            }
+        }
+    }
+    deps
+}
+
+/// What a "depends on" cell says: the crates it names (`core`, `store`, `headstart`, … short for `headstart-core`,
+/// `headstart-store`, `headstart`), and `true`: exactly these; or, for `all of the above but X`, the crates of the
+/// rows above but X, and `false`: at most these.
+fn named_deps(cell: &str, above: &[String]) -> (BTreeSet<String>, bool) {
+    let full = |short: &str| match short {
+        "headstart" => "headstart".to_owned(),
+        short => format!("headstart-{short}"),
+    };
+    if let Some(except) = cell.strip_prefix("all of the above but ") {
+        let except: BTreeSet<String> = except.split(',').map(|short| full(short.trim())).collect();
+        let bound = above.iter().filter(|name| !except.contains(*name)).cloned().collect();
+        return (bound, false);
+    }
+    let named = cell
+        .split(',')
+        .map(str::trim)
+        .filter(|short| !short.is_empty() && *short != "—")
+        .map(full)
+        .collect();
+    (named, true)
+}
+
+/// Where the table of crates and the manifests disagree, one line per crate.
+fn arrow_mismatches(rows: &[(String, String)], manifests: &BTreeMap<String, BTreeSet<String>>) -> Vec<String> {
+    let mut mismatches = Vec::new();
+    let mut above = Vec::new();
+    for (name, cell) in rows {
+        let (named, exact) = named_deps(cell, &above);
+        match manifests.get(name) {
+            None => mismatches.push(format!("{name}: no such crate in crates/")),
+            Some(actual) => {
+                let missing: Vec<&String> = actual.difference(&named).collect();
+                let extra: Vec<&String> = named.difference(actual).collect();
+                if !missing.is_empty() || (exact && !extra.is_empty()) {
+                    mismatches.push(format!(
+                        "{name}: the manifest depends on {actual:?}; the table says {cell:?} (missing {missing:?}, \
+                         not a dependency {extra:?})"
+                    ));
+                }
+            }
+        }
+        above.push(name.clone());
+    }
+    for name in manifests.keys() {
+        if !rows.iter().any(|(row, _)| row == name) {
+            mismatches.push(format!("{name}: a crate the table does not list"));
+        }
+    }
+    mismatches
+}
+
+#[test]
+fn architecture_arrows_are_the_manifests_dependencies() {
+    let root = root();
+    let doc = std::fs::read_to_string(root.join("docs/architecture.md")).expect("docs/architecture.md exists");
+    let rows = crate_rows(&doc);
+    assert!(rows.len() >= 10, "expected the table of crates, found {rows:?}");
+    let mut manifests = BTreeMap::new();
+    for entry in std::fs::read_dir(root.join("crates")).expect("crates/") {
+        let dir = entry.expect("an entry").path();
+        if let Ok(manifest) = std::fs::read_to_string(dir.join("Cargo.toml")) {
+            let name = dir
+                .file_name()
+                .map(|name| name.to_string_lossy().into_owned())
+                .unwrap_or_default();
+            manifests.insert(name, manifest_deps(&manifest));
+        }
+    }
+    let mismatches = arrow_mismatches(&rows, &manifests);
+    assert!(
+        mismatches.is_empty(),
+        "docs/architecture.md's crate table disagrees with the manifests:\n{}",
+        mismatches.join("\n")
+    );
+}
+
+#[test]
+fn arrow_mismatches_finds_a_missing_arrow_and_honours_all_of_the_above() {
+    let doc = "| crate | layer | depends on |\n|---|---|---|\n| `headstart-core` | types | — |\n\
+               | `headstart` | engine | core |\n| `headstart-sim` | sim | headstart |\n\
+               | `headstart-cli` | binary | all of the above but sim |\n\ntext after\n";
+    let rows = crate_rows(doc);
+    assert_eq!(rows.len(), 4);
+    let manifest = |deps: &[&str]| deps.iter().map(|dep| (*dep).to_owned()).collect::<BTreeSet<String>>();
+    let mut manifests: BTreeMap<String, BTreeSet<String>> = [
+        ("headstart-core", manifest(&[])),
+        ("headstart", manifest(&["headstart-core"])),
+        ("headstart-sim", manifest(&["headstart"])),
+        ("headstart-cli", manifest(&["headstart"])),
+    ]
+    .into_iter()
+    .map(|(name, deps)| (name.to_owned(), deps))
+    .collect();
+    assert_eq!(arrow_mismatches(&rows, &manifests), Vec::<String>::new());
+    // An arrow the manifest has and the table misses.
+    manifests.insert("headstart-sim".to_owned(), manifest(&["headstart", "headstart-core"]));
+    let found = arrow_mismatches(&rows, &manifests);
+    assert_eq!(found.len(), 1, "{found:?}");
+    assert!(found[0].starts_with("headstart-sim: ") && found[0].contains("missing [\"headstart-core\"]"));
+    // `all of the above but sim` bounds the binary's arrows: sim is refused, fewer is fine.
+    manifests.insert("headstart-sim".to_owned(), manifest(&["headstart"]));
+    manifests.insert("headstart-cli".to_owned(), manifest(&["headstart", "headstart-sim"]));
+    assert_eq!(arrow_mismatches(&rows, &manifests).len(), 1);
+    assert_eq!(
+        manifest_deps("[dependencies]\nheadstart = { workspace = true }\nheadstart-core.workspace = true\nserde = \"1\"\n[dev-dependencies]\nheadstart-testkit = { workspace = true }\n"),
+        manifest(&["headstart", "headstart-core"])
+    );
 }

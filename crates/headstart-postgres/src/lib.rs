@@ -26,6 +26,7 @@
 #![warn(missing_docs)]
 
 mod certificate;
+mod claims;
 mod connect;
 mod conninfo;
 mod errors;

@@ -5,13 +5,11 @@
 
 use std::future::Future;
 use std::pin::Pin;
-use std::time::{Duration, Instant};
 
 use deadpool_postgres::Transaction;
-use headstart_store::backend::{self, ClaimedRow, EncodedMessage, LeaseRow, MessageRow, RunRow};
+use headstart_store::backend::{self, EncodedMessage, LeaseRow, MessageRow, RunRow};
 use headstart_store::{
-    AdmittedCall, CallKey, Claim, Lease, RunEnd, SessionEnd, SessionId, SessionSettings, StoreError, StoredMessage,
-    ToolRun, UnfinishedCall,
+    AdmittedCall, CallKey, Lease, RunEnd, SessionSettings, StoreError, StoredMessage, ToolRun, UnfinishedCall,
 };
 use tokio_postgres::types::{FromSql, ToSql};
 use tokio_postgres::Row;
@@ -51,7 +49,7 @@ pub(crate) async fn query(
 }
 
 /// [`query`] for at most one row.
-async fn query_opt(
+pub(crate) async fn query_opt(
     tx: &Transaction<'_>,
     statement: &str,
     params: Params<'_>,
@@ -76,7 +74,12 @@ pub(crate) async fn query_one(
 }
 
 /// [`query`] for a statement without rows; returns how many rows it changed.
-async fn execute(tx: &Transaction<'_>, statement: &str, params: Params<'_>, what: &str) -> Result<u64, StoreError> {
+pub(crate) async fn execute(
+    tx: &Transaction<'_>,
+    statement: &str,
+    params: Params<'_>,
+    what: &str,
+) -> Result<u64, StoreError> {
     let fail = |err: tokio_postgres::Error| pg_error(err, what, Stage::Running);
     let prepared = tx.prepare_cached(statement).await.map_err(fail)?;
     metrics::sent(1);
@@ -89,7 +92,7 @@ pub(crate) fn get<'r, T: FromSql<'r>>(row: &'r Row, index: usize, what: &str) ->
         .map_err(|err| decode_error(err, &format!("{what}: column {index}")))
 }
 
-fn lease_row(row: &Row, what: &str) -> Result<LeaseRow, StoreError> {
+pub(crate) fn lease_row(row: &Row, what: &str) -> Result<LeaseRow, StoreError> {
     Ok(LeaseRow {
         state: get(row, 0, what)?,
         owner: get(row, 1, what)?,
@@ -146,7 +149,7 @@ async fn insert_message(
     get(&row, 0, what)
 }
 
-fn epoch_i64(epoch: u64) -> i64 {
+pub(crate) fn epoch_i64(epoch: u64) -> i64 {
     i64::try_from(epoch).unwrap_or(i64::MAX)
 }
 
@@ -374,135 +377,4 @@ pub(crate) async fn unfinished_calls(
             Ok(UnfinishedCall { run, call })
         })
         .collect()
-}
-
-/// Claims up to `limit` sessions of `queues` for `owner` (see `SessionQueue::claim_from`); `sent` is when the caller
-/// asked.
-pub(crate) async fn claim(
-    tx: &Transaction<'_>,
-    what: &str,
-    owner: &str,
-    queues: &[String],
-    lease: Duration,
-    limit: usize,
-    sent: Instant,
-) -> Result<Vec<Claim>, StoreError> {
-    let (limit, lease_us) = (backend::limit_i64(limit), backend::duration_us(lease));
-    let rows = query(tx, sql::CLAIM, &[&owner, &limit, &lease_us, &queues], what).await?;
-    let mut claimed = Vec::with_capacity(rows.len());
-    for row in &rows {
-        let ordinal: i64 = get(row, 4, what)?;
-        let claimed_row = ClaimedRow {
-            session: get(row, 0, what)?,
-            epoch: get(row, 1, what)?,
-            expires_at_us: get(row, 2, what)?,
-        };
-        let claimed_row_id = claimed_row.session.clone();
-        let claim = Claim {
-            lease: claimed_row.lease(owner, sent, lease)?,
-            previous_owner: get(row, 3, what)?,
-            settings: backend::stored_settings(
-                &claimed_row_id,
-                get(row, 5, what)?,
-                get(row, 6, what)?,
-                get(row, 7, what)?,
-            )?,
-            attempts: backend::attempts_u32(get(row, 8, what)?, &claimed_row_id)?,
-        };
-        claimed.push((ordinal, claim));
-    }
-    // `UPDATE … RETURNING` returns rows in no particular order; claims are handed out oldest first.
-    claimed.sort_by_key(|(ordinal, _)| *ordinal);
-    Ok(claimed.into_iter().map(|(_, claim)| claim).collect())
-}
-
-/// Takes `session` over for `owner` (see `SessionQueue::take_over`); `sent` is when the caller asked.
-pub(crate) async fn take_over(
-    tx: &Transaction<'_>,
-    what: &str,
-    session: &SessionId,
-    owner: &str,
-    lease: Duration,
-    sent: Instant,
-) -> Result<Claim, StoreError> {
-    let lease_us = backend::duration_us(lease);
-    let rows = query(tx, sql::TAKE_OVER, &[&session.0, &owner, &lease_us], what).await?;
-    let row = rows.first().ok_or_else(|| StoreError::NoSession(session.0.clone()))?;
-    let claimed_row = ClaimedRow {
-        session: session.0.clone(),
-        epoch: get(row, 0, what)?,
-        expires_at_us: get(row, 1, what)?,
-    };
-    Ok(Claim {
-        lease: claimed_row.lease(owner, sent, lease)?,
-        previous_owner: get(row, 2, what)?,
-        settings: backend::stored_settings(&session.0, get(row, 3, what)?, get(row, 4, what)?, get(row, 5, what)?)?,
-        attempts: backend::attempts_u32(get(row, 6, what)?, &session.0)?,
-    })
-}
-
-/// Renews the leases still held (see `SessionQueue::renew`), in the order given.
-pub(crate) async fn renew(
-    tx: &Transaction<'_>,
-    what: &str,
-    leases: &[Lease],
-    lease: Duration,
-    sent: Instant,
-) -> Result<Vec<Lease>, StoreError> {
-    let ids: Vec<&str> = leases.iter().map(|held| held.session.0.as_str()).collect();
-    let owners: Vec<&str> = leases.iter().map(|held| held.owner.as_str()).collect();
-    let epochs: Vec<i64> = leases.iter().map(|held| epoch_i64(held.epoch)).collect();
-    let lease_us = backend::duration_us(lease);
-    let rows = query(tx, sql::RENEW, &[&ids, &owners, &epochs, &lease_us], what).await?;
-    let mut renewed = Vec::with_capacity(rows.len());
-    for row in &rows {
-        renewed.push(ClaimedRow {
-            session: get(row, 0, what)?,
-            epoch: get(row, 1, what)?,
-            expires_at_us: get(row, 2, what)?,
-        });
-    }
-    let mut in_order = Vec::with_capacity(renewed.len());
-    for held in leases {
-        let epoch = epoch_i64(held.epoch);
-        if let Some(row) = renewed
-            .iter()
-            .find(|row| row.session == held.session.0 && row.epoch == epoch)
-        {
-            in_order.push(row.clone().lease(&held.owner, sent, lease)?);
-        }
-    }
-    Ok(in_order)
-}
-
-/// Ends a worker's hold on a session (see `SessionQueue::finish`).
-pub(crate) async fn finish(
-    tx: &Transaction<'_>,
-    what: &str,
-    lease: &Lease,
-    end: &SessionEnd,
-) -> Result<(), StoreError> {
-    let end = backend::end_state(end);
-    let epoch = epoch_i64(lease.epoch);
-    let changed = execute(
-        tx,
-        sql::FINISH,
-        &[
-            &lease.session.0,
-            &lease.owner,
-            &epoch,
-            &end.state.as_str(),
-            &end.failure,
-            &end.attempts,
-            &end.not_before_in_us,
-        ],
-        what,
-    )
-    .await?;
-    if changed == 1 {
-        return Ok(());
-    }
-    let row = query_opt(tx, sql::SESSION_LEASE, &[&lease.session.0], what).await?;
-    let row = row.map(|row| lease_row(&row, what)).transpose()?;
-    Err(backend::finish_refused(what, lease, row.as_ref()))
 }

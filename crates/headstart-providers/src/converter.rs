@@ -20,7 +20,7 @@ pub struct ConvertOptions {
     pub seal_at: SealAt,
     /// Where to record each response's SSE events with their arrival times ([`crate::recording`]); none by
     /// default.
-    pub record: Option<crate::recording::Recorder>,
+    pub record: Option<crate::recorder::Recorder>,
 }
 
 /// When a Chat Completions call is sealed: the moment from which it may run (contract §2.15).

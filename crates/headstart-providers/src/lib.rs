@@ -52,6 +52,7 @@ pub mod openai_chat;
 pub mod openai_responses;
 mod payload;
 mod recorded;
+mod recorder;
 pub mod recording;
 #[cfg(feature = "replay-server")]
 pub mod replay_server;

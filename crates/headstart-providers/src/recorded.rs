@@ -8,7 +8,7 @@ use headstart_core::{DeltaEvent, ModelError};
 
 use crate::converter::StreamConverter;
 use crate::error::ProviderError;
-use crate::recording::Recorder;
+use crate::recorder::Recorder;
 use crate::sse::SseEvent;
 
 /// `inner`, a converter of the wire format named `format`, recording into `recorder` each event it reads until the

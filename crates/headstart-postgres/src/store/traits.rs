@@ -14,6 +14,7 @@ use headstart_store::{
 };
 
 use super::PgStore;
+use crate::claims;
 use crate::listing;
 use crate::ops::{self, Access};
 
@@ -282,7 +283,7 @@ impl SessionQueue for PgStore {
         let queues: Vec<String> = queues.iter().map(|queue| queue.as_str().to_owned()).collect();
         let sent = Instant::now();
         self.run(what, Access::Write, move |tx, what| {
-            Box::pin(async move { ops::claim(tx, what, &owner, &queues, lease, limit, sent).await })
+            Box::pin(async move { claims::claim(tx, what, &owner, &queues, lease, limit, sent).await })
         })
         .await
     }
@@ -293,7 +294,7 @@ impl SessionQueue for PgStore {
         let (session, owner) = (session.clone(), owner.to_owned());
         let sent = Instant::now();
         self.run(what, Access::Write, move |tx, what| {
-            Box::pin(async move { ops::take_over(tx, what, &session, &owner, lease, sent).await })
+            Box::pin(async move { claims::take_over(tx, what, &session, &owner, lease, sent).await })
         })
         .await
     }
@@ -306,7 +307,7 @@ impl SessionQueue for PgStore {
         let leases = leases.to_vec();
         let sent = Instant::now();
         self.run(what, Access::Write, move |tx, what| {
-            Box::pin(async move { ops::renew(tx, what, &leases, lease, sent).await })
+            Box::pin(async move { claims::renew(tx, what, &leases, lease, sent).await })
         })
         .await
     }
@@ -320,7 +321,7 @@ impl SessionQueue for PgStore {
         };
         let lease = lease.clone();
         self.run_announcing(what, Access::Write, announcement, move |tx, what| {
-            Box::pin(async move { ops::finish(tx, what, &lease, &end).await })
+            Box::pin(async move { claims::finish(tx, what, &lease, &end).await })
         })
         .await
     }

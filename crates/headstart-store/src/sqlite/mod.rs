@@ -14,6 +14,7 @@ mod blocking;
 #[cfg(test)]
 mod call_key_migration;
 mod checkpoint;
+mod claims;
 #[cfg(test)]
 mod conformance;
 mod errors;

@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 use async_trait::async_trait;
 use headstart_core::model::{AssistantMessage, ToolResultMessage, UserMessage};
 
-use super::{listing, ops, SqliteStore};
+use super::{claims, listing, ops, SqliteStore};
 use crate::backend::{self, encode_results, EncodedMessage, Op};
 use crate::layer::Write;
 use crate::lease::{Claim, Lease, SessionEnd, SessionQueue};
@@ -235,7 +235,7 @@ impl SessionQueue for SqliteStore {
         let owner = owner.to_owned();
         let queues = queues.to_vec();
         self.write(what, move |conn, what| {
-            ops::claim(conn, what, &owner, &queues, lease, limit, sent)
+            claims::claim(conn, what, &owner, &queues, lease, limit, sent)
         })
         .await
     }
@@ -247,7 +247,7 @@ impl SessionQueue for SqliteStore {
         let sent = Instant::now();
         let (session, owner) = (session.clone(), owner.to_owned());
         self.write(what, move |conn, what| {
-            ops::take_over(conn, what, &session, &owner, lease, sent)
+            claims::take_over(conn, what, &session, &owner, lease, sent)
         })
         .await
     }
@@ -260,7 +260,7 @@ impl SessionQueue for SqliteStore {
         }
         let sent = Instant::now();
         let leases = leases.to_vec();
-        self.write(what, move |conn, what| ops::renew(conn, what, &leases, lease, sent))
+        self.write(what, move |conn, what| claims::renew(conn, what, &leases, lease, sent))
             .await
     }
 
@@ -270,7 +270,7 @@ impl SessionQueue for SqliteStore {
         let lease = lease.clone();
         // A retried session is not claimable before its backoff: waking anyone for it now would claim nothing.
         let released = end == SessionEnd::Released;
-        self.write(what, move |conn, what| ops::finish(conn, what, &lease, &end))
+        self.write(what, move |conn, what| claims::finish(conn, what, &lease, &end))
             .await?;
         if released {
             self.inner.wake.work();
