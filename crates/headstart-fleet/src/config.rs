@@ -1,25 +1,11 @@
-//! What an application gives a worker: how to run a session ([`SessionSetup`]) and the worker's settings.
+//! What an application gives a worker beside its [`SessionSetup`](headstart::SessionSetup): the worker's settings.
 
-use std::sync::Arc;
 use std::time::Duration;
 
-use headstart::store::{Backoff, QueueName, SessionSettings};
+use headstart::store::{Backoff, QueueName};
+use headstart::RecoveryPolicy;
 
 use crate::breaker::BreakerConfig;
-use headstart::{EngineBuilder, Model, RecoveryPolicy, SessionId, TranscriptStore};
-
-/// How an application runs its sessions: the engine (tools, hooks, configuration) and the model of each claimed
-/// session. The worker sets the builder's store (the lease's fenced handle, passed in) and its lease guard.
-pub trait SessionSetup: Send + Sync {
-    /// The engine of `session`, built on `store` (`Engine::builder(store)` plus the application's tools).
-    fn engine(&self, session: &SessionId, store: Arc<dyn TranscriptStore>) -> EngineBuilder;
-
-    /// The model that answers `session`'s requests. `settings` are what the session was submitted with
-    /// ([`SessionQueue::submit_with`](headstart::store::SessionQueue::submit_with)): its own model name or system
-    /// prompt, to use instead of the application's own where given. A session continued after a takeover resumes
-    /// from its stored context, so the model should answer from the context it is given.
-    fn model(&self, session: &SessionId, settings: &SessionSettings) -> Arc<dyn Model>;
-}
 
 /// A worker's settings.
 #[derive(Debug, Clone, PartialEq, Eq)]

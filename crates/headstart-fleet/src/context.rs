@@ -7,9 +7,10 @@ use headstart::store::{Lease, SessionQueue, SessionSettings};
 use headstart::CancellationToken;
 
 use crate::breaker::{Breaker, BreakerChange};
-use crate::config::{SessionSetup, WorkerConfig};
+use crate::config::WorkerConfig;
 use crate::events::{Counters, WorkerEvent};
 use crate::metrics;
+use headstart::SessionSetup;
 
 pub(crate) type Observer = Arc<dyn Fn(&WorkerEvent) + Send + Sync>;
 

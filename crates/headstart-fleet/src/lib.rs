@@ -70,7 +70,10 @@ mod session;
 mod worker;
 
 pub use crate::breaker::BreakerConfig;
-pub use crate::config::{SessionSetup, WorkerConfig, WorkerError};
+pub use crate::config::{WorkerConfig, WorkerError};
 pub use crate::events::{WorkerEvent, WorkerStats};
 pub use crate::worker::Worker;
 pub use headstart::store::Backoff;
+/// How an application runs its sessions, the engine's own trait ([`headstart::SessionSetup`]), which a Restate
+/// deployment takes too.
+pub use headstart::SessionSetup;

@@ -13,11 +13,12 @@ use tokio::time::Instant;
 
 use crate::breaker::Breaker;
 use crate::claim_schedule::ClaimSchedule;
-use crate::config::{SessionSetup, WorkerConfig, WorkerError};
+use crate::config::{WorkerConfig, WorkerError};
 use crate::context::{Context, Held};
 use crate::events::{Counters, WorkerEvent, WorkerStats};
 use crate::metrics;
 use crate::session;
+use headstart::SessionSetup;
 
 /// A worker of a fleet. See the [crate documentation](crate).
 pub struct Worker {

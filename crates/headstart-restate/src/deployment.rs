@@ -4,8 +4,8 @@
 use std::sync::Arc;
 
 use headstart::store::{SessionQueue, StoreError};
+use headstart::SessionSetup;
 use headstart::{Clock, RecoveryPolicy, SessionId, SystemClock};
-use headstart_fleet::SessionSetup;
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
 /// What a deployment runs sessions with.

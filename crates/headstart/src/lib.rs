@@ -93,6 +93,7 @@ mod parts;
 mod pending;
 mod recovery;
 mod response;
+mod session_setup;
 mod stream_ext;
 mod tools;
 
@@ -117,6 +118,7 @@ pub use recovery::{
 };
 pub use response::ending::{CANCELLED_BY_CALLER, MISSING_TERMINAL};
 pub use response::lease_guard::{LeaseGuard, LEASE_MAY_HAVE_EXPIRED};
+pub use session_setup::SessionSetup;
 pub use stream_ext::ModelStreamExt;
 #[allow(deprecated)]
 pub use tools::error::HookError;
