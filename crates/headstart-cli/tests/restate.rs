@@ -155,7 +155,7 @@ async fn a_session_submitted_twice_is_refused_with_the_earlier_turn() {
     );
     assert!(again.to_string().contains("already submitted"), "{again}");
     let report = client.attach(&first).await.expect("the first turn ends");
-    assert_eq!(report.stop["reason"], "completed", "{report:?}");
+    assert_eq!(report.stop, headstart::AgentStop::Completed, "{report:?}");
     let store = open_store(dir.path());
     let log = store.load_log(&SessionId(session)).await.expect("log");
     let prompts = log
@@ -185,7 +185,7 @@ async fn the_server_killed_mid_turn_comes_back_and_the_turn_completes_once() {
         .await
         .expect("the turn ends")
         .expect("its report");
-    assert_eq!(report.stop["reason"], "completed", "{report:?}");
+    assert_eq!(report.stop, headstart::AgentStop::Completed, "{report:?}");
 
     let store = open_store(dir.path());
     let session = SessionId(session);
@@ -234,7 +234,7 @@ async fn two_deployments_behind_the_balancer_share_the_turns() {
             .await
             .expect("the turn ends")
             .expect("its report");
-        assert_eq!(report.stop["reason"], "completed", "{report:?}");
+        assert_eq!(report.stop, headstart::AgentStop::Completed, "{report:?}");
         assert_sound(&store, &SessionId(session.clone()), &["c_fast", "c_slow"]).await;
     }
     let turns: Vec<f64> = deployments.iter().map(Deployment::turns_begun).collect();
@@ -275,7 +275,7 @@ async fn a_cluster_node_killed_mid_turn_leaves_every_session_to_complete() {
             .await
             .expect("the turn ends within two minutes of the kill");
         eprintln!("{report:?}");
-        assert_eq!(report.stop["reason"], "completed", "{report:?}");
+        assert_eq!(report.stop, headstart::AgentStop::Completed, "{report:?}");
         let session = SessionId(session.clone());
         assert_one_result_per_call(&store, &session).await;
         assert_no_body_twice(dir.path(), &session);
@@ -321,7 +321,7 @@ async fn a_stopped_deployment_is_replaced_and_its_writes_are_refused_when_it_res
         .await
         .expect("the turn ends on the other deployment")
         .expect("its report");
-    assert_eq!(report.stop["reason"], "completed", "{report:?}");
+    assert_eq!(report.stop, headstart::AgentStop::Completed, "{report:?}");
     // One recovery at least: more when the server also gave up the new attempt while it waited for the call the
     // stopped deployment held.
     assert!(report.recoveries >= 1, "{report:?}");

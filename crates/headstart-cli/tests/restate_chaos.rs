@@ -76,7 +76,7 @@ async fn sessions_under_kills_of_deployments_and_the_server_lose_nothing_and_run
         let report = attach_until_ended(&client, invocation, Duration::from_secs(300))
             .await
             .unwrap_or_else(|| panic!("session {session} did not end"));
-        assert_eq!(report.stop["reason"], "completed", "{session}: {report:?}");
+        assert_eq!(report.stop, headstart::AgentStop::Completed, "{session}: {report:?}");
         recoveries += report.recoveries;
         assert_one_result_per_call(&store, session).await;
         assert_no_body_twice(dir.path(), session);

@@ -191,15 +191,17 @@ fn store_ending(error: &StoreError) -> Ending {
 fn stop_ending(stop: Option<AgentStop>, outage: &Outage) -> Ending {
     match stop {
         Some(AgentStop::Error(message)) if outage.last().is_some() => Ending::Outage(message),
-        Some(AgentStop::Completed | AgentStop::Terminated | AgentStop::MaxRequests) => {
-            Ending::Finish(SessionEnd::Completed)
-        }
+        Some(stop) if stop.is_finished() => Ending::Finish(SessionEnd::Completed),
         Some(AgentStop::Cancelled) => Ending::Finish(SessionEnd::Released),
         Some(AgentStop::Fenced(message)) => Ending::Lost(message),
         Some(AgentStop::ResponseFailed) => {
             Ending::Finish(SessionEnd::Failed("the model's last response failed".to_owned()))
         }
         Some(AgentStop::Error(message)) => Ending::Finish(SessionEnd::Failed(message)),
+        // Taken by the `is_finished` arm above; listed for the compiler.
+        Some(AgentStop::Completed | AgentStop::Terminated | AgentStop::MaxRequests) => {
+            Ending::Finish(SessionEnd::Completed)
+        }
         None => Ending::Finish(SessionEnd::Failed("the run ended without agent_end".to_owned())),
     }
 }

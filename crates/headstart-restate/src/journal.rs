@@ -7,7 +7,7 @@
 
 use headstart::core::model::{AssistantMessage, ContentBlock};
 use headstart::store::SessionEnd;
-use headstart::{Arguments, ToolError, ToolOutput, ToolResult, INTERRUPTED};
+use headstart::{AgentStop, Arguments, ToolError, ToolOutput, ToolResult, INTERRUPTED};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
@@ -117,10 +117,11 @@ impl TurnReport {
     /// How the turn ends its hold on the session in the store: `completed` when its loop stopped as a finished
     /// agent does (completed, terminated by a tool, or at its request limit), else `failed` with the stop.
     pub fn session_end(&self) -> SessionEnd {
-        match self.stop["reason"].as_str() {
-            Some("completed" | "terminated" | "max_turns") => SessionEnd::Completed,
-            _ => SessionEnd::Failed(format!("the turn stopped: {}", self.stop)),
+        if self.stop.is_finished() {
+            return SessionEnd::Completed;
         }
+        let stop = serde_json::to_string(&self.stop).unwrap_or_else(|_| format!("{:?}", self.stop));
+        SessionEnd::Failed(format!("the turn stopped: {stop}"))
     }
 }
 
@@ -129,8 +130,9 @@ impl TurnReport {
 pub struct TurnReport {
     /// The session (the object's key).
     pub session: String,
-    /// How the last agent loop stopped (`AgentStop` as JSON: `"completed"`, `{"error": "…"}`, …).
-    pub stop: Value,
+    /// How the last agent loop stopped (as JSON: `{"reason": "completed"}`, `{"reason": "error", "message": "…"}`,
+    /// …).
+    pub stop: AgentStop,
     /// Responses lost with a crashed attempt and recovered (contract §7.4).
     pub recoveries: u32,
 }
@@ -166,11 +168,10 @@ mod tests {
 
     #[test]
     fn a_finished_agent_ends_its_session_completed_and_any_other_stop_failed() {
-        use headstart::AgentStop;
         let end = |stop: AgentStop| {
             TurnReport {
                 session: "s".into(),
-                stop: serde_json::to_value(&stop).expect("serialize"),
+                stop,
                 recoveries: 0,
             }
             .session_end()
@@ -194,10 +195,21 @@ mod tests {
         assert_eq!(json, serde_json::json!({"step": "lost"}));
         let done = Step::Done(TurnReport {
             session: "s".into(),
-            stop: serde_json::json!("completed"),
+            stop: AgentStop::Error("store down".into()),
             recoveries: 1,
         });
-        let back: Step = serde_json::from_value(serde_json::to_value(&done).expect("ser")).expect("de");
+        let json = serde_json::to_value(&done).expect("ser");
+        assert_eq!(
+            json["stop"],
+            serde_json::json!({"reason": "error", "message": "store down"}),
+            "the form journals and reports held before the stop was typed"
+        );
+        let back: Step = serde_json::from_value(json).expect("de");
         assert_eq!(back, done);
+        let old: TurnReport = serde_json::from_value(
+            serde_json::json!({"session": "s", "stop": {"reason": "max_turns"}, "recoveries": 0}),
+        )
+        .expect("a report written before");
+        assert_eq!(old.stop, AgentStop::MaxRequests);
     }
 }

@@ -188,7 +188,7 @@ impl<'ctx> Turn<'_, 'ctx> {
         }
         let report = TurnReport {
             session: self.session.0.clone(),
-            stop: serde_json::to_value(&stop).unwrap_or_default(),
+            stop,
             recoveries,
         };
         self.finish(&report).await?;

@@ -20,7 +20,7 @@ use std::sync::Arc;
 
 use headstart_core::{DeltaEvent, Message, StopReason, ToolCall};
 use headstart_store::{RunOutcome, SessionId};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::tools::output::ToolOutput;
 
@@ -113,8 +113,9 @@ impl ResponseOutcome {
     }
 }
 
-/// Why the agent loop stopped.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+/// Why the agent loop stopped. It serializes as `{"reason": "completed"}` or `{"reason": "error", "message": "…"}`
+/// and reads back from that form (a journal or a report that carries it).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "reason", content = "message", rename_all = "snake_case")]
 pub enum AgentStop {
     /// The model answered without needing tools (no continuation).
@@ -137,6 +138,16 @@ pub enum AgentStop {
 }
 
 impl AgentStop {
+    /// Whether the loop stopped as a finished agent does: the model answered, a tool ended the loop, or it reached
+    /// its request limit. A host that runs sessions for a queue (a fleet's worker, a Restate turn) completes the
+    /// session on these, and on these alone; the one definition both use.
+    pub fn is_finished(&self) -> bool {
+        matches!(
+            self,
+            AgentStop::Completed | AgentStop::Terminated | AgentStop::MaxRequests
+        )
+    }
+
     /// The name [`AgentStop::MaxRequests`] had before issue 20.
     #[deprecated(note = "renamed to `AgentStop::MaxRequests`: the limit counts model requests")]
     #[allow(non_upper_case_globals)]
@@ -286,6 +297,31 @@ mod tests {
         let start = AgentEvent::ResponseStart { request: 0 };
         let end = AgentEvent::ResponseEnd { request: 0, outcome };
         assert_eq!((start.type_name(), end.type_name()), ("turn_start", "turn_end"));
+    }
+
+    #[test]
+    fn a_stop_reads_back_from_its_json_and_only_finished_stops_finish() {
+        let stops = [
+            AgentStop::Completed,
+            AgentStop::Terminated,
+            AgentStop::ResponseFailed,
+            AgentStop::Cancelled,
+            AgentStop::MaxRequests,
+            AgentStop::Error("store down".into()),
+            AgentStop::Fenced("gone".into()),
+        ];
+        for stop in stops {
+            let json = serde_json::to_value(&stop).expect("serializes");
+            let back: AgentStop = serde_json::from_value(json.clone()).expect("deserializes");
+            assert_eq!(back, stop, "{json}");
+            let finished = matches!(
+                stop,
+                AgentStop::Completed | AgentStop::Terminated | AgentStop::MaxRequests
+            );
+            assert_eq!(stop.is_finished(), finished, "{stop:?}");
+        }
+        let refused: Result<AgentStop, _> = serde_json::from_value(serde_json::json!({"reason": "exploded"}));
+        assert!(refused.is_err(), "an unknown stop is refused, not guessed");
     }
 
     #[test]

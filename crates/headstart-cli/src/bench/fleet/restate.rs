@@ -139,8 +139,8 @@ async fn closed_loop(ingress: &RestateClient, in_flight: usize, sessions: usize)
             ));
         };
         let report = report.map_err(|error| format!("session {session}: {error}"))?;
-        if report.stop["reason"] != "completed" {
-            return Err(format!("session {session} did not complete: {}", report.stop));
+        if report.stop != headstart::AgentStop::Completed {
+            return Err(format!("session {session} did not complete: {:?}", report.stop));
         }
         finished += 1;
         last = Instant::now();
