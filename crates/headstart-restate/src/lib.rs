@@ -10,13 +10,19 @@
 //! The transcript store stays the record (docs/decisions.md): every seal is journaled, then committed to it, and no
 //! call of the seal is admitted before both. `inspect`, `serve` and `timeline` read Restate sessions as any others.
 //! docs/restate.md tells how to run it.
+//!
+//! Two features add what a deployment itself never needs: `balance`, the HTTP/2 balancer ([`Balancer`]) that puts
+//! several deployments behind one registered address, and `testing`, the module `local`, which starts a throwaway
+//! `restate-server` on loopback for tests and benchmarks.
 
 mod admin;
+#[cfg(feature = "balance")]
 pub mod balance;
 mod client;
 mod deployment;
 mod flagged;
 mod journal;
+#[cfg(feature = "testing")]
 pub mod local;
 pub mod metrics;
 mod pump;
@@ -24,6 +30,7 @@ mod session;
 mod tools;
 
 pub use admin::TurnStatus;
+#[cfg(feature = "balance")]
 pub use balance::{BalanceError, Balancer};
 pub use client::{new_session_id, RestateClient, RestateError};
 pub use deployment::{Deployment, DEFAULT_TURN_LIMIT};
