@@ -21,6 +21,9 @@
 //!    unchanged.
 //! 9. `inspect --restate` and `serve --restate` show the server's side beside the store: a completed turn, and a
 //!    session whose deployment is gone (submitted, not begun, its turn backing off with the failure).
+//! 10. The deployment aborts (`HEADSTART_RESTATE_FAULT`) right after the lookup's outcome is journaled, before
+//!     `Tools/run_call` returns: on the next deployment the replay returns the journaled outcome, so the lookup keeps
+//!     its real result, its body ran once, and the turn completes (issue 45: a replay never contradicts its journal).
 //!
 //! The server (`headstart_restate::local::LocalServer`, killed when dropped) binary comes from `RESTATE_SERVER`, else `target/restate/node_modules/…` (where `.ci/run` installs the
 //! pinned npm package). Without it the tests say so loudly and pass, or fail under `HEADSTART_REQUIRE_RESTATE=1`
@@ -113,6 +116,46 @@ async fn a_deployment_killed_mid_turn_is_recovered_and_nothing_runs_twice() {
     // Its body began in the killed process: recovery reports it interrupted, never runs it again.
     assert_eq!(lookup.state, RunState::Cancelled, "{lookup:?}");
     assert_no_body_twice(dir.path(), &session);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_body_whose_outcome_was_journaled_keeps_it_when_its_attempt_dies_before_the_invocation_ends() {
+    let Some(binary) = server_binary() else { return };
+    let dir = workdir();
+    let server = start_server(&binary, dir.path());
+    let port = port();
+    // The deployment dies right after the lookup's outcome is journaled, before `Tools/run_call` returns it (and
+    // with it the turn's attempt, mid-stream).
+    let mut first = registered_deployment_in(
+        &server,
+        dir.path(),
+        port,
+        SCENARIO,
+        &[(headstart_restate::FAULT_VARIABLE, "abort-after-outcome")],
+    );
+    let submitted = submit(&server, true, SCENARIO);
+    let status = first.wait_within(PATIENCE);
+    assert!(!status.success(), "the deployment aborted at the fault: {status:?}");
+    let _second = registered_deployment(&server, dir.path(), port, SCENARIO);
+    let (report, session) = report_and_session(&submitted.output_within(PATIENCE));
+    assert_eq!(report["stop"]["reason"], "completed", "{report}");
+    assert_eq!(report["recoveries"], 1, "{report}");
+
+    let store = open_store(dir.path());
+    assert_sound(&store, &session, &["c_lookup"]).await;
+    // The replayed `run_call` found the body's outcome in its journal and returned it: the lookup's real result,
+    // not "interrupted" (which the `started` marker alone would say, and Restate would then retry forever as a
+    // journal mismatch had the output been the handler's return).
+    let runs = store.tool_runs(&session).await.expect("runs");
+    let lookup = runs
+        .iter()
+        .find(|run| run.call_id == "c_lookup")
+        .expect("the lookup's run");
+    assert_eq!(lookup.state, RunState::Finished, "{lookup:?}");
+    let log = store.load_log(&session).await.expect("log");
+    let texts = support::result_texts(&log);
+    assert!(texts.iter().any(|text| text == "found it"), "{texts:?}");
+    assert_eq!(touches(dir.path(), &session), [("c_lookup".to_owned(), 1)]);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

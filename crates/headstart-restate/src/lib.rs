@@ -13,13 +13,16 @@
 //!
 //! Two features add what a deployment itself never needs: `balance`, the HTTP/2 balancer ([`Balancer`]) that puts
 //! several deployments behind one registered address, and `testing`, the module `local`, which starts a throwaway
-//! `restate-server` on loopback for tests and benchmarks.
+//! `restate-server` on loopback for tests and benchmarks, and crashes on purpose at named instants
+//! ([`FAULT_VARIABLE`]) for the crash tests.
 
 mod admin;
 #[cfg(feature = "balance")]
 pub mod balance;
 mod client;
 mod deployment;
+#[cfg(feature = "testing")]
+mod faults;
 mod flagged;
 mod journal;
 #[cfg(feature = "testing")]
@@ -34,6 +37,8 @@ pub use admin::TurnStatus;
 pub use balance::{BalanceError, Balancer};
 pub use client::{new_session_id, RestateClient, RestateError};
 pub use deployment::{Deployment, DEFAULT_TURN_LIMIT};
+#[cfg(feature = "testing")]
+pub use faults::FAULT_VARIABLE;
 pub use journal::{CallOutcome, CallSpec, Seal, Step, TurnReport};
 pub use session::{Session, TurnRequest};
 pub use tools::Tools;

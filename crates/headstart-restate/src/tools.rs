@@ -44,13 +44,18 @@ impl Tools {
         .await?;
         let fresh = started.now();
         let deployment = Arc::clone(&self.deployment);
+        let journaled = Ran::default();
         let outcome = ctx
-            .run(move || async move {
+            .run(journaled.wrap(move || async move {
                 crate::metrics::journaled("outcome");
                 Ok(Json(deployment.outcome(spec, fresh).await))
-            })
+            }))
             .name("outcome")
             .await?;
+        #[cfg(feature = "testing")]
+        if journaled.now() {
+            crate::faults::hit(crate::faults::Point::AfterOutcome);
+        }
         Ok(outcome)
     }
 }

@@ -94,10 +94,22 @@ pub fn wait_for_line(child: &mut ChildGuard, text: &'static str) {
 /// `headstart restate serve` on `port`, registered with `server`, running `scenario_file` with every body touching
 /// `dir/touch`; returns once it says it registered.
 pub fn registered_deployment(server: &LocalServer, dir: &Path, port: u16, scenario_file: &str) -> ChildGuard {
+    registered_deployment_in(server, dir, port, scenario_file, &[])
+}
+
+/// [`registered_deployment`] with `env` added to its environment.
+pub fn registered_deployment_in(
+    server: &LocalServer,
+    dir: &Path,
+    port: u16,
+    scenario_file: &str,
+    env: &[(&str, &str)],
+) -> ChildGuard {
     let mut child = ChildGuard::spawn(
         Command::new(bin())
             .args(deployment_args(dir, port, scenario_file))
             .args(["--register", &server.admin_url(0)])
+            .envs(env.iter().copied())
             .stdout(Stdio::null())
             .stderr(Stdio::piped()),
     )

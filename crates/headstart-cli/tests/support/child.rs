@@ -63,6 +63,19 @@ impl ChildGuard {
         self.child.wait().expect("wait for a child process")
     }
 
+    /// Waits for the child to exit on its own; a child still running after `limit` fails the test (the drop kills
+    /// it).
+    pub fn wait_within(&mut self, limit: std::time::Duration) -> ExitStatus {
+        let start = std::time::Instant::now();
+        loop {
+            if let Some(status) = self.child.try_wait().expect("poll a child process") {
+                return status;
+            }
+            assert!(start.elapsed() < limit, "the child did not exit within {limit:?}");
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
+    }
+
     /// Kills the child (and its group) with SIGKILL and reaps it; a child that had already exited is reaped.
     pub fn kill(&mut self) -> ExitStatus {
         self.kill_quietly();
