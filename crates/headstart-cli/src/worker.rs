@@ -33,6 +33,7 @@ use std::time::Duration;
 use clap::ArgGroup;
 use headstart::store::QueueName;
 use headstart_fleet::{Backoff, BreakerConfig, SessionSetup, Worker, WorkerConfig, WorkerEvent, WorkerStats};
+use headstart_sim::crash_at::CrashAt;
 use headstart_sim::Scenario;
 use serde_json::Value;
 
@@ -88,6 +89,7 @@ impl AgentChoice {
             Some(scenario) => Arc::new(ScenarioSetup::new(
                 scenario,
                 self.touch_dir.clone().map(|dir| (dir, touch_line.to_owned())),
+                CrashAt::from_env().map_err(|error| Failure::Usage(error.to_string()))?,
             )),
             None => {
                 // The file tools must not read a SQLite store's file (PostgreSQL keeps none where they could look).

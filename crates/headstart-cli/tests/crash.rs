@@ -20,7 +20,11 @@
 //!    that commit, never wrong.)
 //! 4. `headstart recover DB --json` gives exactly the unfinished calls (admitted, no result) the interrupted result,
 //!    after which the engine's invariants hold without exception: every tool call in the transcript has exactly one
-//!    result, every result follows its call, every run is settled.
+//!    result, every result follows its call, every run is settled;
+//! 5. a copy of the killed run's database, recovered apart, gives the same `--json` and stores the same results,
+//!    timestamps aside (property 6 of the resume suite, `tests/resume.rs`); on the first three kills that leave
+//!    unfinished calls, 2, 4 and 8 `recover` processes started together on a copy recover each call once between
+//!    them, the others finding nothing left or being refused by the holder (property 5).
 //!
 //! Kill points are stratified over the duration of an unkilled run measured first (one random point in each of
 //! `kills` equal slices), so they cover the whole run: process start, database setup, every turn, the end.
@@ -39,7 +43,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use headstart::{Message, SessionId, SqliteStore};
+use headstart::{Message, SessionId, SqliteStore, TranscriptStore};
 use headstart_testkit::invariants::{self, InvariantViolation};
 use rusqlite::{Connection, OptionalExtension};
 use support::ChildGuard;
@@ -113,7 +117,7 @@ fn read_trace(path: &Path) -> Vec<TracedCommit> {
 
 /// A run's directory: database, touch directory and trace file.
 struct RunDir {
-    _dir: tempfile::TempDir,
+    dir: tempfile::TempDir,
     db: PathBuf,
     touch: PathBuf,
     trace: PathBuf,
@@ -128,8 +132,12 @@ impl RunDir {
             db: dir.path().join("transcript.db"),
             trace: dir.path().join("trace.txt"),
             touch,
-            _dir: dir,
+            dir,
         }
+    }
+
+    fn dir(&self) -> &Path {
+        self.dir.path()
     }
 
     fn spawn(&self, bin: &Path, scenario: &Path) -> ChildGuard {
@@ -167,7 +175,14 @@ struct Checked {
     commits: usize,
     recovered: usize,
     recovered_started: usize,
+    /// Databases recovered twice, apart, with the same outcome.
+    twins: usize,
+    /// Databases recovered by several processes at once.
+    together: usize,
 }
+
+/// How many `recover` processes start together on the first kills that leave unfinished calls.
+const TOGETHER: [usize; 3] = [2, 4, 8];
 
 /// The session's messages by sequence number.
 fn load_messages(conn: &Connection, session: &str) -> BTreeMap<i64, Message> {
@@ -335,27 +350,117 @@ fn check_after_kill(run: &RunDir, label: &str, checked: &mut Checked) -> i64 {
     unfinished(&conn)
 }
 
-/// Check 4: `headstart recover` leaves no unfinished call and a valid transcript.
-fn recover_and_check(bin: &Path, run: &RunDir, label: &str, unfinished_before: i64, checked: &mut Checked) {
-    if !run.db.exists() {
-        return;
+/// `headstart recover --json DB`'s recovered calls; `None` when it refused (exit status 1, naming why, nothing
+/// recovered).
+fn recover_json(output: &std::process::Output, label: &str) -> Option<Vec<serde_json::Value>> {
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    if output.status.code() == Some(1) && stderr.contains("nothing was recovered") {
+        return None;
     }
-    let output = Command::new(bin)
-        .args(["recover", "--json"])
-        .arg(&run.db)
-        .output()
-        .expect("run headstart recover");
-    assert!(
-        output.status.success(),
-        "{label}: headstart recover failed: {}",
-        String::from_utf8_lossy(&output.stderr)
-    );
-    let recovered: Vec<serde_json::Value> = serde_json::from_slice(&output.stdout).unwrap_or_else(|e| {
+    assert!(output.status.success(), "{label}: headstart recover failed: {stderr}");
+    Some(serde_json::from_slice(&output.stdout).unwrap_or_else(|e| {
         panic!(
             "{label}: recover --json: {e}: {}",
             String::from_utf8_lossy(&output.stdout)
         )
+    }))
+}
+
+fn recover_command(bin: &Path, db: &Path) -> Command {
+    let mut command = Command::new(bin);
+    command.args(["recover", "--json"]).arg(db);
+    command
+}
+
+/// Every session's transcript and runs in `db`, timestamps aside.
+fn decisions(db: &Path) -> serde_json::Value {
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("a tokio runtime");
+    let store = SqliteStore::open_read_only(db).unwrap_or_else(|e| panic!("open {} read-only: {e}", db.display()));
+    let mut value = runtime.block_on(async {
+        let mut sessions = Vec::new();
+        for info in store.sessions().await.expect("sessions") {
+            let log = store.load_log(&info.id).await.expect("log");
+            let runs = store.tool_runs(&info.id).await.expect("runs");
+            sessions.push(serde_json::json!({ "session": info.id, "log": log, "runs": runs }));
+        }
+        serde_json::Value::Array(sessions)
     });
+    support::strip_times(&mut value);
+    value
+}
+
+/// Property 5 of the resume suite (`tests/resume.rs`) for `recover`: `k` recoveries started together on a copy of
+/// the killed run's database give each unfinished call one result between them; the others find nothing left or
+/// are refused by the one that holds the session.
+fn recover_together(bin: &Path, run: &RunDir, label: &str, k: usize, unfinished_before: i64) {
+    let copy = run.dir().join(format!("together-{k}.db"));
+    support::copy_sqlite(&run.db, &copy);
+    let children: Vec<ChildGuard> = (0..k)
+        .map(|_| {
+            ChildGuard::spawn(
+                recover_command(bin, &copy)
+                    .stdout(Stdio::piped())
+                    .stderr(Stdio::piped()),
+            )
+            .expect("start headstart recover")
+        })
+        .collect();
+    let mut calls: Vec<(String, String)> = Vec::new();
+    for child in children {
+        let output = child.output_within(Duration::from_secs(60));
+        for call in recover_json(&output, label).unwrap_or_default() {
+            calls.push((call["session"].to_string(), call["call_id"].to_string()));
+        }
+    }
+    let all = calls.len();
+    calls.sort();
+    calls.dedup();
+    assert_eq!(
+        calls.len(),
+        all,
+        "{label}: {k} recoveries together recovered a call twice"
+    );
+    assert_eq!(all as i64, unfinished_before, "{label}: {k} recoveries together");
+    let conn = Connection::open(&copy).expect("open the copy");
+    assert_eq!(
+        unfinished(&conn),
+        0,
+        "{label}: unfinished after {k} recoveries together"
+    );
+}
+
+/// Check 4: `headstart recover` leaves no unfinished call and a valid transcript; recovering a copy of the same
+/// database gives the same calls and stores the same results (property 6 of the resume suite); the first kills that
+/// leave unfinished calls are recovered by 2, 4 and 8 processes at once too (property 5).
+fn recover_and_check(bin: &Path, run: &RunDir, label: &str, unfinished_before: i64, checked: &mut Checked) {
+    if !run.db.exists() {
+        return;
+    }
+    let twin = run.dir().join("twin.db");
+    support::copy_sqlite(&run.db, &twin);
+    if unfinished_before > 0 {
+        if let Some(&k) = TOGETHER.get(checked.together) {
+            recover_together(bin, run, label, k, unfinished_before);
+            checked.together += 1;
+        }
+    }
+    let output = recover_command(bin, &run.db).output().expect("run headstart recover");
+    let recovered = recover_json(&output, label).unwrap_or_else(|| panic!("{label}: recover refused"));
+    let twin_output = recover_command(bin, &twin).output().expect("run headstart recover");
+    let twin_recovered = recover_json(&twin_output, label).unwrap_or_else(|| panic!("{label}: recover refused"));
+    assert_eq!(
+        twin_recovered, recovered,
+        "{label}: recovering a copy recovered other calls"
+    );
+    assert_eq!(
+        decisions(&twin),
+        decisions(&run.db),
+        "{label}: recovering a copy stored other results"
+    );
+    checked.twins += 1;
     assert_eq!(
         recovered.len() as i64,
         unfinished_before,
@@ -443,11 +548,14 @@ fn sigkill_at_random_moments_loses_nothing_and_runs_nothing_without_an_owner() {
         .collect();
     println!(
         "crash test: {kills} kills ({completed} run(s) finished before their kill point), {} side effects checked, \
-         {} commits checked, {} calls recovered ({} had started), {:.1} s",
+         {} commits checked, {} calls recovered ({} had started), {} databases recovered twice alike, {} by \
+         several processes at once, {:.1} s",
         checked.side_effects,
         checked.commits,
         checked.recovered,
         checked.recovered_started,
+        checked.twins,
+        checked.together,
         started.elapsed().as_secs_f64()
     );
     println!(

@@ -8,6 +8,7 @@
 #![warn(missing_docs)]
 
 pub mod commit_trace;
+pub mod crash_at;
 pub mod demo;
 pub mod replay;
 pub mod scenario;

@@ -1,6 +1,7 @@
 //! The simulated agent of `headstart worker --scenario FILE`: a scenario's model and tools on the wall clock, as
 //! `replay --clock wall` runs them, for tests and demos of a fleet; `--touch-dir` makes every tool body leave a
-//! trace of each execution.
+//! trace of each execution, and `HEADSTART_CRASH_AT` (`headstart_sim::crash_at`) makes the worker die at a named
+//! instant of a session's work, for the resume suite.
 
 use std::io::Write as _;
 use std::path::PathBuf;
@@ -9,12 +10,13 @@ use std::sync::Arc;
 use async_trait::async_trait;
 use headstart::core::model::Message;
 use headstart::layer::{Around, ToolMiddleware};
-use headstart::store::SessionSettings;
+use headstart::store::{Layered, SessionSettings};
 use headstart::{
     Arguments, DeltaStream, Engine, EngineBuilder, Hooks, Model, ModelError, ModelRequest, SessionId, Tool,
     ToolContext, ToolError, ToolResult, Toolbox, TranscriptStore,
 };
 use headstart_fleet::SessionSetup;
+use headstart_sim::crash_at::{CrashAt, CrashPoint};
 use headstart_sim::sim_model::SimModel;
 use headstart_sim::sim_tools::{SimHooks, SimTool};
 use headstart_sim::Scenario;
@@ -25,16 +27,22 @@ pub(super) struct ScenarioSetup {
     model: Arc<dyn Model>,
     /// The touch directory and this worker's name (the line each touch appends).
     touch: Option<(PathBuf, String)>,
+    /// Where the worker dies on purpose, if anywhere.
+    crash: Option<CrashAt>,
 }
 
 impl ScenarioSetup {
     /// Runs `scenario`; with `touch` (a directory and the worker's name), every tool body appends the name to
-    /// `DIR/<session>/<call id>` when it begins.
-    pub(super) fn new(scenario: Scenario, touch: Option<(PathBuf, String)>) -> Self {
+    /// `DIR/<session>/<call id>` when it begins; with `crash`, the worker dies at its instant.
+    pub(super) fn new(scenario: Scenario, touch: Option<(PathBuf, String)>, crash: Option<CrashAt>) -> Self {
         ScenarioSetup {
-            model: Arc::new(ScenarioModel(SimModel::new(scenario.turns.clone()))),
+            model: Arc::new(ScenarioModel {
+                model: SimModel::new(scenario.turns.clone()),
+                crash: crash.clone(),
+            }),
             scenario,
             touch,
+            crash,
         }
     }
 }
@@ -43,22 +51,30 @@ impl SessionSetup for ScenarioSetup {
     fn engine(&self, session: &SessionId, store: Arc<dyn TranscriptStore>) -> EngineBuilder {
         let mut toolbox = Toolbox::new();
         for spec in &self.scenario.tools {
-            let tool = SimTool::new(spec.clone(), None);
-            let registered = match &self.touch {
-                Some((dir, worker)) => toolbox.register(Around::new(
-                    Arc::new(tool),
+            let mut tool: Arc<dyn Tool> = Arc::new(SimTool::new(spec.clone(), None));
+            if let Some((dir, worker)) = &self.touch {
+                tool = Arc::new(Around::new(
+                    tool,
                     Touch {
                         dir: dir.join(&session.0),
                         line: format!("{worker}\n"),
                     },
-                )),
-                None => toolbox.register(tool),
-            };
+                ));
+            }
+            // Outside the touch: a body that dies has left its trace.
+            if let Some(crash) = &self.crash {
+                tool = Arc::new(Around::new(tool, crash.clone()));
+            }
+            let registered = toolbox.register_arc(tool);
             // Scenario loading already refused duplicate tool names, the only way registering fails.
             if let Err(error) = registered {
                 eprintln!("headstart worker: {error}");
             }
         }
+        let store: Arc<dyn TranscriptStore> = match &self.crash {
+            Some(crash) => Arc::new(Layered::new(store, crash.clone())),
+            None => store,
+        };
         Engine::builder(store)
             .toolbox(toolbox)
             .hooks(Hooks::new().with(SimHooks::new(self.scenario.hooks.clone())))
@@ -74,18 +90,27 @@ impl SessionSetup for ScenarioSetup {
 /// The scenario's model, answering from the stored context: the response after the `n`th stored assistant
 /// message is the scenario's turn `n`, so a session resumed after a takeover goes on where it stopped (a response
 /// cut short by a crash counts as given).
-struct ScenarioModel(SimModel);
+struct ScenarioModel {
+    model: SimModel,
+    /// Where the worker dies on purpose: `request` is checked here.
+    crash: Option<CrashAt>,
+}
 
 #[async_trait]
 impl Model for ScenarioModel {
     async fn stream(&self, mut request: ModelRequest) -> Result<DeltaStream, ModelError> {
+        if let Some(crash) = &self.crash {
+            if matches!(request.context.last(), Some(Message::ToolResult(_))) {
+                crash.hit(CrashPoint::Request);
+            }
+        }
         let answered = request
             .context
             .iter()
             .filter(|message| matches!(message, Message::Assistant(_)))
             .count();
         request.request = u32::try_from(answered).unwrap_or(u32::MAX);
-        self.0.stream(request).await
+        self.model.stream(request).await
     }
 }
 

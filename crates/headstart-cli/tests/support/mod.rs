@@ -242,3 +242,25 @@ pub fn metrics_address(line: &str) -> Option<std::net::SocketAddr> {
     let addr = url.trim_start_matches("http://").trim_end_matches("/metrics");
     Some(addr.parse().expect("the logged metrics address"))
 }
+
+/// Removes every field that holds a time from `value`: `*_us`, `timestamp`, and `turn_id` (a UUIDv7 the engine makes
+/// from its clock when the model names no response, as a scenario's does not). What is left is what two
+/// resumptions or recoveries of one crash must agree on.
+pub fn strip_times(value: &mut Value) {
+    match value {
+        Value::Object(fields) => {
+            fields.retain(|key, _| !key.ends_with("_us") && key != "timestamp" && key != "turn_id");
+            fields.values_mut().for_each(strip_times);
+        }
+        Value::Array(items) => items.iter_mut().for_each(strip_times),
+        _ => {}
+    }
+}
+
+/// Copies the SQLite store `from` to `to` as it is now, what its write-ahead log holds included (`VACUUM INTO`).
+pub fn copy_sqlite(from: &Path, to: &Path) {
+    let source = rusqlite::Connection::open(from).unwrap_or_else(|e| panic!("open {}: {e}", from.display()));
+    source
+        .execute("VACUUM INTO ?1", [to.display().to_string()])
+        .unwrap_or_else(|e| panic!("copy {} to {}: {e}", from.display(), to.display()));
+}

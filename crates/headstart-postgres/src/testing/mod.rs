@@ -64,6 +64,51 @@ impl TestDatabase {
         &self.name
     }
 
+    /// A copy of the database as it is now, for a test that resumes the same state apart in several copies (a
+    /// crash's store, forked). PostgreSQL copies only a database nobody is connected to: every other connection to
+    /// this one is ended first (a killed process's may linger until the server notices).
+    pub async fn copy(&self) -> TestDatabase {
+        let server = match tokio::task::spawn_blocking(server).await {
+            Ok(Ok(server)) => server,
+            Ok(Err(why)) => panic!("the test PostgreSQL is gone: {why}"),
+            Err(err) => panic!("finding the test PostgreSQL panicked: {err}"),
+        };
+        let name = next_name();
+        let admin = connect(&server.admin_url)
+            .await
+            .unwrap_or_else(|err| panic!("cannot connect to the test PostgreSQL: {}", describe(&err)));
+        let end_others = format!(
+            "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = '{}' AND pid <> pg_backend_pid()",
+            self.name.replace('\'', "''")
+        );
+        let create = format!(
+            "CREATE DATABASE {} TEMPLATE {}",
+            quote_ident(&name),
+            quote_ident(&self.name)
+        );
+        // A connection ended just now may still count for a moment: try again a few times.
+        let mut tries = 0;
+        loop {
+            admin
+                .batch_execute(&end_others)
+                .await
+                .unwrap_or_else(|err| panic!("cannot end the connections to {}: {}", self.name, describe(&err)));
+            match admin.batch_execute(&create).await {
+                Ok(()) => break,
+                Err(_) if tries < 50 => {
+                    tries += 1;
+                    tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+                }
+                Err(err) => panic!("cannot copy {} to {name}: {}", self.name, describe(&err)),
+            }
+        }
+        TestDatabase {
+            url: server.address.url(&name),
+            name,
+            drop_with: server.external.then(|| server.admin_url.clone()),
+        }
+    }
+
     /// A plain connection to the database, to set up or inspect what a test needs beside the store (its
     /// connection task runs on the current tokio runtime).
     pub async fn client(&self) -> Client {
@@ -183,12 +228,7 @@ pub async fn database() -> Option<TestDatabase> {
             return None;
         }
     };
-    static NEXT: AtomicU64 = AtomicU64::new(0);
-    let name = format!(
-        "headstart_test_{}_{}",
-        std::process::id(),
-        NEXT.fetch_add(1, Ordering::Relaxed)
-    );
+    let name = next_name();
     let admin = connect(&server.admin_url).await.unwrap_or_else(|err| {
         panic!(
             "cannot connect to the test PostgreSQL ({}): {}",
@@ -213,6 +253,16 @@ pub async fn database() -> Option<TestDatabase> {
         name,
         drop_with: server.external.then(|| server.admin_url.clone()),
     })
+}
+
+/// A database name no other test of this process has.
+fn next_name() -> String {
+    static NEXT: AtomicU64 = AtomicU64::new(0);
+    format!(
+        "headstart_test_{}_{}",
+        std::process::id(),
+        NEXT.fetch_add(1, Ordering::Relaxed)
+    )
 }
 
 /// No PostgreSQL for the tests, because of `why`: a panic under `HEADSTART_REQUIRE_POSTGRES=1`, else a loud

@@ -1,0 +1,88 @@
+//! The crash contract on Restate (issue 45, docs/reliability.md): the resume suite's crash points
+//! (`tests/resume/suite.rs`), each hit by a `headstart restate serve` deployment running the suite's scenario, which
+//! dies there (`HEADSTART_CRASH_AT`: the process aborts, a SIGKILL at exactly that instant). The store the dead
+//! deployment left is checked as it is (property 4, and that the point is the instant it names); then a new
+//! deployment is started at the same address, Restate runs the turn's invocations again on it, and the turn must
+//! complete with properties 1 (prefix continuation) and 2 (effect exactly once) holding. On Restate, which attempt
+//! resumes is Restate's to decide (one per session, the Virtual Object's exclusive handler); several resumers at once
+//! (property 5) and copies of one crash (3 and 6) are the fleet's suite, `tests/resume.rs`.
+//!
+//! Needs the server binary as `tests/restate.rs` does; every process is killed when the test ends.
+#![cfg(unix)]
+
+#[path = "restate/harness.rs"]
+mod harness;
+#[path = "resume/suite.rs"]
+mod suite;
+mod support;
+
+use std::time::Instant;
+
+use headstart::{AgentStop, SessionId};
+use headstart_restate::{new_session_id, RestateClient, TurnRequest};
+use headstart_sim::crash_at::CRASH_AT;
+
+use harness::{attach_until_ended, port, registered_deployment, registered_deployment_in, server_binary, start_server};
+use suite::{check_crashed, check_resumed, touches, StoreAt, CASES, PATIENCE, PROMPT, SCENARIO};
+use support::workdir;
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_crash_point_of_a_turn_resumes_on_restate_with_its_prefix_and_no_effect_twice() {
+    let Some(binary) = server_binary() else { return };
+    let begun = Instant::now();
+    let server_dir = workdir();
+    let server = start_server(&binary, server_dir.path());
+    let client = RestateClient::new(&server.ingress_url(0));
+    for case in &CASES {
+        let label = format!("Restate, crash at {}", case.crash_at);
+        let dir = workdir();
+        let port = port();
+        let mut dying = registered_deployment_in(&server, dir.path(), port, SCENARIO, &[(CRASH_AT, case.crash_at)]);
+        let session = new_session_id();
+        let request = TurnRequest {
+            prompt: PROMPT.to_owned(),
+            ..TurnRequest::default()
+        };
+        let invocation = client.submit(&session, &request, &session).await.expect("submitted");
+        let status = dying.wait_within(PATIENCE);
+        assert!(
+            !status.success(),
+            "{label}: the deployment did not die at its point ({status})"
+        );
+        let session = SessionId(session);
+
+        let store = StoreAt::sqlite(&dir.path().join("agents.db"));
+        let touch = dir.path().join("touch");
+        let at_crash = store.snapshot(&session).await;
+        let touched_at_crash = touches(&touch, &session);
+        check_crashed(&label, case, &at_crash, &touched_at_crash);
+
+        let _resumer = registered_deployment(&server, dir.path(), port, SCENARIO);
+        let report = attach_until_ended(&client, &invocation, PATIENCE)
+            .await
+            .unwrap_or_else(|| panic!("{label}: the turn did not end"));
+        assert_eq!(report.stop, AgentStop::Completed, "{label}: {report:?}");
+        let resumed = store.snapshot(&session).await;
+        check_resumed(
+            &label,
+            case,
+            (&at_crash, &touched_at_crash),
+            (&resumed, &touches(&touch, &session)),
+        );
+        eprintln!(
+            "resume suite, Restate, crash at {:<11}: {} unfinished, recovered as {:?}, {} recoveries",
+            case.crash_at,
+            case.unfinished.len(),
+            case.recovered_in(&resumed)
+                .iter()
+                .map(|(call, outcome, _)| format!("{call}: {outcome:?}"))
+                .collect::<Vec<_>>(),
+            report.recoveries
+        );
+    }
+    eprintln!(
+        "resume suite, Restate: properties 1, 2 and 4 × {} crash points hold, {:.1} s",
+        CASES.len(),
+        begun.elapsed().as_secs_f64()
+    );
+}
