@@ -46,6 +46,7 @@ use std::time::{Duration, Instant};
 use headstart::{Message, SessionId, SqliteStore, TranscriptStore};
 use headstart_testkit::invariants::{self, InvariantViolation};
 use rusqlite::{Connection, OptionalExtension};
+use support::campaign::{env_number, seed, Rng};
 use support::ChildGuard;
 
 const SCENARIO: &str = "tests/crash/many-calls.json";
@@ -53,34 +54,6 @@ const DEFAULT_KILLS: usize = 55;
 const REQUIRED_KILLS: usize = 50;
 /// The signal number of SIGKILL.
 const SIGKILL: i32 = 9;
-
-/// SplitMix64: a small seeded generator (no dependency needed for uniform floats).
-struct Rng(u64);
-
-impl Rng {
-    fn next_u64(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
-    }
-
-    /// Uniform in `[0, 1)`.
-    fn unit(&mut self) -> f64 {
-        (self.next_u64() >> 11) as f64 / (1u64 << 53) as f64
-    }
-}
-
-fn env_number(name: &str) -> Option<u64> {
-    let value = std::env::var(name).ok()?;
-    Some(
-        value
-            .trim()
-            .parse()
-            .unwrap_or_else(|_| panic!("{name}={value:?} is not a number")),
-    )
-}
 
 /// One traced commit: `headstart-commit <session> <seq> <calls|->`.
 #[derive(Debug)]
@@ -485,12 +458,7 @@ fn sigkill_at_random_moments_loses_nothing_and_runs_nothing_without_an_owner() {
     let started = Instant::now();
     let bin = PathBuf::from(env!("CARGO_BIN_EXE_headstart"));
     let scenario = Path::new(env!("CARGO_MANIFEST_DIR")).join(SCENARIO);
-    let seed = env_number("HEADSTART_CRASH_SEED").unwrap_or_else(|| {
-        let nanos = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map_or(0, |elapsed| elapsed.as_nanos());
-        (nanos as u64) ^ u64::from(std::process::id())
-    });
+    let seed = seed("HEADSTART_CRASH_SEED");
     let kills_wanted = env_number("HEADSTART_CRASH_KILLS").map_or(DEFAULT_KILLS, |n| n as usize);
     println!("crash test: seed {seed} (HEADSTART_CRASH_SEED={seed} repeats it), {kills_wanted} kill points");
     let mut rng = Rng(seed);

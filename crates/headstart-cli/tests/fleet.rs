@@ -50,6 +50,7 @@ use headstart_providers::replay_server::call_then_answer::CallThenAnswer;
 use headstart_providers::replay_server::ReplayServer;
 use headstart_testkit::invariants::check_session;
 use serde_json::{json, Value};
+use support::campaign::{env_number, seed, Rng};
 use support::{workdir, ChildGuard, DownProvider};
 
 const SCENARIO: &str = "tests/crash/many-calls.json";
@@ -71,27 +72,6 @@ const AGENT_ANSWER: &str = "The notes say hello.";
 /// The replay server's pause before each SSE event: a response of about ten events takes a model's fraction of a
 /// second, so the real agent, with a concurrency of 4, takes a share of the sessions and leaves most to the scenario.
 const MODEL_EVENT_DELAY: Duration = Duration::from_millis(20);
-
-/// SplitMix64: a small seeded generator.
-struct Rng(u64);
-
-impl Rng {
-    fn next_u64(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
-    }
-
-    fn between_ms(&mut self, low: u64, high: u64) -> Duration {
-        Duration::from_millis(low + self.next_u64() % (high - low))
-    }
-}
-
-fn env_number(name: &str) -> Option<u64> {
-    std::env::var(name).ok()?.parse().ok()
-}
 
 /// The scenario with `fetch` declared idempotent, written next to the run's files.
 fn fleet_scenario(dir: &Path) -> PathBuf {
@@ -564,11 +544,7 @@ async fn a_fleet_survives_kills_and_a_zombie() {
     let sessions_wanted = env_number("HEADSTART_FLEET_SESSIONS").map_or(DEFAULT_SESSIONS, |n| n as usize);
     let required_kills = env_number("HEADSTART_FLEET_KILLS").unwrap_or(DEFAULT_KILLS);
     let deadline = DEADLINE + Duration::from_secs(required_kills.saturating_sub(DEFAULT_KILLS));
-    let seed = env_number("HEADSTART_FLEET_SEED").unwrap_or_else(|| {
-        std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map_or(1, |elapsed| elapsed.as_nanos() as u64)
-    });
+    let seed = seed("HEADSTART_FLEET_SEED");
     eprintln!("fleet test: seed {seed} (HEADSTART_FLEET_SEED={seed} repeats it), {sessions_wanted} sessions");
     let mut rng = Rng(seed);
     let temp = tempfile::tempdir().expect("temp dir");

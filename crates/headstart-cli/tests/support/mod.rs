@@ -3,6 +3,7 @@
 // Each test file uses some of these.
 #![allow(dead_code)]
 
+pub mod campaign;
 mod child;
 mod down;
 #[allow(unused_imports)] // Used by the test files that start long-lived children (fleet, crash).
