@@ -34,7 +34,8 @@ pub struct Args {
     #[arg(long)]
     stats: bool,
     /// Also show each session's turns as the Restate server whose admin API is here sees them (status, retries,
-    /// last failure), and the sessions submitted to it that the store has not seen yet, e.g. `--restate
+    /// last failure, and under a turn the `Tools` calls it waits on whose attempts fail), and the sessions submitted
+    /// to it that the store has not seen yet, e.g. `--restate
     /// http://127.0.0.1:9070`. The store stays the record of the transcript (docs/restate.md).
     #[arg(long, value_name = "ADMIN_URL", conflicts_with = "stats")]
     restate: Option<String>,
@@ -183,6 +184,18 @@ fn turn_lines(turns: &[RestateTurn]) -> String {
             lines.push_str(&format!(" (last failure: {})", visible(failure, Lines::Escape)));
         }
         lines.push('\n');
+        for call in &turn.failing_calls {
+            lines.push_str(&format!(
+                "  waits on Tools/run_call {}: {} after {} retries",
+                visible(&call.invocation, Lines::Escape),
+                visible(&call.status, Lines::Escape),
+                call.retries
+            ));
+            if let Some(failure) = &call.last_failure {
+                lines.push_str(&format!(" (last failure: {})", visible(failure, Lines::Escape)));
+            }
+            lines.push('\n');
+        }
     }
     lines
 }

@@ -68,7 +68,7 @@ mod imp {
 
     use futures::future::BoxFuture;
     use headstart_restate::{RestateClient, TurnStatus};
-    use headstart_serve::restate::{RestateTurn, RestateTurns};
+    use headstart_serve::restate::{RestateCall, RestateTurn, RestateTurns};
 
     pub async fn all(admin: &str, only: Option<&str>) -> Result<Vec<(String, RestateTurn)>, String> {
         let turns = RestateClient::new(admin)
@@ -104,6 +104,16 @@ mod imp {
             retries: turn.retries,
             last_failure: turn.last_failure,
             created_at: turn.created_at,
+            failing_calls: turn
+                .failing_calls
+                .into_iter()
+                .map(|call| RestateCall {
+                    invocation: call.invocation,
+                    status: call.status,
+                    retries: call.retries,
+                    last_failure: call.last_failure,
+                })
+                .collect(),
         }
     }
 }
@@ -136,6 +146,7 @@ mod tests {
             retries: 0,
             last_failure: None,
             created_at: None,
+            failing_calls: Vec::new(),
         }
     }
 

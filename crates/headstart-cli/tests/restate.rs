@@ -24,6 +24,8 @@
 //! 10. The deployment aborts (`HEADSTART_RESTATE_FAULT`) right after the lookup's outcome is journaled, before
 //!     `Tools/run_call` returns: on the next deployment the replay returns the journaled outcome, so the lookup keeps
 //!     its real result, its body ran once, and the turn completes (issue 45: a replay never contradicts its journal).
+//! 11. Every attempt of `Tools/run_call` fails (`HEADSTART_RESTATE_FAULT=fail-run-call`): `inspect --restate` shows,
+//!     under the turn that waits, the call Restate keeps retrying and its last failure.
 //!
 //! The server (`headstart_restate::local::LocalServer`, killed when dropped) binary comes from `RESTATE_SERVER`, else `target/restate/node_modules/…` (where `.ci/run` installs the
 //! pinned npm package). Without it the tests say so loudly and pass, or fail under `HEADSTART_REQUIRE_RESTATE=1`
@@ -156,6 +158,58 @@ async fn a_body_whose_outcome_was_journaled_keeps_it_when_its_attempt_dies_befor
     let texts = support::result_texts(&log);
     assert!(texts.iter().any(|text| text == "found it"), "{texts:?}");
     assert_eq!(touches(dir.path(), &session), [("c_lookup".to_owned(), 1)]);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_call_retried_for_good_is_shown_beside_the_turn_that_waits_on_it() {
+    let Some(binary) = server_binary() else { return };
+    let dir = workdir();
+    let server = start_server(&binary, dir.path());
+    // Every attempt of `Tools/run_call` fails: the turn runs, and waits on a call Restate retries.
+    let _deployment = registered_deployment_in(
+        &server,
+        dir.path(),
+        port(),
+        SCENARIO,
+        &[(headstart_restate::FAULT_VARIABLE, "fail-run-call")],
+    );
+    let submitted = submit(&server, false, SCENARIO).output_within(PATIENCE);
+    assert!(submitted.status.success(), "{submitted:?}");
+    let session = String::from_utf8_lossy(&submitted.stdout).trim().to_owned();
+    let inspect = |json: bool| {
+        let mut command = std::process::Command::new(bin());
+        command.arg("inspect").arg(dir.path().join("agents.db")).args([
+            "--restate",
+            &server.admin_url(0),
+            "--session",
+            &session,
+        ]);
+        if json {
+            command.arg("--json");
+        }
+        let output = command.output().expect("inspect runs");
+        assert!(output.status.success(), "{output:?}");
+        String::from_utf8(output.stdout).expect("UTF-8")
+    };
+    let mut shown = serde_json::Value::Null;
+    wait_until("the failing call to be shown with its turn", || {
+        shown = serde_json::from_str(&inspect(true)).expect("JSON");
+        // Between two attempts the server says why the last one failed (while one runs, it may say nothing).
+        shown[0]["restate"][0]["failing_calls"][0]["last_failure"].is_string()
+    });
+    let turn = &shown[0]["restate"][0];
+    assert_ne!(turn["status"], "completed", "{turn}");
+    let call = &turn["failing_calls"][0];
+    assert!(call["retries"].as_u64() >= Some(1), "{call}");
+    assert!(
+        call["last_failure"]
+            .as_str()
+            .is_some_and(|failure| failure.contains("run_call fails on purpose")),
+        "{call}"
+    );
+    let text = inspect(false);
+    assert!(text.contains("  waits on Tools/run_call inv_"), "{text}");
+    assert!(text.contains("run_call fails on purpose"), "{text}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -1,7 +1,10 @@
 //! What a Restate server knows of the sessions' turns, read from its admin API's SQL introspection (`POST /query`
 //! on `sys_invocation`): which turns are queued, running, retrying or done, on which attempt, and why the last
 //! attempt failed. The store stays the record of what a session said and ran (docs/decisions.md); this is the
-//! engine's side, which `inspect --restate` and `serve --restate` show beside it.
+//! engine's side, which `inspect --restate` and `serve --restate` show beside it. A turn that waits on a
+//! `Tools/run_call` invocation whose attempts fail carries that call's failure too: Restate retries such a call
+//! for as long as its retry policy says, the turn waits on it all that time, and the turn's own row says only
+//! `running` (issue 45: a journal mismatch retried for minutes, seen nowhere).
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -24,6 +27,22 @@ pub struct TurnStatus {
     pub created_at: Option<String>,
     /// When its status last changed, likewise.
     pub modified_at: Option<String>,
+    /// The calls this turn issued to `Tools` that are not done and whose attempts failed: what it waits on.
+    #[serde(default)]
+    pub failing_calls: Vec<FailingCall>,
+}
+
+/// A `Tools/run_call` invocation, issued by a turn, that has not ended and whose last attempt failed.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct FailingCall {
+    /// The invocation id (`inv_…`).
+    pub invocation: String,
+    /// Restate's status (`backing-off`, `running`, `paused`, …).
+    pub status: String,
+    /// Attempts that failed and were retried.
+    pub retries: u64,
+    /// Why the last attempt failed (for example `[570 Journal mismatch] …`).
+    pub last_failure: Option<String>,
 }
 
 /// The query that lists turns: every invocation of `Session`'s `turn` handler, oldest first. `session`, when
@@ -38,6 +57,46 @@ pub(crate) fn turns_query(session: Option<&str>) -> String {
     }
     query.push_str(" ORDER BY created_at");
     query
+}
+
+/// The query that lists the `Tools` calls not done whose attempts failed, with the turn that issued each.
+pub(crate) const FAILING_CALLS_QUERY: &str = "SELECT id, invoked_by_id, status, retry_count, last_failure \
+     FROM sys_invocation WHERE target_service_name = 'Tools' AND status <> 'completed' \
+     AND (retry_count > 0 OR last_failure IS NOT NULL) ORDER BY created_at";
+
+/// The rows of [`FAILING_CALLS_QUERY`].
+#[derive(Deserialize)]
+pub(crate) struct CallRows {
+    rows: Vec<CallRow>,
+}
+
+#[derive(Deserialize)]
+struct CallRow {
+    id: Option<String>,
+    invoked_by_id: Option<String>,
+    status: Option<String>,
+    retry_count: Option<u64>,
+    last_failure: Option<String>,
+}
+
+impl CallRows {
+    /// Gives each of `turns` the failing calls it issued.
+    pub(crate) fn attach_to(self, turns: &mut [TurnStatus]) {
+        for row in self.rows {
+            let (Some(invocation), Some(caller)) = (row.id, row.invoked_by_id) else {
+                continue;
+            };
+            let Some(turn) = turns.iter_mut().find(|turn| turn.invocation == caller) else {
+                continue;
+            };
+            turn.failing_calls.push(FailingCall {
+                invocation,
+                status: row.status.unwrap_or_else(|| "unknown".to_owned()),
+                retries: row.retry_count.unwrap_or(0),
+                last_failure: row.last_failure.filter(|failure| !failure.is_empty()),
+            });
+        }
+    }
 }
 
 /// The rows `POST /query` answers with `accept: application/json`.
@@ -81,6 +140,7 @@ impl Rows {
                     last_failure: row.last_failure.filter(|failure| !failure.is_empty()),
                     created_at: time_text(row.created_at),
                     modified_at: time_text(row.modified_at),
+                    failing_calls: Vec::new(),
                 })
             })
             .collect()
@@ -119,5 +179,40 @@ mod tests {
         assert_eq!(turns[1].session, "s3");
         assert_eq!(turns[1].retries, 0);
         assert_eq!(turns[1].last_failure, None);
+    }
+
+    #[test]
+    fn a_failing_call_goes_to_the_turn_that_issued_it_and_others_are_left_out() {
+        let rows: Rows = serde_json::from_str(
+            r#"{"rows":[
+                {"id":"inv_t1","target_service_key":"s1","status":"running","retry_count":0,"last_failure":null,
+                 "created_at":null,"modified_at":null},
+                {"id":"inv_t2","target_service_key":"s2","status":"running","retry_count":0,"last_failure":null,
+                 "created_at":null,"modified_at":null}
+            ]}"#,
+        )
+        .expect("rows");
+        let mut turns = rows.into_turns();
+        let calls: CallRows = serde_json::from_str(
+            r#"{"rows":[
+                {"id":"inv_c1","invoked_by_id":"inv_t2","status":"backing-off","retry_count":6,
+                 "last_failure":"[570 Journal mismatch] while executing 'handler return'"},
+                {"id":"inv_c2","invoked_by_id":"inv_elsewhere","status":"backing-off","retry_count":1,
+                 "last_failure":"x"},
+                {"id":null,"invoked_by_id":"inv_t1","status":"backing-off","retry_count":1,"last_failure":"x"}
+            ]}"#,
+        )
+        .expect("call rows");
+        calls.attach_to(&mut turns);
+        assert!(turns[0].failing_calls.is_empty());
+        assert_eq!(
+            turns[1].failing_calls,
+            [FailingCall {
+                invocation: "inv_c1".to_owned(),
+                status: "backing-off".to_owned(),
+                retries: 6,
+                last_failure: Some("[570 Journal mismatch] while executing 'handler return'".to_owned()),
+            }]
+        );
     }
 }

@@ -159,7 +159,8 @@ impl RestateClient {
 
     /// The turns the server knows of `session` (every session's when `None`), oldest first: a client of the admin
     /// API (`RestateClient::new("http://127.0.0.1:9070")`) asks its SQL introspection. A server keeps a finished
-    /// turn as long as its idempotency key is retained (a day by default), so older turns are not listed.
+    /// turn as long as its idempotency key is retained (a day by default), so older turns are not listed. A turn not
+    /// completed carries the `Tools` calls it issued whose attempts fail ([`TurnStatus::failing_calls`]).
     pub async fn turns(&self, session: Option<&str>) -> Result<Vec<TurnStatus>, RestateError> {
         let url = format!("{}/query", self.base);
         let body = serde_json::json!({ "query": admin::turns_query(session) }).to_string();
@@ -174,7 +175,23 @@ impl RestateClient {
             )
             .await?;
         let rows: admin::Rows = read_json(&answer, "list the sessions' turns")?;
-        Ok(rows.into_turns())
+        let mut turns = rows.into_turns();
+        if turns.iter().any(|turn| turn.status != "completed") {
+            let body = serde_json::json!({ "query": admin::FAILING_CALLS_QUERY }).to_string();
+            let answer = self
+                .request(
+                    Method::POST,
+                    &url,
+                    Some(body),
+                    &[("accept", "application/json")],
+                    "list the calls the turns wait on",
+                    Some(REQUEST_TIMEOUT),
+                )
+                .await?;
+            let calls: admin::CallRows = read_json(&answer, "list the calls the turns wait on")?;
+            calls.attach_to(&mut turns);
+        }
+        Ok(turns)
     }
 
     /// Waits for the turn `invocation` to end and returns its report.

@@ -32,7 +32,7 @@ mod pump;
 mod session;
 mod tools;
 
-pub use admin::TurnStatus;
+pub use admin::{FailingCall, TurnStatus};
 #[cfg(feature = "balance")]
 pub use balance::{BalanceError, Balancer};
 pub use client::{new_session_id, RestateClient, RestateError};

@@ -35,6 +35,13 @@ impl Tools {
     #[handler]
     async fn run_call(&self, ctx: Context<'_>, spec: Json<CallSpec>) -> HandlerResult<Json<CallOutcome>> {
         let spec = spec.into_inner();
+        #[cfg(feature = "testing")]
+        if crate::faults::named(crate::faults::Point::FailRunCall) {
+            return Err(crate::session::retry(format!(
+                "{}: run_call fails on purpose",
+                crate::faults::FAULT_VARIABLE
+            )));
+        }
         let started = Ran::default();
         ctx.run(started.wrap(|| async {
             crate::metrics::journaled("started");

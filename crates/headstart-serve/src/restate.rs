@@ -19,6 +19,21 @@ pub struct RestateTurn {
     pub last_failure: Option<String>,
     /// When the turn was submitted (RFC 3339, as the server writes it).
     pub created_at: Option<String>,
+    /// The calls it issued to `Tools` that are not done and whose attempts fail: what it waits on.
+    pub failing_calls: Vec<RestateCall>,
+}
+
+/// A `Tools/run_call` invocation a turn waits on, whose last attempt failed.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct RestateCall {
+    /// The invocation id (`inv_…`).
+    pub invocation: String,
+    /// Restate's status (`backing-off`, …).
+    pub status: String,
+    /// Attempts that failed and were retried.
+    pub retries: u64,
+    /// Why the last attempt failed.
+    pub last_failure: Option<String>,
 }
 
 /// Where the turns come from: a Restate server's admin API (the CLI's implementation).

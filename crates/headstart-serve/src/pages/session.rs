@@ -95,6 +95,15 @@ fn restate_turns(turns: &Turns) -> Markup {
                                 td { (visible(turn.created_at.as_deref().unwrap_or(""), Lines::Escape)) }
                                 td { (visible(turn.last_failure.as_deref().unwrap_or(""), Lines::Escape)) }
                             }
+                            @for call in &turn.failing_calls {
+                                tr.failing-call {
+                                    td.id { "waits on Tools/run_call " (visible(&call.invocation, Lines::Escape)) }
+                                    td data-status=(call.status) { (visible(&call.status, Lines::Escape)) }
+                                    td { (call.retries) }
+                                    td {}
+                                    td { (visible(call.last_failure.as_deref().unwrap_or(""), Lines::Escape)) }
+                                }
+                            }
                         }
                     }
                 },
