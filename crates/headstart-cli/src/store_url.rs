@@ -53,7 +53,7 @@ impl StoreUrl {
                 } else {
                     SqliteStore::open(path, SqliteOptions::default())
                 };
-                Ok(Arc::new(store.map_err(|error| error.to_string())?))
+                Ok(Arc::new(store.map_err(|error| damaged_hint(&error))?))
             }
             StoreUrl::Postgres(url) => {
                 let store = if access == Access::Read {
@@ -95,6 +95,19 @@ pub fn runtime() -> Result<tokio::runtime::Runtime, String> {
         .enable_all()
         .build()
         .map_err(|error| format!("cannot start a runtime: {error}"))
+}
+
+/// `error`'s text, with what can be done when the SQLite file is damaged: nothing headstart writes, since a process
+/// killed at any instant leaves a file that loads (docs/reliability.md, property 4).
+pub(crate) fn damaged_hint(error: &headstart::store::StoreError) -> String {
+    match error {
+        headstart::store::StoreError::Corrupt(_) => format!(
+            "{error}; nothing was written to it. headstart cannot repair a damaged file, and a killed process does \
+             not leave one (each write is one transaction): suspect the disk, or a copy taken while it was written. \
+             `sqlite3 FILE .recover` may save what it holds; recover and resume work on the file it makes"
+        ),
+        other => other.to_string(),
+    }
 }
 
 #[cfg(test)]

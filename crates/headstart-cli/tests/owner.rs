@@ -521,6 +521,49 @@ async fn another_applications_database_is_refused_byte_for_byte_untouched() {
     assert_eq!(files_in(dir.path()), before);
 }
 
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_damaged_file_is_refused_byte_for_byte_untouched_naming_it_and_what_can_be_done() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("agents.db");
+    // A SQLite header followed by garbage: what a disk fault, never a killed process, leaves.
+    let mut bytes = b"SQLite format 3\0".to_vec();
+    bytes.extend((0..4096u32).map(|i| (i.wrapping_mul(2_654_435_761) >> 24) as u8));
+    std::fs::write(&db, &bytes).expect("write the damaged file");
+    let before = files_in(dir.path());
+    let db_arg = db.display().to_string();
+    for args in [
+        vec!["recover", &db_arg],
+        vec!["recover", &db_arg, "--session", "0192"],
+        vec!["inspect", &db_arg],
+        vec![
+            "resume",
+            &db_arg,
+            "--session",
+            "0192",
+            "--provider",
+            "anthropic",
+            "--model",
+            "m",
+        ],
+    ] {
+        let refused = run_to_end(
+            tokio::process::Command::new(env!("CARGO_BIN_EXE_headstart"))
+                .env("ANTHROPIC_API_KEY", "test-key")
+                .args(&args)
+                .kill_on_drop(true),
+        )
+        .await;
+        assert_eq!(refused.status.code(), Some(1), "{args:?}");
+        let said = stderr(&refused);
+        assert!(said.contains(&db_arg), "{args:?} names the file: {said}");
+        assert!(said.contains("corrupt"), "{args:?}: {said}");
+        assert!(said.contains("nothing was written"), "{args:?}: {said}");
+        assert!(said.contains(".recover"), "{args:?} says what can be done: {said}");
+        assert!(!said.contains("panicked"), "{said}");
+    }
+    assert_eq!(files_in(dir.path()), before);
+}
+
 /// How to run a command so that file permissions bind it: as is when they already do (not root), else in a new
 /// user namespace (`unshare -U`), where root keeps its user id but loses the capability to override permissions.
 /// `None` when neither works: the caller says the check is skipped.

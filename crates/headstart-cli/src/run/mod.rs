@@ -211,8 +211,10 @@ pub fn run(args: &RunArgs) -> u8 {
 
 /// The run; its exit status and the URL of the server `--serve` started.
 async fn run_async(args: &RunArgs) -> Result<(u8, Option<String>), Failure> {
-    let store: Arc<dyn TranscriptStore> =
-        Arc::new(SqliteStore::open(&args.db, SqliteOptions::default()).map_err(failed)?);
+    let store: Arc<dyn TranscriptStore> = Arc::new(
+        SqliteStore::open(&args.db, SqliteOptions::default())
+            .map_err(|error| failed(crate::store_url::damaged_hint(&error)))?,
+    );
     // The session is this process's while the run lasts (held until this function returns).
     let (session, _owner) = match &args.session {
         None => {
@@ -280,8 +282,10 @@ async fn resume_async(args: &ResumeArgs) -> Result<u8, Failure> {
     if !args.db.exists() {
         return Err(Failure::Usage(format!("{} does not exist", args.db.display())));
     }
-    let store: Arc<dyn TranscriptStore> =
-        Arc::new(SqliteStore::open(&args.db, SqliteOptions::default()).map_err(failed)?);
+    let store: Arc<dyn TranscriptStore> = Arc::new(
+        SqliteStore::open(&args.db, SqliteOptions::default())
+            .map_err(|error| failed(crate::store_url::damaged_hint(&error)))?,
+    );
     let session = SessionId(args.session.clone());
     if !store
         .sessions()
