@@ -262,3 +262,83 @@ fn a_bare_prompt_expects_an_answer_and_an_empty_session_does_not() {
     assert!(expects_answer(&[Message::User(UserMessage::new("hi"))]));
     assert!(!expects_answer(&[]));
 }
+
+/// Replaces any result mentioning a secret: what a redaction hook does on the live path.
+struct Redact;
+
+#[async_trait]
+impl headstart::ToolHook for Redact {
+    async fn after_tool_call(
+        &self,
+        _call: &ToolCall,
+        result: &headstart::ResultDraft,
+    ) -> Result<headstart::ResultOverride, ToolError> {
+        let text: String = result
+            .content
+            .iter()
+            .filter_map(|block| match block {
+                ContentBlock::Text { text } => Some(text.as_str()),
+                _ => None,
+            })
+            .collect();
+        Ok(headstart::ResultOverride {
+            content: text.contains("secret").then(|| vec![ContentBlock::text("[redacted]")]),
+            ..headstart::ResultOverride::default()
+        })
+    }
+}
+
+#[tokio::test]
+async fn ends_known_to_a_host_are_stored_through_the_after_hooks_and_interrupted_ones_recovered() {
+    let store = SqliteStore::open_in_memory().unwrap();
+    let session = crashed_session(&store).await;
+    let store: Arc<dyn TranscriptStore> = Arc::new(store);
+    let engine = Engine::builder(Arc::clone(&store))
+        .toolbox(Toolbox::new().with(Fetch { idempotent: true }).unwrap())
+        .hooks(headstart::Hooks::new().with(Redact))
+        .build();
+
+    let ends = vec![
+        (
+            "a".to_owned(),
+            headstart::BodyEnd::Returned(Ok(ToolOutput::text("the secret is 42"))),
+        ),
+        ("b".to_owned(), headstart::BodyEnd::Interrupted),
+        // Not a call of the session: left alone.
+        ("z".to_owned(), headstart::BodyEnd::Interrupted),
+    ];
+    let settled = engine.settle_known(&session, ends).await.unwrap();
+    let actions: Vec<(&str, RecoveryAction)> = settled
+        .iter()
+        .map(|call| (call.call_id.as_str(), call.action))
+        .collect();
+    assert_eq!(
+        actions,
+        [("a", RecoveryAction::Settled), ("b", RecoveryAction::Interrupted)]
+    );
+    let texts: Vec<String> = store
+        .load_log(&session)
+        .await
+        .unwrap()
+        .into_iter()
+        .filter_map(|m| match m.message {
+            Message::ToolResult(r) => Some(r.text()),
+            _ => None,
+        })
+        .collect();
+    // The live path's hook ran on the returned end; recovery's interrupted result gets none, as in recover_session.
+    assert_eq!(texts, ["[redacted]".to_owned(), INTERRUPTED.to_owned()]);
+    let runs = store.tool_runs(&session).await.unwrap();
+    let a = runs.iter().find(|run| run.call_id == "a").unwrap();
+    assert_eq!((a.state, a.outcome), (RunState::Finished, Some(RunOutcome::Finished)));
+    assert_eq!(a.started_at_us, Some(3), "the start the store had is kept");
+    let b = runs.iter().find(|run| run.call_id == "b").unwrap();
+    assert_eq!((b.state, b.outcome), (RunState::Skipped, Some(RunOutcome::Interrupted)));
+
+    // Settled again, nothing is unfinished: nothing more is written.
+    let again = engine
+        .settle_known(&session, vec![("a".to_owned(), headstart::BodyEnd::Interrupted)])
+        .await
+        .unwrap();
+    assert!(again.is_empty(), "{again:?}");
+}

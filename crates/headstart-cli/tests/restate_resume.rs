@@ -7,6 +7,9 @@
 //! resumes is Restate's to decide (one per session, the Virtual Object's exclusive handler); several resumers at once
 //! (property 5) and copies of one crash (3 and 6) are the fleet's suite, `tests/resume.rs`.
 //!
+//! A second test (issue 43) crashes at `after-body` with an `after_tool_call` hook that redacts the fetch's result:
+//! the result `Tools` journaled is stored by the replay, and it must pass through the hook as on the live path.
+//!
 //! Needs the server binary as `tests/restate.rs` does; every process is killed when the test ends.
 #![cfg(unix)]
 
@@ -85,4 +88,67 @@ async fn every_crash_point_of_a_turn_resumes_on_restate_with_its_prefix_and_no_e
         CASES.len(),
         begun.elapsed().as_secs_f64()
     );
+}
+
+/// The suite's scenario with an `after_tool_call` hook that replaces the fetch's result, written to `dir`.
+fn redacting_scenario(dir: &std::path::Path) -> String {
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join(SCENARIO);
+    let mut scenario: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(path).expect("read the scenario")).expect("JSON");
+    scenario["hooks"] = serde_json::json!({ "after": { "fetch": { "text": "fetched (redacted)" } } });
+    let written = dir.join("redacting.json");
+    std::fs::write(&written, scenario.to_string()).expect("write the scenario");
+    written.display().to_string()
+}
+
+/// The stored result texts of `session`, by call id.
+async fn result_texts(store: &StoreAt, session: &SessionId) -> Vec<(String, String)> {
+    let snapshot = store.snapshot(session).await;
+    snapshot
+        .log
+        .iter()
+        .filter_map(|stored| match &stored.message {
+            headstart::Message::ToolResult(result) => Some((result.tool_call_id.clone(), result.text())),
+            _ => None,
+        })
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_result_the_journal_kept_passes_through_the_after_hook_when_the_turn_died_before_storing_it() {
+    let Some(binary) = server_binary() else { return };
+    let server_dir = workdir();
+    let server = start_server(&binary, server_dir.path());
+    let client = RestateClient::new(&server.ingress_url(0));
+    let request = TurnRequest {
+        prompt: PROMPT.to_owned(),
+        ..TurnRequest::default()
+    };
+    for crash_at in [None, Some("after-body")] {
+        let label = format!("crash at {crash_at:?}");
+        let dir = workdir();
+        let scenario = redacting_scenario(dir.path());
+        let port = port();
+        let env: Vec<(&str, &str)> = crash_at.iter().map(|point| (CRASH_AT, *point)).collect();
+        let mut first = registered_deployment_in(&server, dir.path(), port, &scenario, &env);
+        let session = new_session_id();
+        let invocation = client.submit(&session, &request, &session).await.expect("submitted");
+        let _resumer = crash_at.map(|_| {
+            let status = first.wait_within(PATIENCE);
+            assert!(!status.success(), "{label}: the deployment did not die ({status})");
+            registered_deployment(&server, dir.path(), port, &scenario)
+        });
+        let report = attach_until_ended(&client, &invocation, PATIENCE)
+            .await
+            .unwrap_or_else(|| panic!("{label}: the turn did not end"));
+        assert_eq!(report.stop, AgentStop::Completed, "{label}: {report:?}");
+        let store = StoreAt::sqlite(&dir.path().join("agents.db"));
+        let texts = result_texts(&store, &SessionId(session)).await;
+        let fetch = texts.iter().find(|(call, _)| call == "c_fetch");
+        assert_eq!(
+            fetch.map(|(_, text)| text.as_str()),
+            Some("fetched (redacted)"),
+            "{label}: the fetch's stored result went through the after hook: {texts:?}"
+        );
+    }
 }

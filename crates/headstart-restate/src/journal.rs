@@ -113,6 +113,15 @@ impl From<CallOutcome> for ToolResult {
     }
 }
 
+impl From<CallOutcome> for headstart::BodyEnd {
+    fn from(outcome: CallOutcome) -> Self {
+        match outcome {
+            CallOutcome::Interrupted => headstart::BodyEnd::Interrupted,
+            returned => headstart::BodyEnd::Returned(returned.into()),
+        }
+    }
+}
+
 impl TurnReport {
     /// How the turn ends its hold on the session in the store: `completed` when its loop stopped as a finished
     /// agent does (completed, terminated by a tool, or at its request limit), else `failed` with the stop.

@@ -15,9 +15,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use futures::StreamExt;
-use headstart::core::model::{ToolResultMessage, UserMessage};
+use headstart::core::model::UserMessage;
 use headstart::layer::Around;
-use headstart::store::{Layered, Lease, RunEnd, RunOutcome, RunState, SessionSettings, StoreError};
+use headstart::store::{Layered, Lease, SessionSettings, StoreError};
 use headstart::{Agent, AgentEvent, AgentStop, CancellationToken, SessionId, Tool, TranscriptStore};
 use restate_sdk::context::DurableFuture;
 use restate_sdk::prelude::*;
@@ -222,31 +222,20 @@ impl<'ctx> Turn<'_, 'ctx> {
         Box::pin(self.ctx.service_client::<ToolsClient>().run_call(Json(spec)).call())
     }
 
-    /// Stores the results of the calls a lost attempt had issued, where the store has none yet, then recovers the
-    /// rest of the lost response (contract §7.4) before the loop goes on.
+    /// Stores the results of the calls a lost attempt had issued, where the store has none yet, through the engine's
+    /// `after` hooks as the live path stores them ([`headstart::Engine::settle_known`]); the rest of the lost
+    /// response is recovered (contract §7.4) when the loop goes on.
     async fn settle(&self, mut issued: Calls<'ctx, String>) -> Result<(), HandlerError> {
-        let mut outcomes = Vec::new();
+        let mut ends = Vec::new();
         while let Some((call_id, outcome)) = issued.next().await? {
-            outcomes.push((call_id, outcome));
+            ends.push((call_id, outcome.into()));
         }
-        let store = &self.store;
-        let unfinished = store.unfinished_calls(&self.session).await.map_err(retry)?;
-        for (call_id, outcome) in outcomes {
-            let Some(open) = unfinished.iter().find(|open| open.call.id == call_id) else {
-                continue;
-            };
-            let (result, run) = stored_result(open, outcome);
-            store
-                .append_tool_result(
-                    &self.session,
-                    open.run.request,
-                    &result,
-                    Some(run),
-                    self.deployment.clock.now_us(),
-                )
-                .await
-                .map_err(retry)?;
-        }
+        let engine = self
+            .deployment
+            .setup
+            .engine(&self.session, Arc::clone(&self.store))
+            .build();
+        engine.settle_known(&self.session, ends).await.map_err(retry)?;
         Ok(())
     }
 
@@ -381,49 +370,6 @@ impl<'ctx, T> Calls<'ctx, T> {
             },
         };
         Ok(self.owners.remove(&index).map(|owner| (owner, outcome)))
-    }
-}
-
-/// The result and run end to store for a call a lost attempt had issued, from what `Tools` answered.
-fn stored_result(open: &headstart::store::UnfinishedCall, outcome: CallOutcome) -> (ToolResultMessage, RunEnd) {
-    let started_at_us = open.run.started_at_us;
-    match outcome {
-        CallOutcome::Output {
-            content,
-            details,
-            terminate,
-        } => (
-            ToolResultMessage {
-                tool_call_id: open.call.id.clone(),
-                tool_name: open.call.name.clone(),
-                content,
-                details,
-                is_error: false,
-                terminate,
-                ready_during: None,
-            },
-            RunEnd {
-                state: RunState::Finished,
-                outcome: RunOutcome::Finished,
-                started_at_us,
-            },
-        ),
-        CallOutcome::Failed { message } => (
-            ToolResultMessage::error(&open.call, message),
-            RunEnd {
-                state: RunState::Finished,
-                outcome: RunOutcome::Error,
-                started_at_us,
-            },
-        ),
-        CallOutcome::Interrupted => (
-            ToolResultMessage::error(&open.call, headstart::INTERRUPTED),
-            RunEnd {
-                state: RunState::Cancelled,
-                outcome: RunOutcome::Interrupted,
-                started_at_us,
-            },
-        ),
     }
 }
 

@@ -17,7 +17,7 @@ use crate::events::outbox::Outbox;
 use crate::events::queue::EventStream;
 use crate::parts::EngineParts;
 pub use crate::parts::TurnIdSource;
-use crate::recovery::{recover_with_tools, RecoveredCall, RecoveryPolicy};
+use crate::recovery::{recover_with_tools, BodyEnd, RecoveredCall, RecoveryPolicy};
 use crate::response::drive::{drive_response, DrivenResponse};
 use crate::response::lease_guard::LeaseGuard;
 use crate::response::telemetry::ChatSpan;
@@ -210,6 +210,18 @@ impl Engine {
     /// run one at a time in admission order.
     pub async fn recover(&self, session: &SessionId, policy: RecoveryPolicy) -> Result<Vec<RecoveredCall>, StoreError> {
         recover_with_tools(&self.parts, session, policy).await
+    }
+
+    /// Stores the results of unfinished calls whose bodies ran elsewhere and whose ends a crash kept (`ends`, by
+    /// call id: a host such as Restate's `Tools` journaled them), through this engine's `after` hooks, as the live
+    /// path stores a result; an interrupted end is recovered as [`recover_session`](crate::recover_session) does.
+    /// The other unfinished calls are left for [`recover`](Self::recover). Take the session first, as for recovery.
+    pub async fn settle_known(
+        &self,
+        session: &SessionId,
+        ends: Vec<(String, BodyEnd)>,
+    ) -> Result<Vec<RecoveredCall>, StoreError> {
+        crate::recovery::settle_known(&self.parts, session, ends).await
     }
 }
 

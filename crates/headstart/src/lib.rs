@@ -114,7 +114,8 @@ pub use events::event::TurnOutcome;
 pub use events::event::{AgentEvent, AgentStop, ResponseOutcome, Role};
 pub use events::queue::{Emitted, EventStream};
 pub use recovery::{
-    expects_answer, recover_all, recover_session, RecoveredCall, RecoveryAction, RecoveryPolicy, Resumed, INTERRUPTED,
+    expects_answer, recover_all, recover_session, BodyEnd, RecoveredCall, RecoveryAction, RecoveryPolicy, Resumed,
+    INTERRUPTED,
 };
 pub use response::ending::{CANCELLED_BY_CALLER, MISSING_TERMINAL};
 pub use response::lease_guard::{LeaseGuard, LEASE_MAY_HAVE_EXPIRED};

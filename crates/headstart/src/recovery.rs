@@ -15,7 +15,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::events::queue::EventStream;
 use crate::parts::EngineParts;
-use crate::response::execute::execute;
+use crate::response::execute::{execute, finalize};
 use crate::response::lease_guard::CallGate;
 use crate::response::prepare::prepare;
 use crate::tools::updates::UpdateSink;
@@ -42,6 +42,19 @@ pub enum RecoveryAction {
     Interrupted,
     /// Its idempotent tool ran again and its result was recorded.
     ReExecuted,
+    /// Its body had ended where it ran ([`BodyEnd`], known to the host), and that end was stored through the
+    /// `after` hooks ([`Engine::settle_known`](crate::Engine::settle_known)).
+    Settled,
+}
+
+/// How a call's body ended where a host ran it, outside the engine's own execution (Restate's `Tools` service
+/// journals it): what a crash kept that the store did not get.
+#[derive(Debug)]
+pub enum BodyEnd {
+    /// The body returned this.
+    Returned(crate::ToolResult),
+    /// The body may have begun, and how it ended is unknown: the call is recovered as any other (contract §7.4).
+    Interrupted,
 }
 
 /// One recovered call.
@@ -231,6 +244,57 @@ async fn reexecute(
         RecoveryAction::ReExecuted,
         result_seq,
     ))
+}
+
+/// Settles the unfinished calls of `session` whose body's end is known (`ends`, by call id): a returned body's result
+/// goes through the `after` hooks and is stored with its run's end, exactly as a live call's is (contract §4.6,
+/// §5.4); an interrupted one is recovered as [`recover_session`] recovers it. Unfinished calls not in `ends`, and
+/// ends of calls that have a result already, are left alone.
+pub(crate) async fn settle_known(
+    parts: &EngineParts,
+    session: &SessionId,
+    mut ends: Vec<(String, BodyEnd)>,
+) -> Result<Vec<RecoveredCall>, StoreError> {
+    let store = parts.store.as_ref();
+    let mut settled = Vec::new();
+    for unfinished in store.unfinished_calls(session).await? {
+        let Some(at) = ends.iter().position(|(call_id, _)| *call_id == unfinished.call.id) else {
+            continue;
+        };
+        let (_, end) = ends.swap_remove(at);
+        let returned = match end {
+            BodyEnd::Interrupted => {
+                settled.push(fail_call(store, session, &unfinished, parts.clock.now_us()).await?);
+                continue;
+            }
+            BodyEnd::Returned(returned) => returned,
+        };
+        let executed = finalize(
+            &unfinished.call,
+            crate::response::execute::body_returned(returned),
+            &parts.hooks,
+        )
+        .await;
+        let had_started = had_started(&unfinished);
+        let (result, run) = executed.settle(&unfinished.call, unfinished.run.started_at_us);
+        let result_seq = store
+            .append_tool_result(
+                session,
+                unfinished.run.request,
+                &result,
+                Some(run),
+                parts.clock.now_us(),
+            )
+            .await?;
+        settled.push(recovered_call(
+            session,
+            &unfinished,
+            had_started,
+            RecoveryAction::Settled,
+            result_seq,
+        ));
+    }
+    Ok(settled)
 }
 
 /// Whether a stored conversation waits for the model (contract §3.6.12, §7.4.3): its canonical context ends with the

@@ -92,15 +92,7 @@ async fn run_body(ready: ReadyCall, call: &ToolCall, context: ToolContext) -> Ex
             let limit = timeout.map_or(0, |limit| limit.as_millis());
             Executed::error(RunOutcome::TimedOut, format!("timed out after {limit}ms"))
         }
-        Some(Ok(Ok(output))) => Executed {
-            draft: ResultDraft {
-                content: output.content,
-                details: output.details,
-                is_error: false,
-                terminate: output.terminate,
-            },
-            outcome: RunOutcome::Finished,
-        },
+        Some(Ok(Ok(output))) => body_returned(Ok(output)),
         Some(Ok(Err(error))) => {
             let outcome = if cancel.is_cancelled() {
                 RunOutcome::Cancelled
@@ -120,7 +112,29 @@ async fn run_body(ready: ReadyCall, call: &ToolCall, context: ToolContext) -> Ex
 /// or in a hook become error results.
 pub(crate) async fn execute(ready: ReadyCall, call: Arc<ToolCall>, hooks: Hooks, context: ToolContext) -> Executed {
     let executed = run_body(ready, &call, context).await;
-    let finalized = AssertUnwindSafe(hooks.after(&call, executed.draft.clone()))
+    finalize(&call, executed, &hooks).await
+}
+
+/// What a body's return is, before the `after` hooks (contract §5.4): its output, or its error.
+pub(crate) fn body_returned(result: crate::tools::tool::ToolResult) -> Executed {
+    match result {
+        Ok(output) => Executed {
+            draft: ResultDraft {
+                content: output.content,
+                details: output.details,
+                is_error: false,
+                terminate: output.terminate,
+            },
+            outcome: RunOutcome::Finished,
+        },
+        Err(error) => Executed::error(RunOutcome::Error, error.message),
+    }
+}
+
+/// The finalize phase (contract §4.6): the `after` hooks on an executed call's result, wherever its body ran. Never
+/// unwinds: a hook's panic becomes an error result.
+pub(crate) async fn finalize(call: &ToolCall, executed: Executed, hooks: &Hooks) -> Executed {
+    let finalized = AssertUnwindSafe(hooks.after(call, executed.draft.clone()))
         .catch_unwind()
         .await;
     match finalized {
