@@ -26,6 +26,8 @@
 //!     its real result, its body ran once, and the turn completes (issue 45: a replay never contradicts its journal).
 //! 11. Every attempt of `Tools/run_call` fails (`HEADSTART_RESTATE_FAULT=fail-run-call`): `inspect --restate` shows,
 //!     under the turn that waits, the call Restate keeps retrying and its last failure.
+//! 12. A body that passes its timeout and one that panics, on `Tools`: each call ends with the outcome, state and text
+//!     the same scenario gives in process (`headstart replay`), through the engine's one body runner.
 //!
 //! The server (`headstart_restate::local::LocalServer`, killed when dropped) binary comes from `RESTATE_SERVER`, else `target/restate/node_modules/…` (where `.ci/run` installs the
 //! pinned npm package). Without it the tests say so loudly and pass, or fail under `HEADSTART_REQUIRE_RESTATE=1`
@@ -210,6 +212,69 @@ async fn a_call_retried_for_good_is_shown_beside_the_turn_that_waits_on_it() {
     let text = inspect(false);
     assert!(text.contains("  waits on Tools/run_call inv_"), "{text}");
     assert!(text.contains("run_call fails on purpose"), "{text}");
+}
+
+/// How each call of `session` ended in `store`: call id, outcome, state and result text, by call id.
+async fn ends(store: &dyn TranscriptStore, session: &SessionId) -> Vec<(String, String, String)> {
+    let log = store.load_log(session).await.expect("log");
+    let mut ends: Vec<(String, String, String)> = store
+        .tool_runs(session)
+        .await
+        .expect("runs")
+        .into_iter()
+        .map(|run| {
+            let text = log
+                .iter()
+                .find_map(|stored| match &stored.message {
+                    Message::ToolResult(result) if result.tool_call_id == run.call_id => Some(result.text()),
+                    _ => None,
+                })
+                .unwrap_or_default();
+            (run.call_id, format!("{:?} {:?}", run.outcome, run.state), text)
+        })
+        .collect();
+    ends.sort();
+    ends
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_body_that_times_out_or_panics_on_tools_ends_as_it_does_in_process() {
+    let Some(binary) = server_binary() else { return };
+    let dir = workdir();
+    // The lookup passes its timeout; the write panics.
+    let mut scenario: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(harness::scenario(SCENARIO)).expect("read")).expect("JSON");
+    scenario["tools"][0]["timeout_ms"] = serde_json::json!(100);
+    scenario["tools"][1]["behavior"] = serde_json::json!({ "delay_ms": 10, "panic": "boom", "touch": true });
+    let file = dir.path().join("stopped.json");
+    std::fs::write(&file, scenario.to_string()).expect("write the scenario");
+    let file = file.display().to_string();
+
+    // In process: the same scenario replayed on the wall clock.
+    let replay_db = dir.path().join("replay.db");
+    let replayed = std::process::Command::new(bin())
+        .args(["replay", "--clock", "wall", "--db"])
+        .arg(&replay_db)
+        .arg(&file)
+        .output()
+        .expect("replay runs");
+    assert!(replayed.status.success(), "{replayed:?}");
+    let replay_store = headstart::SqliteStore::open_read_only(&replay_db).expect("open the replay's store");
+    let replayed_session = replay_store.sessions().await.expect("sessions")[0].id.clone();
+    let in_process = ends(&replay_store, &replayed_session).await;
+
+    let server = start_server(&binary, dir.path());
+    let _deployment = registered_deployment(&server, dir.path(), port(), &file);
+    let (report, session) = report_and_session(&submit(&server, true, &file).output_within(PATIENCE));
+    assert_eq!(report["stop"]["reason"], "completed", "{report}");
+    let on_restate = ends(&open_store(dir.path()), &session).await;
+    assert_eq!(on_restate, in_process, "the calls end on Restate as in process");
+    let outcomes: Vec<&str> = on_restate.iter().map(|(_, outcome, _)| outcome.as_str()).collect();
+    assert_eq!(
+        outcomes,
+        ["Some(TimedOut) Cancelled", "Some(Panicked) Finished"],
+        "{on_restate:?}"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -40,3 +40,8 @@ pub(crate) fn hit(point: Point) {
         std::process::abort();
     }
 }
+
+/// The failure a fault makes an attempt end with: one Restate retries, as it retries any attempt that failed.
+pub(crate) fn failure(what: &str) -> restate_sdk::prelude::HandlerError {
+    std::io::Error::other(format!("{FAULT_VARIABLE}: {what}")).into()
+}

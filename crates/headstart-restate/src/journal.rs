@@ -6,7 +6,7 @@
 //! model: the stream that produced the seals died with its attempt.
 
 use headstart::core::model::{AssistantMessage, ContentBlock};
-use headstart::store::SessionEnd;
+use headstart::store::{RunOutcome, SessionEnd};
 use headstart::{AgentStop, Arguments, ToolError, ToolOutput, ToolResult, INTERRUPTED};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -76,6 +76,10 @@ pub enum CallOutcome {
     Failed {
         /// The error's text.
         message: String,
+        /// How the body was stopped when it did not fail on its own (timed out, panicked, cancelled), as the
+        /// engine's body runner says ([`headstart::run_body`]); absent for an ordinary failure.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        stopped: Option<RunOutcome>,
     },
     /// An earlier attempt of this call may have run the body and died: it is not run again (at most once), and the
     /// call's result is the interrupted error of contract §7.4.
@@ -90,7 +94,10 @@ impl From<ToolResult> for CallOutcome {
                 details: output.details,
                 terminate: output.terminate,
             },
-            Err(error) => CallOutcome::Failed { message: error.message },
+            Err(error) => CallOutcome::Failed {
+                message: error.message,
+                stopped: error.stopped,
+            },
         }
     }
 }
@@ -107,7 +114,7 @@ impl From<CallOutcome> for ToolResult {
                 details,
                 terminate,
             }),
-            CallOutcome::Failed { message } => Err(ToolError::new(message)),
+            CallOutcome::Failed { message, stopped } => Err(ToolError { message, stopped }),
             CallOutcome::Interrupted => Err(ToolError::new(INTERRUPTED)),
         }
     }

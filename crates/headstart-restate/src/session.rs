@@ -367,6 +367,7 @@ impl<'ctx, T> Calls<'ctx, T> {
             Ok(outcome) => outcome.into_inner(),
             Err(error) => CallOutcome::Failed {
                 message: format!("the call failed in Restate: {error}"),
+                stopped: None,
             },
         };
         Ok(self.owners.remove(&index).map(|owner| (owner, outcome)))

@@ -13,10 +13,8 @@
 //! returned another value than the journal's, and Restate retried it forever with `[570 Journal mismatch]`, issue
 //! 45.)
 
-use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
 
-use futures::FutureExt;
 use headstart::{SessionId, ToolContext};
 use restate_sdk::prelude::*;
 
@@ -37,10 +35,7 @@ impl Tools {
         let spec = spec.into_inner();
         #[cfg(feature = "testing")]
         if crate::faults::named(crate::faults::Point::FailRunCall) {
-            return Err(crate::session::retry(format!(
-                "{}: run_call fails on purpose",
-                crate::faults::FAULT_VARIABLE
-            )));
+            return Err(crate::faults::failure("run_call fails on purpose"));
         }
         let started = Ran::default();
         ctx.run(started.wrap(|| async {
@@ -82,8 +77,9 @@ impl Deployment {
         self.run_call(spec).await
     }
 
-    /// Runs `spec`'s body with the session's own tools (as the session's engine would, minus the scheduling the
-    /// engine already did).
+    /// Runs `spec`'s body with the session's own tools, through the engine's body runner ([`headstart::run_body`]:
+    /// its timeout, panics caught, how a body stopped), as the session's engine would run it, minus the scheduling
+    /// the engine already did.
     pub(crate) async fn run_call(&self, spec: CallSpec) -> CallOutcome {
         let session = SessionId(spec.session.clone());
         let store: Arc<dyn headstart::TranscriptStore> = Arc::clone(&self.store) as _;
@@ -91,29 +87,12 @@ impl Deployment {
         let Some(tool) = engine.toolbox().get(&spec.tool).cloned() else {
             return CallOutcome::Failed {
                 message: format!("unknown tool `{}` on this deployment", spec.tool),
+                stopped: None,
             };
         };
         let mut context = ToolContext::detached(spec.call_id.clone());
         context.session_id = Some(session);
         context.idempotency_key = spec.idempotency_key;
-        // As the engine runs a body: its timeout, and a panic as an error instead of an unwinding handler.
-        let body = AssertUnwindSafe(tool.execute(spec.arguments, context)).catch_unwind();
-        let returned = match tool.timeout() {
-            None => body.await,
-            Some(limit) => match tokio::time::timeout(limit, body).await {
-                Ok(returned) => returned,
-                Err(_) => {
-                    return CallOutcome::Failed {
-                        message: format!("timed out after {}ms", limit.as_millis()),
-                    }
-                }
-            },
-        };
-        match returned {
-            Ok(result) => result.into(),
-            Err(_) => CallOutcome::Failed {
-                message: format!("tool {} panicked", spec.tool),
-            },
-        }
+        headstart::run_body(tool.as_ref(), spec.arguments, context).await.into()
     }
 }

@@ -118,6 +118,7 @@ pub use recovery::{
     INTERRUPTED,
 };
 pub use response::ending::{CANCELLED_BY_CALLER, MISSING_TERMINAL};
+pub use response::execute::run_body;
 pub use response::lease_guard::{LeaseGuard, LEASE_MAY_HAVE_EXPIRED};
 pub use session_setup::SessionSetup;
 pub use stream_ext::ModelStreamExt;

@@ -11,8 +11,9 @@ use serde_json::Value;
 
 use crate::response::panic::panic_message;
 use crate::response::prepare::ReadyCall;
+use crate::tools::error::ToolError;
 use crate::tools::hooks::{Hooks, ResultDraft};
-use crate::tools::tool::ToolContext;
+use crate::tools::tool::{Arguments, Tool, ToolContext, ToolResult};
 
 /// The settled result of an executed call.
 #[derive(Debug, Clone, PartialEq)]
@@ -72,12 +73,16 @@ fn error_draft(text: String) -> ResultDraft {
     }
 }
 
-/// Runs the body: the timeout counts from here (the call's start), a return exactly at the deadline wins, and a
-/// panic becomes an error result instead of unwinding into the engine.
-async fn run_body(ready: ReadyCall, call: &ToolCall, context: ToolContext) -> Executed {
+/// Runs a tool's body as the engine runs every call's (contract §4.6, §5.4): the timeout counts from here (the call's
+/// start), a return exactly at the deadline wins, a body that passes it has its token cancelled, and a panic
+/// becomes an error instead of unwinding into the caller. A body that did not fail on its own says how it stopped
+/// ([`ToolError::stopped`]: timed out, panicked, or cancelled through its context's token), with the text the engine
+/// gives it. A host that runs bodies outside the engine (Restate's `Tools` service) runs them with this, so a call
+/// ends the same wherever its body ran.
+pub async fn run_body(tool: &dyn Tool, arguments: Arguments, context: ToolContext) -> ToolResult {
     let cancel = context.cancel.clone();
-    let timeout = ready.tool.timeout();
-    let body = AssertUnwindSafe(ready.tool.execute(ready.arguments, context)).catch_unwind();
+    let timeout = tool.timeout();
+    let body = AssertUnwindSafe(tool.execute(arguments, context)).catch_unwind();
     let returned = match timeout {
         None => Some(body.await),
         Some(limit) => tokio::select! {
@@ -90,33 +95,32 @@ async fn run_body(ready: ReadyCall, call: &ToolCall, context: ToolContext) -> Ex
         None => {
             cancel.cancel();
             let limit = timeout.map_or(0, |limit| limit.as_millis());
-            Executed::error(RunOutcome::TimedOut, format!("timed out after {limit}ms"))
+            Err(ToolError::stopped(
+                RunOutcome::TimedOut,
+                format!("timed out after {limit}ms"),
+            ))
         }
-        Some(Ok(Ok(output))) => body_returned(Ok(output)),
-        Some(Ok(Err(error))) => {
-            let outcome = if cancel.is_cancelled() {
-                RunOutcome::Cancelled
-            } else {
-                RunOutcome::Error
-            };
-            Executed::error(outcome, error.message)
+        Some(Ok(Ok(output))) => Ok(output),
+        Some(Ok(Err(error))) if error.stopped.is_none() && cancel.is_cancelled() => {
+            Err(ToolError::stopped(RunOutcome::Cancelled, error.message))
         }
-        Some(Err(payload)) => Executed::error(
+        Some(Ok(Err(error))) => Err(error),
+        Some(Err(payload)) => Err(ToolError::stopped(
             RunOutcome::Panicked,
-            format!("tool {} panicked: {}", call.name, panic_message(payload.as_ref())),
-        ),
+            format!("tool {} panicked: {}", tool.name(), panic_message(payload.as_ref())),
+        )),
     }
 }
 
 /// Executes a prepared call and finalizes its result with the `after` hooks. Never unwinds: panics in the body
 /// or in a hook become error results.
 pub(crate) async fn execute(ready: ReadyCall, call: Arc<ToolCall>, hooks: Hooks, context: ToolContext) -> Executed {
-    let executed = run_body(ready, &call, context).await;
-    finalize(&call, executed, &hooks).await
+    let returned = run_body(ready.tool.as_ref(), ready.arguments, context).await;
+    finalize(&call, body_returned(returned), &hooks).await
 }
 
-/// What a body's return is, before the `after` hooks (contract §5.4): its output, or its error.
-pub(crate) fn body_returned(result: crate::tools::tool::ToolResult) -> Executed {
+/// What a body's return is, before the `after` hooks (contract §5.4): its output, or its error with how it stopped.
+pub(crate) fn body_returned(result: ToolResult) -> Executed {
     match result {
         Ok(output) => Executed {
             draft: ResultDraft {
@@ -127,7 +131,7 @@ pub(crate) fn body_returned(result: crate::tools::tool::ToolResult) -> Executed 
             },
             outcome: RunOutcome::Finished,
         },
-        Err(error) => Executed::error(RunOutcome::Error, error.message),
+        Err(error) => Executed::error(error.stopped.unwrap_or(RunOutcome::Error), error.message),
     }
 }
 

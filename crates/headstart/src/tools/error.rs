@@ -2,6 +2,8 @@
 
 use std::fmt;
 
+use headstart_store::RunOutcome;
+
 /// A call failed: its message becomes the call's error result, the text the model reads (contract §5.4). What
 /// [`Tool::execute`](crate::Tool::execute), a [layer](crate::layer) and a [hook](crate::ToolHook) return when they
 /// fail. A typed tool's [`ToolFailure`] becomes one with the error's text and its sources.
@@ -10,6 +12,10 @@ use std::fmt;
 pub struct ToolError {
     /// What went wrong.
     pub message: String,
+    /// How the body was stopped, when it did not fail on its own: timed out, panicked or cancelled, as
+    /// [`run_body`](crate::run_body) says, so that a host that ran the body elsewhere (Restate's `Tools`) hands the
+    /// engine the outcome it would have given in process. `None` for an ordinary failure.
+    pub stopped: Option<RunOutcome>,
 }
 
 impl ToolError {
@@ -17,6 +23,15 @@ impl ToolError {
     pub fn new(message: impl Into<String>) -> Self {
         ToolError {
             message: message.into(),
+            stopped: None,
+        }
+    }
+
+    /// A body stopped from outside (`outcome`: timed out, panicked, cancelled), with the text the model reads.
+    pub fn stopped(outcome: RunOutcome, message: impl Into<String>) -> Self {
+        ToolError {
+            message: message.into(),
+            stopped: Some(outcome),
         }
     }
 }
@@ -27,7 +42,7 @@ pub type HookError = ToolError;
 
 impl From<String> for ToolError {
     fn from(message: String) -> Self {
-        ToolError { message }
+        ToolError::new(message)
     }
 }
 
