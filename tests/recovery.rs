@@ -168,16 +168,7 @@ async fn idempotent_tools_are_re_executed() {
         recovered.iter().all(|r| r.action == RecoveryAction::ReExecuted),
         "{recovered:?}"
     );
-    let texts: Vec<String> = store
-        .load_log(&session)
-        .await
-        .unwrap()
-        .into_iter()
-        .filter_map(|m| match m.message {
-            Message::ToolResult(r) => Some(r.text()),
-            _ => None,
-        })
-        .collect();
+    let texts = result_texts(store.as_ref(), &session).await;
     assert_eq!(texts, ["fetched \"a\"", "fetched \"b\""]);
     let runs = store.tool_runs(&session).await.unwrap();
     assert!(runs
@@ -188,6 +179,20 @@ async fn idempotent_tools_are_re_executed() {
     let other = crashed_session_in(&store).await;
     let recovered = engine.recover(&other, RecoveryPolicy::FailAll).await.unwrap();
     assert!(recovered.iter().all(|r| r.action == RecoveryAction::Interrupted));
+}
+
+/// The texts of `session`'s stored results, in log order.
+async fn result_texts(store: &dyn TranscriptStore, session: &SessionId) -> Vec<String> {
+    store
+        .load_log(session)
+        .await
+        .unwrap()
+        .into_iter()
+        .filter_map(|m| match m.message {
+            Message::ToolResult(r) => Some(r.text()),
+            _ => None,
+        })
+        .collect()
 }
 
 async fn crashed_session_in(store: &Arc<dyn TranscriptStore>) -> SessionId {
@@ -316,16 +321,7 @@ async fn ends_known_to_a_host_are_stored_through_the_after_hooks_and_interrupted
         actions,
         [("a", RecoveryAction::Settled), ("b", RecoveryAction::Interrupted)]
     );
-    let texts: Vec<String> = store
-        .load_log(&session)
-        .await
-        .unwrap()
-        .into_iter()
-        .filter_map(|m| match m.message {
-            Message::ToolResult(r) => Some(r.text()),
-            _ => None,
-        })
-        .collect();
+    let texts = result_texts(store.as_ref(), &session).await;
     // The live path's hook ran on the returned end; recovery's interrupted result gets none, as in recover_session.
     assert_eq!(texts, ["[redacted]".to_owned(), INTERRUPTED.to_owned()]);
     let runs = store.tool_runs(&session).await.unwrap();

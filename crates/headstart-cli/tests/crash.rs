@@ -268,12 +268,7 @@ fn check_after_kill(run: &RunDir, label: &str, checked: &mut Checked) -> i64 {
         .count();
     let broken: Vec<String> = violations
         .iter()
-        .filter(|violation| {
-            !matches!(
-                violation,
-                InvariantViolation::Unsettled { .. } | InvariantViolation::ResultCount { results: 0, .. }
-            )
-        })
+        .filter(|violation| !violation.left_by_a_crash())
         .map(ToString::to_string)
         .collect();
     assert!(broken.is_empty(), "{label}: {broken:?}");

@@ -42,17 +42,10 @@ use headstart::store::RunState;
 use headstart::{Message, SessionId, TranscriptStore};
 use headstart_restate::local::LocalServer;
 use headstart_restate::{new_session_id, RestateClient, RestateError, TurnRequest};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use harness::*;
 use support::{terminal_commit_us, workdir};
-
-fn look_it_up() -> TurnRequest {
-    TurnRequest {
-        prompt: "look it up and write it down".to_owned(),
-        ..TurnRequest::default()
-    }
-}
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_early_call_starts_through_restate_long_before_the_stream_ends() {
@@ -415,19 +408,7 @@ async fn a_cluster_node_killed_mid_turn_leaves_every_session_to_complete() {
     let _deployment = registered_deployment(&cluster, dir.path(), port(), SCENARIO);
     // Submitted and attached through node 2's ingress; node 1 (which provisioned the cluster) is killed.
     let client = RestateClient::new(&cluster.ingress_url(1));
-    let mut turns = Vec::new();
-    let started = Instant::now();
-    while turns.len() < 4 {
-        let session = new_session_id();
-        match client.submit(&session, &look_it_up(), &session).await {
-            Ok(invocation) => turns.push((session, invocation)),
-            // The registration reaches the other nodes' ingress a moment after node 1's admin API accepted it.
-            Err(RestateError::NotRegistered { .. }) if started.elapsed() < PATIENCE => {
-                tokio::time::sleep(Duration::from_millis(100)).await;
-            }
-            Err(error) => panic!("submit: {error}"),
-        }
-    }
+    let turns = submit_round(&client, 4).await;
     wait_for_lookup(dir.path());
     cluster.kill(0);
     let store = open_store(dir.path());

@@ -27,7 +27,7 @@ use std::time::{Duration, Instant};
 use headstart::store::RunState;
 use headstart::{SessionId, TranscriptStore};
 use headstart_restate::local::LocalServer;
-use headstart_restate::{new_session_id, RestateClient, RestateError, TurnRequest};
+use headstart_restate::{new_session_id, RestateClient, RestateError};
 
 use harness::*;
 use support::campaign::{env_number, seed, Rng};
@@ -49,13 +49,6 @@ const CLUSTER_KILLS: u64 = 2;
 const CLUSTER_SESSIONS: usize = 12;
 /// How soon after a node's death every session of its round must have ended (issue 45).
 const AFTER_NODE_KILL: Duration = Duration::from_secs(30);
-
-fn look_it_up() -> TurnRequest {
-    TurnRequest {
-        prompt: "look it up and write it down".to_owned(),
-        ..TurnRequest::default()
-    }
-}
 
 /// Submits one session, again while the server is down or restarting (within [`PATIENCE`]); returns its id and
 /// the turn's invocation.
@@ -148,23 +141,6 @@ async fn sessions_under_kills_of_deployments_and_the_server_lose_nothing_and_run
         last_kill.elapsed().as_secs_f64(),
         begun.elapsed().as_secs_f64()
     );
-}
-
-/// Submits `count` sessions through `client`, again while the cluster is still spreading the registration.
-async fn submit_round(client: &RestateClient, count: usize) -> Vec<(String, String)> {
-    let started = Instant::now();
-    let mut turns = Vec::with_capacity(count);
-    while turns.len() < count {
-        let session = new_session_id();
-        match client.submit(&session, &look_it_up(), &session).await {
-            Ok(invocation) => turns.push((session, invocation)),
-            Err(RestateError::NotRegistered { .. }) if started.elapsed() < PATIENCE => {
-                tokio::time::sleep(Duration::from_millis(100)).await;
-            }
-            Err(error) => panic!("submit: {error}"),
-        }
-    }
-    turns
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -162,36 +162,34 @@ impl RestateClient {
     /// turn as long as its idempotency key is retained (a day by default), so older turns are not listed. A turn not
     /// completed carries the `Tools` calls it issued whose attempts fail ([`TurnStatus::failing_calls`]).
     pub async fn turns(&self, session: Option<&str>) -> Result<Vec<TurnStatus>, RestateError> {
+        let rows: admin::Rows = self
+            .query(&admin::turns_query(session), "list the sessions' turns")
+            .await?;
+        let mut turns = rows.into_turns();
+        if turns.iter().any(|turn| turn.status != "completed") {
+            let calls: admin::CallRows = self
+                .query(admin::FAILING_CALLS_QUERY, "list the calls the turns wait on")
+                .await?;
+            calls.attach_to(&mut turns);
+        }
+        Ok(turns)
+    }
+
+    /// The rows the admin API's SQL introspection answers `sql` with (`what` names the question in errors).
+    async fn query<T: serde::de::DeserializeOwned>(&self, sql: &str, what: &str) -> Result<T, RestateError> {
         let url = format!("{}/query", self.base);
-        let body = serde_json::json!({ "query": admin::turns_query(session) }).to_string();
+        let body = serde_json::json!({ "query": sql }).to_string();
         let answer = self
             .request(
                 Method::POST,
                 &url,
                 Some(body),
                 &[("accept", "application/json")],
-                "list the sessions' turns",
+                what,
                 Some(REQUEST_TIMEOUT),
             )
             .await?;
-        let rows: admin::Rows = read_json(&answer, "list the sessions' turns")?;
-        let mut turns = rows.into_turns();
-        if turns.iter().any(|turn| turn.status != "completed") {
-            let body = serde_json::json!({ "query": admin::FAILING_CALLS_QUERY }).to_string();
-            let answer = self
-                .request(
-                    Method::POST,
-                    &url,
-                    Some(body),
-                    &[("accept", "application/json")],
-                    "list the calls the turns wait on",
-                    Some(REQUEST_TIMEOUT),
-                )
-                .await?;
-            let calls: admin::CallRows = read_json(&answer, "list the calls the turns wait on")?;
-            calls.attach_to(&mut turns);
-        }
-        Ok(turns)
+        read_json(&answer, what)
     }
 
     /// Waits for the turn `invocation` to end and returns its report.

@@ -118,9 +118,8 @@ async fn fail_call(
     unfinished: &UnfinishedCall,
     at_us: i64,
 ) -> Result<RecoveredCall, StoreError> {
-    let had_started = had_started(unfinished);
     let run = RunEnd {
-        state: if had_started {
+        state: if had_started(unfinished) {
             RunState::Cancelled
         } else {
             RunState::Skipped
@@ -129,35 +128,40 @@ async fn fail_call(
         started_at_us: unfinished.run.started_at_us,
     };
     let result = ToolResultMessage::error(&unfinished.call, INTERRUPTED);
+    record(
+        store,
+        session,
+        unfinished,
+        (result, run),
+        RecoveryAction::Interrupted,
+        at_us,
+    )
+    .await
+}
+
+/// Stores `result` and its run's end for `unfinished` at `at_us`, and says what recovery did (`action`): the one
+/// write every way of recovering a call ends with.
+async fn record(
+    store: &dyn TranscriptStore,
+    session: &SessionId,
+    unfinished: &UnfinishedCall,
+    (result, run): (ToolResultMessage, RunEnd),
+    action: RecoveryAction,
+    at_us: i64,
+) -> Result<RecoveredCall, StoreError> {
     let result_seq = store
         .append_tool_result(session, unfinished.run.request, &result, Some(run), at_us)
         .await?;
-    Ok(recovered_call(
-        session,
-        unfinished,
-        had_started,
-        RecoveryAction::Interrupted,
-        result_seq,
-    ))
-}
-
-fn recovered_call(
-    session: &SessionId,
-    unfinished: &UnfinishedCall,
-    had_started: bool,
-    action: RecoveryAction,
-    result_seq: u64,
-) -> RecoveredCall {
-    RecoveredCall {
+    Ok(RecoveredCall {
         session: session.clone(),
         request: unfinished.run.request,
         call_id: unfinished.call.id.clone(),
         tool_name: unfinished.call.name.clone(),
         fragment_seq: unfinished.run.fragment_seq,
-        had_started,
+        had_started: had_started(unfinished),
         action,
         result_seq,
-    }
+    })
 }
 
 /// Recovers `session` with `policy`, re-executing with the engine's tools and hooks ([`Engine::recover`](crate::Engine::recover)).
@@ -191,7 +195,6 @@ async fn reexecute(
     unfinished: &UnfinishedCall,
 ) -> Result<RecoveredCall, StoreError> {
     let call = Arc::new(unfinished.call.clone());
-    let had_started = had_started(unfinished);
     let gate = CallGate::new(session.clone(), unfinished.run.request, parts.lease_guard.clone());
     let prepared = match gate.refusal() {
         // The lease may have expired (contract §7.5.4): the call is not run again; its result says why.
@@ -227,23 +230,15 @@ async fn reexecute(
             (executed.into_result(&call), run)
         }
     };
-    let result_seq = parts
-        .store
-        .append_tool_result(
-            session,
-            unfinished.run.request,
-            &result,
-            Some(run),
-            parts.clock.now_us(),
-        )
-        .await?;
-    Ok(recovered_call(
+    record(
+        parts.store.as_ref(),
         session,
         unfinished,
-        had_started,
+        (result, run),
         RecoveryAction::ReExecuted,
-        result_seq,
-    ))
+        parts.clock.now_us(),
+    )
+    .await
 }
 
 /// Settles the unfinished calls of `session` whose body's end is known (`ends`, by call id): a returned body's result
@@ -275,24 +270,9 @@ pub(crate) async fn settle_known(
             &parts.hooks,
         )
         .await;
-        let had_started = had_started(&unfinished);
-        let (result, run) = executed.settle(&unfinished.call, unfinished.run.started_at_us);
-        let result_seq = store
-            .append_tool_result(
-                session,
-                unfinished.run.request,
-                &result,
-                Some(run),
-                parts.clock.now_us(),
-            )
-            .await?;
-        settled.push(recovered_call(
-            session,
-            &unfinished,
-            had_started,
-            RecoveryAction::Settled,
-            result_seq,
-        ));
+        let ended = executed.settle(&unfinished.call, unfinished.run.started_at_us);
+        let at_us = parts.clock.now_us();
+        settled.push(record(store, session, &unfinished, ended, RecoveryAction::Settled, at_us).await?);
     }
     Ok(settled)
 }

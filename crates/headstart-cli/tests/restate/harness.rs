@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 
 use headstart::{Message, SessionId, SqliteStore, TranscriptStore};
 use headstart_restate::local::{find_server, free_port, LocalServer};
-use headstart_restate::{RestateClient, TurnReport};
+use headstart_restate::{new_session_id, RestateClient, RestateError, TurnReport, TurnRequest};
 use headstart_testkit::invariants::check_session;
 use serde_json::Value;
 
@@ -407,4 +407,31 @@ pub fn shorten_timeouts(server: &LocalServer, service: &str) {
         Some(200),
         "shorten {service}'s timeouts"
     );
+}
+
+/// The prompt of the scenarios here.
+pub fn look_it_up() -> TurnRequest {
+    TurnRequest {
+        prompt: "look it up and write it down".to_owned(),
+        ..TurnRequest::default()
+    }
+}
+
+/// Submits `count` new sessions through `client`; returns each with its turn's invocation. A cluster's other nodes
+/// learn a registration a moment after the node that accepted it: `NotRegistered` is tried again (within
+/// [`PATIENCE`]).
+pub async fn submit_round(client: &RestateClient, count: usize) -> Vec<(String, String)> {
+    let started = Instant::now();
+    let mut turns = Vec::with_capacity(count);
+    while turns.len() < count {
+        let session = new_session_id();
+        match client.submit(&session, &look_it_up(), &session).await {
+            Ok(invocation) => turns.push((session, invocation)),
+            Err(RestateError::NotRegistered { .. }) if started.elapsed() < PATIENCE => {
+                tokio::time::sleep(Duration::from_millis(100)).await;
+            }
+            Err(error) => panic!("submit: {error}"),
+        }
+    }
+    turns
 }

@@ -247,12 +247,7 @@ pub fn check_crashed(label: &str, case: &Case, at_crash: &Snapshot, touched_at_c
     let broken: Vec<String> = at_crash
         .violations
         .iter()
-        .filter(|violation| {
-            !matches!(
-                violation,
-                InvariantViolation::Unsettled { .. } | InvariantViolation::ResultCount { results: 0, .. }
-            )
-        })
+        .filter(|violation| !violation.left_by_a_crash())
         .map(ToString::to_string)
         .collect();
     assert!(broken.is_empty(), "{label}: property 4, the crashed store: {broken:?}");

@@ -162,6 +162,17 @@ pub enum InvariantViolation {
     },
 }
 
+impl InvariantViolation {
+    /// Whether a process killed at any instant may leave this until recovery (contract §7.4): an admitted call not
+    /// settled, and a stored call without a result. Anything else a crashed store shows is a broken invariant.
+    pub fn left_by_a_crash(&self) -> bool {
+        matches!(
+            self,
+            InvariantViolation::Unsettled { .. } | InvariantViolation::ResultCount { results: 0, .. }
+        )
+    }
+}
+
 impl fmt::Display for InvariantViolation {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
