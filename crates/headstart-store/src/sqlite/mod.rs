@@ -173,6 +173,25 @@ impl fmt::Debug for SqliteStore {
     }
 }
 
+/// `PRAGMA journal_mode=WAL`, tried again for up to `patience` while it answers "database is locked". Two processes
+/// switching one file at the same moment (a copy made by `VACUUM INTO`, a restored backup, opened by several
+/// recoveries at once) may each hold the shared lock the other must see gone, and SQLite then answers one of them
+/// SQLITE_BUSY at once instead of calling the busy handler: the busy timeout alone does not cover it. The crash
+/// test's recoveries started together met it.
+fn switch_to_wal(conn: &Connection, patience: Duration) -> rusqlite::Result<String> {
+    let started = std::time::Instant::now();
+    loop {
+        match conn.query_row(sql::SET_JOURNAL_MODE_WAL, [], |row| row.get(0)) {
+            Err(rusqlite::Error::SqliteFailure(error, _))
+                if error.code == rusqlite::ErrorCode::DatabaseBusy && started.elapsed() < patience =>
+            {
+                std::thread::sleep(Duration::from_millis(5));
+            }
+            answer => return answer,
+        }
+    }
+}
+
 impl SqliteStore {
     /// Opens the store at `path` for reading and writing, creating the file (owner-only permissions on unix) and
     /// the schema if they do not exist, and upgrading an older schema.
@@ -214,9 +233,7 @@ impl SqliteStore {
                     .into(),
             ));
         }
-        let mode: String = conn
-            .query_row(sql::SET_JOURNAL_MODE_WAL, [], |row| row.get(0))
-            .map_err(fail("switch to WAL journal mode"))?;
+        let mode = switch_to_wal(&conn, options.busy_timeout).map_err(fail("switch to WAL journal mode"))?;
         if !mode.eq_ignore_ascii_case("wal") {
             return Err(StoreError::Open {
                 path: label,
