@@ -209,14 +209,20 @@ fn unfinished(conn: &Connection) -> i64 {
 /// The engine's invariants (`headstart_testkit::invariants`, shared with the scenario, adapter and load tests) on what
 /// the database holds for `session`, read through a read-only store.
 fn session_violations(db: &Path, session: &str) -> Vec<InvariantViolation> {
+    let (runtime, store) = read_only(db);
+    runtime
+        .block_on(invariants::check_session(&store, &SessionId(session.to_owned())))
+        .unwrap_or_else(|e| panic!("read session {session}: {e}"))
+}
+
+/// A runtime and a read-only store on `db`, to read what a killed run left from this synchronous test.
+fn read_only(db: &Path) -> (tokio::runtime::Runtime, SqliteStore) {
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
         .expect("a tokio runtime");
     let store = SqliteStore::open_read_only(db).unwrap_or_else(|e| panic!("open {} read-only: {e}", db.display()));
-    runtime
-        .block_on(invariants::check_session(&store, &SessionId(session.to_owned())))
-        .unwrap_or_else(|e| panic!("read session {session}: {e}"))
+    (runtime, store)
 }
 
 /// Checks 1–3 on the database a run left; returns the number of unfinished calls.
@@ -342,11 +348,7 @@ fn recover_command(bin: &Path, db: &Path) -> Command {
 
 /// Every session's transcript and runs in `db`, timestamps aside.
 fn decisions(db: &Path) -> serde_json::Value {
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .expect("a tokio runtime");
-    let store = SqliteStore::open_read_only(db).unwrap_or_else(|e| panic!("open {} read-only: {e}", db.display()));
+    let (runtime, store) = read_only(db);
     let mut value = runtime.block_on(async {
         let mut sessions = Vec::new();
         for info in store.sessions().await.expect("sessions") {

@@ -38,14 +38,14 @@
 mod harness;
 mod support;
 
-use headstart::store::RunState;
-use headstart::{Message, SessionId, TranscriptStore};
+use headstart::store::{RunState, ToolRun};
+use headstart::{Message, SessionId, SqliteStore, TranscriptStore};
 use headstart_restate::local::LocalServer;
 use headstart_restate::{new_session_id, RestateClient, RestateError, TurnRequest};
 use std::time::Duration;
 
 use harness::*;
-use support::{terminal_commit_us, workdir};
+use support::{terminal_commit_us, workdir, ChildGuard};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_early_call_starts_through_restate_long_before_the_stream_ends() {
@@ -86,6 +86,25 @@ async fn an_early_call_starts_through_restate_long_before_the_stream_ends() {
     );
 }
 
+/// The end of a turn (`submitted`, `submit --wait`) whose deployment died with the lookup's body begun and was
+/// replaced: it completed after one recovery, with the lookup's result only (the write was never sealed: the crash
+/// cut the response before it, and the resumed loop answered). Returns the store, the session and the lookup's run.
+async fn lookup_after_one_recovery(dir: &std::path::Path, submitted: ChildGuard) -> (SqliteStore, SessionId, ToolRun) {
+    let (report, session) = report_and_session(&submitted.output_within(PATIENCE));
+    assert_eq!(report["stop"]["reason"], "completed", "{report}");
+    assert_eq!(report["recoveries"], 1, "{report}");
+    let store = open_store(dir);
+    assert_sound(&store, &session, &["c_lookup"]).await;
+    let lookup = store
+        .tool_runs(&session)
+        .await
+        .expect("runs")
+        .into_iter()
+        .find(|run| run.call_id == "c_lookup")
+        .expect("the lookup's run");
+    (store, session, lookup)
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_deployment_killed_mid_turn_is_recovered_and_nothing_runs_twice() {
     let Some(binary) = server_binary() else { return };
@@ -98,18 +117,7 @@ async fn a_deployment_killed_mid_turn_is_recovered_and_nothing_runs_twice() {
     wait_for_lookup(dir.path());
     first.kill();
     let _second = registered_deployment(&server, dir.path(), port, SCENARIO);
-    let (report, session) = report_and_session(&submitted.output_within(PATIENCE));
-    assert_eq!(report["stop"]["reason"], "completed", "{report}");
-    assert_eq!(report["recoveries"], 1, "{report}");
-
-    let store = open_store(dir.path());
-    // The write was never sealed: the crash cut the response before it, and the resumed loop answered.
-    assert_sound(&store, &session, &["c_lookup"]).await;
-    let runs = store.tool_runs(&session).await.expect("runs");
-    let lookup = runs
-        .iter()
-        .find(|run| run.call_id == "c_lookup")
-        .expect("the lookup's run");
+    let (_, session, lookup) = lookup_after_one_recovery(dir.path(), submitted).await;
     // Its body began in the killed process: recovery reports it interrupted, never runs it again.
     assert_eq!(lookup.state, RunState::Cancelled, "{lookup:?}");
     assert_no_body_twice(dir.path(), &session);
@@ -134,20 +142,10 @@ async fn a_body_whose_outcome_was_journaled_keeps_it_when_its_attempt_dies_befor
     let status = first.wait_within(PATIENCE);
     assert!(!status.success(), "the deployment aborted at the fault: {status:?}");
     let _second = registered_deployment(&server, dir.path(), port, SCENARIO);
-    let (report, session) = report_and_session(&submitted.output_within(PATIENCE));
-    assert_eq!(report["stop"]["reason"], "completed", "{report}");
-    assert_eq!(report["recoveries"], 1, "{report}");
-
-    let store = open_store(dir.path());
-    assert_sound(&store, &session, &["c_lookup"]).await;
+    let (store, session, lookup) = lookup_after_one_recovery(dir.path(), submitted).await;
     // The replayed `run_call` found the body's outcome in its journal and returned it: the lookup's real result,
     // not "interrupted" (which the `started` marker alone would say, and Restate would then retry forever as a
     // journal mismatch had the output been the handler's return).
-    let runs = store.tool_runs(&session).await.expect("runs");
-    let lookup = runs
-        .iter()
-        .find(|run| run.call_id == "c_lookup")
-        .expect("the lookup's run");
     assert_eq!(lookup.state, RunState::Finished, "{lookup:?}");
     let log = store.load_log(&session).await.expect("log");
     let texts = support::result_texts(&log);

@@ -101,19 +101,6 @@ fn redacting_scenario(dir: &std::path::Path) -> String {
     written.display().to_string()
 }
 
-/// The stored result texts of `session`, by call id.
-async fn result_texts(store: &StoreAt, session: &SessionId) -> Vec<(String, String)> {
-    let snapshot = store.snapshot(session).await;
-    snapshot
-        .log
-        .iter()
-        .filter_map(|stored| match &stored.message {
-            headstart::Message::ToolResult(result) => Some((result.tool_call_id.clone(), result.text())),
-            _ => None,
-        })
-        .collect()
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_result_the_journal_kept_passes_through_the_after_hook_when_the_turn_died_before_storing_it() {
     let Some(binary) = server_binary() else { return };
@@ -142,13 +129,14 @@ async fn a_result_the_journal_kept_passes_through_the_after_hook_when_the_turn_d
             .await
             .unwrap_or_else(|| panic!("{label}: the turn did not end"));
         assert_eq!(report.stop, AgentStop::Completed, "{label}: {report:?}");
-        let store = StoreAt::sqlite(&dir.path().join("agents.db"));
-        let texts = result_texts(&store, &SessionId(session)).await;
-        let fetch = texts.iter().find(|(call, _)| call == "c_fetch");
+        let stored = StoreAt::sqlite(&dir.path().join("agents.db"))
+            .snapshot(&SessionId(session))
+            .await;
         assert_eq!(
-            fetch.map(|(_, text)| text.as_str()),
-            Some("fetched (redacted)"),
-            "{label}: the fetch's stored result went through the after hook: {texts:?}"
+            stored.result("c_fetch").map(|result| result.text()),
+            Some("fetched (redacted)".to_owned()),
+            "{label}: the fetch's stored result went through the after hook: {:?}",
+            stored.log
         );
     }
 }

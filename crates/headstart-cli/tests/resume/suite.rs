@@ -9,6 +9,7 @@ use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
 
+use headstart::core::model::ToolResultMessage;
 use headstart::store::{RunOutcome, SessionQueue, SessionState, StoredMessage, ToolRun};
 use headstart::{Message, SessionId};
 use headstart_postgres::testing::{self, TestDatabase};
@@ -167,36 +168,38 @@ impl Snapshot {
 
     /// The calls admitted without a result.
     pub fn unfinished(&self) -> Vec<&str> {
-        let mut calls: Vec<&str> = self
-            .runs
-            .iter()
-            .filter(|run| run.result_seq.is_none())
-            .map(|run| run.call_id.as_str())
-            .collect();
-        calls.sort_unstable();
-        calls
+        self.calls(false)
     }
 
     /// The calls with a result.
     pub fn settled(&self) -> Vec<&str> {
+        self.calls(true)
+    }
+
+    /// The admitted calls with a result (`with_result`) or without one, sorted.
+    fn calls(&self, with_result: bool) -> Vec<&str> {
         let mut calls: Vec<&str> = self
             .runs
             .iter()
-            .filter(|run| run.result_seq.is_some())
+            .filter(|run| run.result_seq.is_some() == with_result)
             .map(|run| run.call_id.as_str())
             .collect();
         calls.sort_unstable();
         calls
     }
 
-    /// The stored result of `call`, as JSON.
-    pub fn result_of(&self, call: &str) -> Option<Value> {
+    /// The stored result of `call`.
+    pub fn result(&self, call: &str) -> Option<&ToolResultMessage> {
         self.log.iter().find_map(|stored| match &stored.message {
-            Message::ToolResult(result) if result.tool_call_id == call => {
-                Some(serde_json::to_value(result).expect("a result serializes"))
-            }
+            Message::ToolResult(result) if result.tool_call_id == call => Some(result),
             _ => None,
         })
+    }
+
+    /// The stored result of `call`, as JSON.
+    pub fn result_of(&self, call: &str) -> Option<Value> {
+        self.result(call)
+            .map(|result| serde_json::to_value(result).expect("a result serializes"))
     }
 
     /// The transcript and the runs with every timestamp taken out: what two resumptions of one crash must agree on.

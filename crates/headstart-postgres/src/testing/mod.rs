@@ -74,9 +74,7 @@ impl TestDatabase {
             Err(err) => panic!("finding the test PostgreSQL panicked: {err}"),
         };
         let name = next_name();
-        let admin = connect(&server.admin_url)
-            .await
-            .unwrap_or_else(|err| panic!("cannot connect to the test PostgreSQL: {}", describe(&err)));
+        let admin = server.admin().await;
         let end_others = format!(
             "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = '{}' AND pid <> pg_backend_pid()",
             self.name.replace('\'', "''")
@@ -102,11 +100,7 @@ impl TestDatabase {
                 Err(err) => panic!("cannot copy {} to {name}: {}", self.name, describe(&err)),
             }
         }
-        TestDatabase {
-            url: server.address.url(&name),
-            name,
-            drop_with: server.external.then(|| server.admin_url.clone()),
-        }
+        server.test_database(name)
     }
 
     /// A plain connection to the database, to set up or inspect what a test needs beside the store (its
@@ -229,13 +223,7 @@ pub async fn database() -> Option<TestDatabase> {
         }
     };
     let name = next_name();
-    let admin = connect(&server.admin_url).await.unwrap_or_else(|err| {
-        panic!(
-            "cannot connect to the test PostgreSQL ({}): {}",
-            server.describe,
-            describe(&err)
-        )
-    });
+    let admin = server.admin().await;
     // template0 and the C locale: an encoding-neutral template, so UTF8 works whatever the server's default.
     let create = format!(
         "CREATE DATABASE {} TEMPLATE template0 ENCODING 'UTF8' LC_COLLATE 'C' LC_CTYPE 'C'",
@@ -248,11 +236,7 @@ pub async fn database() -> Option<TestDatabase> {
             describe(&err)
         )
     });
-    Some(TestDatabase {
-        url: server.address.url(&name),
-        name,
-        drop_with: server.external.then(|| server.admin_url.clone()),
-    })
+    Some(server.test_database(name))
 }
 
 /// A database name no other test of this process has.
@@ -311,6 +295,28 @@ struct Server {
     external: bool,
     /// The throwaway cluster's guardian: it stops the cluster when this pipe closes, at the process's end.
     _guardian: Option<Mutex<ChildStdin>>,
+}
+
+impl Server {
+    /// A connection to its maintenance database, where test databases are created and copied.
+    async fn admin(&self) -> Client {
+        connect(&self.admin_url).await.unwrap_or_else(|err| {
+            panic!(
+                "cannot connect to the test PostgreSQL ({}): {}",
+                self.describe,
+                describe(&err)
+            )
+        })
+    }
+
+    /// The test database `name` on this server (created by the caller), dropped with it on a `DATABASE_URL` server.
+    fn test_database(&self, name: String) -> TestDatabase {
+        TestDatabase {
+            url: self.address.url(&name),
+            name,
+            drop_with: self.external.then(|| self.admin_url.clone()),
+        }
+    }
 }
 
 /// The server, started on first use.
