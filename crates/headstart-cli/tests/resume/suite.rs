@@ -202,11 +202,28 @@ impl Snapshot {
             .map(|result| serde_json::to_value(result).expect("a result serializes"))
     }
 
-    /// The transcript and the runs with every timestamp taken out: what two resumptions of one crash must agree on.
+    /// The transcript's messages and the runs, with every timestamp and log position taken out, each list sorted:
+    /// what two resumptions of one crash must agree on. Whether an early call's result or the stream's next
+    /// fragment is written first is the wall clock's (on a loaded machine either comes first), not a decision: the
+    /// model's context places each result after its call either way (contract §7.3).
     pub fn decisions(&self) -> Value {
-        let mut value = serde_json::json!({ "log": self.log, "runs": self.runs });
-        strip_times(&mut value);
-        value
+        let sorted = |items: Vec<Value>| {
+            let mut items: Vec<Value> = items
+                .into_iter()
+                .map(|mut item| {
+                    strip_times(&mut item);
+                    if let Value::Object(fields) = &mut item {
+                        fields.retain(|key, _| !matches!(key.as_str(), "seq" | "result_seq" | "fragment_seq"));
+                    }
+                    item
+                })
+                .collect();
+            items.sort_by_key(Value::to_string);
+            Value::Array(items)
+        };
+        let log = self.log.iter().map(|stored| serde_json::json!(stored)).collect();
+        let runs = self.runs.iter().map(|run| serde_json::json!(run)).collect();
+        serde_json::json!({ "log": sorted(log), "runs": sorted(runs) })
     }
 }
 
