@@ -1,7 +1,7 @@
 // The drop-in against pi-agent-core 1.6.0, side by side in one run (docs/performance.md, "The Node package"):
 //
 // 1. per event: one response of many text deltas through each loop, consumed with `for await`;
-// 2. four scenarios of the corpus (tests/scenarios: 01, 03, 05, 06) on real timers, pi's loop against the drop-in
+// 2. four scenarios of the corpus (tests/scenarios: 01, 03, 05, 06) on real timers (kept on time: `sleepUntil`), pi's loop against the drop-in
 //    with the scenario's early tools early, beside the ideal: the engine's own replay on the virtual clock (its
 //    report's `end_ms`, from `headstart replay` when HEADSTART_CLI names the binary, or given as `--ideal 01=450,...`);
 // 3. seal to start, the prefix commit included, through the addon: p50 and p95 over many early calls.
@@ -74,6 +74,20 @@ function scenarioTurns(file) {
   return { scenario, turns };
 }
 
+/**
+ * Resolves at `deadline` (a `performance.now()` time), on time: a timer to just before it, then a check on each turn
+ * of the event loop. Node's timers fire 0.5 to 1.5 ms late; a chain of three of them would put more of Node's lateness
+ * into a scenario's figure than the loop under test adds, and both loops would carry it.
+ */
+function sleepUntil(deadline) {
+  return new Promise((done) => {
+    const check = () => (performance.now() >= deadline ? done() : setImmediate(check));
+    const early = deadline - performance.now() - 2;
+    if (early > 0) setTimeout(check, early);
+    else check();
+  });
+}
+
 /** A pi stream replaying a delta log on real timers (`at_ms` from the stream's start). */
 function replayStream(events) {
   const stream = createAssistantMessageEventStream();
@@ -82,8 +96,7 @@ function replayStream(events) {
   const started = performance.now();
   (async () => {
     for (const event of events) {
-      const wait = event.at_ms - (performance.now() - started);
-      if (wait > 0) await new Promise((done) => setTimeout(done, wait));
+      if (performance.now() < started + event.at_ms) await sleepUntil(started + event.at_ms);
       const i = event.index;
       switch (event.type) {
         case "start":
@@ -137,7 +150,7 @@ function scenarioTools(scenario) {
     ...(spec.execution_mode === "sequential" ? { executionMode: "sequential" } : spec.async ? { executionMode: "early" } : {}),
     execute: async (id) => {
       const behavior = { ...spec.behavior, ...(spec.by_call?.[id] ?? {}) };
-      if (behavior.delay_ms) await new Promise((done) => setTimeout(done, behavior.delay_ms));
+      if (behavior.delay_ms) await sleepUntil(performance.now() + behavior.delay_ms);
       if (behavior.error) throw new Error(behavior.error);
       return { content: [{ type: "text", text: behavior.result?.text ?? "" }], details: {}, terminate: behavior.result?.terminate === true };
     },

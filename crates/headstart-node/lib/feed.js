@@ -83,11 +83,11 @@ export function piToDelta(event) {
   }
 }
 
-/** The events of every token: consecutive ones of one block are joined into one before they go to the engine. */
-const TOKEN_DELTAS = new Set(["text_delta", "thinking_delta", "toolcall_delta"]);
-
 /** The events that must reach the engine at once: a seal (an early call may start) and the end. */
 const URGENT = new Set(["toolcall_end", "done", "error"]);
+
+/** The events of every token: consecutive ones of one block are joined into one before they go to the engine. */
+const TOKEN_DELTAS = new Set(["text_delta", "thinking_delta", "toolcall_delta"]);
 
 /**
  * pi-ai events into a native response, in bursts: the events of one turn of the event loop go over as one call (JSON
@@ -97,9 +97,12 @@ const URGENT = new Set(["toolcall_end", "done", "error"]);
  */
 export class PiFeed {
   #response;
-  /** JSON lines, and last, maybe, the token delta being joined (`{type, index, delta}`). */
+  /** JSON lines waiting to go over. */
   #pending = [];
-  #joining = null;
+  /** The token delta being joined: its type, block and text so far. */
+  #joinType = null;
+  #joinIndex = -1;
+  #joinText = "";
   #scheduled = false;
   #closed = false;
 
@@ -109,39 +112,61 @@ export class PiFeed {
 
   /** Takes one pi-ai event; a value that is not one is a `TypeError`. */
   add(event) {
+    const delta = event?.delta;
+    if (typeof delta === "string" && TOKEN_DELTAS.has(event.type)) this.token(event.type, event.contentIndex, delta);
+    else this.other(event);
+  }
+
+  /**
+   * Takes one token delta (`text_delta`, `thinking_delta` or `toolcall_delta`) of block `index`: the hot path, one
+   * call per token.
+   */
+  token(type, index, delta) {
     if (this.#closed) return;
-    if (TOKEN_DELTAS.has(event?.type) && Number.isSafeInteger(event.contentIndex) && typeof event.delta === "string") {
-      const joining = this.#joining;
-      if (joining && joining.type === event.type && joining.index === event.contentIndex) {
-        joining.delta += event.delta;
-      } else {
-        this.#settleJoining();
-        this.#joining = { type: event.type, index: event.contentIndex, delta: event.delta };
-      }
-    } else {
-      const delta = piToDelta(event);
-      if (delta === undefined) return;
+    if (this.#joinType !== type || this.#joinIndex !== index) {
+      if (!Number.isSafeInteger(index)) return this.other({ type, contentIndex: index, delta });
       this.#settleJoining();
-      this.#pending.push(JSON.stringify(delta));
+      this.#joinType = type;
+      this.#joinIndex = index;
     }
+    this.#joinText += delta;
+    this.#schedule();
+  }
+
+  /** Takes one pi-ai event that is not a token delta; a value that is not one is a `TypeError`. */
+  other(event) {
+    if (this.#closed) return;
+    const delta = piToDelta(event);
+    if (delta === undefined) return;
+    this.#settleJoining();
+    this.#pending.push(JSON.stringify(delta));
     if (URGENT.has(event.type)) {
       this.flush();
       if (event.type !== "toolcall_end") this.end();
-    } else if (!this.#scheduled) {
-      this.#scheduled = true;
-      setImmediate(() => this.flush());
+    } else {
+      this.#schedule();
     }
   }
 
+  #schedule() {
+    if (this.#scheduled) return;
+    this.#scheduled = true;
+    setImmediate(() => this.flush());
+  }
+
   #settleJoining() {
-    const joining = this.#joining;
-    if (!joining) return;
-    this.#joining = null;
-    this.#pending.push(`{"type":"${joining.type}","index":${joining.index},"delta":${JSON.stringify(joining.delta)}}`);
+    if (this.#joinType === null) return;
+    this.#pending.push(
+      `{"type":"${this.#joinType}","index":${this.#joinIndex},"delta":${JSON.stringify(this.#joinText)}}`,
+    );
+    this.#joinType = null;
+    this.#joinIndex = -1;
+    this.#joinText = "";
   }
 
   /** Hands over what is pending. */
   flush() {
+    globalThis.MARK?.("flush " + this.#pending.length);
     this.#scheduled = false;
     this.#settleJoining();
     if (this.#pending.length === 0 || this.#closed) return;

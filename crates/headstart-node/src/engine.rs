@@ -99,36 +99,54 @@ impl NativeEngine {
     #[napi]
     pub async fn append_user(&self, session: String, text: String) -> napi::Result<i64> {
         let store = Arc::clone(self.engine.store());
-        let now = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map_or(0, |since| i64::try_from(since.as_micros()).unwrap_or(i64::MAX));
         let seq = store
-            .append_user(&SessionId(session), &UserMessage::new(text), now)
+            .append_user(&SessionId(session), &UserMessage::new(text), now_us())
             .await
             .map_err(js_error)?;
         Ok(i64::try_from(seq).unwrap_or(i64::MAX))
     }
 
     /// Opens one response of `session` read in `format` (`headstart`, a wire format, or `sse-` and a wire format);
-    /// `seal` is the Chat Completions sealing rule, `record` a file the response is appended to.
+    /// `seal` is the Chat Completions sealing rule, `record` a file the response is appended to. `users` are user
+    /// messages to append to the session first, in order.
+    ///
+    /// Returns at once: the feed takes the model's stream from now on, while the engine appends `users` and finds
+    /// the request's number off Node's thread, so the model's request need not wait for the store. Nothing of the
+    /// stream is read before `users` are durable; a failure there (an unknown session, a broken store) is the
+    /// first `nextBatch`'s rejection.
     #[napi]
-    pub async fn open(
+    pub fn open(
         &self,
         session: String,
         format: String,
         seal: Option<String>,
         record: Option<String>,
+        users: Option<Vec<String>>,
     ) -> napi::Result<NativeResponse> {
         let format = FeedFormat::parse(&format).map_err(js_error)?;
         let options = convert_options(seal.as_deref().unwrap_or("complete"), record.as_deref()).map_err(js_error)?;
         let (feed, deltas) = Feed::open(format, &options);
         let cancel = CancellationToken::new();
-        let events = self
-            .engine
-            .wrap_next(&SessionId(session), deltas, cancel.clone())
-            .await
-            .map_err(js_error)?;
-        Ok(NativeResponse::new(feed, events, cancel))
+        let engine = self.engine.clone();
+        let users = users.unwrap_or_default();
+        let opening = {
+            let cancel = cancel.clone();
+            async move {
+                let session = SessionId(session);
+                let store = Arc::clone(engine.store());
+                for text in users {
+                    store
+                        .append_user(&session, &UserMessage::new(text), now_us())
+                        .await
+                        .map_err(|error| error.to_string())?;
+                }
+                engine
+                    .wrap_next(&session, deltas, cancel)
+                    .await
+                    .map_err(|error| error.to_string())
+            }
+        };
+        Ok(NativeResponse::opening(feed, opening, cancel))
     }
 
     /// Recovers `session` after a crash (contract §7.4): every admitted call without a result gets one,
@@ -167,4 +185,11 @@ impl NativeEngine {
             self.bridge.update(id, &partial);
         }
     }
+}
+
+/// Now, in microseconds since the Unix epoch, as the store's timestamps are.
+fn now_us() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |since| i64::try_from(since.as_micros()).unwrap_or(i64::MAX))
 }

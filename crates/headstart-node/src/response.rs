@@ -12,6 +12,7 @@ use headstart_providers::Feed;
 use napi::bindgen_prelude::Buffer;
 use napi_derive::napi;
 use serde_json::Value;
+use tokio::sync::oneshot;
 
 use crate::js_error;
 
@@ -23,18 +24,44 @@ pub const MAX_BATCH: usize = 512;
 #[napi]
 pub struct NativeResponse {
     feed: Mutex<Feed>,
-    events: Arc<tokio::sync::Mutex<Option<EventStream>>>,
-    settled: Mutex<Option<std::pin::Pin<Box<dyn std::future::Future<Output = ()> + Send>>>>,
+    events: Arc<tokio::sync::Mutex<Events>>,
+    /// The task that opens the response and then outlives it until every task of the run has ended.
+    settled: Mutex<Option<tokio::task::JoinHandle<()>>>,
     cancel: CancellationToken,
 }
 
+/// The engine's side of a response: being opened, open, or gone (its end read, closed, or failed to open).
+enum Events {
+    Opening(oneshot::Receiver<Result<EventStream, String>>),
+    Open(EventStream),
+    Gone,
+}
+
 impl NativeResponse {
-    /// The response of `feed`, whose run's events are `events`, cancelled by `cancel`.
-    pub fn new(feed: Feed, events: EventStream, cancel: CancellationToken) -> Self {
-        let settled = Box::pin(events.settled());
+    /// The response of `feed`, whose run `opening` starts (its events, or why it could not start), cancelled by
+    /// `cancel`. `opening` runs on the addon's runtime at once.
+    pub fn opening<F>(feed: Feed, opening: F, cancel: CancellationToken) -> Self
+    where
+        F: std::future::Future<Output = Result<EventStream, String>> + Send + 'static,
+    {
+        let (sender, receiver) = oneshot::channel();
+        let settled = napi::bindgen_prelude::spawn(async move {
+            match opening.await {
+                Ok(events) => {
+                    let settled = events.settled();
+                    // A response closed while it opened drops the receiver, and with it these events: the run is
+                    // cancelled, and settles.
+                    let _ = sender.send(Ok(events));
+                    settled.await;
+                }
+                Err(why) => {
+                    let _ = sender.send(Err(why));
+                }
+            }
+        });
         NativeResponse {
             feed: Mutex::new(feed),
-            events: Arc::new(tokio::sync::Mutex::new(Some(events))),
+            events: Arc::new(tokio::sync::Mutex::new(Events::Opening(receiver))),
             settled: Mutex::new(Some(settled)),
             cancel,
         }
@@ -42,6 +69,15 @@ impl NativeResponse {
 
     fn feed(&self) -> std::sync::MutexGuard<'_, Feed> {
         self.feed.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Waits for the task that opens the response and outlives its run.
+    async fn wait_settled(&self) {
+        let settled = self.settled.lock().unwrap_or_else(PoisonError::into_inner).take();
+        if let Some(settled) = settled {
+            // A task that panicked has nothing left to wait for.
+            let _ = settled.await;
+        }
     }
 }
 
@@ -87,7 +123,19 @@ impl NativeResponse {
         let calls_only = calls_only.unwrap_or(false);
         let events = Arc::clone(&self.events);
         let mut guard = events.lock().await;
-        let Some(stream) = guard.as_mut() else {
+        if let Events::Opening(receiver) = &mut *guard {
+            let opened = receiver
+                .await
+                .unwrap_or_else(|_| Err("the response's opening task ended".into()));
+            *guard = match opened {
+                Ok(stream) => Events::Open(stream),
+                Err(why) => {
+                    *guard = Events::Gone;
+                    return Err(js_error(why));
+                }
+            };
+        }
+        let Events::Open(stream) = &mut *guard else {
             return Ok("[]".into());
         };
         let mut batch = Vec::new();
@@ -121,21 +169,15 @@ impl NativeResponse {
     #[napi]
     pub async fn close(&self) -> napi::Result<()> {
         self.cancel.cancel();
-        let settled = self.settled.lock().unwrap_or_else(PoisonError::into_inner).take();
-        self.events.lock().await.take();
-        if let Some(settled) = settled {
-            settled.await;
-        }
+        *self.events.lock().await = Events::Gone;
+        self.wait_settled().await;
         Ok(())
     }
 
     /// Resolves once every task of the run has ended, without cancelling it.
     #[napi]
     pub async fn settled(&self) -> napi::Result<()> {
-        let settled = self.settled.lock().unwrap_or_else(PoisonError::into_inner).take();
-        if let Some(settled) = settled {
-            settled.await;
-        }
+        self.wait_settled().await;
         Ok(())
     }
 }

@@ -263,3 +263,9 @@ test("a store that cannot be opened is a clear error from the first call that ne
   assert.throws(() => tool({ name: "x" }), TypeError);
 });
 
+
+test("a session the store does not have is a clear error from the wrapped stream; the stream is not read", async () => {
+  const engine = new Engine(join(scratch(), "t.db"), { durability: "normal", tools: [tool({ name: "echo", parameters: text, execute: async () => "x" })] });
+  await engine.createSession();
+  await assert.rejects(() => collect(engine.wrap("no-such-session", piStream(["echo"]), { format: "pi" })), /no session no-such-session/);
+});

@@ -170,3 +170,48 @@ test("tools may be given as early with `early: true`; a tool marked early runs o
     ["c_a", "c_b", "c_c"],
   );
 });
+
+test("the prompt is in the store even when the loop fails before its first request", async () => {
+  const store = join(mkdtempSync(join(root, "pi-")), "prompt.db");
+  let session;
+  const requests = [];
+  const { runAgentLoop } = await import("headstart/pi");
+  await assert.rejects(
+    runAgentLoop(
+      [user("remember this")],
+      { systemPrompt: "", messages: [], tools: [] },
+      { model: MODEL, convertToLlm, store, onStoreSession: (id) => (session = id) },
+      async (event) => {
+        if (event.type === "agent_start") throw new Error("listener broke");
+      },
+      undefined,
+      (...args) => (requests.push(args), scriptedStream({ blocks: [{ text: "never asked" }], stop: "stop" })),
+    ),
+    /listener broke/,
+  );
+  assert.equal(requests.length, 0, "no request was made");
+  const report = await inspect(store, session);
+  const stored = report.sessions[0].messages.map((entry) => entry.message);
+  assert.deepEqual(stored.map((message) => message.role), ["user"]);
+  assert.match(JSON.stringify(stored[0]), /remember this/);
+});
+
+test("the prompt is written before the response that follows it, with the request not waiting for the write", async () => {
+  const store = join(mkdtempSync(join(root, "pi-")), "order.db");
+  let session;
+  const stream = agentLoop(
+    [user("first"), user("second")],
+    { systemPrompt: "", messages: [], tools: [echo("early", { executionMode: "early" })] },
+    { model: MODEL, convertToLlm, store, onStoreSession: (id) => (session = id) },
+    undefined,
+    scriptedStreamFn([
+      { blocks: [{ call: { id: "c1", name: "early", arguments: { text: "x" } } }], stop: "toolUse" },
+      { blocks: [{ text: "done" }], stop: "stop" },
+    ]),
+  );
+  await drain(stream);
+  const report = await inspect(store, session);
+  const roles = report.sessions[0].messages.map((entry) => entry.message.role);
+  assert.deepEqual(roles.slice(0, 3), ["user", "user", "assistant"], roles.join(","));
+  assert.deepEqual(roles.slice(-2), ["tool_result", "assistant"], roles.join(","));
+});

@@ -95,6 +95,10 @@ export function textOf(content) {
 
 /** A session of a loop: where its transcript goes. */
 export class Session {
+  /** User messages recorded and not written yet, and the engine that recorded them. */
+  #users = [];
+  #recorder;
+
   constructor(config) {
     this.location = config.store ?? ephemeralStore();
     this.durability = config.durability ?? (config.store ? "full" : "normal");
@@ -118,12 +122,26 @@ export class Session {
     return engine;
   }
 
-  /** Writes the user messages among `messages` (their text) to the transcript. */
+  /**
+   * Keeps the user messages among `messages` (their text) for the transcript: they are written with the next
+   * response's open, before anything of it, so the request need not wait for the store (`flush` writes what no
+   * response took).
+   */
   async record(messages, context, config) {
     const users = messages.filter((message) => message?.role === "user");
     if (users.length === 0) return;
-    const engine = await this.engine(context, config);
-    for (const message of users) await engine.appendUser(this.id, textOf(message.content));
+    this.#recorder = await this.engine(context, config);
+    for (const message of users) this.#users.push(textOf(message.content));
+  }
+
+  /** The user messages kept and not written yet, taken by the response that writes them. */
+  takeUsers() {
+    return this.#users.splice(0);
+  }
+
+  /** Writes the user messages that no response took (a loop that failed before its next request). */
+  async flush() {
+    for (const text of this.takeUsers()) await this.#recorder.appendUser(this.id, text);
   }
 }
 

@@ -3,10 +3,11 @@
 // a `Turn`.
 
 import { setDefaultStreamFn as setPiDefaultStreamFn } from "@earendil-works/pi-agent-core";
-import { EventStream, getCurrentTools, getToolStateChanges, toToolDeclaration } from "@earendil-works/pi-ai";
+import { getCurrentTools, getToolStateChanges, toToolDeclaration } from "@earendil-works/pi-ai";
 
 import { messageOf } from "../bridge.js";
 import { Session } from "./durable.js";
+import { AgentEventStream } from "./events.js";
 import { piUsage } from "./steps.js";
 import { Turn } from "./turn.js";
 
@@ -28,8 +29,8 @@ function streamFnOr(streamFn) {
 
 /** Starts a loop with new prompt messages (pi-agent-core's `agentLoop`). */
 export function agentLoop(prompts, context, config, signal, streamFn) {
-  const stream = createAgentStream();
-  void runAgentLoop(prompts, context, config, async (event) => stream.push(event), signal, streamFn).then(
+  const stream = new AgentEventStream();
+  void runAgentLoop(prompts, context, config, (event) => void stream.push(event), signal, streamFn).then(
     (messages) => stream.end(messages),
     (error) => failStream(stream, config, error, signal),
   );
@@ -39,8 +40,8 @@ export function agentLoop(prompts, context, config, signal, streamFn) {
 /** Continues a loop from its context (pi-agent-core's `agentLoopContinue`). */
 export function agentLoopContinue(context, config, signal, streamFn) {
   checkContinuable(context);
-  const stream = createAgentStream();
-  void runAgentLoopContinue(context, config, async (event) => stream.push(event), signal, streamFn).then(
+  const stream = new AgentEventStream();
+  void runAgentLoopContinue(context, config, (event) => void stream.push(event), signal, streamFn).then(
     (messages) => stream.end(messages),
     (error) => failStream(stream, config, error, signal),
   );
@@ -52,13 +53,6 @@ function checkContinuable(context) {
   if (context.messages[context.messages.length - 1].role === "assistant") {
     throw new Error("Cannot continue from message role: assistant");
   }
-}
-
-function createAgentStream() {
-  return new EventStream(
-    (event) => event.type === "agent_end",
-    (event) => (event.type === "agent_end" ? event.messages : []),
-  );
 }
 
 /** A loop that threw (its store failed, a hook of the loop threw) ends its stream as pi's Agent ends a failed run. */
@@ -92,13 +86,15 @@ export async function runAgentLoop(prompts, context, config, emit, signal, strea
   const newMessages = [...initial];
   const current = { ...context, messages: [...context.messages, ...initial] };
   await session.record(initial, current, config);
-  await emit({ type: "agent_start" });
-  await emit({ type: "turn_start" });
-  for (const message of initial) {
-    await emit({ type: "message_start", message });
-    await emit({ type: "message_end", message });
-  }
-  await runLoop(session, current, newMessages, config, signal, emit, streamFnOr(streamFn));
+  await keepingUsers(session, async () => {
+    await emit({ type: "agent_start" });
+    await emit({ type: "turn_start" });
+    for (const message of initial) {
+      await emit({ type: "message_start", message });
+      await emit({ type: "message_end", message });
+    }
+    await runLoop(session, current, newMessages, config, signal, emit, streamFnOr(streamFn));
+  });
   return newMessages;
 }
 
@@ -108,10 +104,25 @@ export async function runAgentLoopContinue(context, config, emit, signal, stream
   const session = new Session(config);
   const newMessages = [];
   const current = { ...context };
-  await emit({ type: "agent_start" });
-  await emit({ type: "turn_start" });
-  await runLoop(session, current, newMessages, config, signal, emit, streamFnOr(streamFn));
+  await keepingUsers(session, async () => {
+    await emit({ type: "agent_start" });
+    await emit({ type: "turn_start" });
+    await runLoop(session, current, newMessages, config, signal, emit, streamFnOr(streamFn));
+  });
   return newMessages;
+}
+
+/**
+ * Runs `body`, a loop of `session`. A loop that fails between recording user messages and its next request (a
+ * listener or a hook threw) still writes them; the loop's own error is the one the caller sees.
+ */
+async function keepingUsers(session, body) {
+  try {
+    await body();
+  } catch (error) {
+    await session.flush().catch(() => {});
+    throw error;
+  }
 }
 
 /** Applies a turn update (`prepareNextTurn`, `prepareRequest`) to the loop's config. */

@@ -44,7 +44,7 @@ export class Turn {
 
   static async open(session, context, config, signal, emit) {
     const engine = await session.engine(context, config);
-    const response = await engine.open(session.id, "headstart", null, null);
+    const response = engine.open(session.id, "headstart", null, null, session.takeUsers());
     const turn = new Turn(session, response, context, config, signal, emit);
     active.set(session.id, turn);
     return turn;
@@ -74,6 +74,7 @@ export class Turn {
 
   /** The engine asks for a call: it is durable, and may start. Resolves to the call's result for the store. */
   onCall(letter, bridge) {
+    globalThis.MARK?.("onCall " + letter.callId);
     this.#slot(this.#asked, letter.callId).resolve({ letter, bridge });
     if (this.#startsEarly(letter.tool) && !this.#early.has(letter.callId)) {
       this.#early.set(letter.callId, this.#runEarly(letter));
@@ -147,22 +148,23 @@ export class Turn {
             added = true;
             await emit({ type: "message_start", message: { ...this.#partial } });
             break;
-          case "text_start":
           case "text_delta":
+          case "thinking_delta":
+          case "toolcall_delta":
+            // One per token: the feed's own path for them.
+            if (typeof event.delta === "string") feed.token(event.type, event.contentIndex, event.delta);
+            else feed.add(event);
+            if (this.#partial) await this.#update(event);
+            break;
+          case "text_start":
           case "text_end":
           case "thinking_start":
-          case "thinking_delta":
           case "thinking_end":
           case "toolcall_start":
-          case "toolcall_delta":
           case "toolcall_end":
             if (event.type === "toolcall_end") this.#toolCalls.set(event.toolCall.id, event.toolCall);
             feed.add(event);
-            if (this.#partial) {
-              this.#partial = event.partial;
-              context.messages[context.messages.length - 1] = this.#partial;
-              await emit({ type: "message_update", assistantMessageEvent: event, message: { ...this.#partial } });
-            }
+            if (this.#partial) await this.#update(event);
             break;
           case "done":
           case "error":
@@ -180,6 +182,13 @@ export class Turn {
     }
   }
 
+  /** pi's `message_update` for `event`, with the partial message it carries; what `emit` returns. */
+  #update(event) {
+    this.#partial = event.partial;
+    this.context.messages[this.context.messages.length - 1] = this.#partial;
+    return this.emit({ type: "message_update", assistantMessageEvent: event, message: { ...this.#partial } });
+  }
+
   async #finish(message, added) {
     const { context, emit } = this;
     if (added) {
@@ -195,8 +204,7 @@ export class Turn {
   /** Waits until the engine's run is over: every admitted call has its stored result. */
   async settle() {
     await Promise.allSettled(this.#early.values());
-    await this.#drained;
-    await this.response.settled();
+    await Promise.all([this.#drained, this.response.settled()]);
   }
 
   /** An early call, started as the engine asked: the whole pipeline, its events as they happen. */
