@@ -10,31 +10,25 @@ use headstart::core::delta_log::TimedDelta;
 use headstart::core::ErrorReason;
 use headstart::{
     Agent, AgentEvent, AgentStop, Arguments, CancellationToken, DeltaEvent, Engine, EngineConfig, Message, SqliteStore,
-    Tool, ToolContext, ToolError, ToolOutput, Toolbox, TranscriptStore, UserMessage,
+    Tool, ToolContext, ToolError, ToolOutput, ToolSpec, Toolbox, TranscriptStore, UserMessage,
 };
 use headstart_sim::sim_model::SimModel;
 use headstart_testkit::fixtures::deltas::{at, text_response};
 use headstart_testkit::invariants::check_session;
-use serde_json::{json, Value};
+use serde_json::json;
 
 struct Step;
 
 #[async_trait]
 impl Tool for Step {
-    fn name(&self) -> &str {
-        "step"
-    }
-
-    fn description(&self) -> &str {
-        "One step of work."
-    }
-
-    fn parameters(&self) -> Value {
-        json!({"type": "object"})
-    }
-
-    fn early(&self) -> bool {
-        true
+    fn spec(&self) -> &ToolSpec {
+        static SPEC: std::sync::LazyLock<ToolSpec> = std::sync::LazyLock::new(|| {
+            ToolSpec::new("step")
+                .description("One step of work.")
+                .parameters(json!({"type": "object"}))
+                .early(true)
+        });
+        &SPEC
     }
 
     async fn execute(&self, _: Arguments, context: ToolContext) -> Result<ToolOutput, ToolError> {

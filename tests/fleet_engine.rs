@@ -12,8 +12,8 @@ use headstart::core::{DoneReason, Usage};
 use headstart::store::{idempotency_key, CallKey, RunOutcome, RunState, SessionQueue, SqliteStore};
 use headstart::{
     Agent, AgentEvent, AgentStop, Arguments, CancellationToken, DeltaEvent, DeltaStream, Engine, Message, Model,
-    ModelError, ModelRequest, Tool, ToolContext, ToolError, ToolOutput, Toolbox, TranscriptStore, UserMessage,
-    LEASE_MAY_HAVE_EXPIRED,
+    ModelError, ModelRequest, Tool, ToolContext, ToolError, ToolOutput, ToolSpec, Toolbox, TranscriptStore,
+    UserMessage, LEASE_MAY_HAVE_EXPIRED,
 };
 use headstart_testkit::invariants::check_session;
 
@@ -29,12 +29,11 @@ struct Record(Arc<Recording>);
 
 #[async_trait]
 impl Tool for Record {
-    fn name(&self) -> &str {
-        "record"
+    fn spec(&self) -> &ToolSpec {
+        static SPEC: std::sync::LazyLock<ToolSpec> = std::sync::LazyLock::new(|| ToolSpec::new("record").early(true));
+        &SPEC
     }
-    fn early(&self) -> bool {
-        true
-    }
+
     async fn execute(&self, _arguments: Arguments, context: ToolContext) -> Result<ToolOutput, ToolError> {
         self.0.runs.fetch_add(1, Ordering::SeqCst);
         let mut keys = self.0.keys.lock().map_err(|_| ToolError::new("poisoned"))?;

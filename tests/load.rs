@@ -26,7 +26,7 @@ use headstart::core::delta_log::TimedDelta;
 use headstart::store::{Durability, RunOutcome, RunState, SqliteOptions};
 use headstart::{
     Agent, AgentEvent, AgentStop, Arguments, CancellationToken, Engine, Message, SqliteStore, Tool, ToolContext,
-    ToolError, ToolOutput, Toolbox, TranscriptStore, UserMessage,
+    ToolError, ToolOutput, ToolSpec, Toolbox, TranscriptStore, UserMessage,
 };
 use headstart_sim::sim_model::SimModel;
 use headstart_testkit::fixtures::deltas::delta_log;
@@ -38,19 +38,14 @@ const CALLS: usize = 10;
 
 /// Counts executions per call id, and yields once so bodies interleave.
 struct Counted {
-    name: &'static str,
-    early: bool,
+    spec: ToolSpec,
     executed: Arc<Mutex<HashMap<String, usize>>>,
 }
 
 #[async_trait]
 impl Tool for Counted {
-    fn name(&self) -> &str {
-        self.name
-    }
-
-    fn early(&self) -> bool {
-        self.early
+    fn spec(&self) -> &ToolSpec {
+        &self.spec
     }
 
     async fn execute(&self, _args: Arguments, ctx: ToolContext) -> Result<ToolOutput, ToolError> {
@@ -109,14 +104,12 @@ async fn a_thousand_concurrent_sessions_lose_nothing() {
     let executed = Arc::new(Mutex::new(HashMap::new()));
     let toolbox = Toolbox::new()
         .with(Counted {
-            name: "fetch",
-            early: true,
+            spec: ToolSpec::new("fetch").early(true),
             executed: Arc::clone(&executed),
         })
         .and_then(|toolbox| {
             toolbox.with(Counted {
-                name: "save",
-                early: false,
+                spec: ToolSpec::new("save"),
                 executed: Arc::clone(&executed),
             })
         })

@@ -14,42 +14,24 @@ use headstart::core::{DoneReason, Usage};
 use headstart::{
     Agent, AgentEvent, AgentStop, Arguments, AsyncDelivery, CancellationToken, DeltaEvent, DeltaStream, Engine,
     EngineConfig, Message, Model, ModelError, ModelRequest, SqliteStore, Tool, ToolContext, ToolError, ToolOutput,
-    Toolbox, TranscriptStore, UserMessage,
+    ToolSpec, Toolbox, TranscriptStore, UserMessage,
 };
 use headstart_sim::sim_model::timed_stream;
 use headstart_testkit::fixtures::deltas::{at, text_response};
 use headstart_testkit::invariants::check_session;
-use serde_json::{json, Value};
+use serde_json::json;
 use tokio::time::Instant;
 
 /// A tool that works `ms` milliseconds; provider-async or not.
 struct Work {
-    name: &'static str,
+    spec: ToolSpec,
     ms: u64,
-    provider_async: bool,
-    early: bool,
 }
 
 #[async_trait]
 impl Tool for Work {
-    fn name(&self) -> &str {
-        self.name
-    }
-
-    fn description(&self) -> &str {
-        "Works a while."
-    }
-
-    fn parameters(&self) -> Value {
-        json!({"type": "object"})
-    }
-
-    fn early(&self) -> bool {
-        self.early
-    }
-
-    fn provider_async(&self) -> bool {
-        self.provider_async
+    fn spec(&self) -> &ToolSpec {
+        &self.spec
     }
 
     async fn execute(&self, _: Arguments, context: ToolContext) -> Result<ToolOutput, ToolError> {
@@ -63,19 +45,15 @@ impl Tool for Work {
 
 fn provider_async(name: &'static str, ms: u64) -> Work {
     Work {
-        name,
+        spec: ToolSpec::new(name).description("Works a while.").provider_async(true),
         ms,
-        provider_async: true,
-        early: false,
     }
 }
 
 fn sync(name: &'static str, ms: u64) -> Work {
     Work {
-        name,
+        spec: ToolSpec::new(name).description("Works a while."),
         ms,
-        provider_async: false,
-        early: false,
     }
 }
 

@@ -8,27 +8,30 @@ use headstart::core::{AssistantMessage, ContentBlock, StopReason, ToolArguments,
 use headstart::store::{AdmittedCall, CallKey, RunOutcome, RunState, SqliteOptions, SqliteStore};
 use headstart::{
     expects_answer, recover_session, Agent, AgentEvent, AgentStop, Arguments, CancellationToken, Engine, Message,
-    RecoveryAction, RecoveryPolicy, SessionId, Tool, ToolCall, ToolContext, ToolError, ToolOutput, Toolbox,
+    RecoveryAction, RecoveryPolicy, SessionId, Tool, ToolCall, ToolContext, ToolError, ToolOutput, ToolSpec, Toolbox,
     TranscriptStore, UserMessage, INTERRUPTED,
 };
 use headstart_sim::sim_model::SimModel;
 use headstart_testkit::fixtures::deltas::text_response;
 
 struct Fetch {
-    idempotent: bool,
+    spec: ToolSpec,
+}
+
+impl Fetch {
+    fn new(idempotent: bool) -> Self {
+        Fetch {
+            spec: ToolSpec::new("fetch").early(true).idempotent(idempotent),
+        }
+    }
 }
 
 #[async_trait]
 impl Tool for Fetch {
-    fn name(&self) -> &str {
-        "fetch"
+    fn spec(&self) -> &ToolSpec {
+        &self.spec
     }
-    fn early(&self) -> bool {
-        true
-    }
-    fn idempotent(&self) -> bool {
-        self.idempotent
-    }
+
     async fn execute(&self, args: Arguments, _ctx: ToolContext) -> Result<ToolOutput, ToolError> {
         Ok(ToolOutput::text(format!("fetched {}", args["url"])))
     }
@@ -130,7 +133,7 @@ async fn default_policy_fails_unfinished_calls_and_the_agent_resumes() {
     // An agent resumes the session from there.
     let store: Arc<dyn TranscriptStore> = Arc::new(store);
     let engine = Engine::builder(Arc::clone(&store))
-        .toolbox(Toolbox::new().with(Fetch { idempotent: false }).unwrap())
+        .toolbox(Toolbox::new().with(Fetch::new(false)).unwrap())
         .build();
     // The resumed loop's first request is request 1: request 0 is the crashed one, stored.
     let agent = Agent::new(
@@ -157,7 +160,7 @@ async fn idempotent_tools_are_re_executed() {
     let session = crashed_session(&store).await;
     let store: Arc<dyn TranscriptStore> = Arc::new(store);
     let engine = Engine::builder(Arc::clone(&store))
-        .toolbox(Toolbox::new().with(Fetch { idempotent: true }).unwrap())
+        .toolbox(Toolbox::new().with(Fetch::new(true)).unwrap())
         .build();
 
     let recovered = engine
@@ -222,7 +225,7 @@ async fn resume_after_crash_recovers_then_continues_only_when_an_answer_is_expec
     let store: Arc<dyn TranscriptStore> = Arc::new(SqliteStore::open_in_memory().unwrap());
     let session = crashed_session_in(&store).await;
     let engine = Engine::builder(Arc::clone(&store))
-        .toolbox(Toolbox::new().with(Fetch { idempotent: false }).unwrap())
+        .toolbox(Toolbox::new().with(Fetch::new(false)).unwrap())
         .build();
     // The stored response was request 0, so the resumed loop asks as request 1.
     let agent = Agent::new(
@@ -299,7 +302,7 @@ async fn ends_known_to_a_host_are_stored_through_the_after_hooks_and_interrupted
     let session = crashed_session(&store).await;
     let store: Arc<dyn TranscriptStore> = Arc::new(store);
     let engine = Engine::builder(Arc::clone(&store))
-        .toolbox(Toolbox::new().with(Fetch { idempotent: true }).unwrap())
+        .toolbox(Toolbox::new().with(Fetch::new(true)).unwrap())
         .hooks(headstart::Hooks::new().with(Redact))
         .build();
 

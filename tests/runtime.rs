@@ -19,7 +19,7 @@ use headstart::core::{DoneReason, Usage};
 use headstart::store::{Durability, SqliteOptions, SqliteStore, StoredMessage};
 use headstart::{
     AgentEvent, Arguments, CancellationToken, DeltaEvent, Engine, Message, TokioClock, Tool, ToolContext, ToolError,
-    ToolOutput, Toolbox, TranscriptStore,
+    ToolOutput, ToolSpec, Toolbox, TranscriptStore,
 };
 use headstart_sim::sim_model::timed_stream;
 use headstart_sim::{replay_file, ReplayOptions};
@@ -141,12 +141,9 @@ struct Watched {
 
 #[async_trait]
 impl Tool for Watched {
-    fn name(&self) -> &str {
-        "watched"
-    }
-
-    fn early(&self) -> bool {
-        true
+    fn spec(&self) -> &ToolSpec {
+        static SPEC: std::sync::LazyLock<ToolSpec> = std::sync::LazyLock::new(|| ToolSpec::new("watched").early(true));
+        &SPEC
     }
 
     async fn execute(&self, _arguments: Arguments, context: ToolContext) -> Result<ToolOutput, ToolError> {
@@ -385,12 +382,10 @@ struct Rendezvous {
 
 #[async_trait]
 impl Tool for Rendezvous {
-    fn name(&self) -> &str {
-        "rendezvous"
-    }
-
-    fn early(&self) -> bool {
-        true
+    fn spec(&self) -> &ToolSpec {
+        static SPEC: std::sync::LazyLock<ToolSpec> =
+            std::sync::LazyLock::new(|| ToolSpec::new("rendezvous").early(true));
+        &SPEC
     }
 
     async fn execute(&self, _arguments: Arguments, _context: ToolContext) -> Result<ToolOutput, ToolError> {

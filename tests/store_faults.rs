@@ -25,7 +25,7 @@ use headstart::core::StopReason;
 use headstart::store::{Durability, Layered, SqliteOptions, StoreError, Write, WriteFuture, WriteLayer, Written};
 use headstart::{
     Agent, AgentEvent, AgentStop, Arguments, CancellationToken, Engine, Message, ResponseOutcome, SessionId,
-    SqliteStore, TokioClock, Tool, ToolContext, ToolError, ToolOutput, Toolbox, TranscriptStore, UserMessage,
+    SqliteStore, TokioClock, Tool, ToolContext, ToolError, ToolOutput, ToolSpec, Toolbox, TranscriptStore, UserMessage,
 };
 use headstart_sim::sim_model::SimModel;
 use headstart_testkit::fixtures::deltas::delta_log;
@@ -35,19 +35,14 @@ use serde_json::json;
 
 /// A tool that records each call whose body starts, then works for 100 ms (virtual) unless cancelled.
 struct Probe {
-    name: &'static str,
-    early: bool,
+    spec: ToolSpec,
     started: Arc<Mutex<Vec<String>>>,
 }
 
 #[async_trait]
 impl Tool for Probe {
-    fn name(&self) -> &str {
-        self.name
-    }
-
-    fn early(&self) -> bool {
-        self.early
+    fn spec(&self) -> &ToolSpec {
+        &self.spec
     }
 
     async fn execute(&self, _args: Arguments, ctx: ToolContext) -> Result<ToolOutput, ToolError> {
@@ -164,14 +159,12 @@ async fn run_agent(store: Arc<dyn TranscriptStore>, turn: Vec<TimedDelta>) -> Ru
     let started = Arc::new(Mutex::new(Vec::new()));
     let toolbox = Toolbox::new()
         .with(Probe {
-            name: "probe",
-            early: true,
+            spec: ToolSpec::new("probe").early(true),
             started: Arc::clone(&started),
         })
         .and_then(|toolbox| {
             toolbox.with(Probe {
-                name: "save",
-                early: false,
+                spec: ToolSpec::new("save"),
                 started: Arc::clone(&started),
             })
         })

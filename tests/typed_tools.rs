@@ -205,7 +205,7 @@ async fn a_layered_toolbox_retries_through_the_engine() {
         .toolbox(toolbox)
         .build();
     assert!(
-        engine.toolbox().get("flaky").is_some_and(|tool| tool.early()),
+        engine.toolbox().get("flaky").is_some_and(|tool| tool.spec().early),
         "the layer keeps the flags"
     );
     let session = engine.create_session().await.expect("session");

@@ -33,7 +33,7 @@ use headstart::core::{DoneReason, ErrorReason, Usage};
 use headstart::{
     AgentEvent, Arguments, CancellationToken, Decision, DeltaEvent, Engine, EngineConfig, ExecutionMode, Hooks,
     Message, ModelError, SessionId, SqliteStore, TokioClock, Tool, ToolCall, ToolContext, ToolError, ToolHook,
-    ToolOutput, Toolbox, TranscriptStore,
+    ToolOutput, ToolSpec, Toolbox, TranscriptStore,
 };
 use headstart_testkit::invariants;
 
@@ -149,26 +149,18 @@ enum Behaviour {
 }
 
 struct Scripted {
-    name: &'static str,
-    early: bool,
+    spec: ToolSpec,
     behaviour: Behaviour,
-    sequential: bool,
-    timeout_ms: Option<u64>,
     keyed: bool,
-    strict_schema: bool,
     probe: Arc<Probe>,
 }
 
 impl Scripted {
     fn new(name: &'static str, early: bool, behaviour: Behaviour, probe: &Arc<Probe>) -> Self {
         Scripted {
-            name,
-            early,
+            spec: ToolSpec::new(name).early(early),
             behaviour,
-            sequential: false,
-            timeout_ms: None,
             keyed: false,
-            strict_schema: false,
             probe: Arc::clone(probe),
         }
     }
@@ -182,24 +174,8 @@ fn delay_for(call_id: &str) -> Duration {
 
 #[async_trait]
 impl Tool for Scripted {
-    fn name(&self) -> &str {
-        self.name
-    }
-
-    fn early(&self) -> bool {
-        self.early
-    }
-
-    fn parameters(&self) -> serde_json::Value {
-        if self.strict_schema {
-            serde_json::json!({"type": "object", "properties": {"x": {"type": "integer"}}, "required": ["x"]})
-        } else {
-            serde_json::json!({"type": "object"})
-        }
-    }
-
-    fn execution_mode(&self) -> ExecutionMode {
-        ExecutionMode::sequential_if(self.sequential)
+    fn spec(&self) -> &ToolSpec {
+        &self.spec
     }
 
     fn conflict_key(&self, arguments: &Arguments) -> Option<String> {
@@ -207,10 +183,6 @@ impl Tool for Scripted {
             return None;
         }
         arguments.get("k").map(ToString::to_string)
-    }
-
-    fn timeout(&self) -> Option<Duration> {
-        self.timeout_ms.map(Duration::from_millis)
     }
 
     async fn execute(&self, _arguments: Arguments, context: ToolContext) -> Result<ToolOutput, ToolError> {
@@ -226,7 +198,7 @@ impl Tool for Scripted {
             () = context.cancel.cancelled() => return Err(ToolError::new("cancelled")),
         }
         match self.behaviour {
-            Behaviour::Ok => Ok(ToolOutput::text(format!("{} done", self.name))),
+            Behaviour::Ok => Ok(ToolOutput::text(format!("{} done", self.spec.name))),
             Behaviour::Error => Err(ToolError::new("scripted failure")),
             Behaviour::Panic => std::panic::panic_any(SCRIPTED_PANIC),
             Behaviour::Hang => unreachable!("handled above"),
@@ -237,13 +209,14 @@ impl Tool for Scripted {
 fn toolbox(probe: &Arc<Probe>) -> Toolbox {
     use Behaviour::{Error, Hang, Ok, Panic};
     let mut slow = Scripted::new("slow", true, Hang, probe);
-    slow.timeout_ms = Some(25);
+    slow.spec.timeout = Some(Duration::from_millis(25));
     let mut keyed = Scripted::new("keyed", true, Ok, probe);
     keyed.keyed = true;
     let mut check = Scripted::new("check", false, Ok, probe);
-    check.strict_schema = true;
+    check.spec.parameters =
+        serde_json::json!({"type": "object", "properties": {"x": {"type": "integer"}}, "required": ["x"]});
     let mut fence = Scripted::new("fence", false, Ok, probe);
-    fence.sequential = true;
+    fence.spec.execution_mode = ExecutionMode::Sequential;
     let tools = [
         Scripted::new("fetch", true, Ok, probe),
         Scripted::new("fail", true, Error, probe),

@@ -28,7 +28,7 @@ use headstart::core::{DoneReason, Usage};
 use headstart::store::{Layered, SqliteOptions, SqliteStore, Write, WriteFuture, WriteLayer, Written};
 use headstart::{
     Agent, AgentEvent, AgentStop, Arguments, CancellationToken, DeltaEvent, DeltaStream, Engine, EngineConfig, Model,
-    ModelError, ModelRequest, SessionId, Tool, ToolContext, ToolError, ToolOutput, Toolbox, TranscriptStore,
+    ModelError, ModelRequest, SessionId, Tool, ToolContext, ToolError, ToolOutput, ToolSpec, Toolbox, TranscriptStore,
     UserMessage,
 };
 use headstart_providers::request::{build_body, BodyCache, RequestSettings};
@@ -438,12 +438,9 @@ struct Lookup {
 
 #[async_trait]
 impl Tool for Lookup {
-    fn name(&self) -> &str {
-        "lookup"
-    }
-
-    fn early(&self) -> bool {
-        true
+    fn spec(&self) -> &ToolSpec {
+        static SPEC: std::sync::LazyLock<ToolSpec> = std::sync::LazyLock::new(|| ToolSpec::new("lookup").early(true));
+        &SPEC
     }
 
     async fn execute(&self, _arguments: Arguments, _context: ToolContext) -> Result<ToolOutput, ToolError> {

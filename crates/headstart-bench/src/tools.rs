@@ -5,7 +5,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use async_trait::async_trait;
-use headstart::{Arguments, Tool, ToolContext, ToolError, ToolOutput};
+use headstart::{Arguments, Tool, ToolContext, ToolError, ToolOutput, ToolSpec};
 
 /// When each call's body began and returned, by call id.
 #[derive(Debug, Default)]
@@ -55,8 +55,7 @@ impl CallLog {
 /// [`CallLog`], records when it began and returned.
 #[derive(Debug, Clone)]
 pub struct BenchTool {
-    name: String,
-    early: bool,
+    spec: ToolSpec,
     log: Option<Arc<CallLog>>,
 }
 
@@ -64,8 +63,7 @@ impl BenchTool {
     /// A tool called `name`, early when `early`, logging into `log` if given.
     pub fn new(name: impl Into<String>, early: bool, log: Option<Arc<CallLog>>) -> Self {
         BenchTool {
-            name: name.into(),
-            early,
+            spec: ToolSpec::new(name).early(early),
             log,
         }
     }
@@ -73,12 +71,8 @@ impl BenchTool {
 
 #[async_trait]
 impl Tool for BenchTool {
-    fn name(&self) -> &str {
-        &self.name
-    }
-
-    fn early(&self) -> bool {
-        self.early
+    fn spec(&self) -> &ToolSpec {
+        &self.spec
     }
 
     async fn execute(&self, arguments: Arguments, context: ToolContext) -> Result<ToolOutput, ToolError> {

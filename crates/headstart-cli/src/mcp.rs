@@ -90,8 +90,8 @@ impl<'a> Listed<'a> {
         Listed {
             name: tool.headstart_name(),
             mcp_name: tool.mcp_name(),
-            description: tool.description(),
-            schema: tool.parameters(),
+            description: tool.spec().description.as_str(),
+            schema: tool.spec().parameters.clone(),
             annotations: tool.definition().annotations.as_ref(),
             flags: tool.flags(),
         }

@@ -24,7 +24,7 @@ pub struct ToolDefinition {
     pub description: String,
     /// JSON Schema of its arguments.
     pub parameters: Value,
-    /// Declared to the provider as a tool the model need not wait for (`Tool::provider_async` in `headstart`; OpenAI
+    /// Declared to the provider as a tool the model need not wait for (`ToolSpec::provider_async` in `headstart`; OpenAI
     /// Responses' `async: true`, sent only when the request settings opt in).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub provider_async: bool,

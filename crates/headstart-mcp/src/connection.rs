@@ -15,7 +15,7 @@ use crate::error::McpError;
 use crate::limits::{bytes_text, cut_at_boundary, duration_text, json_size, McpLimits};
 use crate::progress::{Client, ProgressRoutes};
 
-/// How much longer than [`McpLimits::call_timeout`] the engine waits for an MCP call ([`headstart::Tool::timeout`]):
+/// How much longer than [`McpLimits::call_timeout`] the engine waits for an MCP call ([`headstart::ToolSpec::timeout`]):
 /// the call ends itself at its timeout, with an error naming the server; the engine's is a backstop.
 const ENGINE_BACKSTOP: Duration = Duration::from_secs(5);
 
@@ -188,7 +188,7 @@ impl Connection {
         })
     }
 
-    /// The time the engine gives a call ([`headstart::Tool::timeout`]).
+    /// The time the engine gives a call ([`headstart::ToolSpec::timeout`]).
     pub(crate) fn engine_timeout(&self) -> Duration {
         self.limits.call_timeout.saturating_add(ENGINE_BACKSTOP)
     }

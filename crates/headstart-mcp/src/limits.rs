@@ -27,7 +27,7 @@ pub struct McpLimits {
     pub list_timeout: Duration,
     /// Each `tools/call` (default 120 s). Past it the call fails with an error naming the server, and the server
     /// is sent `notifications/cancelled`; its other calls go on. An [`crate::McpTool`]'s
-    /// [`headstart::Tool::timeout`] is this plus 5 s, a backstop for the engine.
+    /// [`headstart::ToolSpec::timeout`] is this plus 5 s, a backstop for the engine.
     pub call_timeout: Duration,
     /// Pages of one `tools/list` (default 100): a server that keeps sending a `nextCursor` is refused past them.
     pub max_list_pages: usize,

@@ -65,7 +65,7 @@ impl ToolPolicy {
 /// Flags a user sets for one tool, whatever the server says; `None` leaves a flag to the policy.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Override {
-    /// Early: its calls may start before the response ends ([`headstart::Tool::early`]).
+    /// Early: its calls may start before the response ends ([`headstart::ToolSpec::early`]).
     pub early: Option<bool>,
     /// Safe to run twice.
     pub idempotent: Option<bool>,
@@ -110,14 +110,14 @@ impl Override {
 /// The flags headstart applies to one MCP tool, each with the reason it has its value.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct ToolFlags {
-    /// Early ([`headstart::Tool::early`]); `async` when serialized, the wire's word.
+    /// Early ([`headstart::ToolSpec::early`]); `async` when serialized, the wire's word.
     #[serde(rename = "async")]
     pub early: bool,
-    /// Safe to run twice ([`headstart::Tool::idempotent`]).
+    /// Safe to run twice ([`headstart::ToolSpec::idempotent`]).
     pub idempotent: bool,
     /// Every call's conflict key ([`headstart::Tool::conflict_key`]).
     pub conflict_key: Option<String>,
-    /// Fences its batch ([`headstart::Tool::execution_mode`]).
+    /// Fences its batch ([`headstart::ToolSpec::execution_mode`]).
     pub sequential: bool,
     /// Why each flag has its value, by flag name (`async`, `idempotent`, `conflict_key`, `sequential`).
     pub reasons: BTreeMap<&'static str, String>,

@@ -1,20 +1,17 @@
 //! [`McpTool`]: one tool of an MCP server as a headstart [`Tool`].
 
 use std::sync::Arc;
-use std::time::Duration;
 
 use async_trait::async_trait;
-use headstart::{Arguments, ExecutionMode, Tool, ToolContext, ToolError, ToolOutput};
-use serde_json::Value;
+use headstart::{Arguments, ExecutionMode, Tool, ToolContext, ToolError, ToolOutput, ToolSpec};
 
 use crate::connection::Connection;
 use crate::policy::ToolFlags;
 
 /// One tool of an MCP server: its `inputSchema` as parameters, its flags from a [`crate::ToolPolicy`].
 pub struct McpTool {
-    name: String,
+    spec: ToolSpec,
     definition: rmcp::model::Tool,
-    parameters: Value,
     flags: ToolFlags,
     connection: Arc<Connection>,
 }
@@ -22,7 +19,7 @@ pub struct McpTool {
 impl std::fmt::Debug for McpTool {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("McpTool")
-            .field("name", &self.name)
+            .field("name", &self.spec.name)
             .field("mcp_name", &self.definition.name)
             .field("flags", &self.flags)
             .finish_non_exhaustive()
@@ -36,9 +33,17 @@ impl McpTool {
         flags: ToolFlags,
         connection: Arc<Connection>,
     ) -> Self {
+        // The timeout is a backstop a few seconds past [`crate::McpLimits::call_timeout`]: the call ends itself at that
+        // timeout with an error naming the server, and tells the server to stop.
+        let spec = ToolSpec::new(name)
+            .description(definition.description.as_deref().unwrap_or(""))
+            .parameters(definition.schema_as_json_value())
+            .early(flags.early)
+            .idempotent(flags.idempotent)
+            .execution_mode(ExecutionMode::sequential_if(flags.sequential))
+            .timeout(Some(connection.engine_timeout()));
         McpTool {
-            name,
-            parameters: definition.schema_as_json_value(),
+            spec,
             definition,
             flags,
             connection,
@@ -47,7 +52,7 @@ impl McpTool {
 
     /// The name the model calls it by (`{server}__{tool}`, see [`crate::tool_name`]).
     pub fn headstart_name(&self) -> &str {
-        &self.name
+        &self.spec.name
     }
 
     /// The tool's name on its server.
@@ -68,43 +73,12 @@ impl McpTool {
 
 #[async_trait]
 impl Tool for McpTool {
-    fn name(&self) -> &str {
-        &self.name
-    }
-
-    fn description(&self) -> &str {
-        self.definition.description.as_deref().unwrap_or("")
-    }
-
-    fn parameters(&self) -> Value {
-        self.parameters.clone()
-    }
-
-    fn early(&self) -> bool {
-        self.flags.early
-    }
-
-    // Callers of the deprecated name get the same answer until it goes.
-    fn is_async(&self) -> bool {
-        self.flags.early
-    }
-
-    fn execution_mode(&self) -> ExecutionMode {
-        ExecutionMode::sequential_if(self.flags.sequential)
+    fn spec(&self) -> &ToolSpec {
+        &self.spec
     }
 
     fn conflict_key(&self, _arguments: &Arguments) -> Option<String> {
         self.flags.conflict_key.clone()
-    }
-
-    fn idempotent(&self) -> bool {
-        self.flags.idempotent
-    }
-
-    /// A backstop a few seconds past [`crate::McpLimits::call_timeout`]: the call ends itself at that timeout with
-    /// an error naming the server, and tells the server to stop.
-    fn timeout(&self) -> Option<Duration> {
-        Some(self.connection.engine_timeout())
     }
 
     async fn execute(&self, arguments: Arguments, context: ToolContext) -> Result<ToolOutput, ToolError> {

@@ -187,7 +187,7 @@ async fn lists_tools_with_prefixed_names_schemas_and_untrusted_flags() {
         .tools(&ToolPolicy::untrusted())
         .await
         .expect("tools/list succeeds");
-    let names: Vec<&str> = tools.iter().map(|tool| tool.name()).collect();
+    let names: Vec<&str> = tools.iter().map(|tool| tool.spec().name.as_str()).collect();
     assert_eq!(
         names,
         [
@@ -200,17 +200,17 @@ async fn lists_tools_with_prefixed_names_schemas_and_untrusted_flags() {
     );
     let lookup = &tools[0];
     assert_eq!(lookup.mcp_name(), "lookup");
-    assert_eq!(lookup.description(), "the lookup tool");
+    assert_eq!(lookup.spec().description, "the lookup tool");
     assert_eq!(
-        lookup.parameters(),
+        lookup.spec().parameters,
         json!({"type": "object", "properties": {"q": {"type": "string"}}})
     );
     // The server says read-only and idempotent; untrusted, that changes nothing.
     for tool in &tools {
-        assert!(!tool.early(), "{} is async", tool.name());
-        assert!(!tool.idempotent(), "{} is idempotent", tool.name());
+        assert!(!tool.spec().early, "{} is async", tool.spec().name);
+        assert!(!tool.spec().idempotent, "{} is idempotent", tool.spec().name);
         assert_eq!(tool.conflict_key(&Default::default()).as_deref(), Some("mcp:test"));
-        assert_eq!(tool.execution_mode(), headstart::ExecutionMode::Parallel);
+        assert_eq!(tool.spec().execution_mode, headstart::ExecutionMode::Parallel);
     }
     assert!(fixture.seen.calls().is_empty(), "listing calls nothing");
 }
@@ -222,19 +222,19 @@ async fn trusted_annotations_and_overrides_set_the_flags() {
     let tools = fixture.client.tools(&policy).await.expect("tools/list succeeds");
     let by_name = |name: &str| tools.iter().find(|tool| tool.mcp_name() == name).expect("listed");
     let lookup = by_name("lookup");
-    assert!(lookup.early() && lookup.idempotent());
+    assert!(lookup.spec().early && lookup.spec().idempotent);
     assert_eq!(lookup.conflict_key(&Default::default()), None);
     let write = by_name("write");
-    assert!(!write.early() && !write.idempotent());
-    assert_eq!(write.execution_mode(), headstart::ExecutionMode::Sequential);
+    assert!(!write.spec().early && !write.spec().idempotent);
+    assert_eq!(write.spec().execution_mode, headstart::ExecutionMode::Sequential);
     assert_eq!(
         write.conflict_key(&Default::default()),
         None,
         "the override removed the key"
     );
     let block = by_name("block");
-    assert!(!block.early());
-    assert!(block.idempotent(), "idempotentHint counts on a trusted server");
+    assert!(!block.spec().early);
+    assert!(block.spec().idempotent, "idempotentHint counts on a trusted server");
     assert_eq!(block.conflict_key(&Default::default()).as_deref(), Some("mcp:test"));
 
     let typo = ToolPolicy::trusted().with_override("wrte", Override::default().early(true));
@@ -338,7 +338,7 @@ async fn a_call_past_its_timeout_fails_and_the_server_is_told_to_stop() {
     let fixture = connect_with(limits).await;
     let toolbox = toolbox(&fixture.client, &ToolPolicy::untrusted()).await;
     assert_eq!(
-        toolbox.get("test__block").and_then(|tool| tool.timeout()),
+        toolbox.get("test__block").and_then(|tool| tool.spec().timeout),
         Some(Duration::from_secs(6)),
         "the engine's backstop is 5 s past the call's own timeout"
     );

@@ -45,9 +45,9 @@ async fn lists_server_everything_tools_and_flags_them() {
         untrusted.len()
     );
     for tool in &untrusted {
-        assert!(valid_for_providers(tool.name()), "{}", tool.name());
-        assert!(tool.name().starts_with("everything__"), "{}", tool.name());
-        assert!(!tool.early(), "untrusted, {} is sync", tool.name());
+        assert!(valid_for_providers(&tool.spec().name), "{}", tool.spec().name);
+        assert!(tool.spec().name.starts_with("everything__"), "{}", tool.spec().name);
+        assert!(!tool.spec().early, "untrusted, {} is sync", tool.spec().name);
         assert_eq!(
             tool.conflict_key(&Default::default()).as_deref(),
             Some("mcp:everything")

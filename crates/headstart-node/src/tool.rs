@@ -8,7 +8,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use async_trait::async_trait;
-use headstart::{Arguments, ExecutionMode, Tool, ToolContext, ToolError, ToolResult};
+use headstart::{Arguments, ExecutionMode, Tool, ToolContext, ToolError, ToolResult, ToolSpec};
 use serde_json::{json, Value};
 
 use crate::bridge::Bridge;
@@ -16,14 +16,7 @@ use crate::result::{output_of, text_of};
 
 /// A JavaScript tool, as its spec describes it.
 pub struct JsTool {
-    name: String,
-    description: String,
-    parameters: Value,
-    early: bool,
-    provider_async: bool,
-    idempotent: bool,
-    sequential: bool,
-    timeout: Option<Duration>,
+    spec: ToolSpec,
     bridge: Arc<Bridge>,
 }
 
@@ -50,58 +43,28 @@ impl JsTool {
                 format!("tool {name}: timeoutMs must be a whole number of milliseconds, not {ms}")
             })?)),
         };
-        Ok(JsTool {
-            name: name.to_owned(),
-            description: spec.get("description").and_then(Value::as_str).unwrap_or("").to_owned(),
-            parameters,
-            early: flag("early") || flag("providerAsync"),
-            provider_async: flag("providerAsync"),
-            idempotent: flag("idempotent"),
-            sequential: flag("sequential"),
-            timeout,
-            bridge,
-        })
+        let spec = ToolSpec::new(name)
+            .description(spec.get("description").and_then(Value::as_str).unwrap_or(""))
+            .parameters(parameters)
+            .early(flag("early") || flag("providerAsync"))
+            .provider_async(flag("providerAsync"))
+            .idempotent(flag("idempotent"))
+            .execution_mode(ExecutionMode::sequential_if(flag("sequential")))
+            .timeout(timeout);
+        Ok(JsTool { spec, bridge })
     }
 }
 
 #[async_trait]
 impl Tool for JsTool {
-    fn name(&self) -> &str {
-        &self.name
-    }
-
-    fn description(&self) -> &str {
-        &self.description
-    }
-
-    fn parameters(&self) -> Value {
-        self.parameters.clone()
-    }
-
-    fn early(&self) -> bool {
-        self.early
-    }
-
-    fn provider_async(&self) -> bool {
-        self.provider_async
-    }
-
-    fn execution_mode(&self) -> ExecutionMode {
-        ExecutionMode::sequential_if(self.sequential)
-    }
-
-    fn timeout(&self) -> Option<Duration> {
-        self.timeout
-    }
-
-    fn idempotent(&self) -> bool {
-        self.idempotent
+    fn spec(&self) -> &ToolSpec {
+        &self.spec
     }
 
     async fn execute(&self, arguments: Arguments, context: ToolContext) -> ToolResult {
         let letter = json!({
             "kind": "call",
-            "tool": self.name,
+            "tool": self.spec.name,
             "callId": context.call_id,
             "arguments": Value::Object(arguments),
             "sessionId": context.session_id.as_ref().map(|session| session.0.clone()),

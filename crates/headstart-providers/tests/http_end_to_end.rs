@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 use futures::StreamExt;
 use headstart::{
     Agent, AgentEvent, AgentStop, Arguments, CancellationToken, DeltaEvent, Engine, EngineConfig, Message, SessionId,
-    SqliteStore, Tool, ToolContext, ToolError, ToolOutput, Toolbox, TranscriptStore, UserMessage,
+    SqliteStore, Tool, ToolContext, ToolError, ToolOutput, ToolSpec, Toolbox, TranscriptStore, UserMessage,
 };
 use headstart_providers::http::{HttpModel, HttpModelConfig};
 use headstart_providers::replay_server::{cassette_events, ReplayServer, Reply};
@@ -28,28 +28,15 @@ const PROMPT: &str = "Calculate ((10 - 4) * (3 + 5)) / 3 and describe the result
 type Starts = Arc<Mutex<Vec<(String, Instant)>>>;
 
 struct Arithmetic {
-    name: &'static str,
+    spec: ToolSpec,
     op: fn(i64, i64) -> i64,
     starts: Starts,
 }
 
 #[async_trait::async_trait]
 impl Tool for Arithmetic {
-    fn name(&self) -> &str {
-        self.name
-    }
-
-    fn description(&self) -> &str {
-        "Integer arithmetic on x and y."
-    }
-
-    fn parameters(&self) -> Value {
-        json!({"type": "object", "properties": {"x": {"type": "integer"}, "y": {"type": "integer"}},
-               "required": ["x", "y"]})
-    }
-
-    fn early(&self) -> bool {
-        true
+    fn spec(&self) -> &ToolSpec {
+        &self.spec
     }
 
     async fn execute(&self, arguments: Arguments, context: ToolContext) -> Result<ToolOutput, ToolError> {
@@ -201,8 +188,14 @@ async fn run_agent_with(
     starts: &Starts,
     config: EngineConfig,
 ) -> (Vec<AgentEvent>, Arc<dyn TranscriptStore>, SessionId) {
-    let tool = |name, op| Arithmetic {
-        name,
+    let tool = |name: &str, op| Arithmetic {
+        spec: ToolSpec::new(name)
+            .description("Integer arithmetic on x and y.")
+            .parameters(
+                json!({"type": "object", "properties": {"x": {"type": "integer"}, "y": {"type": "integer"}},
+                               "required": ["x", "y"]}),
+            )
+            .early(true),
         op,
         starts: starts.clone(),
     };

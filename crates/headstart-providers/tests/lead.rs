@@ -16,14 +16,13 @@ use std::time::Duration;
 
 use futures::StreamExt;
 use headstart::{
-    Arguments, CancellationToken, Engine, SessionId, SqliteStore, Tool, ToolContext, ToolError, ToolOutput, Toolbox,
-    TranscriptStore,
+    Arguments, CancellationToken, Engine, SessionId, SqliteStore, Tool, ToolContext, ToolError, ToolOutput, ToolSpec,
+    Toolbox, TranscriptStore,
 };
 use headstart_providers::http::{HttpModel, HttpModelConfig};
 use headstart_providers::replay_server::gate::second_call_start;
 use headstart_providers::replay_server::{cassette_events, Page, ReplayServer, Reply};
 use headstart_providers::{SealAt, WireFormat};
-use serde_json::{json, Value};
 
 const PACE: Duration = Duration::from_millis(50);
 const GATE: &str = "/gate";
@@ -31,7 +30,7 @@ const KEY_VARIABLE: &str = "HEADSTART_PROVIDERS_LEAD_TEST_KEY";
 
 /// An early tool. The first call's tool records whether its own call was durable, then fetches the gate.
 struct Early {
-    name: String,
+    spec: ToolSpec,
     gate: Option<String>,
     store: Arc<SqliteStore>,
     durable_at_start: Arc<Mutex<Vec<bool>>>,
@@ -39,20 +38,8 @@ struct Early {
 
 #[async_trait::async_trait]
 impl Tool for Early {
-    fn name(&self) -> &str {
-        &self.name
-    }
-
-    fn description(&self) -> &str {
-        "An early tool of the recording."
-    }
-
-    fn parameters(&self) -> Value {
-        json!({"type": "object"})
-    }
-
-    fn early(&self) -> bool {
-        true
+    fn spec(&self) -> &ToolSpec {
+        &self.spec
     }
 
     async fn execute(&self, _arguments: Arguments, context: ToolContext) -> Result<ToolOutput, ToolError> {
@@ -110,7 +97,9 @@ async fn run(name: &str, format: WireFormat, tools: [&str; 2], seal_at: SealAt, 
     let store = Arc::new(SqliteStore::open(dir.path().join("lead.db"), Default::default()).unwrap());
     let durable_at_start: Arc<Mutex<Vec<bool>>> = Arc::default();
     let tool = |name: &str, gate: Option<String>| Early {
-        name: name.to_owned(),
+        spec: ToolSpec::new(name)
+            .description("An early tool of the recording.")
+            .early(true),
         gate,
         store: Arc::clone(&store),
         durable_at_start: Arc::clone(&durable_at_start),

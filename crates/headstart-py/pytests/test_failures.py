@@ -82,6 +82,16 @@ async def test_a_tool_past_its_timeout_is_cancelled_and_fails(db: str) -> None:
     assert cancelled == [True], "the timed-out coroutine was not cancelled"
 
 
+@pytest.mark.parametrize("seconds", [float("inf"), float("nan"), 1e300])
+def test_a_timeout_that_is_not_a_finite_duration_is_refused_clearly(db: str, seconds: float) -> None:
+    @headstart.tool(timeout=seconds)
+    async def forever() -> str:
+        return "never"
+
+    with pytest.raises(ValueError, match="timeout must be a finite number of seconds"):
+        headstart.Engine(db, tools=[forever])
+
+
 async def test_bad_arguments_never_reach_the_body(db: str) -> None:
     ran: list[int] = []
 

@@ -10,7 +10,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use async_trait::async_trait;
-use headstart::{Arguments, ExecutionMode, Tool, ToolContext, ToolError, ToolResult};
+use headstart::{Arguments, ExecutionMode, Tool, ToolContext, ToolError, ToolResult, ToolSpec};
 use pyo3::prelude::*;
 use serde_json::Value;
 use tokio::sync::oneshot;
@@ -32,15 +32,8 @@ enum ConflictKey {
 
 /// A Python tool.
 pub(crate) struct PyTool {
-    name: String,
-    description: String,
-    parameters: Value,
-    early: bool,
-    provider_async: bool,
-    idempotent: bool,
-    sequential: bool,
+    spec: ToolSpec,
     conflict_key: Option<ConflictKey>,
-    timeout: Option<Duration>,
     /// The Python `headstart.Tool` object.
     function: Arc<Py<PyAny>>,
     home: Home,
@@ -56,20 +49,30 @@ impl PyTool {
             }
             Some(key) => Some(ConflictKey::Fixed(key)),
         };
-        let timeout = tool
-            .getattr("timeout")?
-            .extract::<Option<f64>>()?
-            .map(|seconds| Duration::from_secs_f64(seconds.max(0.0)));
+        let name: String = tool.getattr("name")?.extract()?;
+        let timeout = match tool.getattr("timeout")?.extract::<Option<f64>>()? {
+            None => None,
+            // A negative timeout is no time at all; an infinite, NaN or out-of-range one is the caller's error, not
+            // a panic.
+            Some(seconds) => Some(
+                Duration::try_from_secs_f64(if seconds < 0.0 { 0.0 } else { seconds }).map_err(|_| {
+                    pyo3::exceptions::PyValueError::new_err(format!(
+                        "tool {name}: timeout must be a finite number of seconds, not {seconds}"
+                    ))
+                })?,
+            ),
+        };
+        let spec = ToolSpec::new(name)
+            .description(tool.getattr("description")?.extract::<String>()?)
+            .parameters(from_python(&tool.getattr("parameters")?)?)
+            .early(tool.getattr("early")?.extract()?)
+            .provider_async(tool.getattr("provider_async")?.extract()?)
+            .idempotent(tool.getattr("idempotent")?.extract()?)
+            .execution_mode(ExecutionMode::sequential_if(tool.getattr("sequential")?.extract()?))
+            .timeout(timeout);
         Ok(PyTool {
-            name: tool.getattr("name")?.extract()?,
-            description: tool.getattr("description")?.extract()?,
-            parameters: from_python(&tool.getattr("parameters")?)?,
-            early: tool.getattr("early")?.extract()?,
-            provider_async: tool.getattr("provider_async")?.extract()?,
-            idempotent: tool.getattr("idempotent")?.extract()?,
-            sequential: tool.getattr("sequential")?.extract()?,
+            spec,
             conflict_key,
-            timeout,
             function: Arc::new(tool.clone().unbind()),
             home,
         })
@@ -78,28 +81,8 @@ impl PyTool {
 
 #[async_trait]
 impl Tool for PyTool {
-    fn name(&self) -> &str {
-        &self.name
-    }
-
-    fn description(&self) -> &str {
-        &self.description
-    }
-
-    fn parameters(&self) -> Value {
-        self.parameters.clone()
-    }
-
-    fn early(&self) -> bool {
-        self.early
-    }
-
-    fn provider_async(&self) -> bool {
-        self.provider_async
-    }
-
-    fn execution_mode(&self) -> ExecutionMode {
-        ExecutionMode::sequential_if(self.sequential)
+    fn spec(&self) -> &ToolSpec {
+        &self.spec
     }
 
     fn conflict_key(&self, arguments: &Arguments) -> Option<String> {
@@ -110,14 +93,6 @@ impl Tool for PyTool {
                 other => other.to_string(),
             }),
         }
-    }
-
-    fn timeout(&self) -> Option<Duration> {
-        self.timeout
-    }
-
-    fn idempotent(&self) -> bool {
-        self.idempotent
     }
 
     async fn execute(&self, arguments: Arguments, context: ToolContext) -> ToolResult {

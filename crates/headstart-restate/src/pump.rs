@@ -94,7 +94,7 @@ impl ToolMiddleware for RestateCalls {
         let spec = CallSpec {
             session: context.session_id.map(|session| session.0).unwrap_or_default(),
             call_id: context.call_id,
-            tool: next.name().to_owned(),
+            tool: next.spec().name.clone(),
             arguments,
             idempotency_key: context.idempotency_key,
             // The invocation fills it in from the seal it journaled.

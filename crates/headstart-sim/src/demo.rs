@@ -5,7 +5,7 @@
 //! needs a network or configuration: the model's responses and the lookups' answers are scripted, the waits real.
 
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
+use std::sync::{Arc, LazyLock};
 use std::time::Duration;
 
 use async_trait::async_trait;
@@ -15,7 +15,7 @@ use headstart::core::{DeltaEvent, DoneReason, Usage};
 use headstart::store::{SessionId, SqliteOptions, SqliteStore, TranscriptStore};
 use headstart::{
     Agent, AgentEvent, AgentStop, Arguments, CancellationToken, Clock, DeltaStream, Engine, Model, ModelError,
-    ModelRequest, SystemClock, Tool, ToolContext, ToolError, ToolOutput, Toolbox, ToolboxError, UserMessage,
+    ModelRequest, SystemClock, Tool, ToolContext, ToolError, ToolOutput, ToolSpec, Toolbox, ToolboxError, UserMessage,
 };
 use headstart_timeline::Timeline;
 use serde_json::json;
@@ -210,24 +210,15 @@ fn lookup(name: &str) -> (u64, &'static str) {
 
 #[async_trait]
 impl Tool for LookupCrate {
-    fn name(&self) -> &str {
-        "lookup_crate"
-    }
-
-    fn description(&self) -> &str {
-        "Look a crate up in the (simulated) registry."
-    }
-
-    fn parameters(&self) -> serde_json::Value {
-        json!({"type": "object", "properties": {"name": {"type": "string"}}, "required": ["name"]})
-    }
-
-    fn early(&self) -> bool {
-        true
-    }
-
-    fn idempotent(&self) -> bool {
-        true
+    fn spec(&self) -> &ToolSpec {
+        static SPEC: LazyLock<ToolSpec> = LazyLock::new(|| {
+            ToolSpec::new("lookup_crate")
+                .description("Look a crate up in the (simulated) registry.")
+                .parameters(json!({"type": "object", "properties": {"name": {"type": "string"}}, "required": ["name"]}))
+                .early(true)
+                .idempotent(true)
+        });
+        &SPEC
     }
 
     async fn execute(&self, arguments: Arguments, context: ToolContext) -> Result<ToolOutput, ToolError> {
@@ -255,20 +246,17 @@ impl WriteFile {
 
 #[async_trait]
 impl Tool for WriteFile {
-    fn name(&self) -> &str {
-        "write_file"
-    }
-
-    fn description(&self) -> &str {
-        "Write a text file in the output folder."
-    }
-
-    fn parameters(&self) -> serde_json::Value {
-        json!({
-            "type": "object",
-            "properties": {"path": {"type": "string"}, "content": {"type": "string"}},
-            "required": ["path", "content"]
-        })
+    fn spec(&self) -> &ToolSpec {
+        static SPEC: LazyLock<ToolSpec> = LazyLock::new(|| {
+            ToolSpec::new("write_file")
+                .description("Write a text file in the output folder.")
+                .parameters(json!({
+                    "type": "object",
+                    "properties": {"path": {"type": "string"}, "content": {"type": "string"}},
+                    "required": ["path", "content"]
+                }))
+        });
+        &SPEC
     }
 
     async fn execute(&self, arguments: Arguments, _context: ToolContext) -> Result<ToolOutput, ToolError> {

@@ -6,18 +6,19 @@ use std::time::Duration;
 use async_trait::async_trait;
 use headstart::core::ContentBlock;
 use headstart::{
-    Arguments, Decision, ExecutionMode, ResultDraft, ResultOverride, Tool, ToolCall, ToolContext, ToolError, ToolHook,
-    ToolOutput,
+    Arguments, Decision, ResultDraft, ResultOverride, Tool, ToolCall, ToolContext, ToolError, ToolHook, ToolOutput,
+    ToolSpec,
 };
 use serde_json::Value;
 use tokio::time::Instant;
 
-use crate::scenario::{Behavior, HooksSpec, OnCancel, Outcome, ToolSpec};
+use crate::scenario::{Behavior, HooksSpec, OnCancel, Outcome, ScenarioTool};
 use crate::timing::Timing;
 
 /// A tool that behaves as its scenario says.
 #[derive(Debug, Clone)]
 pub struct SimTool {
+    scenario: ScenarioTool,
     spec: ToolSpec,
     touch_dir: Option<PathBuf>,
     timing: Timing,
@@ -25,8 +26,16 @@ pub struct SimTool {
 
 impl SimTool {
     /// A simulated tool; `touch_dir` enables `touch` side effects.
-    pub fn new(spec: ToolSpec, touch_dir: Option<PathBuf>) -> Self {
+    pub fn new(scenario: ScenarioTool, touch_dir: Option<PathBuf>) -> Self {
+        let spec = ToolSpec::new(scenario.name.clone())
+            .description(scenario.description.clone())
+            .parameters(scenario.parameters.clone())
+            .early(scenario.early)
+            .idempotent(scenario.idempotent)
+            .execution_mode(scenario.execution_mode.unwrap_or_default())
+            .timeout(scenario.timeout_ms.map(Duration::from_millis));
         SimTool {
+            scenario,
             spec,
             touch_dir,
             timing: Timing::default(),
@@ -40,8 +49,8 @@ impl SimTool {
     }
 
     fn behavior(&self, call_id: &str) -> Behavior {
-        let overrides = self.spec.by_call.get(call_id).cloned().unwrap_or_default();
-        self.spec.behavior.merged(&overrides)
+        let overrides = self.scenario.by_call.get(call_id).cloned().unwrap_or_default();
+        self.scenario.behavior.merged(&overrides)
     }
 }
 
@@ -61,40 +70,16 @@ async fn wait_until(timing: Timing, deadline: Instant, context: &ToolContext, on
 
 #[async_trait]
 impl Tool for SimTool {
-    fn name(&self) -> &str {
-        &self.spec.name
-    }
-
-    fn description(&self) -> &str {
-        &self.spec.description
-    }
-
-    fn parameters(&self) -> Value {
-        self.spec.parameters.clone()
-    }
-
-    fn early(&self) -> bool {
-        self.spec.early
-    }
-
-    fn execution_mode(&self) -> ExecutionMode {
-        self.spec.execution_mode.unwrap_or_default()
+    fn spec(&self) -> &ToolSpec {
+        &self.spec
     }
 
     fn conflict_key(&self, arguments: &Arguments) -> Option<String> {
-        let key = self.spec.conflict_key.as_ref()?;
+        let key = self.scenario.conflict_key.as_ref()?;
         arguments.get(key).map(|value| match value {
             Value::String(text) => text.clone(),
             other => other.to_string(),
         })
-    }
-
-    fn timeout(&self) -> Option<Duration> {
-        self.spec.timeout_ms.map(Duration::from_millis)
-    }
-
-    fn idempotent(&self) -> bool {
-        self.spec.idempotent
     }
 
     async fn execute(&self, _arguments: Arguments, context: ToolContext) -> Result<ToolOutput, ToolError> {

@@ -128,6 +128,7 @@ pub use tools::error::{ToolError, ToolFailure};
 pub use tools::hooks::{Decision, Hooks, ResultDraft, ResultOverride, ToolHook};
 pub use tools::layer;
 pub use tools::output::ToolOutput;
+pub use tools::spec::ToolSpec;
 pub use tools::tool::{Arguments, Tool, ToolContext, ToolResult};
 pub use tools::toolbox::{Toolbox, ToolboxError};
 pub use tools::typed::{schema_for, tool_fn, ToolFn};

@@ -2,7 +2,7 @@
 //! to continue.
 //!
 //! A call admitted before a crash may have run partly or fully; nobody knows. The default policy says so to the
-//! model with an error result ([`INTERRUPTED`]). Tools declared [`idempotent`](crate::Tool::idempotent) can
+//! model with an error result ([`INTERRUPTED`]). Tools declared [`idempotent`](crate::ToolSpec::idempotent) can
 //! instead be run again ([`RecoveryPolicy::ReExecuteIdempotent`]), through the same preparation and hooks as a
 //! normal call.
 
@@ -177,7 +177,7 @@ pub(crate) async fn recover_with_tools(
         let idempotent = parts
             .toolbox
             .get(&unfinished.call.name)
-            .is_some_and(|tool| tool.idempotent());
+            .is_some_and(|tool| tool.spec().idempotent);
         let call = if policy == RecoveryPolicy::ReExecuteIdempotent && idempotent {
             reexecute(parts, session, &unfinished).await?
         } else {

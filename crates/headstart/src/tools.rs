@@ -27,6 +27,7 @@ pub(crate) mod error;
 pub(crate) mod hooks;
 pub mod layer;
 pub(crate) mod output;
+pub(crate) mod spec;
 pub(crate) mod tool;
 pub(crate) mod toolbox;
 pub(crate) mod typed;

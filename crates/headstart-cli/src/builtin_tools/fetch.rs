@@ -15,10 +15,10 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use async_trait::async_trait;
-use headstart::{Arguments, Tool, ToolContext, ToolError, ToolOutput};
+use headstart::{Arguments, Tool, ToolContext, ToolError, ToolOutput, ToolSpec};
 use reqwest::dns::{Name, Resolve, Resolving};
 use reqwest::Url;
-use serde_json::{json, Value};
+use serde_json::json;
 
 use super::arguments::string_argument;
 use super::fetch_policy::{FetchPolicy, Refused};
@@ -165,7 +165,7 @@ pub struct FetchUrl {
     client: reqwest::Client,
     policy: Arc<FetchPolicy>,
     limits: FetchLimits,
-    description: String,
+    spec: ToolSpec,
 }
 
 impl FetchUrl {
@@ -197,7 +197,15 @@ impl FetchUrl {
             client,
             policy,
             limits,
-            description,
+            spec: ToolSpec::new("fetch_url")
+                .description(description)
+                .parameters(json!({
+                    "type": "object",
+                    "properties": {"url": {"type": "string", "description": "e.g. https://example.com"}},
+                    "required": ["url"]
+                }))
+                .early(true)
+                .idempotent(true),
         })
     }
 
@@ -265,25 +273,8 @@ impl FetchUrl {
 
 #[async_trait]
 impl Tool for FetchUrl {
-    fn name(&self) -> &str {
-        "fetch_url"
-    }
-
-    fn description(&self) -> &str {
-        &self.description
-    }
-
-    fn parameters(&self) -> Value {
-        json!({"type": "object", "properties": {"url": {"type": "string", "description": "e.g. https://example.com"}},
-               "required": ["url"]})
-    }
-
-    fn early(&self) -> bool {
-        true
-    }
-
-    fn idempotent(&self) -> bool {
-        true
+    fn spec(&self) -> &ToolSpec {
+        &self.spec
     }
 
     async fn execute(&self, arguments: Arguments, context: ToolContext) -> Result<ToolOutput, ToolError> {

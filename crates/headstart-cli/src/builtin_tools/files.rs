@@ -1,10 +1,10 @@
 //! `read_file` and `list_dir`: the tools over the [`Workdir`], whose reads run on a blocking thread that stops
 //! when the call is cancelled.
 
-use std::sync::Arc;
+use std::sync::{Arc, LazyLock};
 
 use async_trait::async_trait;
-use headstart::{Arguments, CancellationToken, Tool, ToolContext, ToolError, ToolOutput};
+use headstart::{Arguments, CancellationToken, Tool, ToolContext, ToolError, ToolOutput, ToolSpec};
 use serde_json::{json, Value};
 
 use super::arguments::string_argument;
@@ -31,27 +31,18 @@ pub struct ReadFile(pub Arc<Workdir>);
 
 #[async_trait]
 impl Tool for ReadFile {
-    fn name(&self) -> &str {
-        "read_file"
-    }
-
-    fn description(&self) -> &str {
-        "Read a text file under the working directory; `path` is relative to it. Regular files only, at most \
+    fn spec(&self) -> &ToolSpec {
+        static SPEC: LazyLock<ToolSpec> = LazyLock::new(|| {
+            ToolSpec::new("read_file")
+.description("Read a text file under the working directory; `path` is relative to it. Regular files only, at most \
          256 KiB; paths outside it (links included), secrets (.env, keys, credentials) and the run's transcript \
-         are refused."
-    }
-
-    fn parameters(&self) -> Value {
-        json!({"type": "object", "properties": {"path": {"type": "string", "description": "e.g. src/main.rs"}},
-               "required": ["path"]})
-    }
-
-    fn early(&self) -> bool {
-        true
-    }
-
-    fn idempotent(&self) -> bool {
-        true
+         are refused.")
+.parameters(json!({"type": "object", "properties": {"path": {"type": "string", "description": "e.g. src/main.rs"}},
+               "required": ["path"]}))
+.early(true)
+.idempotent(true)
+        });
+        &SPEC
     }
 
     async fn execute(&self, arguments: Arguments, context: ToolContext) -> Result<ToolOutput, ToolError> {
@@ -70,25 +61,16 @@ pub struct ListDir(pub Arc<Workdir>);
 
 #[async_trait]
 impl Tool for ListDir {
-    fn name(&self) -> &str {
-        "list_dir"
-    }
-
-    fn description(&self) -> &str {
-        "List a directory under the working directory (default: the working directory itself); directories end \
-         with /."
-    }
-
-    fn parameters(&self) -> Value {
-        json!({"type": "object", "properties": {"path": {"type": "string", "description": "e.g. src, or ."}}})
-    }
-
-    fn early(&self) -> bool {
-        true
-    }
-
-    fn idempotent(&self) -> bool {
-        true
+    fn spec(&self) -> &ToolSpec {
+        static SPEC: LazyLock<ToolSpec> = LazyLock::new(|| {
+            ToolSpec::new("list_dir")
+.description("List a directory under the working directory (default: the working directory itself); directories end \
+         with /.")
+.parameters(json!({"type": "object", "properties": {"path": {"type": "string", "description": "e.g. src, or ."}}}))
+.early(true)
+.idempotent(true)
+        });
+        &SPEC
     }
 
     async fn execute(&self, arguments: Arguments, context: ToolContext) -> Result<ToolOutput, ToolError> {

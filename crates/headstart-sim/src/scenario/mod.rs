@@ -45,7 +45,7 @@ use limits::check_time;
 pub use limits::{MAX_DELTA_LOG_BYTES, MAX_SCENARIO_BYTES, MAX_TIME_MS};
 use spec::validate_behavior;
 pub use spec::{
-    AfterSpec, Behavior, BehaviorSpec, ConfigSpec, HooksSpec, OnCancel, Outcome, ResultSpec, ToolSpec, UpdateSpec,
+    AfterSpec, Behavior, BehaviorSpec, ConfigSpec, HooksSpec, OnCancel, Outcome, ResultSpec, ScenarioTool, UpdateSpec,
 };
 use turns::{resolve_turn, unique_ids_across_turns, TurnSpec};
 
@@ -62,7 +62,7 @@ struct ScenarioFile {
     #[serde(default)]
     config: ConfigSpec,
     #[serde(default)]
-    tools: Vec<ToolSpec>,
+    tools: Vec<ScenarioTool>,
     #[serde(default)]
     hooks: HooksSpec,
     cancel_at_ms: Option<u64>,
@@ -88,7 +88,7 @@ pub struct Scenario {
     /// Engine settings.
     pub config: ConfigSpec,
     /// Simulated tools.
-    pub tools: Vec<ToolSpec>,
+    pub tools: Vec<ScenarioTool>,
     /// Simulated hooks.
     pub hooks: HooksSpec,
     /// External cancellation time.

@@ -136,7 +136,7 @@ impl BehaviorSpec {
 /// A simulated tool.
 #[derive(Debug, Clone, PartialEq, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct ToolSpec {
+pub struct ScenarioTool {
     /// Tool name.
     pub name: String,
     /// Description for the model.

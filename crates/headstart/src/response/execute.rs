@@ -81,7 +81,7 @@ fn error_draft(text: String) -> ResultDraft {
 /// ends the same wherever its body ran.
 pub async fn run_body(tool: &dyn Tool, arguments: Arguments, context: ToolContext) -> ToolResult {
     let cancel = context.cancel.clone();
-    let timeout = tool.timeout();
+    let timeout = tool.spec().timeout;
     let body = AssertUnwindSafe(tool.execute(arguments, context)).catch_unwind();
     let returned = match timeout {
         None => Some(body.await),
@@ -107,7 +107,11 @@ pub async fn run_body(tool: &dyn Tool, arguments: Arguments, context: ToolContex
         Some(Ok(Err(error))) => Err(error),
         Some(Err(payload)) => Err(ToolError::stopped(
             RunOutcome::Panicked,
-            format!("tool {} panicked: {}", tool.name(), panic_message(payload.as_ref())),
+            format!(
+                "tool {} panicked: {}",
+                tool.spec().name,
+                panic_message(payload.as_ref())
+            ),
         )),
     }
 }

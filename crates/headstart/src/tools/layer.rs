@@ -25,7 +25,7 @@
 //!     .layer(TimeoutLayer::new(Duration::from_secs(2)))   // each attempt
 //!     .layer(RetryLayer::new(3))                         // up to 3 attempts, idempotent tools only
 //!     .layer(ConcurrencyLimitLayer::new(4));             // at most 4 bodies of each tool at once
-//! assert!(toolbox.get("search").is_some_and(|tool| tool.idempotent()));
+//! assert!(toolbox.get("search").is_some_and(|tool| tool.spec().idempotent));
 //! # Ok::<(), headstart::ToolboxError>(())
 //! ```
 

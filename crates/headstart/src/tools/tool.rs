@@ -1,13 +1,12 @@
 //! Tools: the [`Tool`] trait and what a call's body gets to work with.
 
-use std::time::Duration;
-
 use async_trait::async_trait;
 use headstart_store::SessionId;
 use serde_json::{Map, Value};
+
+use crate::tools::spec::ToolSpec;
 use tokio_util::sync::CancellationToken;
 
-use crate::config::ExecutionMode;
 use crate::tools::error::ToolError;
 use crate::tools::output::ToolOutput;
 use crate::tools::updates::UpdateSink;
@@ -53,75 +52,46 @@ impl ToolContext {
 
 /// A tool the model can call.
 ///
-/// Only `name` and `execute` are required. The engine guarantees that `execute` never begins before the
-/// assistant fragment containing the call is durably committed (contract §1), and that each call id executes at most
-/// once per response (contract §4.7).
+/// Only `spec` and `execute` are required: what the tool is ([`ToolSpec`], built once) and how a call runs. The
+/// engine guarantees that `execute` never begins before the assistant fragment containing the call is durably
+/// committed (contract §1), and that each call id executes at most once per response (contract §4.7).
+///
+/// ```
+/// use async_trait::async_trait;
+/// use headstart::{Arguments, Tool, ToolContext, ToolOutput, ToolResult, ToolSpec};
+///
+/// struct Lookup {
+///     spec: ToolSpec,
+/// }
+///
+/// #[async_trait]
+/// impl Tool for Lookup {
+///     fn spec(&self) -> &ToolSpec {
+///         &self.spec
+///     }
+///
+///     async fn execute(&self, arguments: Arguments, _context: ToolContext) -> ToolResult {
+///         Ok(ToolOutput::text(format!("looked up {}", arguments["word"])))
+///     }
+/// }
+///
+/// let lookup = Lookup { spec: ToolSpec::new("lookup").early(true) };
+/// assert_eq!(lookup.spec().name, "lookup");
+/// ```
 #[async_trait]
 pub trait Tool: Send + Sync {
-    /// The name the model calls it by.
-    fn name(&self) -> &str;
+    /// What the tool is: its name, description and parameters, and the flags its calls are scheduled by.
+    fn spec(&self) -> &ToolSpec;
 
-    /// What it does, for the model.
-    fn description(&self) -> &str {
-        ""
-    }
-
-    /// JSON Schema of the arguments; calls are validated against it before they run (contract §5.2).
-    fn parameters(&self) -> Value {
-        serde_json::json!({"type": "object"})
-    }
-
-    /// Early: the call may start as soon as it is sealed, while the model keeps streaming (contract §3.1; the
-    /// wire and scenario files flag such a tool `async`). Only flag tools whose result the model does not need before
-    /// it finishes the response, and whose effects are safe to start before the model has finished talking.
-    ///
-    /// Defaults to what the deprecated [`Tool::is_async`] says, so a tool written before the rename keeps its flag.
-    fn early(&self) -> bool {
-        #[allow(deprecated)]
-        self.is_async()
-    }
-
-    /// The name [`Tool::early`] had before issue 20 (`execute` is async for every tool, so the name misled).
-    /// Implement `early` instead; the engine asks `early`, whose default asks this. Callers should ask `early` too:
-    /// a tool that implements only `early` answers `false` here.
-    #[deprecated(note = "renamed to `Tool::early`: implement and call `early` instead")]
-    fn is_async(&self) -> bool {
-        false
-    }
-
-    /// Provider-async: the tool is declared to the provider as one whose result the model need not wait for (OpenAI
-    /// Responses' `async: true` on the tool's definition, sent only when the model's request settings opt in), so
-    /// the model goes on working after it calls it, and the result reaches it in a later request. A provider-async
-    /// tool is early too: its calls start at their seal (contract §3.1). Declare only tools whose result the model
-    /// can do without for a while.
-    fn provider_async(&self) -> bool {
-        false
-    }
-
-    /// `Sequential` fences this tool's batch: its calls run one at a time, after every earlier batch settled
-    /// (contract §4.4). `Parallel` (the default) leaves the tool to the engine's [`EngineConfig::tool_execution`](crate::EngineConfig::tool_execution).
-    fn execution_mode(&self) -> ExecutionMode {
-        ExecutionMode::Parallel
-    }
-
-    /// Calls with equal keys run in source order; different keys run in parallel (contract §4.5).
+    /// Calls with equal keys run in source order; different keys run in parallel (contract §4.5). A function of
+    /// each call's arguments, so not part of the spec.
     fn conflict_key(&self, _arguments: &Arguments) -> Option<String> {
-        None
-    }
-
-    /// The body is cancelled and the call fails with `"timed out after <N>ms"` once this passes (contract §4.6).
-    fn timeout(&self) -> Option<Duration> {
         None
     }
 
     /// A compatibility rewrite applied before validation (contract §5.2); an `Err` is an invalid-arguments outcome.
     fn prepare_arguments(&self, arguments: Arguments) -> Result<Arguments, String> {
         Ok(arguments)
-    }
-
-    /// Safe to run twice: recovery may re-execute an interrupted call instead of failing it (contract §7.4).
-    fn idempotent(&self) -> bool {
-        false
     }
 
     /// Runs the call.

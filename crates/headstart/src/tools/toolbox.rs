@@ -65,14 +65,15 @@ impl Toolbox {
 
     /// Adds a shared tool, compiling its schema. The layers applied so far wrap it, as they wrap every other tool.
     pub fn register_arc(&mut self, tool: Arc<dyn Tool>) -> Result<&mut Self, ToolboxError> {
-        let name = tool.name().to_owned();
+        let name = tool.spec().name.clone();
         if self.entries.contains_key(&name) {
             return Err(ToolboxError::Duplicate(name));
         }
-        let validator = jsonschema::validator_for(&tool.parameters()).map_err(|err| ToolboxError::InvalidSchema {
-            name: name.clone(),
-            message: err.to_string(),
-        })?;
+        let validator =
+            jsonschema::validator_for(&tool.spec().parameters).map_err(|err| ToolboxError::InvalidSchema {
+                name: name.clone(),
+                message: err.to_string(),
+            })?;
         let tool = self.layers.iter().fold(tool, |tool, layer| layer.layer(tool));
         self.entries.insert(name.clone(), Arc::new(Entry { tool, validator }));
         self.order.push(name);
@@ -105,10 +106,13 @@ impl Toolbox {
     }
 
     /// Whether a call is early, may start before the stream ends (contract §1.4): its tool is
-    /// early ([`Tool::early`]) or provider-async ([`Tool::provider_async`]), or the stream flagged the call
+    /// early ([`ToolSpec::early`](crate::ToolSpec::early)) or provider-async ([`ToolSpec::provider_async`](crate::ToolSpec::provider_async)), or the stream flagged the call
     /// (`"async": true` on its `toolcall_start`).
     pub fn is_early(&self, name: &str, flagged_early: bool) -> bool {
-        flagged_early || self.get(name).is_some_and(|tool| tool.early() || tool.provider_async())
+        flagged_early
+            || self
+                .get(name)
+                .is_some_and(|tool| tool.spec().early || tool.spec().provider_async)
     }
 
     /// The name [`Toolbox::is_early`] had before issue 20.
@@ -145,10 +149,10 @@ impl Toolbox {
             .iter()
             .filter_map(|name| self.entries.get(name))
             .map(|entry| ToolDefinition {
-                name: entry.tool.name().to_owned(),
-                description: entry.tool.description().to_owned(),
-                parameters: entry.tool.parameters(),
-                provider_async: entry.tool.provider_async(),
+                name: entry.tool.spec().name.clone(),
+                description: entry.tool.spec().description.clone(),
+                parameters: entry.tool.spec().parameters.clone(),
+                provider_async: entry.tool.spec().provider_async,
             })
             .collect()
     }
@@ -157,13 +161,13 @@ impl Toolbox {
     /// provider-async and the provider marked the call so, letting the model go on without it. Both are needed: the
     /// marker alone is the provider's word, and a tool the application did not declare waits as usual.
     pub(crate) fn delivers_later(&self, call: &ToolCall) -> bool {
-        call.provider_async && self.get(&call.name).is_some_and(|tool| tool.provider_async())
+        call.provider_async && self.get(&call.name).is_some_and(|tool| tool.spec().provider_async)
     }
 
     /// Whether a call's tool fences its batch (contract §4.4).
     pub(crate) fn fences(&self, call: &ToolCall) -> bool {
         self.get(&call.name)
-            .is_some_and(|tool| tool.execution_mode() == ExecutionMode::Sequential)
+            .is_some_and(|tool| tool.spec().execution_mode == ExecutionMode::Sequential)
     }
 
     /// Number of tools.
@@ -189,6 +193,7 @@ mod tests {
     use super::Toolbox;
     use crate::tools::error::ToolError;
     use crate::tools::output::ToolOutput;
+    use crate::tools::spec::ToolSpec;
     use crate::tools::tool::{Arguments, Tool, ToolContext};
     use crate::tools::typed::tests::{arguments, ReadArgs};
     use crate::tools::typed::tool_fn;
@@ -199,7 +204,7 @@ mod tests {
     /// A layer that wraps a tool's text output in `<name>(…)`.
     fn wrapping(name: &'static str) -> impl Fn(Arc<dyn Tool>) -> Arc<dyn Tool> + Send + Sync + 'static {
         move |inner: Arc<dyn Tool>| -> Arc<dyn Tool> {
-            let tool_name = inner.name().to_owned();
+            let tool_name = inner.spec().name.clone();
             let wrapped = tool_fn(tool_name, move |_: NoArguments, context: ToolContext| {
                 let inner = Arc::clone(&inner);
                 async move {
@@ -248,7 +253,7 @@ mod tests {
             let lines = args.lines.map_or(0, |range| range.to - range.from);
             Ok(format!("{}: {lines} lines", args.path))
         });
-        let schema = tool.parameters();
+        let schema = tool.spec().parameters.clone();
         assert!(schema.get("$schema").is_none());
         assert!(schema["$defs"]["Range"].is_object(), "{schema}");
         let toolbox = Toolbox::new().with(tool).expect("the schema compiles");
@@ -264,17 +269,19 @@ mod tests {
         );
     }
 
-    /// A tool written before `early` existed: it says `is_async`.
-    struct Lookup;
+    /// An early tool.
+    struct Lookup(ToolSpec);
+
+    impl Lookup {
+        fn new() -> Self {
+            Lookup(ToolSpec::new("lookup").early(true))
+        }
+    }
 
     #[async_trait]
     impl Tool for Lookup {
-        fn name(&self) -> &str {
-            "lookup"
-        }
-
-        fn is_async(&self) -> bool {
-            true
+        fn spec(&self) -> &ToolSpec {
+            &self.0
         }
 
         async fn execute(&self, _arguments: Arguments, _context: ToolContext) -> Result<ToolOutput, ToolError> {
@@ -283,21 +290,12 @@ mod tests {
     }
 
     #[test]
-    fn a_tool_that_says_is_async_is_early() {
-        assert!(Lookup.early());
-        let toolbox = Toolbox::new().with(Lookup).expect("registered");
-        assert!(toolbox.is_early("lookup", false));
-        assert!(
-            toolbox.is_early("unknown", true),
-            "the stream's flag makes any call early"
-        );
-        assert!(!toolbox.is_early("unknown", false));
-    }
-
-    #[test]
     fn a_call_is_early_when_its_tool_is_or_the_stream_says_so() {
-        let toolbox = Toolbox::new().with(Lookup).expect("registered");
-        assert!(toolbox.is_early("lookup", false), "a tool that says is_async is early");
+        let toolbox = Toolbox::new().with(Lookup::new()).expect("registered");
+        assert!(
+            toolbox.is_early("lookup", false),
+            "a tool whose spec says early is early"
+        );
         assert!(
             toolbox.is_early("unknown", true),
             "the stream's flag makes any call early"

@@ -38,6 +38,7 @@ use serde_json::Value;
 use crate::config::ExecutionMode;
 use crate::tools::error::{ToolError, ToolFailure};
 use crate::tools::output::ToolOutput;
+use crate::tools::spec::ToolSpec;
 use crate::tools::tool::{Arguments, Tool, ToolContext};
 
 /// The JSON Schema of `A` as a tool's `parameters`: `schemars`' draft 2020-12 output (`$defs` included) without
@@ -54,14 +55,7 @@ type ConflictKeyFn<A> = Arc<dyn Fn(&A) -> Option<String> + Send + Sync>;
 
 /// A tool made from an async closure over typed arguments; see [`tool_fn`].
 pub struct ToolFn<A, F> {
-    name: String,
-    description: String,
-    parameters: Value,
-    early: bool,
-    provider_async: bool,
-    idempotent: bool,
-    sequential: bool,
-    timeout: Option<Duration>,
+    spec: ToolSpec,
     conflict_key: Option<ConflictKeyFn<A>>,
     body: F,
     _args: PhantomData<fn(A)>,
@@ -80,14 +74,7 @@ where
     O: Into<ToolOutput>,
 {
     ToolFn {
-        name: name.into(),
-        description: String::new(),
-        parameters: schema_for::<A>(),
-        early: false,
-        provider_async: false,
-        idempotent: false,
-        sequential: false,
-        timeout: None,
+        spec: ToolSpec::new(name).parameters(schema_for::<A>()),
         conflict_key: None,
         body,
         _args: PhantomData,
@@ -97,39 +84,39 @@ where
 impl<A, F> ToolFn<A, F> {
     /// What it does, for the model.
     pub fn description(mut self, description: impl Into<String>) -> Self {
-        self.description = description.into();
+        self.spec.description = description.into();
         self
     }
 
-    /// Early ([`Tool::early`]): starts as soon as the call is sealed.
+    /// Early ([`ToolSpec::early`](crate::ToolSpec#structfield.early)): starts as soon as the call is sealed.
     pub fn early(mut self) -> Self {
-        self.early = true;
+        self.spec.early = true;
         self
     }
 
-    /// Provider-async ([`Tool::provider_async`]): declared to the provider as a tool the model need not wait for;
-    /// early too.
+    /// Provider-async ([`ToolSpec::provider_async`](crate::ToolSpec#structfield.provider_async)): declared to the
+    /// provider as a tool the model need not wait for; early too.
     pub fn provider_async(mut self) -> Self {
-        self.provider_async = true;
-        self.early = true;
+        self.spec.provider_async = true;
+        self.spec.early = true;
         self
     }
 
-    /// Safe to run twice ([`Tool::idempotent`]).
+    /// Safe to run twice ([`ToolSpec::idempotent`](crate::ToolSpec#structfield.idempotent)).
     pub fn idempotent(mut self) -> Self {
-        self.idempotent = true;
+        self.spec.idempotent = true;
         self
     }
 
-    /// Fences its batch ([`Tool::execution_mode`] `Sequential`).
+    /// Fences its batch ([`ToolSpec::execution_mode`](crate::ToolSpec#structfield.execution_mode) `Sequential`).
     pub fn sequential(mut self) -> Self {
-        self.sequential = true;
+        self.spec.execution_mode = ExecutionMode::Sequential;
         self
     }
 
-    /// The call fails as timed out once this passes ([`Tool::timeout`]).
+    /// The call fails as timed out once this passes ([`ToolSpec::timeout`](crate::ToolSpec#structfield.timeout)).
     pub fn timeout(mut self, limit: Duration) -> Self {
-        self.timeout = Some(limit);
+        self.spec.timeout = Some(limit);
         self
     }
 
@@ -144,10 +131,7 @@ impl<A, F> ToolFn<A, F> {
 impl<A, F> fmt::Debug for ToolFn<A, F> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("ToolFn")
-            .field("name", &self.name)
-            .field("early", &self.early)
-            .field("provider_async", &self.provider_async)
-            .field("idempotent", &self.idempotent)
+            .field("spec", &self.spec)
             .finish_non_exhaustive()
     }
 }
@@ -164,33 +148,8 @@ where
     Fut: Future<Output = Result<O, ToolFailure>> + Send + 'static,
     O: Into<ToolOutput>,
 {
-    fn name(&self) -> &str {
-        &self.name
-    }
-
-    fn description(&self) -> &str {
-        &self.description
-    }
-
-    fn parameters(&self) -> Value {
-        self.parameters.clone()
-    }
-
-    fn early(&self) -> bool {
-        self.early
-    }
-
-    fn provider_async(&self) -> bool {
-        self.provider_async
-    }
-
-    // Callers of the deprecated name get the same answer until it goes.
-    fn is_async(&self) -> bool {
-        self.early
-    }
-
-    fn execution_mode(&self) -> ExecutionMode {
-        ExecutionMode::sequential_if(self.sequential)
+    fn spec(&self) -> &ToolSpec {
+        &self.spec
     }
 
     fn conflict_key(&self, arguments: &Arguments) -> Option<String> {
@@ -199,17 +158,9 @@ where
         parse::<A>(arguments.clone()).ok().and_then(|args| key(&args))
     }
 
-    fn timeout(&self) -> Option<Duration> {
-        self.timeout
-    }
-
-    fn idempotent(&self) -> bool {
-        self.idempotent
-    }
-
     async fn execute(&self, arguments: Arguments, context: ToolContext) -> Result<ToolOutput, ToolError> {
         let args = parse::<A>(arguments)
-            .map_err(|error| ToolError::new(format!("invalid arguments for tool {}: {error}", self.name)))?;
+            .map_err(|error| ToolError::new(format!("invalid arguments for tool {}: {error}", self.spec.name)))?;
         match (self.body)(args, context).await {
             Ok(output) => Ok(output.into()),
             Err(failure) => Err(failure.into()),
@@ -262,16 +213,16 @@ pub(super) mod tests {
     #[test]
     fn flags_and_conflict_key_come_from_the_builder() {
         let tool = read_tool();
-        assert!(tool.early() && tool.idempotent() && !tool.provider_async());
+        assert!(tool.spec().early && tool.spec().idempotent && !tool.spec().provider_async);
         let declared = tool_fn("lookup", |args: ReadArgs, _ctx: ToolContext| async move {
             Ok::<_, ToolFailure>(args.path)
         })
         .provider_async();
         assert!(
-            Tool::provider_async(&declared) && Tool::early(&declared),
+            declared.spec.provider_async && declared.spec.early,
             "provider-async is early too"
         );
-        assert_eq!(tool.execution_mode(), ExecutionMode::Parallel);
+        assert_eq!(tool.spec().execution_mode, ExecutionMode::Parallel);
         let key = tool.conflict_key(&arguments(serde_json::json!({"path": "/etc/x"})));
         assert_eq!(key.as_deref(), Some("/etc/x"));
     }

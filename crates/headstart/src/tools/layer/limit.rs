@@ -10,7 +10,7 @@ use crate::tools::layer::around::{Around, ToolLayer, ToolMiddleware};
 use crate::tools::tool::{Arguments, Tool, ToolContext, ToolResult};
 
 /// At most `limit` bodies of each layered tool run at once; further calls wait for a slot (a call waiting here
-/// has started for the engine: the wait counts toward its [`Tool::timeout`]). Applied with
+/// has started for the engine: the wait counts toward its [`ToolSpec::timeout`](crate::ToolSpec::timeout)). Applied with
 /// [`Toolbox::layer`](crate::Toolbox::layer), each tool gets its own limit; for one limit shared by several tools,
 /// wrap them with [`ConcurrencyLimitLayer::shared`].
 #[derive(Debug, Clone, Copy)]

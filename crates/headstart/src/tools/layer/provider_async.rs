@@ -7,7 +7,7 @@ use async_trait::async_trait;
 use super::around::{Around, ToolLayer, ToolMiddleware};
 use crate::tools::tool::{Arguments, Tool, ToolContext, ToolResult};
 
-/// Declares the tools it wraps provider-async ([`Tool::provider_async`]): the provider is told the model need not
+/// Declares the tools it wraps provider-async ([`ToolSpec::provider_async`](crate::ToolSpec::provider_async)): the provider is told the model need not
 /// wait for their results, and their calls start at their seal (early). For a tool you did not write (a built-in,
 /// an MCP server's); a tool of your own can answer `provider_async` itself.
 #[derive(Debug, Clone, Copy, Default)]

@@ -8,7 +8,7 @@ use async_trait::async_trait;
 use crate::tools::layer::around::{Around, ToolLayer, ToolMiddleware};
 use crate::tools::tool::{Arguments, Tool, ToolContext, ToolResult};
 
-/// Retries a failed call of an idempotent tool ([`Tool::idempotent`]), waiting `backoff`, then twice that, and so
+/// Retries a failed call of an idempotent tool ([`ToolSpec::idempotent`](crate::ToolSpec::idempotent)), waiting `backoff`, then twice that, and so
 /// on (capped by `max_backoff`). A tool that is not idempotent runs once: running a side effect twice is not a
 /// decision a layer may take. A call whose token is cancelled is not retried.
 #[derive(Debug, Clone, Copy)]
@@ -51,7 +51,7 @@ impl ToolLayer for RetryLayer {
 #[async_trait]
 impl ToolMiddleware for RetryLayer {
     async fn execute(&self, next: &dyn Tool, arguments: Arguments, context: ToolContext) -> ToolResult {
-        if !next.idempotent() {
+        if !next.spec().idempotent {
             return next.execute(arguments, context).await;
         }
         let mut attempt = 1;
@@ -63,7 +63,7 @@ impl ToolMiddleware for RetryLayer {
             if attempt >= self.attempts || context.cancel.is_cancelled() {
                 return Err(error);
             }
-            tracing::debug!(tool = next.name(), attempt, %error, "retrying an idempotent tool");
+            tracing::debug!(tool = %next.spec().name, attempt, %error, "retrying an idempotent tool");
             tokio::select! {
                 () = tokio::time::sleep(self.wait(attempt)) => {}
                 () = context.cancel.cancelled() => return Err(error),

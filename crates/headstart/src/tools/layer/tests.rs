@@ -11,12 +11,13 @@ use tracing::Span;
 use super::*;
 use crate::tools::error::ToolError;
 use crate::tools::output::ToolOutput;
+use crate::tools::spec::ToolSpec;
 use crate::tools::tool::{Arguments, Tool, ToolContext, ToolResult};
 
 /// A tool that fails its first `failures` attempts, each taking `took` (the first `slow_first` attempts take
 /// an hour instead), and records how many bodies ran at once.
 struct Flaky {
-    idempotent: bool,
+    spec: ToolSpec,
     failures: usize,
     slow_first: usize,
     took: Duration,
@@ -28,7 +29,7 @@ struct Flaky {
 impl Flaky {
     fn new(idempotent: bool, failures: usize) -> Arc<Self> {
         Arc::new(Flaky {
-            idempotent,
+            spec: ToolSpec::new("flaky").early(true).idempotent(idempotent),
             failures,
             slow_first: 0,
             took: Duration::from_millis(10),
@@ -41,14 +42,8 @@ impl Flaky {
 
 #[async_trait]
 impl Tool for Arc<Flaky> {
-    fn name(&self) -> &str {
-        "flaky"
-    }
-    fn early(&self) -> bool {
-        true
-    }
-    fn idempotent(&self) -> bool {
-        self.idempotent
+    fn spec(&self) -> &ToolSpec {
+        &self.spec
     }
     async fn execute(&self, _arguments: Arguments, context: ToolContext) -> ToolResult {
         let attempt = self.attempts.fetch_add(1, Ordering::SeqCst);
@@ -96,7 +91,7 @@ async fn retry_backs_off_exponentially_for_idempotent_tools() {
     // Three 10 ms attempts, with 100 ms then 200 ms of backoff between them.
     assert_eq!(started.elapsed(), Duration::from_millis(330));
     assert!(
-        retried.early() && retried.idempotent() && retried.name() == "flaky",
+        retried.spec().early && retried.spec().idempotent && retried.spec().name == "flaky",
         "flags pass through"
     );
 }
@@ -216,7 +211,7 @@ async fn a_span_layer_runs_the_body_in_its_span() {
         &tool,
         SpanLayer::new(move |tool: &dyn Tool, context: &ToolContext| {
             if let Ok(mut seen) = record.lock() {
-                seen.push(format!("{} {}", tool.name(), context.call_id));
+                seen.push(format!("{} {}", tool.spec().name, context.call_id));
             }
             Span::none()
         }),
@@ -229,9 +224,9 @@ async fn a_span_layer_runs_the_body_in_its_span() {
 async fn provider_async_declares_the_tool_and_keeps_the_rest() {
     let tool = Flaky::new(true, 0);
     let declared = layered(&tool, ProviderAsyncLayer);
-    assert!(declared.provider_async() && declared.early() && declared.idempotent());
-    assert_eq!(declared.name(), "flaky");
-    assert!(!Arc::clone(&tool).provider_async());
+    assert!(declared.spec().provider_async && declared.spec().early && declared.spec().idempotent);
+    assert_eq!(declared.spec().name, "flaky");
+    assert!(!Arc::clone(&tool).spec().provider_async);
     let result = declared.execute(Arguments::new(), context()).await;
     assert!(result.is_ok(), "{result:?}");
     assert_eq!(tool.attempts.load(Ordering::SeqCst), 1);
@@ -243,7 +238,7 @@ async fn provider_async_declares_the_tool_and_keeps_the_rest() {
         }))
         .expect("registers");
     let plain = toolbox.get("plain").cloned().expect("plain");
-    assert!(ProviderAsyncLayer.layer(Arc::clone(&plain)).early());
+    assert!(ProviderAsyncLayer.layer(Arc::clone(&plain)).spec().early);
     let mut declared_toolbox = crate::Toolbox::new();
     declared_toolbox
         .register_arc(ProviderAsyncLayer.layer(plain))

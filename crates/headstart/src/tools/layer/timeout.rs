@@ -10,7 +10,7 @@ use crate::tools::layer::around::{Around, ToolLayer, ToolMiddleware};
 use crate::tools::tool::{Arguments, Tool, ToolContext, ToolResult};
 
 /// Ends each attempt that runs longer than a limit with the error `"attempt timed out after <N>ms"`, cancelling
-/// the attempt's token. Unlike [`Tool::timeout`], which bounds the whole call and ends it as `timed_out`, this
+/// the attempt's token. Unlike [`ToolSpec::timeout`](crate::ToolSpec::timeout), which bounds the whole call and ends it as `timed_out`, this
 /// bounds one attempt, so a [`RetryLayer`](crate::layer::RetryLayer) outside it can try again.
 #[derive(Debug, Clone, Copy)]
 pub struct TimeoutLayer {
