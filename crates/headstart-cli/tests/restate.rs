@@ -9,7 +9,8 @@
 //! 3. Two early calls pending at once (`tests/restate/two_early.json`), ending in the other order: both results
 //!    come back and the turn completes.
 //! 4. A session submitted twice under its key: the second submission is refused with the first turn's invocation,
-//!    and one turn runs.
+//!    and one turn runs. Before the deployment is registered, a submission is refused as `NotRegistered`, and an
+//!    unknown turn cannot be attached to.
 //! 5. `restate-server` killed with SIGKILL while the lookup runs, then started again on its data: the caller
 //!    attaches again and the turn completes, one result per call, no body twice.
 //! 6. Two deployments behind `headstart restate balance`, one turn at a time each, four sessions at once: both run
@@ -291,8 +292,23 @@ async fn a_session_submitted_twice_is_refused_with_the_earlier_turn() {
     let Some(binary) = server_binary() else { return };
     let dir = workdir();
     let server = start_server(&binary, dir.path());
-    let _deployment = registered_deployment(&server, dir.path(), port(), SCENARIO);
     let client = RestateClient::new(&server.ingress_url(0));
+    // Before any deployment: the submission says what to do, and nothing is accepted.
+    let unregistered = client
+        .submit(&new_session_id(), &look_it_up(), "before-registration")
+        .await
+        .expect_err("no Session service yet");
+    assert!(
+        matches!(unregistered, RestateError::NotRegistered { .. }),
+        "{unregistered:?}"
+    );
+    assert!(
+        unregistered.to_string().contains("register a deployment first"),
+        "{unregistered}"
+    );
+    let unknown = client.attach("inv_1nosuchturn").await.expect_err("no such invocation");
+    assert!(matches!(unknown, RestateError::Refused { .. }), "{unknown:?}");
+    let _deployment = registered_deployment(&server, dir.path(), port(), SCENARIO);
     let session = new_session_id();
     let first = client
         .submit(&session, &look_it_up(), &session)

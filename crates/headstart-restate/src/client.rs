@@ -1,19 +1,24 @@
 //! A small client of a Restate server's ingress and admin APIs: register a deployment, submit a prompt to a
 //! session, wait for its turn's report. Every ordinary failure is a [`RestateError`] that says what to do.
+//!
+//! The ingress half is the SDK's: the typed `SessionIngressClient` that restate-sdk's macro generates from the
+//! `Session` object submits a turn and attaches to it, over this crate's HTTP/1 client ([`Transport`]). The admin
+//! half (registration, the SQL introspection) has no SDK client and stays hand-written.
 
 use std::time::Duration;
 
 use http_body_util::{BodyExt, Full};
 use hyper::body::Bytes;
-use hyper::{Method, Request, StatusCode};
+use hyper::{Method, Request, StatusCode, Uri};
 use hyper_util::client::legacy::connect::HttpConnector;
 use hyper_util::client::legacy::Client;
 use hyper_util::rt::TokioExecutor;
-use serde::Deserialize;
+use restate_sdk::ingress::{ClientError, RequestExecutor, SendStatus};
+use restate_sdk::serde::Json;
 
 use crate::admin::{self, TurnStatus};
 use crate::journal::TurnReport;
-use crate::session::TurnRequest;
+use crate::session::{SessionIngressClient, TurnRequest};
 
 /// How long one request to the server may take before it is given up (a turn's report is awaited separately, for
 /// as long as the caller asks).
@@ -93,14 +98,6 @@ impl std::fmt::Debug for RestateClient {
     }
 }
 
-/// What `…/send` answers.
-#[derive(Deserialize)]
-#[serde(rename_all = "camelCase")]
-struct Sent {
-    invocation_id: String,
-    status: String,
-}
-
 impl RestateClient {
     /// A client of the ingress at `ingress` (a trailing `/` is ignored).
     pub fn new(ingress: &str) -> Self {
@@ -132,29 +129,26 @@ impl RestateClient {
     /// Submits `request` as a turn of `session`, once: a second submission under the same `key` is
     /// [`RestateError::SubmittedTwice`]. Returns the turn's invocation id.
     pub async fn submit(&self, session: &str, request: &TurnRequest, key: &str) -> Result<String, RestateError> {
-        let url = format!("{}/Session/{}/turn/send", self.base, encode(session));
-        let body = serde_json::to_string(request).map_err(|error| RestateError::BadAnswer {
-            what: "encode the prompt".into(),
-            reason: error.to_string(),
-        })?;
-        let answer = self
-            .request(
-                Method::POST,
-                &url,
-                Some(body),
-                &[("idempotency-key", key)],
-                "submit a turn",
-                Some(REQUEST_TIMEOUT),
-            )
-            .await?;
-        let sent: Sent = read_json(&answer, "submit a turn")?;
-        if sent.status == "PreviouslyAccepted" {
+        const WHAT: &str = "submit a turn";
+        let turn = SessionIngressClient::from_client(self.ingress()?, session)
+            .turn(Json(request.clone()))
+            .idempotency_key(key)
+            .send();
+        let sent = tokio::time::timeout(REQUEST_TIMEOUT, turn)
+            .await
+            .map_err(|_| RestateError::Unreachable {
+                url: self.base.clone(),
+                reason: format!("no answer within {}s", REQUEST_TIMEOUT.as_secs()),
+            })?
+            .map_err(|error| self.failed(error, WHAT))?;
+        let invocation = sent.invocation_handle().invocation_id().clone();
+        if sent.send_status() == SendStatus::PreviouslyAccepted {
             return Err(RestateError::SubmittedTwice {
                 session: session.to_owned(),
-                invocation: sent.invocation_id,
+                invocation,
             });
         }
-        Ok(sent.invocation_id)
+        Ok(invocation)
     }
 
     /// The turns the server knows of `session` (every session's when `None`), oldest first: a client of the admin
@@ -192,14 +186,61 @@ impl RestateClient {
         read_json(&answer, what)
     }
 
-    /// Waits for the turn `invocation` to end and returns its report.
+    /// Waits for the turn `invocation` to end and returns its report. A turn takes as long as it takes: no bound
+    /// but the caller's.
     pub async fn attach(&self, invocation: &str) -> Result<TurnReport, RestateError> {
-        let url = format!("{}/restate/invocation/{}/attach", self.base, encode(invocation));
-        // A turn takes as long as it takes: no bound but the caller's.
-        let answer = self
-            .request(Method::GET, &url, None, &[], "wait for a turn", None)
-            .await?;
-        read_json(&answer, "wait for a turn")
+        let report = self
+            .ingress()?
+            .invocation_handle::<Json<TurnReport>>(invocation)
+            .attach()
+            .await
+            .map_err(|error| self.failed(error, "wait for a turn"))?;
+        Ok(report.into_body().into_inner())
+    }
+
+    /// The SDK's ingress client of this client's server.
+    fn ingress(&self) -> Result<restate_sdk::ingress::Client<Transport>, RestateError> {
+        let bad = |reason: String| RestateError::BadAnswer {
+            what: "reach the ingress".into(),
+            reason: format!("bad URL {}: {reason}", self.base),
+        };
+        let uri: Uri = self
+            .base
+            .parse()
+            .map_err(|error: hyper::http::uri::InvalidUri| bad(error.to_string()))?;
+        restate_sdk::ingress::Client::new(
+            uri,
+            Transport {
+                http: self.http.clone(),
+            },
+        )
+        .map_err(|error| bad(error.to_string()))
+    }
+
+    /// What a failed ingress request means for the caller, who asked to `what`.
+    fn failed(&self, error: ClientError, what: &str) -> RestateError {
+        match error {
+            ClientError::Transport { source } => RestateError::Unreachable {
+                url: self.base.clone(),
+                reason: source.to_string(),
+            },
+            ClientError::Status { status, response } => {
+                let text = String::from_utf8_lossy(response.body());
+                // A turn's submission that meets no `Session` service: nothing was registered.
+                if status == StatusCode::NOT_FOUND && what == "submit a turn" && text.contains("ervice") {
+                    return RestateError::NotRegistered { url: self.base.clone() };
+                }
+                RestateError::Refused {
+                    what: what.into(),
+                    status: status.as_u16(),
+                    body: text.chars().take(2_000).collect(),
+                }
+            }
+            other => RestateError::BadAnswer {
+                what: what.into(),
+                reason: other.to_string(),
+            },
+        }
     }
 
     async fn request(
@@ -249,9 +290,6 @@ impl RestateClient {
             return Ok(bytes);
         }
         let text = String::from_utf8_lossy(&bytes);
-        if status == StatusCode::NOT_FOUND && url.contains("/Session/") && text.contains("ervice") {
-            return Err(RestateError::NotRegistered { url: self.base.clone() });
-        }
         Err(RestateError::Refused {
             what: what.into(),
             status: status.as_u16(),
@@ -279,28 +317,44 @@ fn read_json<T: serde::de::DeserializeOwned>(bytes: &Bytes, what: &str) -> Resul
     })
 }
 
-/// A path segment, percent-encoded where it is not a plain id character.
-fn encode(segment: &str) -> String {
-    let mut out = String::with_capacity(segment.len());
-    for byte in segment.bytes() {
-        if byte.is_ascii_alphanumeric() || matches!(byte, b'-' | b'_' | b'.' | b'~') {
-            out.push(char::from(byte));
-        } else {
-            out.push_str(&format!("%{byte:02X}"));
+/// The SDK's ingress client's HTTP: this crate's HTTP/1 client, each answer read whole up to [`MAX_RESPONSE`].
+struct Transport {
+    http: Client<HttpConnector, Full<Bytes>>,
+}
+
+/// Why the ingress could not be reached: the innermost cause ("Connection refused").
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+struct TransportError(String);
+
+impl RequestExecutor for Transport {
+    type Error = TransportError;
+
+    fn execute(
+        &self,
+        request: hyper::Request<Bytes>,
+    ) -> impl std::future::Future<Output = Result<hyper::Response<Bytes>, TransportError>> + Send {
+        let http = self.http.clone();
+        async move {
+            let (parts, body) = request.into_parts();
+            let response = http
+                .request(Request::from_parts(parts, Full::new(body)))
+                .await
+                .map_err(|error| TransportError(connect_reason(&error)))?;
+            let (parts, body) = response.into_parts();
+            let bytes = http_body_util::Limited::new(body, MAX_RESPONSE)
+                .collect()
+                .await
+                .map_err(|error| TransportError(format!("the answer could not be read: {error}")))?
+                .to_bytes();
+            Ok(hyper::Response::from_parts(parts, bytes))
         }
     }
-    out
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn path_segments_are_encoded() {
-        assert_eq!(encode("0193-ab_c.d~"), "0193-ab_c.d~");
-        assert_eq!(encode("a/b c"), "a%2Fb%20c");
-    }
 
     #[tokio::test]
     async fn a_dead_address_is_unreachable_with_the_url() {
