@@ -136,6 +136,10 @@ async fn serve_deployment(args: &ServeArgs, scenario: Option<headstart_sim::Scen
         let bound = crate::metrics_endpoint::serve(addr).await.map_err(Failure::Failed)?;
         headstart_restate::metrics::describe();
         log_line(&format!("metrics http://{bound}/metrics"));
+        // A deployment that knows the admin API also exports which calls Restate keeps retrying, and why.
+        if let Some(admin) = args.register.clone() {
+            tokio::spawn(headstart_restate::metrics::watch_failing_calls(admin));
+        }
     }
     let store = store_url.open(Access::Create).await.map_err(Failure::Failed)?;
     let deployment = Arc::new(Deployment::new(store, setup).with_turn_limit(args.concurrency));

@@ -26,7 +26,8 @@
 //!     `Tools/run_call` returns: on the next deployment the replay returns the journaled outcome, so the lookup keeps
 //!     its real result, its body ran once, and the turn completes (issue 45: a replay never contradicts its journal).
 //! 11. Every attempt of `Tools/run_call` fails (`HEADSTART_RESTATE_FAULT=fail-run-call`): `inspect --restate` shows,
-//!     under the turn that waits, the call Restate keeps retrying and its last failure.
+//!     under the turn that waits, the call Restate keeps retrying and its last failure, and the deployment's
+//!     `headstart_restate_calls_failing` counts it.
 //! 12. A body that passes its timeout and one that panics, on `Tools`: each call ends with the outcome, state and text
 //!     the same scenario gives in process (`headstart replay`), through the engine's one body runner.
 //!
@@ -160,12 +161,14 @@ async fn a_call_retried_for_good_is_shown_beside_the_turn_that_waits_on_it() {
     let dir = workdir();
     let server = start_server(&binary, dir.path());
     // Every attempt of `Tools/run_call` fails: the turn runs, and waits on a call Restate retries.
-    let _deployment = registered_deployment_in(
+    let metrics = port();
+    let _deployment = registered_deployment_with(
         &server,
         dir.path(),
         port(),
         SCENARIO,
         &[(headstart_restate::FAULT_VARIABLE, "fail-run-call")],
+        &["--metrics", &format!("127.0.0.1:{metrics}")],
     );
     let submitted = submit(&server, false, SCENARIO).output_within(PATIENCE);
     assert!(submitted.status.success(), "{submitted:?}");
@@ -204,6 +207,14 @@ async fn a_call_retried_for_good_is_shown_beside_the_turn_that_waits_on_it() {
     let text = inspect(false);
     assert!(text.contains("  waits on Tools/run_call inv_"), "{text}");
     assert!(text.contains("run_call fails on purpose"), "{text}");
+    // The deployment's metrics say so too, by the failure's code, not only a reader of `inspect`.
+    wait_until("the failing call to be counted on /metrics", || {
+        counter(
+            &metrics_page(metrics),
+            headstart_restate::metrics::CALLS_FAILING,
+            "code=",
+        ) >= 1.0
+    });
 }
 
 /// How each call of `session` ended in `store`: call id, outcome, state and result text, by call id.

@@ -45,6 +45,16 @@ pub struct FailingCall {
     pub last_failure: Option<String>,
 }
 
+impl FailingCall {
+    /// The Restate error code of the last failure (`570` for a journal mismatch), when it names one: the number in
+    /// the `[570 Journal mismatch] …` that opens it.
+    pub fn code(&self) -> Option<u16> {
+        let failure = self.last_failure.as_deref()?.strip_prefix('[')?;
+        let digits = failure.find(|c: char| !c.is_ascii_digit()).unwrap_or(failure.len());
+        failure[..digits].parse().ok()
+    }
+}
+
 /// The query that lists turns: every invocation of `Session`'s `turn` handler, oldest first. `session`, when
 /// given, is quoted as an SQL string literal (a quote doubled), so no id can change the query.
 pub(crate) fn turns_query(session: Option<&str>) -> String {
@@ -80,21 +90,26 @@ struct CallRow {
 }
 
 impl CallRows {
-    /// Gives each of `turns` the failing calls it issued.
-    pub(crate) fn attach_to(self, turns: &mut [TurnStatus]) {
-        for row in self.rows {
-            let (Some(invocation), Some(caller)) = (row.id, row.invoked_by_id) else {
-                continue;
-            };
-            let Some(turn) = turns.iter_mut().find(|turn| turn.invocation == caller) else {
-                continue;
-            };
-            turn.failing_calls.push(FailingCall {
-                invocation,
+    /// Each failing call, with the turn that issued it (`None` when the row does not say).
+    pub(crate) fn into_calls(self) -> impl Iterator<Item = (Option<String>, FailingCall)> {
+        self.rows.into_iter().filter_map(|row| {
+            let call = FailingCall {
+                invocation: row.id?,
                 status: row.status.unwrap_or_else(|| "unknown".to_owned()),
                 retries: row.retry_count.unwrap_or(0),
                 last_failure: row.last_failure.filter(|failure| !failure.is_empty()),
-            });
+            };
+            Some((row.invoked_by_id, call))
+        })
+    }
+
+    /// Gives each of `turns` the failing calls it issued.
+    pub(crate) fn attach_to(self, turns: &mut [TurnStatus]) {
+        for (caller, call) in self.into_calls() {
+            let Some(turn) = turns.iter_mut().find(|turn| Some(&turn.invocation) == caller.as_ref()) else {
+                continue;
+            };
+            turn.failing_calls.push(call);
         }
     }
 }
@@ -150,6 +165,27 @@ impl Rows {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn failing(last_failure: Option<&str>) -> FailingCall {
+        FailingCall {
+            invocation: "inv_1".into(),
+            status: "backing-off".into(),
+            retries: 3,
+            last_failure: last_failure.map(str::to_owned),
+        }
+    }
+
+    #[test]
+    fn a_failures_code_is_the_number_that_opens_it() {
+        let mismatch = failing(Some(
+            "[570 Journal mismatch] while executing 'handler return' (index '2')",
+        ));
+        assert_eq!(mismatch.code(), Some(570));
+        assert_eq!(failing(Some("[500] run_call fails on purpose")).code(), Some(500));
+        assert_eq!(failing(Some("run_call fails on purpose")).code(), None);
+        assert_eq!(failing(Some("[Journal mismatch]")).code(), None);
+        assert_eq!(failing(None).code(), None);
+    }
 
     #[test]
     fn a_session_id_cannot_change_the_query() {

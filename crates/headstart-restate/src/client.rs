@@ -16,7 +16,7 @@ use hyper_util::rt::TokioExecutor;
 use restate_sdk::ingress::{ClientError, RequestExecutor, SendStatus};
 use restate_sdk::serde::Json;
 
-use crate::admin::{self, TurnStatus};
+use crate::admin::{self, FailingCall, TurnStatus};
 use crate::journal::TurnReport;
 use crate::session::{SessionIngressClient, TurnRequest};
 
@@ -167,6 +167,15 @@ impl RestateClient {
             calls.attach_to(&mut turns);
         }
         Ok(turns)
+    }
+
+    /// Every call to `Tools` whose attempts fail and that Restate keeps retrying, oldest first: a client of the admin
+    /// API asks its SQL introspection.
+    pub async fn failing_calls(&self) -> Result<Vec<FailingCall>, RestateError> {
+        let calls: admin::CallRows = self
+            .query(admin::FAILING_CALLS_QUERY, "list the calls that fail")
+            .await?;
+        Ok(calls.into_calls().map(|(_, call)| call).collect())
     }
 
     /// The rows the admin API's SQL introspection answers `sql` with (`what` names the question in errors).

@@ -1,7 +1,14 @@
 //! A deployment's own metrics, recorded through the `metrics` facade (the engines it runs record the engine's,
 //! [`headstart::metrics`]); `headstart restate serve --metrics ADDR` exports them. docs/restate.md lists them.
 
-use ::metrics::{counter, describe_counter, describe_histogram, histogram, Unit};
+use std::collections::BTreeSet;
+use std::sync::Mutex;
+use std::time::Duration;
+
+use ::metrics::{counter, describe_counter, describe_gauge, describe_histogram, gauge, histogram, Unit};
+
+use crate::admin::FailingCall;
+use crate::client::RestateClient;
 
 /// Counter: journal entries this deployment's handlers wrote, labelled `kind`: `begin`, `prompt`, `step` (one per
 /// seal, issued call and turn end), `call` (a durable call to `Tools`) and `started` (a call's at-most-once
@@ -20,6 +27,14 @@ pub const STALE_WRITES_REFUSED: &str = "headstart_restate_stale_writes_refused_t
 /// Counter: turns that waited for a free slot of the deployment's turn limit before they began.
 pub const TURNS_QUEUED: &str = "headstart_restate_turns_queued_total";
 
+/// Gauge: calls to `Tools` whose attempts fail and that Restate keeps retrying, as the server's admin API last said,
+/// labelled `code`: the Restate error code of the last failure (`570`: a journal mismatch, a replay that does not
+/// reproduce its journal), or `none`. Exported by a deployment that registers itself (`--register ADMIN_URL`).
+pub const CALLS_FAILING: &str = "headstart_restate_calls_failing";
+
+/// How often a deployment asks the admin API which calls fail.
+pub const FAILING_CALLS_EVERY: Duration = Duration::from_secs(5);
+
 /// Registers the descriptions and units of a deployment's metrics, the engine's too, with the installed recorder.
 pub fn describe() {
     headstart::metrics::describe();
@@ -35,6 +50,10 @@ pub fn describe() {
     describe_counter!(
         STALE_WRITES_REFUSED,
         "Writes of a replaced attempt refused, by where: the journal or the store's fence."
+    );
+    describe_gauge!(
+        CALLS_FAILING,
+        "Calls to Tools whose attempts fail and that Restate retries, by the last failure's Restate error code."
     );
     describe_counter!(
         TURNS_QUEUED,
@@ -60,4 +79,53 @@ pub(crate) fn stale_write_refused(place: &'static str) {
 /// A turn waited for a slot.
 pub(crate) fn turn_queued() {
     counter!(TURNS_QUEUED).increment(1);
+}
+
+/// Sets [`CALLS_FAILING`] from `calls`: a count per code, and 0 for a code counted before and gone now.
+pub fn record_failing_calls(calls: &[FailingCall]) {
+    static CODES: Mutex<BTreeSet<String>> = Mutex::new(BTreeSet::new());
+    let mut counts = std::collections::BTreeMap::<String, usize>::new();
+    for call in calls {
+        let code = call.code().map_or_else(|| "none".to_owned(), |code| code.to_string());
+        *counts.entry(code).or_default() += 1;
+    }
+    let mut codes = CODES.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+    for gone in codes.iter().filter(|code| !counts.contains_key(*code)) {
+        gauge!(CALLS_FAILING, "code" => gone.clone()).set(0.0);
+    }
+    for (code, count) in &counts {
+        gauge!(CALLS_FAILING, "code" => code.clone()).set(*count as f64);
+    }
+    *codes = counts.into_keys().collect();
+}
+
+/// Asks the admin API at `admin` which calls fail, every [`FAILING_CALLS_EVERY`], for as long as the task runs:
+/// [`CALLS_FAILING`], and a warning in the log for each call whose replay contradicts its journal (code 570), which
+/// Restate would otherwise retry without a word. An admin API that does not answer is said once, then again when
+/// it answers.
+pub async fn watch_failing_calls(admin: String) {
+    let client = RestateClient::new(&admin);
+    let mut unreachable = false;
+    loop {
+        match client.failing_calls().await {
+            Ok(calls) => {
+                unreachable = false;
+                record_failing_calls(&calls);
+                for call in calls.iter().filter(|call| call.code() == Some(570)) {
+                    tracing::warn!(
+                        invocation = %call.invocation,
+                        retries = call.retries,
+                        failure = call.last_failure.as_deref().unwrap_or_default(),
+                        "a call's replay contradicts its journal; Restate retries it until it is fixed or cancelled"
+                    );
+                }
+            }
+            Err(error) if !unreachable => {
+                unreachable = true;
+                tracing::warn!(%error, "cannot ask the admin API which calls fail");
+            }
+            Err(_) => {}
+        }
+        tokio::time::sleep(FAILING_CALLS_EVERY).await;
+    }
 }

@@ -105,9 +105,22 @@ pub fn registered_deployment_in(
     scenario_file: &str,
     env: &[(&str, &str)],
 ) -> ChildGuard {
+    registered_deployment_with(server, dir, port, scenario_file, env, &[])
+}
+
+/// [`registered_deployment_in`] with `extra` flags.
+pub fn registered_deployment_with(
+    server: &LocalServer,
+    dir: &Path,
+    port: u16,
+    scenario_file: &str,
+    env: &[(&str, &str)],
+    extra: &[&str],
+) -> ChildGuard {
     let mut child = ChildGuard::spawn(
         Command::new(bin())
             .args(deployment_args(dir, port, scenario_file))
+            .args(extra)
             .args(["--register", &server.admin_url(0)])
             .envs(env.iter().copied())
             .stdout(Stdio::null())
