@@ -2,8 +2,9 @@
 
 use std::sync::Arc;
 
+use headstart::store::owner::SessionLocks;
 use headstart::{
-    CancellationToken, EngineConfig, ExecutionMode, Hooks, RecoveryPolicy, SessionId, Toolbox, UserMessage,
+    CancellationToken, Clock, EngineConfig, ExecutionMode, Hooks, RecoveryPolicy, SessionId, Toolbox, UserMessage,
 };
 use headstart_providers::feed::convert_options;
 use headstart_providers::{Feed, FeedFormat};
@@ -22,6 +23,7 @@ use crate::{js_error, one_of};
 pub struct NativeEngine {
     engine: headstart::Engine,
     bridge: Arc<Bridge>,
+    locks: Option<SessionLocks>,
 }
 
 #[napi]
@@ -85,7 +87,11 @@ impl NativeEngine {
             .hooks(hooks)
             .config(config)
             .build();
-        Ok(NativeEngine { engine, bridge })
+        Ok(NativeEngine {
+            engine,
+            bridge,
+            locks: store.locks.clone(),
+        })
     }
 
     /// A new session's id.
@@ -151,7 +157,8 @@ impl NativeEngine {
 
     /// Recovers `session` after a crash (contract §7.4): every admitted call without a result gets one,
     /// `interrupted` (policy `fail`), or a new run for idempotent tools (policy `rerun_idempotent`). Resolves to the
-    /// JSON of what was done with each call.
+    /// JSON of what was done with each call. On a SQLite store the recovery holds the session's lock, as `headstart
+    /// recover` does: while another process holds it, it rejects naming that process, and writes nothing.
     #[napi]
     pub async fn recover(&self, session: String, policy: String) -> napi::Result<String> {
         let policy = one_of(
@@ -162,11 +169,16 @@ impl NativeEngine {
                 ("rerun_idempotent", RecoveryPolicy::ReExecuteIdempotent),
             ],
         )?;
-        let recovered = self
-            .engine
-            .recover(&SessionId(session), policy)
-            .await
-            .map_err(js_error)?;
+        let session = SessionId(session);
+        let _lock = match &self.locks {
+            Some(locks) => Some(
+                locks
+                    .take(&session, false, headstart::SystemClock.now_us())
+                    .map_err(js_error)?,
+            ),
+            None => None,
+        };
+        let recovered = self.engine.recover(&session, policy).await.map_err(js_error)?;
         serde_json::to_string(&recovered).map_err(js_error)
     }
 

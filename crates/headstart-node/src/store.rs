@@ -2,9 +2,10 @@
 
 use std::sync::Arc;
 
+use headstart::store::owner::SessionLocks;
 use headstart::store::{Durability, TranscriptStore};
 use headstart::SessionId;
-use headstart_postgres::{open_location, Access};
+use headstart_postgres::{open_location, session_locks, Access};
 use napi_derive::napi;
 
 use crate::{js_error, one_of};
@@ -13,6 +14,8 @@ use crate::{js_error, one_of};
 #[napi]
 pub struct NativeStore {
     pub(crate) store: Arc<dyn TranscriptStore>,
+    /// The session locks beside a SQLite file (none for PostgreSQL): a recovery takes its session's.
+    pub(crate) locks: Option<SessionLocks>,
 }
 
 /// Opens the store at `location`: a PostgreSQL connection string (`postgresql://…`), else the path of a SQLite file,
@@ -27,7 +30,10 @@ pub async fn open_store(location: String, write: bool, durability: String) -> na
     )?;
     let access = if write { Access::Write(durability) } else { Access::Read };
     let store = open_location(&location, access).await.map_err(js_error)?;
-    Ok(NativeStore { store })
+    Ok(NativeStore {
+        store,
+        locks: session_locks(&location),
+    })
 }
 
 #[napi]

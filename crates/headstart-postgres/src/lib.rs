@@ -45,7 +45,7 @@ mod tls;
 
 pub use conninfo::{is_connection_string, redact, PgEnvironment};
 pub use listener::LISTENER_NAME;
-pub use location::{open_location, open_queue_location, Access};
+pub use location::{open_location, open_queue_location, session_locks, Access};
 pub use schema::LATEST_VERSION as SCHEMA_VERSION;
 pub use store::{PgOptions, PgStore};
 

@@ -4,6 +4,7 @@
 
 use std::sync::Arc;
 
+use headstart_store::owner::SessionLocks;
 use headstart_store::{Durability, SessionQueue, SqliteOptions, SqliteStore, StoreError, TranscriptStore};
 
 use crate::{is_connection_string, PgOptions, PgStore};
@@ -32,6 +33,13 @@ pub async fn open_queue_location(location: &str, access: Access) -> Result<Arc<d
         Opened::Postgres(store) => Arc::new(store),
         Opened::Sqlite(store) => Arc::new(store),
     })
+}
+
+/// The locks that make one process a session's only owner (contract §7.4.4) for the store at `location`: the lock
+/// files beside a SQLite file ([`SessionLocks::beside`]), which `run`, `resume` and `recover` of the CLI take too.
+/// `None` for PostgreSQL, whose sessions a fleet's workers hold by lease instead.
+pub fn session_locks(location: &str) -> Option<SessionLocks> {
+    (!is_connection_string(location)).then(|| SessionLocks::beside(std::path::Path::new(location)))
 }
 
 /// A store as opened, before it is seen through one of its traits.

@@ -1,18 +1,19 @@
 //! [`Engine`] (`_native.Engine`): a store, the Python tools, and the entry points the package's `Engine` class
 //! calls (`create_session`, `tool_specs`, `open` for one wrapped response).
 
+use headstart::store::owner::SessionLocks;
 use headstart::store::Durability;
 use std::sync::Arc;
 
 use headstart::{
-    AsyncDelivery, CancellationToken, EngineConfig, ExecutionMode, Hooks, RecoveryPolicy, SessionId, ToolDefinition,
-    Toolbox,
+    AsyncDelivery, CancellationToken, Clock, EngineConfig, ExecutionMode, Hooks, RecoveryPolicy, SessionId,
+    ToolDefinition, Toolbox,
 };
 use headstart_providers::request::{build_body, RequestSettings};
 use pyo3::prelude::*;
 use serde_json::Value;
 
-use crate::errors::{store_error, ConfigError};
+use crate::errors::{store_error, ConfigError, SessionBusy};
 use crate::events::Events;
 use crate::feed::{convert_options, Feed};
 use crate::home::Home;
@@ -29,6 +30,8 @@ pub(crate) struct Engine {
     pub(crate) home: Home,
     /// The hooks the engine was built with (an agent's engine, built anew with its own request limit, gets them too).
     pub(crate) hooks: Hooks,
+    /// The session locks of a SQLite store: a recovery takes its session's, as the CLI's `recover` does.
+    locks: Option<SessionLocks>,
 }
 
 #[pymethods]
@@ -119,13 +122,18 @@ impl Engine {
             .hooks(hooks.clone())
             .config(config)
             .build();
-        Ok(Engine { engine, home, hooks })
+        Ok(Engine {
+            engine,
+            home,
+            hooks,
+            locks: headstart_postgres::session_locks(store),
+        })
     }
 
     /// Awaitable: a new session's id.
     fn create_session<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
         let engine = self.engine.clone();
-        awaitable(py, async move {
+        awaitable(py, &self.home, async move {
             let session = engine.create_session().await.map_err(store_error)?;
             Ok(session.0)
         })
@@ -166,10 +174,21 @@ impl Engine {
                 )))
             }
         };
-        self.home.capture(py)?;
+        let session = SessionId(session);
+        // One recoverer at a time (contract §7.4.4): another process that holds the session is named, and nothing
+        // is written.
+        let lock = match &self.locks {
+            Some(locks) => Some(
+                locks
+                    .take(&session, false, headstart::SystemClock.now_us())
+                    .map_err(|error| SessionBusy::new_err(error.to_string()))?,
+            ),
+            None => None,
+        };
         let engine = self.engine.clone();
-        awaitable(py, async move {
-            let recovered = engine.recover(&SessionId(session), policy).await.map_err(store_error)?;
+        awaitable(py, &self.home, async move {
+            let recovered = engine.recover(&session, policy).await.map_err(store_error)?;
+            drop(lock);
             Ok(Json(serde_json::to_value(recovered).unwrap_or_default()))
         })
     }
@@ -184,7 +203,7 @@ impl Engine {
     #[pyo3(signature = (session, after=None))]
     fn figures<'py>(&self, py: Python<'py>, session: String, after: Option<u64>) -> PyResult<Bound<'py, PyAny>> {
         let store = Arc::clone(self.engine.store());
-        awaitable(py, async move {
+        awaitable(py, &self.home, async move {
             let figures = headstart_timeline::stored::figures_json(store.as_ref(), &SessionId(session), after)
                 .await
                 .map_err(store_error)?;
@@ -205,10 +224,9 @@ impl Engine {
         record: Option<&str>,
     ) -> PyResult<(Feed, Bound<'py, PyAny>)> {
         let (feed, deltas) = Feed::open(crate::feed::parse_format(format)?, &convert_options(seal, record)?);
-        self.home.capture(py)?;
         let engine = self.engine.clone();
         let home = self.home.clone();
-        let pending = awaitable(py, async move {
+        let pending = awaitable(py, &self.home, async move {
             let cancel = CancellationToken::new();
             let events = engine
                 .wrap_next(&SessionId(session), deltas, cancel.clone())

@@ -28,6 +28,12 @@ create_exception!(
 );
 create_exception!(
     headstart,
+    SessionBusy,
+    StoreError,
+    "Another process holds the session (its lock beside the SQLite file): the message names it. Nothing was written."
+);
+create_exception!(
+    headstart,
     ModelError,
     HeadstartError,
     "The model's stream could not be read (an unknown format, an event that is not JSON)."

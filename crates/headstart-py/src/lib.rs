@@ -57,6 +57,7 @@ fn _native(module: &Bound<'_, PyModule>) -> PyResult<()> {
     module.add("HeadstartError", py.get_type::<errors::HeadstartError>())?;
     module.add("EngineError", py.get_type::<errors::EngineError>())?;
     module.add("StoreError", py.get_type::<errors::StoreError>())?;
+    module.add("SessionBusy", py.get_type::<errors::SessionBusy>())?;
     module.add("ModelError", py.get_type::<errors::ModelError>())?;
     module.add("ConfigError", py.get_type::<errors::ConfigError>())?;
     #[cfg(feature = "testing")]

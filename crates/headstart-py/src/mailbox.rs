@@ -23,6 +23,7 @@ use crate::feed::Feed;
 use crate::json::JsonList;
 use crate::outcome::{CallDone, CallUpdates};
 use crate::request::ModelRequest;
+use crate::runtime::Convert;
 
 /// One piece of work for the loop.
 pub(crate) enum Letter {
@@ -79,6 +80,15 @@ pub(crate) enum Letter {
         future: Py<PyAny>,
         /// The events' serializations, or the panic's message.
         batch: Result<Vec<Value>, String>,
+    },
+    /// An awaitable's outcome: resolve `future` with the value (converted on the loop's thread) or fail it.
+    Resolve {
+        /// The letter's number.
+        id: u64,
+        /// The asyncio future the awaitable returned.
+        future: Py<PyAny>,
+        /// The value's conversion, or the error.
+        outcome: Result<Convert, PyErr>,
     },
     /// Cancel the task started for letter `id` (if it still runs).
     Cancel {
@@ -147,7 +157,8 @@ impl Mailbox {
 
     /// Every letter posted since the last call, as tuples: `("call", id, tool, arguments, call_id, session_id, key,
     /// updates, done)`, `("model", id, function, request, format, feed, done)`, `("hook", id, function, arguments, done)`,
-    /// `("events", id, future, events, panic)` (one of the last two is `None`), `("cancel", id)`.
+    /// `("events", id, future, events, panic)` (one of the last two is `None`), `("resolve", id, future, value,
+    /// error)` (`error` an exception or `None`), `("cancel", id)`.
     fn take<'py>(&self, py: Python<'py>) -> PyResult<Vec<Bound<'py, PyTuple>>> {
         let mut bytes = [0u8; 64];
         while matches!((&self.0.reader).read(&mut bytes), Ok(read) if read > 0) {}
@@ -204,6 +215,10 @@ impl Mailbox {
                 Letter::Events { id, future, batch } => match batch {
                     Ok(events) => ("events", id, future, JsonList(events), py.None()).into_pyobject(py),
                     Err(panic) => ("events", id, future, py.None(), panic).into_pyobject(py),
+                },
+                Letter::Resolve { id, future, outcome } => match outcome.and_then(|convert| convert(py)) {
+                    Ok(value) => ("resolve", id, future, value, py.None()).into_pyobject(py),
+                    Err(error) => ("resolve", id, future, py.None(), error.into_value(py)).into_pyobject(py),
                 },
                 Letter::Cancel { id } => ("cancel", id).into_pyobject(py),
             })

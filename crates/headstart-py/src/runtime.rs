@@ -1,31 +1,67 @@
 //! The tokio side: Rust futures as asyncio awaitables, and work that needs the GIL started from tokio.
 //!
 //! Two rules keep the runtimes from stalling each other. The GIL is never held while waiting on tokio (a blocking
-//! wait releases it with `Python::detach`). And no tokio worker thread ever waits for the GIL: the engine reaches
-//! the loop through the mailbox (`crate::mailbox`), and pyo3-async-runtimes completes an awaitable from tokio's
-//! blocking pool, so a Python thread that holds the GIL never delays the engine's commits.
+//! wait releases it with `Python::detach`). And no tokio thread ever takes the GIL: the engine reaches the loop
+//! through the mailbox (`crate::mailbox`), awaitables included, so a Python thread that holds the GIL never delays
+//! the engine's commits, and no tokio thread is inside Python when the interpreter finalizes.
 
 use std::future::Future;
 use std::panic::AssertUnwindSafe;
 
 use futures::FutureExt;
 use pyo3::prelude::*;
+use pyo3::IntoPyObjectExt;
 
-use crate::errors::panic_error;
+use crate::errors::{panic_error, EngineError};
+use crate::home::Home;
+use crate::mailbox::Letter;
 
-/// `future` as an asyncio awaitable on the caller's running loop; cancelling the awaitable drops the future. A panic
-/// inside it raises `EngineError`.
-pub(crate) fn awaitable<'py, F, T>(py: Python<'py>, future: F) -> PyResult<Bound<'py, PyAny>>
+/// `future` as an asyncio awaitable on the caller's running loop (which then watches `home`'s mailbox); cancelling
+/// the awaitable drops the future. A panic inside it raises `EngineError`.
+///
+/// The future runs on tokio; its outcome reaches the loop as a letter ([`Letter::Resolve`]), and the loop's own
+/// thread resolves the asyncio future. No tokio thread takes the GIL for it: a thread that did (as
+/// pyo3-async-runtimes' `future_into_py` does, to call `call_soon_threadsafe`) could still be inside Python when
+/// the awaiting coroutine returns and the interpreter finalizes, and take the process down at exit.
+pub(crate) fn awaitable<'py, F, T>(py: Python<'py>, home: &Home, future: F) -> PyResult<Bound<'py, PyAny>>
 where
     F: Future<Output = PyResult<T>> + Send + 'static,
     T: for<'a> IntoPyObject<'a> + Send + 'static,
 {
-    pyo3_async_runtimes::tokio::future_into_py(py, async move {
-        match AssertUnwindSafe(future).catch_unwind().await {
-            Ok(result) => result,
+    let running = home.capture(py)?;
+    let mailbox = home.mailbox().map_err(EngineError::new_err)?.clone();
+    let awaited = running.call_method0("create_future")?;
+    let id = mailbox.next_id();
+    let resolve = awaited.clone().unbind();
+    let task = pyo3_async_runtimes::tokio::get_runtime().spawn(async move {
+        let outcome = match AssertUnwindSafe(future).catch_unwind().await {
+            Ok(Ok(value)) => Ok(Box::new(move |py: Python<'_>| value.into_py_any(py)) as Convert),
+            Ok(Err(error)) => Err(error),
             Err(payload) => Err(panic_error(payload.as_ref())),
-        }
-    })
+        };
+        mailbox.send(Letter::Resolve {
+            id,
+            future: resolve,
+            outcome,
+        });
+    });
+    awaited.call_method1("add_done_callback", (Py::new(py, AbortOnDone(task.abort_handle()))?,))?;
+    Ok(awaited)
+}
+
+/// Turns an awaitable's value into Python, on the loop's thread.
+pub(crate) type Convert = Box<dyn FnOnce(Python<'_>) -> PyResult<Py<PyAny>> + Send>;
+
+/// The done-callback of an awaitable: once it is done (resolved, or cancelled by its awaiter), its task has
+/// nothing left to do.
+#[pyclass(module = "headstart._native", frozen)]
+struct AbortOnDone(tokio::task::AbortHandle);
+
+#[pymethods]
+impl AbortOnDone {
+    fn __call__(&self, _future: &Bound<'_, PyAny>) {
+        self.0.abort();
+    }
 }
 
 /// Blocks on `future` with the GIL released: for the few synchronous entry points (opening a PostgreSQL store).

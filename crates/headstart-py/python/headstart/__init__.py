@@ -9,7 +9,7 @@ from ._agent import Agent, AgentRun, ModelRequest
 from ._context import ToolContext
 from ._engine import Engine, Run, Wrapped, inspect, savings, submit
 from ._events import Event, Record, ToolResult
-from ._native import ConfigError, EngineError, HeadstartError, HttpModel, ModelError, StoreError
+from ._native import ConfigError, EngineError, HeadstartError, HttpModel, ModelError, SessionBusy, StoreError
 from ._tools import Tool, tool
 
 __all__ = [
@@ -25,6 +25,7 @@ __all__ = [
     "ModelRequest",
     "Record",
     "Run",
+    "SessionBusy",
     "StoreError",
     "Tool",
     "ToolContext",

@@ -18,6 +18,7 @@ __all__ = [
     "ModelRequest",
     "Record",
     "Run",
+    "SessionBusy",
     "StoreError",
     "Tool",
     "ToolContext",
@@ -39,6 +40,10 @@ class EngineError(HeadstartError):
 
 class StoreError(HeadstartError):
     """The transcript store failed: it cannot be opened, read or written."""
+
+class SessionBusy(StoreError):
+    """Another process holds the session (its lock beside the SQLite file): the message names it. Nothing was
+    written."""
 
 class ModelError(HeadstartError):
     """The model's stream could not be read (an unknown format, an event that is not JSON)."""

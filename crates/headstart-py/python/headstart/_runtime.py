@@ -2,8 +2,9 @@
 
 The engine (on tokio threads) posts letters to its mailbox and wakes the loop with one byte on a socket;
 ``install`` makes the loop watch that socket (``loop.add_reader``). The reader callback runs on the loop's thread:
-it starts each call's task (in a copy of the context captured when the run started), cancels one, or resolves a
-run's awaited batch of events with them. Outcomes go back as plain data through ``done(ok, text, details_json)``.
+it starts each call's task (in a copy of the context captured when the run started), cancels one, resolves a
+run's awaited batch of events with them, or resolves an awaitable of the engine (``create_session``, ``recover``, …)
+with its value. Outcomes go back as plain data through ``done(ok, text, details_json)``.
 """
 
 from __future__ import annotations
@@ -60,6 +61,15 @@ def install(loop: asyncio.AbstractEventLoop, context: contextvars.Context, mailb
                     if ctx is not None:
                         ctx._cancelled = True
                     task.cancel()
+                continue
+            if kind == "resolve":
+                _, _, future, value, error = letter
+                if future.done():
+                    pass  # cancelled by its awaiter, or its loop is closing
+                elif error is None:
+                    future.set_result(value)
+                else:
+                    future.set_exception(error)
                 continue
             if kind == "events":
                 _, _, future, events, panic = letter
