@@ -1,9 +1,10 @@
 // Crash: a Node process killed with SIGKILL while its early tools run; a new process resumes the session. Every
-// call has exactly one result, the non-idempotent one the interrupted result, and nothing ran twice.
+// call has exactly one result, the non-idempotent one the interrupted result, and nothing ran twice. Four resumers
+// started at once on a copy of the crash run the idempotent call again once between them.
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { spawn } from "node:child_process";
-import { mkdirSync, mkdtempSync, readFileSync, existsSync } from "node:fs";
+import { copyFileSync, mkdirSync, mkdtempSync, readFileSync, existsSync } from "node:fs";
 import { join, dirname } from "node:path";
 import { tmpdir } from "node:os";
 import { fileURLToPath } from "node:url";
@@ -44,6 +45,31 @@ test("kill -9 while early tools run, then resume: one result per call, interrupt
   assert.ok(session, `the child said its session: ${out}`);
   child.kill("SIGKILL");
   await new Promise((done) => (child.exitCode !== null || child.signalCode !== null ? done() : child.once("exit", done)));
+
+  // Four resumers at once on a copy of the crash (property 5, docs/reliability.md): one takes the session's lock
+  // and runs the idempotent lookup again, once; the others are refused with the holder's name, and write nothing.
+  const copy = join(dir, "copy");
+  mkdirSync(copy);
+  for (const suffix of ["", "-wal"]) if (existsSync(store + suffix)) copyFileSync(store + suffix, join(copy, "agent.db" + suffix));
+  const copyEffects = join(copy, "effects.txt");
+  const answers = await Promise.all(
+    [1, 2, 3, 4].map(
+      () =>
+        new Promise((done, fail) => {
+          const resumer = spawn(process.execPath, [join(here, "resume-child.mjs"), join(copy, "agent.db"), session, copyEffects], {
+            stdio: ["ignore", "pipe", "inherit"],
+            env: process.env,
+          });
+          t.after(() => resumer.kill("SIGKILL"));
+          let said = "";
+          resumer.stdout.on("data", (chunk) => (said += chunk));
+          resumer.once("exit", (code) => (code === 0 ? done(JSON.parse(said.trim())) : fail(new Error(`a resumer exited ${code}: ${said}`))));
+        }),
+    ),
+  );
+  assert.equal(answers.filter((answer) => answer.recovered?.length > 0).length, 1, JSON.stringify(answers));
+  for (const answer of answers.filter((answer) => answer.refused)) assert.match(answer.refused, new RegExp(session), "a refusal names the session");
+  assert.deepEqual(lines(copyEffects), ["lookup recovery"], "the idempotent lookup ran again once, not once per resumer");
 
   const parameters = Type.Object({ text: Type.String() });
   const never = () => {
