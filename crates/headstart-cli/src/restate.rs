@@ -138,7 +138,7 @@ async fn serve_deployment(args: &ServeArgs, scenario: Option<headstart_sim::Scen
         log_line(&format!("metrics http://{bound}/metrics"));
         // A deployment that knows the admin API also exports which calls Restate keeps retrying, and why.
         if let Some(admin) = args.register.clone() {
-            tokio::spawn(headstart_restate::metrics::watch_failing_calls(admin));
+            tokio::spawn(headstart_restate::watch_failing_calls(admin));
         }
     }
     let store = store_url.open(Access::Create).await.map_err(Failure::Failed)?;

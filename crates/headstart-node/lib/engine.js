@@ -200,10 +200,20 @@ class Wrapped {
     const cancel = () => response.cancel();
     if (signal?.aborted) cancel();
     signal?.addEventListener("abort", cancel, { once: true });
-    const feeding = pump(stream, format, response, signal);
+    // The pump stops when the caller aborts, and when the engine's side fails (the response could not open): the
+    // model's stream is not read on for nothing.
+    const failed = new AbortController();
+    const feeding = pump(stream, format, response, signal ? AbortSignal.any([signal, failed.signal]) : failed.signal);
     try {
       while (true) {
-        const batch = JSON.parse(await response.nextBatch());
+        let text;
+        try {
+          text = await response.nextBatch();
+        } catch (error) {
+          failed.abort();
+          throw error;
+        }
+        const batch = JSON.parse(text);
         if (batch.length === 0) break;
         for (const event of batch) {
           if (event.type === "message_end" && event.message?.role === "tool_result") this.#results.push(event.message);

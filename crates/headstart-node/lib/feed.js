@@ -166,7 +166,6 @@ export class PiFeed {
 
   /** Hands over what is pending. */
   flush() {
-    globalThis.MARK?.("flush " + this.#pending.length);
     this.#scheduled = false;
     this.#settleJoining();
     if (this.#pending.length === 0 || this.#closed) return;

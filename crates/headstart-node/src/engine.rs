@@ -106,7 +106,11 @@ impl NativeEngine {
     pub async fn append_user(&self, session: String, text: String) -> napi::Result<i64> {
         let store = Arc::clone(self.engine.store());
         let seq = store
-            .append_user(&SessionId(session), &UserMessage::new(text), now_us())
+            .append_user(
+                &SessionId(session),
+                &UserMessage::new(text),
+                headstart::SystemClock.now_us(),
+            )
             .await
             .map_err(js_error)?;
         Ok(i64::try_from(seq).unwrap_or(i64::MAX))
@@ -142,7 +146,7 @@ impl NativeEngine {
                 let store = Arc::clone(engine.store());
                 for text in users {
                     store
-                        .append_user(&session, &UserMessage::new(text), now_us())
+                        .append_user(&session, &UserMessage::new(text), headstart::SystemClock.now_us())
                         .await
                         .map_err(|error| error.to_string())?;
                 }
@@ -170,14 +174,12 @@ impl NativeEngine {
             ],
         )?;
         let session = SessionId(session);
-        let _lock = match &self.locks {
-            Some(locks) => Some(
-                locks
-                    .take(&session, false, headstart::SystemClock.now_us())
-                    .map_err(js_error)?,
-            ),
-            None => None,
-        };
+        let _lock = self
+            .locks
+            .as_ref()
+            .map(|locks| locks.take(&session, false, headstart::SystemClock.now_us()))
+            .transpose()
+            .map_err(js_error)?;
         let recovered = self.engine.recover(&session, policy).await.map_err(js_error)?;
         serde_json::to_string(&recovered).map_err(js_error)
     }
@@ -197,11 +199,4 @@ impl NativeEngine {
             self.bridge.update(id, &partial);
         }
     }
-}
-
-/// Now, in microseconds since the Unix epoch, as the store's timestamps are.
-fn now_us() -> i64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |since| i64::try_from(since.as_micros()).unwrap_or(i64::MAX))
 }

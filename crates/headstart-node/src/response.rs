@@ -5,6 +5,7 @@
 
 use std::sync::{Arc, Mutex, PoisonError};
 
+use futures::future::{BoxFuture, Shared};
 use futures::{FutureExt, StreamExt};
 use headstart::core::model::Message;
 use headstart::{AgentEvent, CancellationToken, EventStream};
@@ -25,8 +26,9 @@ pub const MAX_BATCH: usize = 512;
 pub struct NativeResponse {
     feed: Mutex<Feed>,
     events: Arc<tokio::sync::Mutex<Events>>,
-    /// The task that opens the response and then outlives it until every task of the run has ended.
-    settled: Mutex<Option<tokio::task::JoinHandle<()>>>,
+    /// The task that opens the response and then outlives it until every task of the run has ended; every caller
+    /// of `settled` and `close` waits for it.
+    settled: Shared<BoxFuture<'static, ()>>,
     cancel: CancellationToken,
 }
 
@@ -62,7 +64,8 @@ impl NativeResponse {
         NativeResponse {
             feed: Mutex::new(feed),
             events: Arc::new(tokio::sync::Mutex::new(Events::Opening(receiver))),
-            settled: Mutex::new(Some(settled)),
+            // A task that panicked has nothing left to wait for.
+            settled: settled.map(drop).boxed().shared(),
             cancel,
         }
     }
@@ -73,11 +76,7 @@ impl NativeResponse {
 
     /// Waits for the task that opens the response and outlives its run.
     async fn wait_settled(&self) {
-        let settled = self.settled.lock().unwrap_or_else(PoisonError::into_inner).take();
-        if let Some(settled) = settled {
-            // A task that panicked has nothing left to wait for.
-            let _ = settled.await;
-        }
+        self.settled.clone().await;
     }
 }
 

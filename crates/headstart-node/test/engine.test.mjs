@@ -264,8 +264,27 @@ test("a store that cannot be opened is a clear error from the first call that ne
 });
 
 
-test("a session the store does not have is a clear error from the wrapped stream; the stream is not read", async () => {
+test("a session the store does not have is a clear error from the wrapped stream, which is not read on", async () => {
   const engine = new Engine(join(scratch(), "t.db"), { durability: "normal", tools: [tool({ name: "echo", parameters: text, execute: async () => "x" })] });
   await engine.createSession();
-  await assert.rejects(() => collect(engine.wrap("no-such-session", piStream(["echo"]), { format: "pi" })), /no session no-such-session/);
+  // A model that streams for ever: the error must not wait for its end.
+  let read = 0;
+  async function* forever() {
+    yield { type: "start" };
+    while (true) {
+      await new Promise((done) => setTimeout(done, 5));
+      read++;
+      yield { type: "text_delta", index: 0, delta: "and on" };
+    }
+  }
+  let timer;
+  const bound = new Promise((_, fail) => (timer = setTimeout(() => fail(new Error("the error waited for the stream")), 20_000)));
+  try {
+    await assert.rejects(() => Promise.race([collect(engine.wrap("no-such-session", forever(), { format: "headstart" })), bound]), /no session no-such-session/);
+  } finally {
+    clearTimeout(timer);
+  }
+  const after = read;
+  await new Promise((done) => setTimeout(done, 50));
+  assert.equal(read, after, "the stream is not read after the error");
 });

@@ -215,3 +215,13 @@ test("the prompt is written before the response that follows it, with the reques
   assert.deepEqual(roles.slice(0, 3), ["user", "user", "assistant"], roles.join(","));
   assert.deepEqual(roles.slice(-2), ["tool_result", "assistant"], roles.join(","));
 });
+
+test("a loop on a session the store does not have fails with the store's error", async () => {
+  const store = join(mkdtempSync(join(root, "pi-")), "unknown.db");
+  const streamFn = () => scriptedStream({ blocks: [{ text: "an answer that nobody could store" }], stop: "stop" });
+  const stream = agentLoop([user("go")], { systemPrompt: "", messages: [], tools: [] }, { model: MODEL, convertToLlm, store, storeSessionId: "no-such-session" }, undefined, streamFn);
+  const { messages } = await drain(stream);
+  const last = messages.at(-1);
+  assert.equal(last.stopReason, "error", JSON.stringify(last));
+  assert.match(last.errorMessage, /no session no-such-session/);
+});

@@ -88,7 +88,7 @@ def test_a_timeout_that_is_not_a_finite_duration_is_refused_clearly(db: str, sec
     async def forever() -> str:
         return "never"
 
-    with pytest.raises(ValueError, match="timeout must be a finite number of seconds"):
+    with pytest.raises(headstart.ConfigError, match="timeout must be a finite number of seconds"):
         headstart.Engine(db, tools=[forever])
 
 

@@ -12,10 +12,10 @@ The instants:
 - ``after-body``: ``after_tool_call`` of ``fetch``: its body ended, its result is not written.
 
 Checked at each: (4) the crashed store loads, and every body that began has a stored run whose owning fragment is
-stored; then the store is copied four times. One process recovers each of the first two copies, and 2, 4 and 8
+stored; then the store is copied five times. One process recovers each of the first two copies, and 2, 4 and 8
 processes recover the others at once. (1) each recovered log continues the crashed one, message for message; (2) a
 non-idempotent body never runs again, an idempotent one at most once per recovered copy, and a call whose result was
-stored never runs again; (5) with k recoverers, still at most once; (3, 6) all four copies end with the same calls,
+stored never runs again; (5) with k recoverers, still at most once; (3, 6) all five copies end with the same calls,
 outcomes and results, timestamps aside.
 
 The ``request`` instant of the Rust suite (while the next request is built) has no counterpart: ``Engine.wrap`` wraps

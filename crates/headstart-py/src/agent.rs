@@ -54,9 +54,10 @@ impl Agent {
     /// Awaitable: appends `prompt` to `session` and runs the loop; resolves to the run's events. Must be called
     /// from a coroutine: the model and the tools run on its loop.
     fn run<'py>(&self, py: Python<'py>, session: String, prompt: String) -> PyResult<Bound<'py, PyAny>> {
+        self.home.capture(py)?;
         let agent = self.agent.clone();
         let home = self.home.clone();
-        awaitable(py, &self.home, async move {
+        awaitable(py, async move {
             let cancel = CancellationToken::new();
             let events = agent.run(&SessionId(session), UserMessage::new(prompt), cancel.clone());
             Ok(Events::new(events, cancel, home))

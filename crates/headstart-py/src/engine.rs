@@ -1,7 +1,7 @@
 //! [`Engine`] (`_native.Engine`): a store, the Python tools, and the entry points the package's `Engine` class
 //! calls (`create_session`, `tool_specs`, `open` for one wrapped response).
 
-use headstart::store::owner::SessionLocks;
+use headstart::store::owner::{OwnershipError, SessionLocks};
 use headstart::store::Durability;
 use std::sync::Arc;
 
@@ -133,7 +133,7 @@ impl Engine {
     /// Awaitable: a new session's id.
     fn create_session<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
         let engine = self.engine.clone();
-        awaitable(py, &self.home, async move {
+        awaitable(py, async move {
             let session = engine.create_session().await.map_err(store_error)?;
             Ok(session.0)
         })
@@ -177,16 +177,18 @@ impl Engine {
         let session = SessionId(session);
         // One recoverer at a time (contract §7.4.4): another process that holds the session is named, and nothing
         // is written.
-        let lock = match &self.locks {
-            Some(locks) => Some(
-                locks
-                    .take(&session, false, headstart::SystemClock.now_us())
-                    .map_err(|error| SessionBusy::new_err(error.to_string()))?,
-            ),
-            None => None,
-        };
+        let lock = self
+            .locks
+            .as_ref()
+            .map(|locks| locks.take(&session, false, headstart::SystemClock.now_us()))
+            .transpose()
+            .map_err(|error| match error {
+                OwnershipError::Refused(refusal) => SessionBusy::new_err(refusal.to_string()),
+                other => store_error(other),
+            })?;
+        self.home.capture(py)?;
         let engine = self.engine.clone();
-        awaitable(py, &self.home, async move {
+        awaitable(py, async move {
             let recovered = engine.recover(&session, policy).await.map_err(store_error)?;
             drop(lock);
             Ok(Json(serde_json::to_value(recovered).unwrap_or_default()))
@@ -203,7 +205,7 @@ impl Engine {
     #[pyo3(signature = (session, after=None))]
     fn figures<'py>(&self, py: Python<'py>, session: String, after: Option<u64>) -> PyResult<Bound<'py, PyAny>> {
         let store = Arc::clone(self.engine.store());
-        awaitable(py, &self.home, async move {
+        awaitable(py, async move {
             let figures = headstart_timeline::stored::figures_json(store.as_ref(), &SessionId(session), after)
                 .await
                 .map_err(store_error)?;
@@ -224,9 +226,10 @@ impl Engine {
         record: Option<&str>,
     ) -> PyResult<(Feed, Bound<'py, PyAny>)> {
         let (feed, deltas) = Feed::open(crate::feed::parse_format(format)?, &convert_options(seal, record)?);
+        self.home.capture(py)?;
         let engine = self.engine.clone();
         let home = self.home.clone();
-        let pending = awaitable(py, &self.home, async move {
+        let pending = awaitable(py, async move {
             let cancel = CancellationToken::new();
             let events = engine
                 .wrap_next(&SessionId(session), deltas, cancel.clone())

@@ -92,7 +92,7 @@ impl Events {
         self.cancel.cancel();
         let settled = self.settled.lock().unwrap_or_else(PoisonError::into_inner).take();
         let stream = Arc::clone(&self.stream);
-        awaitable(py, &self.home, async move {
+        awaitable(py, async move {
             // Dropping the stream is the engine's own cancellation path; nobody reads its events any more.
             stream.lock().await.take();
             if let Some(settled) = settled {

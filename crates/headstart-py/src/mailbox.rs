@@ -23,7 +23,9 @@ use crate::feed::Feed;
 use crate::json::JsonList;
 use crate::outcome::{CallDone, CallUpdates};
 use crate::request::ModelRequest;
-use crate::runtime::Convert;
+
+/// Turns an awaitable's value into Python, on the loop's thread.
+pub(crate) type Convert = Box<dyn FnOnce(Python<'_>) -> PyResult<Py<PyAny>> + Send>;
 
 /// One piece of work for the loop.
 pub(crate) enum Letter {

@@ -12,25 +12,28 @@ use futures::FutureExt;
 use pyo3::prelude::*;
 use pyo3::IntoPyObjectExt;
 
-use crate::errors::{panic_error, EngineError};
-use crate::home::Home;
-use crate::mailbox::Letter;
+use crate::errors::panic_error;
+use crate::mailbox::{Convert, Letter, Mailbox};
 
-/// `future` as an asyncio awaitable on the caller's running loop (which then watches `home`'s mailbox); cancelling
-/// the awaitable drops the future. A panic inside it raises `EngineError`.
+/// `future` as an asyncio awaitable on the caller's running loop; cancelling the awaitable drops the future. A panic
+/// inside it raises `EngineError`.
 ///
-/// The future runs on tokio; its outcome reaches the loop as a letter ([`Letter::Resolve`]), and the loop's own
-/// thread resolves the asyncio future. No tokio thread takes the GIL for it: a thread that did (as
-/// pyo3-async-runtimes' `future_into_py` does, to call `call_soon_threadsafe`) could still be inside Python when
-/// the awaiting coroutine returns and the interpreter finalizes, and take the process down at exit.
-pub(crate) fn awaitable<'py, F, T>(py: Python<'py>, home: &Home, future: F) -> PyResult<Bound<'py, PyAny>>
+/// The future runs on tokio; its outcome reaches the loop as a letter ([`Letter::Resolve`]) in a mailbox of its own,
+/// which the loop watches until the awaitable is done (`headstart._runtime.resolve_once`), and the loop's own thread
+/// resolves the asyncio future. No tokio thread takes the GIL for it: a thread that did (as pyo3-async-runtimes'
+/// `future_into_py` does, to call `call_soon_threadsafe`) could still be inside Python when the awaiting coroutine
+/// returns and the interpreter finalizes, and take the process down at exit. Nor does it bind the engine to the
+/// caller's loop: only a run (`open`, `Agent.run`) does that.
+pub(crate) fn awaitable<'py, F, T>(py: Python<'py>, future: F) -> PyResult<Bound<'py, PyAny>>
 where
     F: Future<Output = PyResult<T>> + Send + 'static,
     T: for<'a> IntoPyObject<'a> + Send + 'static,
 {
-    let running = home.capture(py)?;
-    let mailbox = home.mailbox().map_err(EngineError::new_err)?.clone();
+    let running = py.import("asyncio")?.call_method0("get_running_loop")?;
+    let mailbox = Mailbox::new()?;
     let awaited = running.call_method0("create_future")?;
+    py.import("headstart._runtime")?
+        .call_method1("resolve_once", (&running, &awaited, Py::new(py, mailbox.clone())?))?;
     let id = mailbox.next_id();
     let resolve = awaited.clone().unbind();
     let task = pyo3_async_runtimes::tokio::get_runtime().spawn(async move {
@@ -48,9 +51,6 @@ where
     awaited.call_method1("add_done_callback", (Py::new(py, AbortOnDone(task.abort_handle()))?,))?;
     Ok(awaited)
 }
-
-/// Turns an awaitable's value into Python, on the loop's thread.
-pub(crate) type Convert = Box<dyn FnOnce(Python<'_>) -> PyResult<Py<PyAny>> + Send>;
 
 /// The done-callback of an awaitable: once it is done (resolved, or cancelled by its awaiter), its task has
 /// nothing left to do.

@@ -56,7 +56,7 @@ impl PyTool {
             // a panic.
             Some(seconds) => Some(
                 Duration::try_from_secs_f64(if seconds < 0.0 { 0.0 } else { seconds }).map_err(|_| {
-                    pyo3::exceptions::PyValueError::new_err(format!(
+                    crate::errors::ConfigError::new_err(format!(
                         "tool {name}: timeout must be a finite number of seconds, not {seconds}"
                     ))
                 })?,

@@ -31,6 +31,7 @@ pub mod metrics;
 mod pump;
 mod session;
 mod tools;
+mod watch;
 
 pub use admin::{FailingCall, TurnStatus};
 #[cfg(feature = "balance")]
@@ -42,6 +43,7 @@ pub use faults::FAULT_VARIABLE;
 pub use journal::{CallOutcome, CallSpec, Seal, Step, TurnReport};
 pub use session::{Session, TurnRequest};
 pub use tools::Tools;
+pub use watch::watch_failing_calls;
 
 use std::sync::Arc;
 

@@ -8,7 +8,6 @@ use std::time::Duration;
 use ::metrics::{counter, describe_counter, describe_gauge, describe_histogram, gauge, histogram, Unit};
 
 use crate::admin::FailingCall;
-use crate::client::RestateClient;
 
 /// Counter: journal entries this deployment's handlers wrote, labelled `kind`: `begin`, `prompt`, `step` (one per
 /// seal, issued call and turn end), `call` (a durable call to `Tools`) and `started` (a call's at-most-once
@@ -97,35 +96,4 @@ pub fn record_failing_calls(calls: &[FailingCall]) {
         gauge!(CALLS_FAILING, "code" => code.clone()).set(*count as f64);
     }
     *codes = counts.into_keys().collect();
-}
-
-/// Asks the admin API at `admin` which calls fail, every [`FAILING_CALLS_EVERY`], for as long as the task runs:
-/// [`CALLS_FAILING`], and a warning in the log for each call whose replay contradicts its journal (code 570), which
-/// Restate would otherwise retry without a word. An admin API that does not answer is said once, then again when
-/// it answers.
-pub async fn watch_failing_calls(admin: String) {
-    let client = RestateClient::new(&admin);
-    let mut unreachable = false;
-    loop {
-        match client.failing_calls().await {
-            Ok(calls) => {
-                unreachable = false;
-                record_failing_calls(&calls);
-                for call in calls.iter().filter(|call| call.code() == Some(570)) {
-                    tracing::warn!(
-                        invocation = %call.invocation,
-                        retries = call.retries,
-                        failure = call.last_failure.as_deref().unwrap_or_default(),
-                        "a call's replay contradicts its journal; Restate retries it until it is fixed or cancelled"
-                    );
-                }
-            }
-            Err(error) if !unreachable => {
-                unreachable = true;
-                tracing::warn!(%error, "cannot ask the admin API which calls fail");
-            }
-            Err(_) => {}
-        }
-        tokio::time::sleep(FAILING_CALLS_EVERY).await;
-    }
 }

@@ -31,6 +31,8 @@ export class Turn {
   #toolCalls = new Map();
   #partial = null;
   #drained;
+  /** Why the engine's side of the response failed (it could not open: an unknown session, a broken store). */
+  #failure = null;
 
   constructor(session, response, context, config, signal, emit) {
     this.session = session;
@@ -74,7 +76,6 @@ export class Turn {
 
   /** The engine asks for a call: it is durable, and may start. Resolves to the call's result for the store. */
   onCall(letter, bridge) {
-    globalThis.MARK?.("onCall " + letter.callId);
     this.#slot(this.#asked, letter.callId).resolve({ letter, bridge });
     if (this.#startsEarly(letter.tool) && !this.#early.has(letter.callId)) {
       this.#early.set(letter.callId, this.#runEarly(letter));
@@ -101,7 +102,9 @@ export class Turn {
       let batch;
       try {
         batch = JSON.parse(await this.response.nextBatch(true));
-      } catch {
+      } catch (error) {
+        // The turn fails with it (`stream`, `settle`): nothing of this response can be stored.
+        this.#failure ??= error instanceof Error ? error : new Error(String(error));
         batch = [];
       }
       if (batch.length === 0) {
@@ -140,6 +143,8 @@ export class Turn {
       const result = async () => Object.assign(await response.result(), { thinkingLevel: config.reasoning ?? "off" });
       let added = false;
       for await (const event of response) {
+        // The engine could not open the response: stop reading the model, whose answer could not be stored.
+        if (this.#failure) throw this.#failure;
         switch (event.type) {
           case "start":
             feed.add(event);
@@ -205,6 +210,7 @@ export class Turn {
   async settle() {
     await Promise.allSettled(this.#early.values());
     await Promise.all([this.#drained, this.response.settled()]);
+    if (this.#failure) throw this.#failure;
   }
 
   /** An early call, started as the engine asked: the whole pipeline, its events as they happen. */

@@ -137,8 +137,9 @@ class Engine:
         """Recovers ``session`` after a crash: every admitted call without a result gets one, ``interrupted``
         (``policy="fail"``) or, for idempotent tools, a new run (``policy="rerun_idempotent"``). Returns what was
         done with each call (``call_id``, ``tool_name``, ``had_started``, ``action``). On a SQLite store the recovery
-        holds the session's lock, as ``headstart recover`` does: while another process holds it (a run, another
-        recovery), this raises ``SessionBusy`` naming that process, and writes nothing."""
+        holds the session's lock, as ``headstart recover`` does: while another process holds it (another recovery, or
+        the CLI's ``run``, ``resume`` or ``recover``), this raises ``SessionBusy`` naming that process, and writes
+        nothing. (``wrap`` takes no lock.)"""
         recovered: list[dict[str, Any]] = await self._native.recover(session, policy)
         return recovered
 

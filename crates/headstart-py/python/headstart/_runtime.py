@@ -2,9 +2,9 @@
 
 The engine (on tokio threads) posts letters to its mailbox and wakes the loop with one byte on a socket;
 ``install`` makes the loop watch that socket (``loop.add_reader``). The reader callback runs on the loop's thread:
-it starts each call's task (in a copy of the context captured when the run started), cancels one, resolves a
-run's awaited batch of events with them, or resolves an awaitable of the engine (``create_session``, ``recover``, …)
-with its value. Outcomes go back as plain data through ``done(ok, text, details_json)``.
+it starts each call's task (in a copy of the context captured when the run started), cancels one, or resolves a
+run's awaited batch of events with them. An awaitable of the engine (``create_session``, ``recover``, …) has a
+mailbox of its own, which ``resolve_once`` watches until it is done. Outcomes go back as plain data through ``done(ok, text, details_json)``.
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ from ._context import ToolContext
 from ._pump import pump
 from ._tools import Tool
 
-__all__ = ["install"]
+__all__ = ["install", "resolve_once"]
 
 # Python 3.12+: a task that starts running at once, saving a loop iteration before a tool's body begins.
 _EAGER: Optional[Callable[..., Any]] = getattr(asyncio, "eager_task_factory", None)
@@ -62,23 +62,9 @@ def install(loop: asyncio.AbstractEventLoop, context: contextvars.Context, mailb
                         ctx._cancelled = True
                     task.cancel()
                 continue
-            if kind == "resolve":
-                _, _, future, value, error = letter
-                if future.done():
-                    pass  # cancelled by its awaiter, or its loop is closing
-                elif error is None:
-                    future.set_result(value)
-                else:
-                    future.set_exception(error)
-                continue
             if kind == "events":
                 _, _, future, events, panic = letter
-                if future.done():
-                    pass  # its loop is closing
-                elif panic is None:
-                    future.set_result(events)
-                else:
-                    future.set_exception(_native.EngineError(panic))
+                _settle(future, events, None if panic is None else _native.EngineError(panic))
                 continue
             if kind == "call":
                 _, _, tool, arguments, call_id, session_id, key, updates, done = letter
@@ -97,6 +83,31 @@ def install(loop: asyncio.AbstractEventLoop, context: contextvars.Context, mailb
             task.add_done_callback(forget(id))
 
     loop.add_reader(mailbox.fileno(), deliver)
+
+
+def resolve_once(loop: asyncio.AbstractEventLoop, future: "asyncio.Future[Any]", mailbox: Any) -> None:
+    """Makes ``loop`` resolve ``future`` (an awaitable of the engine: ``create_session``, ``recover``, …) with the one
+    letter ``mailbox`` will carry, and stop watching ``mailbox`` once ``future`` is done."""
+    fileno = mailbox.fileno()
+
+    def deliver() -> None:
+        for _, _, awaited, value, error in mailbox.take():
+            _settle(awaited, value, error)
+
+    loop.add_reader(fileno, deliver)
+    # The callback keeps `mailbox` (and so its socket) alive until the reader is gone.
+    future.add_done_callback(lambda _: (loop.remove_reader(fileno), mailbox))
+
+
+def _settle(future: "asyncio.Future[Any]", value: Any, error: Optional[BaseException]) -> None:
+    """Resolves ``future`` with ``value``, or fails it with ``error``; nothing when it is done already (its awaiter
+    cancelled it) or its loop is closed, so that one such letter never costs the others of its batch."""
+    if future.done() or future.get_loop().is_closed():
+        return
+    if error is None:
+        future.set_result(value)
+    else:
+        future.set_exception(error)
 
 
 async def _call(tool: Tool, arguments: str, ctx: ToolContext) -> tuple[str, Optional[str]]:

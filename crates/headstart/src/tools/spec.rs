@@ -85,9 +85,11 @@ impl ToolSpec {
         self
     }
 
-    /// Provider-async or not ([`ToolSpec::provider_async`](#structfield.provider_async)).
+    /// Provider-async or not ([`ToolSpec::provider_async`](#structfield.provider_async)); a provider-async tool is
+    /// early too.
     pub fn provider_async(mut self, provider_async: bool) -> Self {
         self.provider_async = provider_async;
+        self.early |= provider_async;
         self
     }
 
