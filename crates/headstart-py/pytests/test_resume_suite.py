@@ -36,16 +36,18 @@ import pytest
 
 import headstart
 
-CRASHING = textwrap.dedent(
+#: The two tools, for the process that crashes (``point`` names where) and the ones that recover (``point`` is
+#: ``recover``): each body records its effect in ``effects`` before anything else.
+TOOLS = textwrap.dedent(
     """
-    import asyncio, os, sys
+    import asyncio, json, os, sys
     import headstart
 
     db, effects, point = sys.argv[1], sys.argv[2], sys.argv[3]
 
     def effect(name):
         with open(effects, "a") as out:
-            out.write(f"{name} crash\\n")
+            out.write(f"{name} {point}\\n")
 
     @headstart.tool(early=True, idempotent=True)
     async def fetch(url: str) -> str:
@@ -60,7 +62,11 @@ CRASHING = textwrap.dedent(
         if point == "in-body:write":
             os._exit(9)
         return f"wrote {path}"
+    """
+)
 
+CRASHING = TOOLS + textwrap.dedent(
+    """
     def before(call, arguments):
         if point == "after-seal" and call["id"] == "c_fetch":
             os._exit(9)
@@ -104,26 +110,9 @@ CRASHING = textwrap.dedent(
     """
 )
 
-RECOVERING = textwrap.dedent(
+RECOVERING = TOOLS + textwrap.dedent(
     """
-    import asyncio, json, sys
-    import headstart
-
-    db, effects, session = sys.argv[1], sys.argv[2], sys.argv[3]
-
-    def effect(name):
-        with open(effects, "a") as out:
-            out.write(f"{name} recovery\\n")
-
-    @headstart.tool(early=True, idempotent=True)
-    async def fetch(url: str) -> str:
-        effect("c_fetch")
-        return f"fetched {url}"
-
-    @headstart.tool(early=True)
-    async def write(path: str) -> str:
-        effect("c_write")
-        return f"wrote {path}"
+    session = sys.argv[4]
 
     async def main():
         engine = headstart.Engine(db, tools=[fetch, write])
@@ -203,7 +192,7 @@ def check_crashed(label: str, point: str, db: Path, session: str, begun: dict[st
 def recover_together(db: Path, effects_file: Path, session: str, count: int) -> list[dict[str, Any]]:
     processes = [
         subprocess.Popen(
-            [sys.executable, "-c", RECOVERING, str(db), str(effects_file), session],
+            [sys.executable, "-c", RECOVERING, str(db), str(effects_file), "recover", session],
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             text=True,
