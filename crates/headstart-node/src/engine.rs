@@ -3,6 +3,7 @@
 use std::sync::Arc;
 
 use headstart::store::owner::SessionLocks;
+use headstart::store::StoreError;
 use headstart::{
     CancellationToken, Clock, EngineConfig, ExecutionMode, Hooks, RecoveryPolicy, SessionId, Toolbox, UserMessage,
 };
@@ -104,13 +105,7 @@ impl NativeEngine {
     /// Appends a user message with `text` to `session`; resolves to its sequence number.
     #[napi]
     pub async fn append_user(&self, session: String, text: String) -> napi::Result<i64> {
-        let store = Arc::clone(self.engine.store());
-        let seq = store
-            .append_user(
-                &SessionId(session),
-                &UserMessage::new(text),
-                headstart::SystemClock.now_us(),
-            )
+        let seq = append_user(&self.engine, &SessionId(session), text)
             .await
             .map_err(js_error)?;
         Ok(i64::try_from(seq).unwrap_or(i64::MAX))
@@ -143,10 +138,8 @@ impl NativeEngine {
             let cancel = cancel.clone();
             async move {
                 let session = SessionId(session);
-                let store = Arc::clone(engine.store());
                 for text in users {
-                    store
-                        .append_user(&session, &UserMessage::new(text), headstart::SystemClock.now_us())
+                    append_user(&engine, &session, text)
                         .await
                         .map_err(|error| error.to_string())?;
                 }
@@ -199,4 +192,12 @@ impl NativeEngine {
             self.bridge.update(id, &partial);
         }
     }
+}
+
+/// Appends a user message with `text` to `session`, stamped now; its sequence number.
+async fn append_user(engine: &headstart::Engine, session: &SessionId, text: String) -> Result<u64, StoreError> {
+    engine
+        .store()
+        .append_user(session, &UserMessage::new(text), headstart::SystemClock.now_us())
+        .await
 }

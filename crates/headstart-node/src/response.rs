@@ -126,13 +126,13 @@ impl NativeResponse {
             let opened = receiver
                 .await
                 .unwrap_or_else(|_| Err("the response's opening task ended".into()));
-            *guard = match opened {
-                Ok(stream) => Events::Open(stream),
+            match opened {
+                Ok(stream) => *guard = Events::Open(stream),
                 Err(why) => {
                     *guard = Events::Gone;
                     return Err(js_error(why));
                 }
-            };
+            }
         }
         let Events::Open(stream) = &mut *guard else {
             return Ok("[]".into());

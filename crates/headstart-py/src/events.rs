@@ -7,7 +7,6 @@
 //! taking the GIL for every batch, contending with the loop for it while the model streams.)
 
 use std::future::Future;
-use std::panic::AssertUnwindSafe;
 use std::pin::Pin;
 use std::sync::{Arc, Mutex, PoisonError};
 
@@ -16,10 +15,9 @@ use headstart::{CancellationToken, EventStream};
 use pyo3::prelude::*;
 use serde_json::Value;
 
-use crate::errors::panic_message;
 use crate::home::Home;
-use crate::mailbox::Letter;
-use crate::runtime::awaitable;
+use crate::json::JsonList;
+use crate::runtime::{awaitable, resolve_later};
 
 /// The most events one batch carries, so that a long burst still reaches Python in pieces.
 const MAX_BATCH: usize = 512;
@@ -63,20 +61,9 @@ impl Events {
             .map_err(crate::errors::EngineError::new_err)?
             .clone();
         let future = running.call_method0("create_future")?;
-        let id = mailbox.next_id();
-        let resolve = future.clone().unbind();
         let stream = Arc::clone(&self.stream);
-        pyo3_async_runtimes::tokio::get_runtime().spawn(async move {
-            let batch = AssertUnwindSafe(next_batch(stream))
-                .catch_unwind()
-                .await
-                .map_err(|payload| panic_message(payload.as_ref()));
-            mailbox.send(Letter::Events {
-                id,
-                future: resolve,
-                batch,
-            });
-        });
+        // Not aborted when the future is cancelled: the iterator shields it, and the batch must not be lost.
+        resolve_later(mailbox, &future, async move { Ok(JsonList(next_batch(stream).await)) });
         Ok(future)
     }
 

@@ -16,11 +16,9 @@ use std::sync::{Arc, Mutex, PoisonError};
 
 use pyo3::prelude::*;
 use pyo3::types::PyTuple;
-use serde_json::Value;
 
 use crate::errors::EngineError;
 use crate::feed::Feed;
-use crate::json::JsonList;
 use crate::outcome::{CallDone, CallUpdates};
 use crate::request::ModelRequest;
 
@@ -74,16 +72,8 @@ pub(crate) enum Letter {
         /// Where its answer goes.
         done: CallDone,
     },
-    /// A run's next events are ready: resolve `future` with them (or, after a panic, fail it with `EngineError`).
-    Events {
-        /// The letter's number.
-        id: u64,
-        /// The asyncio future `next_batch` returned.
-        future: Py<PyAny>,
-        /// The events' serializations, or the panic's message.
-        batch: Result<Vec<Value>, String>,
-    },
-    /// An awaitable's outcome: resolve `future` with the value (converted on the loop's thread) or fail it.
+    /// An awaitable's outcome (a run's next events, a session's id, …): resolve `future` with the value (converted on
+    /// the loop's thread) or fail it.
     Resolve {
         /// The letter's number.
         id: u64,
@@ -159,8 +149,7 @@ impl Mailbox {
 
     /// Every letter posted since the last call, as tuples: `("call", id, tool, arguments, call_id, session_id, key,
     /// updates, done)`, `("model", id, function, request, format, feed, done)`, `("hook", id, function, arguments, done)`,
-    /// `("events", id, future, events, panic)` (one of the last two is `None`), `("resolve", id, future, value,
-    /// error)` (`error` an exception or `None`), `("cancel", id)`.
+    /// `("resolve", id, future, value, error)` (`error` an exception or `None`), `("cancel", id)`.
     fn take<'py>(&self, py: Python<'py>) -> PyResult<Vec<Bound<'py, PyTuple>>> {
         let mut bytes = [0u8; 64];
         while matches!((&self.0.reader).read(&mut bytes), Ok(read) if read > 0) {}
@@ -214,10 +203,6 @@ impl Mailbox {
                     arguments,
                     done,
                 } => ("hook", id, function.clone_ref(py), arguments, Py::new(py, done)?).into_pyobject(py),
-                Letter::Events { id, future, batch } => match batch {
-                    Ok(events) => ("events", id, future, JsonList(events), py.None()).into_pyobject(py),
-                    Err(panic) => ("events", id, future, py.None(), panic).into_pyobject(py),
-                },
                 Letter::Resolve { id, future, outcome } => match outcome.and_then(|convert| convert(py)) {
                     Ok(value) => ("resolve", id, future, value, py.None()).into_pyobject(py),
                     Err(error) => ("resolve", id, future, py.None(), error.into_value(py)).into_pyobject(py),

@@ -34,22 +34,34 @@ where
     let awaited = running.call_method0("create_future")?;
     py.import("headstart._runtime")?
         .call_method1("resolve_once", (&running, &awaited, Py::new(py, mailbox.clone())?))?;
+    let task = resolve_later(mailbox, &awaited, future);
+    awaited.call_method1("add_done_callback", (Py::new(py, AbortOnDone(task))?,))?;
+    Ok(awaited)
+}
+
+/// Runs `future` on tokio, and posts its outcome to `mailbox` as the letter that resolves `awaited` (a panic fails it
+/// with `EngineError`): whichever loop watches `mailbox` resolves it, on its own thread. Returns the task's handle.
+pub(crate) fn resolve_later<F, T>(mailbox: Mailbox, awaited: &Bound<'_, PyAny>, future: F) -> tokio::task::AbortHandle
+where
+    F: Future<Output = PyResult<T>> + Send + 'static,
+    T: for<'a> IntoPyObject<'a> + Send + 'static,
+{
     let id = mailbox.next_id();
     let resolve = awaited.clone().unbind();
-    let task = pyo3_async_runtimes::tokio::get_runtime().spawn(async move {
-        let outcome = match AssertUnwindSafe(future).catch_unwind().await {
-            Ok(Ok(value)) => Ok(Box::new(move |py: Python<'_>| value.into_py_any(py)) as Convert),
-            Ok(Err(error)) => Err(error),
-            Err(payload) => Err(panic_error(payload.as_ref())),
-        };
-        mailbox.send(Letter::Resolve {
-            id,
-            future: resolve,
-            outcome,
-        });
-    });
-    awaited.call_method1("add_done_callback", (Py::new(py, AbortOnDone(task.abort_handle()))?,))?;
-    Ok(awaited)
+    pyo3_async_runtimes::tokio::get_runtime()
+        .spawn(async move {
+            let outcome = match AssertUnwindSafe(future).catch_unwind().await {
+                Ok(Ok(value)) => Ok(Box::new(move |py: Python<'_>| value.into_py_any(py)) as Convert),
+                Ok(Err(error)) => Err(error),
+                Err(payload) => Err(panic_error(payload.as_ref())),
+            };
+            mailbox.send(Letter::Resolve {
+                id,
+                future: resolve,
+                outcome,
+            });
+        })
+        .abort_handle()
 }
 
 /// The done-callback of an awaitable: once it is done (resolved, or cancelled by its awaiter), its task has

@@ -4,7 +4,8 @@ The engine (on tokio threads) posts letters to its mailbox and wakes the loop wi
 ``install`` makes the loop watch that socket (``loop.add_reader``). The reader callback runs on the loop's thread:
 it starts each call's task (in a copy of the context captured when the run started), cancels one, or resolves a
 run's awaited batch of events with them. An awaitable of the engine (``create_session``, ``recover``, …) has a
-mailbox of its own, which ``resolve_once`` watches until it is done. Outcomes go back as plain data through ``done(ok, text, details_json)``.
+mailbox of its own, which ``resolve_once`` watches until it is done. Outcomes go back as plain data through
+``done(ok, text, details_json)``.
 """
 
 from __future__ import annotations
@@ -15,7 +16,6 @@ import inspect
 import json
 from typing import Any, Callable, Optional
 
-from . import _native
 from ._context import ToolContext
 from ._pump import pump
 from ._tools import Tool
@@ -62,9 +62,9 @@ def install(loop: asyncio.AbstractEventLoop, context: contextvars.Context, mailb
                         ctx._cancelled = True
                     task.cancel()
                 continue
-            if kind == "events":
-                _, _, future, events, panic = letter
-                _settle(future, events, None if panic is None else _native.EngineError(panic))
+            if kind == "resolve":
+                _, _, future, value, error = letter
+                _settle(future, value, error)
                 continue
             if kind == "call":
                 _, _, tool, arguments, call_id, session_id, key, updates, done = letter
