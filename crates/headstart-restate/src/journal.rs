@@ -165,10 +165,16 @@ mod tests {
             CallOutcome::from(Err::<ToolOutput, _>(ToolError::new("no such file"))),
             CallOutcome::Interrupted,
         ];
-        for outcome in cases {
+        let stopped = [RunOutcome::Cancelled, RunOutcome::TimedOut, RunOutcome::Panicked]
+            .map(|how| CallOutcome::from(Err::<ToolOutput, _>(ToolError::stopped(how, format!("{how:?}")))));
+        for outcome in cases.into_iter().chain(stopped.clone()) {
             let json = serde_json::to_string(&outcome).expect("serialize");
             let back: CallOutcome = serde_json::from_str(&json).expect("deserialize");
             assert_eq!(back, outcome);
+        }
+        // How a body was stopped crosses the journal whole, so the engine stores it as it would a live call's.
+        for outcome in stopped {
+            assert_eq!(CallOutcome::from(ToolResult::from(outcome.clone())), outcome);
         }
         let output = ToolResult::from(CallOutcome::Output {
             content: vec![ContentBlock::Text { text: "42".into() }],

@@ -1,7 +1,8 @@
 //! The stream adapter (contract §3): one model response in, one ordered stream of agent events out.
 //!
-//! `driver::ResponseDriver` holds the state of one response and has one small method per step, each step in a file
-//! of its own: `accumulate` (accumulate a delta, decide whether a sealed call triggers a prefix commit), `commit`,
+//! `driver::ResponseDriver` holds the state of one response, in the parts its steps own, and has one small method per
+//! step, each step in a file of its own: `accumulate` (accumulate a delta, ask the pure `prefix` whether a sealed call
+//! triggers a prefix commit), `commit`,
 //! `calls` (admit, start, settle), `results` (with `write_queue`, the one-at-a-time result writes), `ending`. Each
 //! step hands the events it produces to the run's outbox; `drive::drive_response` is the loop that feeds the
 //! driver. It runs on the engine's own task and never waits for the consumer (contract §6).
@@ -30,6 +31,7 @@ pub(crate) mod execute;
 mod fixture;
 pub(crate) mod lease_guard;
 mod panic;
+mod prefix;
 pub(crate) mod prepare;
 pub(crate) mod results;
 pub(crate) mod runner;

@@ -29,7 +29,7 @@ impl ResponseDriver<'_> {
             return Some(FollowUp::Fail(violation.to_string()));
         }
         // Re-based to the open fragment (contract §3.4).
-        let index = index.saturating_sub(self.committed);
+        let index = index.saturating_sub(self.prefix.committed());
         self.open_fragment();
         self.out.push_with(|| AgentEvent::MessageUpdate {
             index,
@@ -51,7 +51,7 @@ impl ResponseDriver<'_> {
             Ok(applied) => {
                 if let Some(index) = event.index() {
                     // The accumulator copied what it keeps: the event itself moves on, re-based (contract §3.4).
-                    let index = index.saturating_sub(self.committed);
+                    let index = index.saturating_sub(self.prefix.committed());
                     self.open_fragment();
                     self.out.push(AgentEvent::MessageUpdate {
                         index,
@@ -73,51 +73,32 @@ impl ResponseDriver<'_> {
         }
     }
 
+    /// A block opened: a call tells the prefix whether its tool (or the stream's flag) makes it early.
     pub(super) fn note_opened(&mut self, index: usize) {
-        if self.accumulator.call_name(index).is_none() {
-            return;
-        }
-        self.calls_opened += 1;
-        let limit = self.parts.config.max_calls_per_response;
-        if self.first_over_limit.is_none() && limit.is_some_and(|limit| self.calls_opened > limit) {
-            self.first_over_limit = Some(index);
-        }
-        if self.first_not_early.is_none() && !self.is_early(index) {
-            self.first_not_early = Some(index);
-        }
-    }
-
-    pub(super) fn note_sealed(&mut self, index: usize) {
-        if let Some(id) = self.accumulator.call_id(index) {
-            let now = self.parts.clock.now_us();
-            self.sealed_at_us.insert(id.to_owned(), now);
-        }
-    }
-
-    pub(super) fn is_early(&self, index: usize) -> bool {
-        if self.first_over_limit.is_some_and(|first| index >= first) {
-            return false;
-        }
         let (Some(name), Some(flagged)) = (
             self.accumulator.call_name(index),
             self.accumulator.call_flagged_async(index),
         ) else {
-            return false;
+            return;
         };
-        self.parts.toolbox.is_early(name, flagged)
+        let early = self.parts.toolbox.is_early(name, flagged);
+        self.prefix.opened_call(index, early);
     }
 
+    pub(super) fn note_sealed(&mut self, index: usize) {
+        if let Some(id) = self.accumulator.call_id(index) {
+            self.seal_times.sealed(id, self.parts.clock.now_us());
+        }
+    }
+
+    /// Whether sealing the call at `index` triggers a prefix commit (`Prefix::triggers_commit`).
     pub(super) fn triggers_commit(&self, index: usize) -> bool {
         // After a store failure the run is ending: nothing new starts early.
-        self.store_failure.is_none()
-            && self.parts.config.early_execution
-            && self.is_early(index)
-            && self
-                .accumulator
-                .call_id(index)
-                .is_some_and(|id| !self.admitted_ids.contains(id))
-            && self.first_not_early.is_none_or(|first| first > index)
-            && !self.accumulator.any_open_in(self.committed..index)
+        self.progress.store_failure.is_none()
+            && self.accumulator.call_id(index).is_some_and(|id| {
+                let open_before = self.accumulator.any_open_in(self.prefix.committed()..index);
+                self.prefix.triggers_commit(index, id, open_before)
+            })
     }
 }
 

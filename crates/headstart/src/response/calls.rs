@@ -11,7 +11,6 @@ use crate::response::admission::Admission;
 use crate::response::driver::ResponseDriver;
 use crate::response::prepare::Immediate;
 use crate::response::runner::RunnerEvent;
-use crate::response::telemetry::CallTiming;
 
 impl ResponseDriver<'_> {
     /// Hands a committed fragment's calls to the scheduler as one batch, without starting any.
@@ -20,16 +19,13 @@ impl ResponseDriver<'_> {
             return;
         }
         // A call admitted before the stream ended is early (contract §3.1).
-        let early = !self.stream_ended;
-        let commit_us = self.last_commit_us;
-        let sealed_at_us = &mut self.sealed_at_us;
-        let range = self.runner.admit(admission, |call| CallTiming {
-            early,
-            sealed_at_us: sealed_at_us.remove(&call.id),
-            commit_us,
-        });
+        let early = !self.progress.stream_ended;
+        let seal_times = &mut self.seal_times;
+        let range = self
+            .runner
+            .admit(admission, |call| seal_times.admitted(&call.id, early));
         for slot in range {
-            self.admitted_ids.insert(self.runner.slot(slot).call.id.clone());
+            self.prefix.admitted(self.runner.slot(slot).call.id.clone());
         }
     }
 

@@ -11,14 +11,14 @@ use crate::response::driver::ResponseDriver;
 
 impl ResponseDriver<'_> {
     pub(super) fn turn_id(&mut self) -> String {
-        if self.turn_id.is_none() {
+        if self.progress.turn_id.is_none() {
             let id = match self.accumulator.response_id() {
                 Some(id) => id.to_owned(),
                 None => (self.parts.turn_ids)(self.request),
             };
-            self.turn_id = Some(id);
+            self.progress.turn_id = Some(id);
         }
-        self.turn_id.clone().unwrap_or_default()
+        self.progress.turn_id.clone().unwrap_or_default()
     }
 
     pub(super) fn calls_in(&self, range: std::ops::Range<usize>) -> Vec<(usize, ToolCall)> {
@@ -56,7 +56,7 @@ impl ResponseDriver<'_> {
         self.open_fragment();
         let calls: Vec<ToolCall> = calls
             .into_iter()
-            .filter(|call| !self.admitted_ids.contains(&call.id))
+            .filter(|call| !self.prefix.is_admitted(&call.id))
             .collect();
         self.finish_write_in_flight().await;
         self.out.flush();
@@ -69,16 +69,17 @@ impl ResponseDriver<'_> {
             &fragment,
             calls,
             // Read, not taken: `admit` takes each seal time for the call's telemetry once the commit succeeded.
-            |call| self.sealed_at_us.get(&call.id).copied(),
+            |call| self.seal_times.sealed_at(&call.id),
             self.now_us(),
         )
         .instrument(span)
         .await;
-        self.last_commit_us = self.now_us() - started_us;
-        crate::metrics::fragment_committed(self.last_commit_us);
+        let commit_us = self.now_us() - started_us;
+        self.seal_times.committed(commit_us);
+        crate::metrics::fragment_committed(commit_us);
         match written {
             Ok((seq, admission)) => {
-                self.fragment_open = false;
+                self.progress.fragment_open = false;
                 self.out.push(AgentEvent::MessageEnd {
                     seq: Some(seq),
                     message: Arc::new(Message::Assistant(fragment)),
@@ -88,20 +89,19 @@ impl ResponseDriver<'_> {
             Err(error) => {
                 let message = error.to_string();
                 tracing::error!(request = self.request, %message, "fragment commit failed");
-                self.store_failure.get_or_insert(error);
+                self.progress.store_failure.get_or_insert(error);
                 Err((message, fragment))
             }
         }
     }
 
     pub(super) async fn commit_prefix(&mut self, index: usize) {
-        let range = self.committed..index + 1;
+        let range = self.prefix.committed()..index + 1;
         let calls: Vec<ToolCall> = self.calls_in(range.clone()).into_iter().map(|(_, call)| call).collect();
         let fragment = self.fragment(range, StopReason::ToolUse, Usage::default(), None);
         match self.commit_fragment(fragment, calls).await {
             Ok(admission) => {
-                self.committed = index + 1;
-                self.committed_prefixes += 1;
+                self.prefix.prefix_committed(index);
                 self.admit(admission);
                 self.advance().await;
             }
@@ -128,7 +128,7 @@ mod tests {
         driver.commit_prefix(1).await;
         driver.accept_delta(done(DoneReason::ToolUse));
         assert_eq!(
-            (driver.committed, driver.committed_prefixes, driver.runner.len()),
+            (driver.prefix.committed(), driver.prefix.prefixes(), driver.runner.len()),
             (2, 1, 1)
         );
         driver.out.flush();
@@ -148,10 +148,14 @@ mod tests {
             driver.accept_delta(delta);
         }
         driver.commit_prefix(0).await;
-        assert_eq!((driver.committed, driver.runner.len()), (0, 0), "nothing was admitted");
+        assert_eq!(
+            (driver.prefix.committed(), driver.runner.len()),
+            (0, 0),
+            "nothing was admitted"
+        );
         let ending = driver.accumulator.ending().expect("the response ended");
         assert_eq!(ending.stop_reason, headstart_core::StopReason::Error);
-        assert!(driver.store_failure.is_some());
+        assert!(driver.progress.store_failure.is_some());
         driver.out.flush();
         drop(driver);
         let events = taken(&mut fixture.events);

@@ -82,15 +82,15 @@ where
     if let Poll::Ready(event) = driver.runner.poll_event(cx) {
         return Poll::Ready(Step::Tool(Box::new(event)));
     }
-    if !driver.cancel_seen && cancel.is_cancelled() {
+    if !driver.progress.cancel_seen && cancel.is_cancelled() {
         return Poll::Ready(Step::Cancelled);
     }
-    if !driver.stream_ended {
+    if !driver.progress.stream_ended {
         if let Poll::Ready(item) = stream.poll_next(cx) {
             return Poll::Ready(Step::Model(item));
         }
     }
-    if !driver.cancel_seen && cancelled.poll(cx).is_ready() {
+    if !driver.progress.cancel_seen && cancelled.poll(cx).is_ready() {
         return Poll::Ready(Step::Cancelled);
     }
     Poll::Pending

@@ -1,8 +1,8 @@
-//! [`ResponseDriver`]: the state of one response. Its steps are in the files beside this one, one file per step:
-//! accumulating deltas and deciding on commits (`accumulate`), committing (`commit`), admitting, starting and settling
-//! calls (`calls`), writing results (`results`), ending the response (`ending`); `drive` is the loop that feeds them.
+//! [`ResponseDriver`]: the state of one response, in the parts its steps own. Its steps are in the files beside this
+//! one, one file per step: accumulating deltas (`accumulate`, with the commit decision in `prefix`), committing
+//! (`commit`), admitting, starting and settling calls (`calls`), writing results (`results`), ending the response
+//! (`ending`); `drive` is the loop that feeds them.
 
-use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
 use headstart_core::{Accumulator, StopReason};
@@ -13,46 +13,61 @@ use crate::events::event::{AgentEvent, ResponseOutcome, Role};
 use crate::events::outbox::Outbox;
 use crate::parts::EngineParts;
 use crate::response::lease_guard::CallGate;
+use crate::response::prefix::Prefix;
 use crate::response::runner::ToolRunner;
-use crate::response::telemetry::ChatSpan;
+use crate::response::telemetry::{ChatSpan, SealTimes};
 use crate::response::write_queue::WriteQueue;
 
 /// The state of one response.
 pub(crate) struct ResponseDriver<'a> {
+    /// The engine's parts, and which response of which session this is.
     pub(super) parts: Arc<EngineParts>,
     pub(super) session: SessionId,
     pub(super) request: u32,
-    pub(super) accumulator: Accumulator,
-    /// Leading content blocks already committed (contract §3).
-    pub(super) committed: usize,
-    /// The first call at or after `committed` that is not early: no prefix can pass it.
-    pub(super) first_not_early: Option<usize>,
-    /// Calls opened so far in this response, and the index of the first past
-    /// [`EngineConfig::max_calls_per_response`](crate::EngineConfig::max_calls_per_response): that call and every later
-    /// one are refused at preparation (contract §4.6.4), so none is worth a durable commit of its own.
-    pub(super) calls_opened: usize,
-    pub(super) first_over_limit: Option<usize>,
-    pub(super) turn_id: Option<String>,
-    pub(super) fragment_open: bool,
-    pub(super) stream_ended: bool,
-    pub(super) cancel_seen: bool,
-    pub(super) admitted_ids: HashSet<String>,
-    pub(super) runner: ToolRunner,
-    pub(super) store_failure: Option<StoreError>,
-    /// Prefix fragments committed so far.
-    pub(super) committed_prefixes: usize,
-    /// Results to write, in the order they settled (contract §6.5: durable in completion order).
-    pub(super) results: WriteQueue,
-    pub(super) tasks: TaskTracker,
-    pub(super) out: &'a mut Outbox,
-    pub(super) chat: ChatSpan,
-    /// When each call not yet admitted was sealed (engine clock, µs), for its span.
-    pub(super) sealed_at_us: HashMap<String, i64>,
-    /// How long the last fragment commit took (µs), for the spans of the calls it admitted.
-    pub(super) last_commit_us: i64,
     /// How many provider-async calls the response may leave running (contract §3.7.5): an agent loop delivers
     /// their results later. 0 without a loop.
     pub(super) deliver_later: usize,
+    /// What the model delivered (`accumulate`).
+    pub(super) accumulator: Accumulator,
+    /// How far it is committed, and what moves that point (`accumulate` decides, `commit` moves it).
+    pub(super) prefix: Prefix,
+    /// Where the response is in its life (every step).
+    pub(super) progress: Progress,
+    /// The calls (`calls`).
+    pub(super) runner: ToolRunner,
+    /// Results to write, in the order they settled (contract §6.5: durable in completion order; `results`).
+    pub(super) results: WriteQueue,
+    /// Where the events go.
+    pub(super) out: &'a mut Outbox,
+    /// The request's span, and the calls' seal times for theirs.
+    pub(super) chat: ChatSpan,
+    pub(super) seal_times: SealTimes,
+    /// The run's background tasks (the `started` marks).
+    pub(super) tasks: TaskTracker,
+}
+
+/// Where a response is in its life: pure flags, and the decisions that read only them.
+#[derive(Debug, Default)]
+pub(super) struct Progress {
+    /// The response's turn id, once a fragment needed it.
+    pub turn_id: Option<String>,
+    /// A fragment's `message_start` was emitted and its `message_end` not yet.
+    pub fragment_open: bool,
+    /// The model stream ended (or the response was ended for it).
+    pub stream_ended: bool,
+    /// The caller's cancellation was handled.
+    pub cancel_seen: bool,
+    /// The first store failure: the run is ending, nothing new starts early.
+    pub store_failure: Option<StoreError>,
+}
+
+impl Progress {
+    /// Whether a response that ended with `stop_reason` may end with calls running (contract §3.7.5): it ended
+    /// normally, was not cancelled, and the store did not fail. A cancelled or failed response waits for its running
+    /// calls as usual.
+    pub fn may_end_before_results(&self, stop_reason: Option<StopReason>) -> bool {
+        !self.cancel_seen && self.store_failure.is_none() && stop_reason.is_some_and(|reason| !reason.is_abnormal())
+    }
 }
 
 impl<'a> ResponseDriver<'a> {
@@ -79,45 +94,33 @@ impl<'a> ResponseDriver<'a> {
             request,
             Arc::clone(&parts.clock),
         );
+        let prefix = Prefix::new(parts.config.max_calls_per_response, parts.config.early_execution);
         ResponseDriver {
             parts,
             session,
             request,
+            deliver_later,
             accumulator: Accumulator::new(),
-            committed: 0,
-            first_not_early: None,
-            calls_opened: 0,
-            first_over_limit: None,
-            turn_id: None,
-            fragment_open: false,
-            stream_ended: false,
-            cancel_seen: false,
-            admitted_ids: HashSet::new(),
+            prefix,
+            progress: Progress::default(),
             runner,
-            store_failure: None,
-            committed_prefixes: 0,
             results,
-            tasks,
             out,
             chat,
-            sealed_at_us: HashMap::new(),
-            last_commit_us: 0,
-            deliver_later,
+            seal_times: SealTimes::default(),
+            tasks,
         }
     }
 
     pub(super) fn finished(&self) -> bool {
-        self.stream_ended && self.results.is_empty() && (self.runner.is_idle() || self.ends_before_results())
+        self.progress.stream_ended && self.results.is_empty() && (self.runner.is_idle() || self.ends_before_results())
     }
 
-    /// The response ends with calls running (contract §3.7.5): it ended normally, and only calls whose results
-    /// may be delivered later are left, no more than it may leave. A cancelled or failed response waits for its
-    /// running calls as usual.
+    /// The response ends with calls running (contract §3.7.5): it may ([`Progress::may_end_before_results`]), and
+    /// only calls whose results may be delivered later are left, no more than it may leave.
     pub(super) fn ends_before_results(&self) -> bool {
-        !self.cancel_seen
-            && self.store_failure.is_none()
-            && (self.accumulator.ending()).is_some_and(|ending| !ending.stop_reason.is_abnormal())
-            && self.runner.only_deliverable_later_left(self.deliver_later)
+        let stop_reason = self.accumulator.ending().map(|ending| ending.stop_reason);
+        self.progress.may_end_before_results(stop_reason) && self.runner.only_deliverable_later_left(self.deliver_later)
     }
 
     pub(super) fn now_us(&self) -> i64 {
@@ -126,8 +129,8 @@ impl<'a> ResponseDriver<'a> {
 
     #[inline]
     pub(super) fn open_fragment(&mut self) {
-        if !self.fragment_open {
-            self.fragment_open = true;
+        if !self.progress.fragment_open {
+            self.progress.fragment_open = true;
             self.out.push(AgentEvent::MessageStart { role: Role::Assistant });
         }
     }
@@ -146,9 +149,9 @@ impl<'a> ResponseDriver<'a> {
             error: ending.and_then(|ending| ending.error_message.clone()),
             admitted: self.runner.len(),
             terminated: self.runner.all_batches_terminated(),
-            store_failure: self.store_failure.as_ref().map(ToString::to_string),
-            fenced: matches!(self.store_failure, Some(StoreError::Fenced(_))),
-            committed_prefixes: self.committed_prefixes,
+            store_failure: self.progress.store_failure.as_ref().map(ToString::to_string),
+            fenced: matches!(self.progress.store_failure, Some(StoreError::Fenced(_))),
+            committed_prefixes: self.prefix.prefixes(),
             pending: Vec::new(),
         }
     }

@@ -5,6 +5,7 @@ use std::sync::Arc;
 
 use headstart_core::accumulator::Ending;
 use headstart_core::{ErrorReason, Message, StopReason, ToolCall, ToolResultMessage};
+use headstart_store::StoreError;
 
 use crate::events::event::AgentEvent;
 use crate::response::driver::ResponseDriver;
@@ -18,8 +19,8 @@ impl ResponseDriver<'_> {
     /// The caller cancelled (contract §5.5): mid-stream the response ends as `aborted`; after the stream, the calls
     /// that have not started are settled as cancelled before start.
     pub(super) async fn on_cancel(&mut self) {
-        self.cancel_seen = true;
-        if self.stream_ended {
+        self.progress.cancel_seen = true;
+        if self.progress.stream_ended {
             self.abort_calls(CANCELLED_BY_CALLER);
         } else {
             self.fail_and_end(ErrorReason::Aborted, CANCELLED_BY_CALLER).await;
@@ -36,10 +37,10 @@ impl ResponseDriver<'_> {
     /// early ones for `stop`/`length`, none for an abnormal end), and the calls not admitted are answered "not
     /// executed" (contract §3.5).
     pub(super) async fn end_response(&mut self) {
-        if self.stream_ended {
+        if self.progress.stream_ended {
             return;
         }
-        self.stream_ended = true;
+        self.progress.stream_ended = true;
         self.chat.end(
             self.accumulator.ending(),
             self.accumulator.model(),
@@ -53,15 +54,11 @@ impl ResponseDriver<'_> {
         else {
             return;
         };
-        let range = self.committed..self.accumulator.len();
+        let range = self.prefix.committed()..self.accumulator.len();
         let calls = self.calls_in(range.clone());
         let admitted: Vec<ToolCall> = calls
             .iter()
-            .filter(|(index, _)| match stop_reason {
-                StopReason::ToolUse => true,
-                StopReason::Stop | StopReason::Length => self.is_early(*index),
-                StopReason::Error | StopReason::Aborted => false,
-            })
+            .filter(|(index, _)| admitted_at_end(stop_reason, self.prefix.is_early(*index)))
             .map(|(_, call)| call.clone())
             .collect();
         let fragment = self.fragment(range.clone(), stop_reason, usage, error_message.clone());
@@ -69,13 +66,13 @@ impl ResponseDriver<'_> {
         // when the response failed or the store did, it is cancelled before start with the rest.
         let committed = match self.commit_fragment(fragment, admitted.clone()).await {
             Ok(admission) => {
-                self.committed = range.end;
+                self.prefix.terminal_committed(range.end);
                 self.admit(admission);
                 true
             }
             Err((_, fragment)) => {
                 // The terminal fragment could not be stored: show it anyway, marked as not durable.
-                self.fragment_open = false;
+                self.progress.fragment_open = false;
                 self.out.push(AgentEvent::MessageEnd {
                     seq: None,
                     message: Arc::new(Message::Assistant(fragment)),
@@ -83,12 +80,11 @@ impl ResponseDriver<'_> {
                 false
             }
         };
-        let abort_reason = if stop_reason.is_abnormal() {
-            error_message.clone().or_else(|| Some(stop_reason.to_string()))
-        } else {
-            self.store_failure.as_ref().map(ToString::to_string)
-        };
-        match abort_reason {
+        match abort_reason(
+            stop_reason,
+            error_message.as_deref(),
+            self.progress.store_failure.as_ref(),
+        ) {
             Some(reason) => self.abort_calls(&reason),
             None => self.advance().await,
         }
@@ -114,11 +110,35 @@ impl ResponseDriver<'_> {
     }
 }
 
+/// Whether the terminal fragment of a response that ended with `stop_reason` admits a call not admitted before
+/// (contract §3.5): every call for `tool_use`, the early ones for `stop` and `length`, none for an abnormal end.
+fn admitted_at_end(stop_reason: StopReason, early: bool) -> bool {
+    match stop_reason {
+        StopReason::ToolUse => true,
+        StopReason::Stop | StopReason::Length => early,
+        StopReason::Error | StopReason::Aborted => false,
+    }
+}
+
+/// Why the admitted calls that have not started are cancelled before start when the response ends, if they are
+/// (contract §3.5, §5.5): the abnormal end's message (or its stop reason), or the store's failure.
+fn abort_reason(
+    stop_reason: StopReason,
+    error_message: Option<&str>,
+    store_failure: Option<&StoreError>,
+) -> Option<String> {
+    if stop_reason.is_abnormal() {
+        Some(error_message.map_or_else(|| stop_reason.to_string(), str::to_owned))
+    } else {
+        store_failure.map(ToString::to_string)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use headstart_core::{DoneReason, StopReason};
 
-    use super::CANCELLED_BY_CALLER;
+    use super::{abort_reason, admitted_at_end, CANCELLED_BY_CALLER};
     use crate::config::EngineConfig;
     use crate::response::fixture::{call, done, start, text, Fixture};
 
@@ -135,9 +155,9 @@ mod tests {
             driver.accept_delta(delta);
         }
         driver.end_response().await;
-        assert!(driver.stream_ended);
+        assert!(driver.progress.stream_ended);
         assert_eq!(
-            (driver.committed, driver.runner.len()),
+            (driver.prefix.committed(), driver.runner.len()),
             (2, 1),
             "only the early call is admitted"
         );
@@ -180,5 +200,42 @@ mod tests {
         driver.end_response().await;
         drop(driver);
         assert_eq!(fixture.log().await, ["assistant:aborted"]);
+    }
+
+    #[test]
+    fn the_terminal_fragment_admits_by_stop_reason_and_an_abnormal_end_cancels_the_rest() {
+        let every = [
+            StopReason::ToolUse,
+            StopReason::Stop,
+            StopReason::Length,
+            StopReason::Error,
+            StopReason::Aborted,
+        ];
+        let admits: Vec<(bool, bool)> = every
+            .iter()
+            .map(|reason| (admitted_at_end(*reason, true), admitted_at_end(*reason, false)))
+            .collect();
+        assert_eq!(
+            admits,
+            [
+                (true, true),
+                (true, false),
+                (true, false),
+                (false, false),
+                (false, false)
+            ]
+        );
+        let failure = headstart_store::StoreError::NoSession("s".to_owned());
+        for reason in every {
+            let cancelled = abort_reason(reason, Some("boom"), None);
+            let with_failure = abort_reason(reason, None, Some(&failure));
+            if reason.is_abnormal() {
+                assert_eq!(cancelled.as_deref(), Some("boom"));
+                assert_eq!(with_failure, Some(reason.to_string()), "the stop reason names it");
+            } else {
+                assert_eq!(cancelled, None, "a normal end runs its calls");
+                assert_eq!(with_failure, Some(failure.to_string()), "a failed store cancels them");
+            }
+        }
     }
 }

@@ -46,7 +46,7 @@ impl ResponseDriver<'_> {
             Err(error) => {
                 let message = error.to_string();
                 tracing::error!(call_id = %write.call.id, %message, "tool result write failed");
-                self.store_failure.get_or_insert(error);
+                self.progress.store_failure.get_or_insert(error);
                 None
             }
         };
@@ -109,10 +109,13 @@ mod tests {
         let mut fixture = Fixture::new(EngineConfig::default()).await;
         let mut driver = fixture.driver();
         driver.on_written(result_write("c1"), Ok(7));
-        assert!(driver.store_failure.is_none());
+        assert!(driver.progress.store_failure.is_none());
         let failure = headstart_store::StoreError::NoSession(SessionId::from("gone").to_string());
         driver.on_written(result_write("c2"), Err(failure));
-        assert!(driver.store_failure.is_some(), "the loop stops after the response");
+        assert!(
+            driver.progress.store_failure.is_some(),
+            "the loop stops after the response"
+        );
         driver.out.flush();
         drop(driver);
         let shown = |id: &str, stored: &str| {

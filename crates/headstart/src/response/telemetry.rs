@@ -14,6 +14,8 @@
 //! Calls settled without executing (unknown tool, invalid arguments, blocked) get no `execute_tool` span: nothing
 //! executed.
 
+use std::collections::HashMap;
+
 use headstart_core::accumulator::Ending;
 use headstart_core::ToolCall;
 use headstart_store::{RunOutcome, SessionId};
@@ -121,6 +123,42 @@ pub(crate) struct CallTiming {
     pub sealed_at_us: Option<i64>,
     /// How long the commit that admitted it took (µs).
     pub commit_us: i64,
+}
+
+/// When a response's calls were sealed and how long the last commit took: what their [`CallTiming`]s are made of.
+#[derive(Debug, Default)]
+pub(crate) struct SealTimes {
+    /// When each call not yet admitted was sealed (engine clock, µs), by call id.
+    sealed_at_us: HashMap<String, i64>,
+    /// How long the last fragment commit took (µs), for the spans of the calls it admitted.
+    last_commit_us: i64,
+}
+
+impl SealTimes {
+    /// Call `id` was sealed at `now_us`.
+    pub(crate) fn sealed(&mut self, id: &str, now_us: i64) {
+        self.sealed_at_us.insert(id.to_owned(), now_us);
+    }
+
+    /// When call `id` was sealed, if it was seen.
+    pub(crate) fn sealed_at(&self, id: &str) -> Option<i64> {
+        self.sealed_at_us.get(id).copied()
+    }
+
+    /// A fragment commit took `us`.
+    pub(crate) fn committed(&mut self, us: i64) {
+        self.last_commit_us = us;
+    }
+
+    /// The timing of call `id`, admitted by the last commit (`early`: while the model streamed); its seal time is
+    /// taken, since a call is admitted once.
+    pub(crate) fn admitted(&mut self, id: &str, early: bool) -> CallTiming {
+        CallTiming {
+            early,
+            sealed_at_us: self.sealed_at_us.remove(id),
+            commit_us: self.last_commit_us,
+        }
+    }
 }
 
 /// The `execute_tool` span of `call`, a child of `parent` (the run's span), started at `now_us`.
