@@ -1,5 +1,5 @@
 //! `headstart restate serve --addr ADDR --store URL (--provider P --model M [model and tool flags] | --scenario FILE)
-//! [--register ADMIN_URL] [--concurrency N] [--metrics ADDR]`, `headstart restate register --admin ADMIN_URL
+//! [--register ADMIN_URL] [--concurrency N] [--metrics ADDR] [--rerun-idempotent]`, `headstart restate register --admin ADMIN_URL
 //! DEPLOYMENT_URL` and `headstart restate balance --addr ADDR --to URL…`: a deployment of headstart on Restate
 //! (docs/restate.md), its registration with a Restate server, and one URL in front of several deployments.
 //!
@@ -11,6 +11,7 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
+use headstart::RecoveryPolicy;
 use headstart_restate::{Balancer, Deployment, RestateClient};
 
 use crate::failure::{failed, Failure};
@@ -63,6 +64,10 @@ struct ServeArgs {
     /// seal→body), e.g. `--metrics 127.0.0.1:9464`; port 0 picks a free one.
     #[arg(long, value_name = "ADDR")]
     metrics: Option<SocketAddr>,
+    /// After a crash, run the calls of idempotent tools that a lost attempt left without a journaled end again
+    /// (once per recovery), instead of giving them the interrupted error as every other call gets.
+    #[arg(long)]
+    rerun_idempotent: bool,
 }
 
 /// Arguments of `headstart restate balance`.
@@ -142,7 +147,16 @@ async fn serve_deployment(args: &ServeArgs, scenario: Option<headstart_sim::Scen
         }
     }
     let store = store_url.open(Access::Create).await.map_err(Failure::Failed)?;
-    let deployment = Arc::new(Deployment::new(store, setup).with_turn_limit(args.concurrency));
+    let recovery = if args.rerun_idempotent {
+        RecoveryPolicy::ReExecuteIdempotent
+    } else {
+        RecoveryPolicy::FailAll
+    };
+    let deployment = Arc::new(
+        Deployment::new(store, setup)
+            .with_turn_limit(args.concurrency)
+            .with_recovery(recovery),
+    );
     let server = tokio::spawn(headstart_restate::serve(deployment, listener));
     serve_until_signal(server, args.addr, args.register.as_deref(), "deployment").await
 }

@@ -3,9 +3,8 @@
 //! dies there (`HEADSTART_CRASH_AT`: the process aborts, a SIGKILL at exactly that instant). The store the dead
 //! deployment left is checked as it is (property 4, and that the point is the instant it names); then a new
 //! deployment is started at the same address, Restate runs the turn's invocations again on it, and the turn must
-//! complete with properties 1 (prefix continuation) and 2 (effect exactly once) holding. On Restate, which attempt
-//! resumes is Restate's to decide (one per session, the Virtual Object's exclusive handler); several resumers at once
-//! (property 5) and copies of one crash (3 and 6) are the fleet's suite, `tests/resume.rs`.
+//! complete with properties 1 (prefix continuation) and 2 (effect exactly once) holding. Copies of one crash (3 and
+//! 6) and several deployments resuming at once (5) are `tests/restate_forks.rs`.
 //!
 //! A second test (issue 43) crashes at `after-body` with an `after_tool_call` hook that redacts the fetch's result:
 //! the result `Tools` journaled is stored by the replay, and it must pass through the hook as on the live path.

@@ -56,6 +56,14 @@ impl Deployment {
         self
     }
 
+    /// What recovery does with the calls a crashed attempt left without a result and without a journaled end
+    /// ([`RecoveryPolicy::FailAll`] unless told otherwise; [`RecoveryPolicy::ReExecuteIdempotent`] runs calls of
+    /// idempotent tools again, once per recovery).
+    pub fn with_recovery(mut self, policy: RecoveryPolicy) -> Self {
+        self.policy = policy;
+        self
+    }
+
     /// A slot of the turn limit, waited for when every slot is taken.
     pub(crate) async fn turn_slot(&self) -> Option<OwnedSemaphorePermit> {
         if let Ok(slot) = Arc::clone(&self.turns).try_acquire_owned() {

@@ -225,10 +225,16 @@ impl<'ctx> Turn<'_, 'ctx> {
     /// Stores the results of the calls a lost attempt had issued, where the store has none yet, through the engine's
     /// `after` hooks as the live path stores them ([`headstart::Engine::settle_known`]); the rest of the lost
     /// response is recovered (contract §7.4) when the loop goes on.
+    ///
+    /// A call whose body's end is unknown (`Tools` answered interrupted: it may have begun in the lost attempt) is
+    /// part of that rest: the recovery applies the deployment's policy to it as to any unfinished call, so that an
+    /// idempotent one runs again (once, through `Tools`) under [`headstart::RecoveryPolicy::ReExecuteIdempotent`].
     async fn settle(&self, mut issued: Calls<'ctx, String>) -> Result<(), HandlerError> {
         let mut ends = Vec::new();
         while let Some((call_id, outcome)) = issued.next().await? {
-            ends.push((call_id, outcome.into()));
+            if outcome != CallOutcome::Interrupted {
+                ends.push((call_id, outcome.into()));
+            }
         }
         let engine = self
             .deployment

@@ -1,4 +1,4 @@
-//! What the Restate tests share (`tests/restate.rs`, `tests/restate_chaos.rs`): a server on loopback, deployments
+//! What the Restate tests share (`tests/restate.rs`, `tests/restate_chaos.rs`, the resume suites): a server on loopback, deployments
 //! and balancers as child processes (killed when dropped, pass or fail), submission, and readers of what the store
 //! holds and each body did. Every wait has a bound ([`PATIENCE`]) and fails the test instead of hanging.
 // Each test file uses some of these.
@@ -216,8 +216,13 @@ impl Deployment {
 /// `headstart restate balance` in front of `deployments`, registered with `server`, with `extra` flags; returns once
 /// it says it registered.
 pub fn balancer(server: &LocalServer, deployments: &[Deployment], extra: &[&str]) -> ChildGuard {
+    balancer_on(server, port(), deployments, extra)
+}
+
+/// [`balancer`] serving on `port`.
+pub fn balancer_on(server: &LocalServer, port: u16, deployments: &[Deployment], extra: &[&str]) -> ChildGuard {
     let mut command = Command::new(bin());
-    command.args(["restate", "balance", "--addr", &format!("127.0.0.1:{}", port())]);
+    command.args(["restate", "balance", "--addr", &format!("127.0.0.1:{port}")]);
     for deployment in deployments {
         command.args(["--to", &format!("http://127.0.0.1:{}", deployment.port)]);
     }

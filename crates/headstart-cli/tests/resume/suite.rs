@@ -363,6 +363,43 @@ pub fn check_resumed(
     }
 }
 
+/// One copy of a crash, resumed apart: by whom (`label`), what its store holds of the session, and its effects.
+pub struct Fork {
+    pub label: String,
+    pub snapshot: Snapshot,
+    pub touched: BTreeMap<String, usize>,
+}
+
+/// Properties 1, 2 and 5 on each copy of the crash `at_crash` ([`check_resumed`]), then 3 (fork determinism: every
+/// copy ends with the first one's transcript and runs, timestamps aside) and 6 (recovery determinism: the calls the
+/// crash cut off get the same results in every copy). Returns what recovery gave those calls.
+pub fn check_forks(
+    case: &Case,
+    crashed: (&Snapshot, &BTreeMap<String, usize>),
+    forks: &[Fork],
+) -> Vec<(String, Option<RunOutcome>, Option<Value>)> {
+    let reference = forks[0].snapshot.decisions();
+    let reference_recovery = case.recovered_in(&forks[0].snapshot);
+    for fork in forks {
+        let (label, snapshot) = (&fork.label, &fork.snapshot);
+        check_resumed(label, case, crashed, (snapshot, &fork.touched));
+        assert_eq!(
+            case.recovered_in(snapshot),
+            reference_recovery,
+            "{label}: property 6, recovery gave the calls the crash cut off other results"
+        );
+        let decisions = snapshot.decisions();
+        assert!(
+            decisions == reference,
+            "{label}: property 3, another transcript than {}:\n{}\nvs\n{}",
+            forks[0].label,
+            serde_json::to_string_pretty(&decisions).unwrap_or_default(),
+            serde_json::to_string_pretty(&reference).unwrap_or_default()
+        );
+    }
+    reference_recovery
+}
+
 impl Case {
     /// The calls unfinished at the crash.
     pub fn unfinished_calls(&self) -> Vec<&'static str> {
