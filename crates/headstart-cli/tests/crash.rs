@@ -21,8 +21,9 @@
 //! 4. `headstart recover DB --json` gives exactly the unfinished calls (admitted, no result) the interrupted result,
 //!    after which the engine's invariants hold without exception: every tool call in the transcript has exactly one
 //!    result, every result follows its call, every run is settled;
-//! 5. a copy of the killed run's database, recovered apart, gives the same `--json` and stores the same results,
-//!    timestamps aside (property 6 of the resume suite, `tests/resume.rs`); on the first three kills that leave
+//! 5. recovery only appends: every message the kill left is there after it, unchanged (property 1 of the resume
+//!    suite, `tests/resume.rs`); a copy of the killed run's database, recovered apart, gives the same `--json` (6)
+//!    and ends with the same transcripts and runs, timestamps aside (3); on the first three kills that leave
 //!    unfinished calls, 2, 4 and 8 `recover` processes started together on a copy recover each call once between
 //!    them, the others finding nothing left or being refused by the holder (property 5).
 //!
@@ -156,6 +157,21 @@ struct Checked {
 
 /// How many `recover` processes start together on the first kills that leave unfinished calls.
 const TOGETHER: [usize; 3] = [2, 4, 8];
+
+/// Every session's messages in `db`, by sequence number.
+fn logs(db: &Path) -> BTreeMap<String, BTreeMap<i64, Message>> {
+    let conn = Connection::open(db).expect("open the database");
+    if !has_schema(&conn) {
+        return BTreeMap::new();
+    }
+    sessions(&conn)
+        .into_iter()
+        .map(|session| {
+            let messages = load_messages(&conn, &session);
+            (session, messages)
+        })
+        .collect()
+}
 
 /// The session's messages by sequence number.
 fn load_messages(conn: &Connection, session: &str) -> BTreeMap<i64, Message> {
@@ -417,18 +433,31 @@ fn recover_and_check(bin: &Path, run: &RunDir, label: &str, unfinished_before: i
             checked.together += 1;
         }
     }
+    let before = logs(&run.db);
     let output = recover_command(bin, &run.db).output().expect("run headstart recover");
     let recovered = recover_json(&output, label).unwrap_or_else(|| panic!("{label}: recover refused"));
+    // Property 1: recovery only appends; every message the kill left is there, unchanged, at its place.
+    let after = logs(&run.db);
+    for (session, messages) in &before {
+        let now = after.get(session).cloned().unwrap_or_default();
+        for (seq, message) in messages {
+            assert_eq!(
+                now.get(seq),
+                Some(message),
+                "{label}: property 1, recovery changed message {seq} of {session}"
+            );
+        }
+    }
     let twin_output = recover_command(bin, &twin).output().expect("run headstart recover");
     let twin_recovered = recover_json(&twin_output, label).unwrap_or_else(|| panic!("{label}: recover refused"));
     assert_eq!(
         twin_recovered, recovered,
-        "{label}: recovering a copy recovered other calls"
+        "{label}: property 6, recovering a copy recovered other calls"
     );
     assert_eq!(
         decisions(&twin),
         decisions(&run.db),
-        "{label}: recovering a copy stored other results"
+        "{label}: property 3, recovering a copy stored another transcript"
     );
     checked.twins += 1;
     assert_eq!(
