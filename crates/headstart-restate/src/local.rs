@@ -214,6 +214,16 @@ impl LocalServer {
         Ok(server)
     }
 
+    /// How many nodes it has (1 for [`LocalServer::start`]).
+    pub fn node_count(&self) -> usize {
+        self.nodes.len()
+    }
+
+    /// Node `index`'s process id, while it runs.
+    pub fn pid(&self, index: usize) -> Option<u32> {
+        self.nodes.get(index)?.process.as_ref().map(Child::id)
+    }
+
     /// Node `index`'s ports (0 for a single node).
     pub fn ports(&self, index: usize) -> NodePorts {
         self.nodes[index.min(self.nodes.len() - 1)].ports

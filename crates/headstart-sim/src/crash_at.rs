@@ -16,9 +16,16 @@
 //!
 //! [`CrashAt`] is a write layer (the seal and result points), a tool middleware (`in-body`) and a check the
 //! caller makes where it asks its model (`request`).
+//!
+//! With [`PAUSE_IN`] set to a folder, the process does not die there: the task that reached the point writes
+//! `paused` in that folder and waits until a file `go` appears beside it, while the rest of the process runs on.
+//! A test kills something else at exactly that instant (a Restate server, a node of a cluster), then lets the
+//! process go on to meet the consequences.
 
+use std::path::PathBuf;
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::Arc;
+use std::time::Duration;
 
 use async_trait::async_trait;
 use headstart::layer::ToolMiddleware;
@@ -27,6 +34,11 @@ use headstart::{Arguments, Tool, ToolContext, ToolResult};
 
 /// The environment variable naming the crash point.
 pub const CRASH_AT: &str = "HEADSTART_CRASH_AT";
+/// The environment variable that turns the crash into a pause: a folder, where `paused` is written at the point and
+/// `go` is waited for.
+pub const PAUSE_IN: &str = "HEADSTART_CRASH_PAUSE_IN";
+/// How often a paused task looks for `go`.
+const GO_EVERY: Duration = Duration::from_millis(5);
 
 /// An instant of the engine's work to die at.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -83,12 +95,14 @@ impl std::fmt::Display for BadCrashPoint {
 
 impl std::error::Error for BadCrashPoint {}
 
-/// Where this process dies: a point and which of its hits (1-based). Clones count hits together.
+/// Where this process dies (or pauses): a point and which of its hits (1-based). Clones count hits together.
 #[derive(Debug, Clone)]
 pub struct CrashAt {
     point: CrashPoint,
     nth: u32,
     hits: Arc<AtomicU32>,
+    /// Pause in this folder instead of dying ([`PAUSE_IN`]).
+    pause_in: Option<PathBuf>,
 }
 
 impl CrashAt {
@@ -110,16 +124,29 @@ impl CrashAt {
             point,
             nth,
             hits: Arc::new(AtomicU32::new(0)),
+            pause_in: None,
         })
     }
 
-    /// What [`CRASH_AT`] says: `None` when it is unset.
+    /// This point, paused at in `folder` instead of dying ([`PAUSE_IN`]).
+    pub fn pausing_in(mut self, folder: impl Into<PathBuf>) -> Self {
+        self.pause_in = Some(folder.into());
+        self
+    }
+
+    /// What [`CRASH_AT`] (and [`PAUSE_IN`]) say: `None` when it is unset.
     pub fn from_env() -> Result<Option<Self>, BadCrashPoint> {
-        match std::env::var(CRASH_AT) {
-            Ok(text) => Self::parse(&text).map(Some),
-            Err(std::env::VarError::NotPresent) => Ok(None),
-            Err(std::env::VarError::NotUnicode(text)) => Err(BadCrashPoint(text.to_string_lossy().into_owned())),
-        }
+        let crash = match std::env::var(CRASH_AT) {
+            Ok(text) => Self::parse(&text)?,
+            Err(std::env::VarError::NotPresent) => return Ok(None),
+            Err(std::env::VarError::NotUnicode(text)) => {
+                return Err(BadCrashPoint(text.to_string_lossy().into_owned()))
+            }
+        };
+        Ok(Some(match std::env::var_os(PAUSE_IN) {
+            Some(folder) => crash.pausing_in(folder),
+            None => crash,
+        }))
     }
 
     /// Whether this hit of `point` is the one to die at (counts the hit).
@@ -127,12 +154,29 @@ impl CrashAt {
         point == self.point && self.hits.fetch_add(1, Ordering::SeqCst) + 1 == self.nth
     }
 
-    /// Aborts the process when this hit of `point` is the one.
-    pub fn hit(&self, point: CrashPoint) {
-        if self.due(point) {
+    /// Aborts the process when this hit of `point` is the one; or, pausing, waits there for `go`.
+    pub async fn hit(&self, point: CrashPoint) {
+        if !self.due(point) {
+            return;
+        }
+        let Some(folder) = &self.pause_in else {
             // One write, as the commit trace does: the line is there or it is not.
             eprintln!("{CRASH_AT}: aborting at {} (hit {})", point.name(), self.nth);
             std::process::abort();
+        };
+        eprintln!(
+            "{CRASH_AT}: pausing at {} (hit {}) until {}/go",
+            point.name(),
+            self.nth,
+            folder.display()
+        );
+        // Told once the task is there: a test that cannot write its folder has nothing to wait for, so this aborts
+        // as an unpaused crash would rather than wait forever.
+        if std::fs::write(folder.join("paused"), point.name()).is_err() {
+            std::process::abort();
+        }
+        while !folder.join("go").exists() {
+            tokio::time::sleep(GO_EVERY).await;
         }
     }
 }
@@ -141,13 +185,13 @@ impl WriteLayer for CrashAt {
     fn around<'a, T: Written + 'a>(&'a self, write: Write<'a>, next: WriteFuture<'a, T>) -> WriteFuture<'a, T> {
         match write {
             Write::CommitFragment { admitted, .. } if !admitted.is_empty() => Box::pin(async move {
-                self.hit(CrashPoint::BeforeSeal);
+                self.hit(CrashPoint::BeforeSeal).await;
                 let written = next.await?;
-                self.hit(CrashPoint::AfterSeal);
+                self.hit(CrashPoint::AfterSeal).await;
                 Ok(written)
             }),
             Write::AppendToolResult { .. } | Write::AppendToolResults { .. } => Box::pin(async move {
-                self.hit(CrashPoint::AfterBody);
+                self.hit(CrashPoint::AfterBody).await;
                 next.await
             }),
             _ => next,
@@ -163,7 +207,7 @@ impl ToolMiddleware for CrashAt {
         // The body has begun once it was polled: die there, mid-body (or, when it needed no wait, before the engine
         // has its result).
         let first = futures::poll!(body.as_mut());
-        self.hit(CrashPoint::InBody);
+        self.hit(CrashPoint::InBody).await;
         match first {
             std::task::Poll::Ready(result) => result,
             std::task::Poll::Pending => body.await,

@@ -101,7 +101,7 @@ impl Model for ScenarioModel {
     async fn stream(&self, mut request: ModelRequest) -> Result<DeltaStream, ModelError> {
         if let Some(crash) = &self.crash {
             if matches!(request.context.last(), Some(Message::ToolResult(_))) {
-                crash.hit(CrashPoint::Request);
+                crash.hit(CrashPoint::Request).await;
             }
         }
         let answered = request

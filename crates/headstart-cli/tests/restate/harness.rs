@@ -117,11 +117,25 @@ pub fn registered_deployment_with(
     env: &[(&str, &str)],
     extra: &[&str],
 ) -> ChildGuard {
+    registered_deployment_via(server, 0, dir, port, scenario_file, env, extra)
+}
+
+/// [`registered_deployment_with`], registered through node `admin`'s admin API (whose discovery then holds a
+/// connection to it).
+pub fn registered_deployment_via(
+    server: &LocalServer,
+    admin: usize,
+    dir: &Path,
+    port: u16,
+    scenario_file: &str,
+    env: &[(&str, &str)],
+    extra: &[&str],
+) -> ChildGuard {
     let mut child = ChildGuard::spawn(
         Command::new(bin())
             .args(deployment_args(dir, port, scenario_file))
             .args(extra)
-            .args(["--register", &server.admin_url(0)])
+            .args(["--register", &server.admin_url(admin)])
             .envs(env.iter().copied())
             .stdout(Stdio::null())
             .stderr(Stdio::piped()),
@@ -452,4 +466,52 @@ pub async fn submit_round(client: &RestateClient, count: usize) -> Vec<(String, 
         }
     }
     turns
+}
+
+/// The node of `server` driving the invocation the deployment on `port` is in the middle of: the one with a
+/// connection open to it (Restate's partition leader pushes an invocation to the deployment). `registrar`, whose
+/// admin API discovered the deployment, may keep an idle connection too: it is the one only when no other node is
+/// connected. `None` when no node is.
+pub fn node_driving(server: &LocalServer, port: u16, registrar: usize) -> Option<usize> {
+    let connected = nodes_connected(server, port);
+    connected
+        .iter()
+        .copied()
+        .find(|node| *node != registrar)
+        .or_else(|| connected.first().copied())
+}
+
+/// The nodes of `server` with an established TCP connection to `port`. Read from Linux's `/proc`: a node whose
+/// socket is the local end of such a connection.
+pub fn nodes_connected(server: &LocalServer, port: u16) -> Vec<usize> {
+    let mut inodes = Vec::new();
+    for table in ["/proc/net/tcp", "/proc/net/tcp6"] {
+        let text = std::fs::read_to_string(table).unwrap_or_default();
+        for line in text.lines().skip(1) {
+            let fields: Vec<&str> = line.split_whitespace().collect();
+            let (Some(remote), Some(state), Some(inode)) = (fields.get(2), fields.get(3), fields.get(9)) else {
+                continue;
+            };
+            let remote_port = remote
+                .rsplit(':')
+                .next()
+                .and_then(|hex| u16::from_str_radix(hex, 16).ok());
+            // 01: ESTABLISHED.
+            if remote_port == Some(port) && *state == "01" {
+                inodes.push(format!("socket:[{inode}]"));
+            }
+        }
+    }
+    (0..server.node_count())
+        .filter(|index| {
+            let Some(pid) = server.pid(*index) else {
+                return false;
+            };
+            std::fs::read_dir(format!("/proc/{pid}/fd")).is_ok_and(|fds| {
+                fds.filter_map(Result::ok)
+                    .filter_map(|fd| std::fs::read_link(fd.path()).ok())
+                    .any(|target| inodes.iter().any(|inode| target.as_os_str() == inode.as_str()))
+            })
+        })
+        .collect()
 }
