@@ -142,7 +142,11 @@ export declare class Engine {
     stream: unknown,
     options?: { format?: Format; seal?: "complete" | "next-index" | "finish"; record?: string; signal?: AbortSignal },
   ): Wrapped;
-  /** Recovers a session after a crash; what was done with each call. */
+  /**
+   * Recovers a session after a crash; what was done with each call. The recovery holds the session's lock (beside a
+   * SQLite file, as `headstart recover` does; an advisory lock of a PostgreSQL database): while another process, or
+   * a fleet's worker under its lease, holds the session, it rejects naming the holder, and writes nothing.
+   */
   recover(session: string, policy?: "fail" | "rerun_idempotent"): Promise<Array<Record<string, unknown>>>;
   /** The figures of a session from its stored times. */
   figures(session: string): Promise<{ calls: Array<Record<string, unknown>>; responses: Array<Record<string, unknown>> }>;

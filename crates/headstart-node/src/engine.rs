@@ -2,11 +2,11 @@
 
 use std::sync::Arc;
 
-use headstart::store::owner::SessionLocks;
 use headstart::store::StoreError;
 use headstart::{
     CancellationToken, Clock, EngineConfig, ExecutionMode, Hooks, RecoveryPolicy, SessionId, Toolbox, UserMessage,
 };
+use headstart_postgres::SessionLocksAt;
 use headstart_providers::feed::convert_options;
 use headstart_providers::{Feed, FeedFormat};
 use napi_derive::napi;
@@ -24,7 +24,7 @@ use crate::{js_error, one_of};
 pub struct NativeEngine {
     engine: headstart::Engine,
     bridge: Arc<Bridge>,
-    locks: Option<SessionLocks>,
+    locks: SessionLocksAt,
 }
 
 #[napi]
@@ -154,8 +154,9 @@ impl NativeEngine {
 
     /// Recovers `session` after a crash (contract §7.4): every admitted call without a result gets one,
     /// `interrupted` (policy `fail`), or a new run for idempotent tools (policy `rerun_idempotent`). Resolves to the
-    /// JSON of what was done with each call. On a SQLite store the recovery holds the session's lock, as `headstart
-    /// recover` does: while another process holds it, it rejects naming that process, and writes nothing.
+    /// JSON of what was done with each call. The recovery holds the session's lock (a lock file beside a SQLite file,
+    /// as `headstart recover` takes; an advisory lock of a PostgreSQL database): while another process, or a
+    /// worker's lease, holds it, it rejects naming the holder, and writes nothing.
     #[napi]
     pub async fn recover(&self, session: String, policy: String) -> napi::Result<String> {
         let policy = one_of(
@@ -169,9 +170,8 @@ impl NativeEngine {
         let session = SessionId(session);
         let _lock = self
             .locks
-            .as_ref()
-            .map(|locks| locks.take(&session, false, headstart::SystemClock.now_us()))
-            .transpose()
+            .take(&session, headstart::SystemClock.now_us())
+            .await
             .map_err(js_error)?;
         let recovered = self.engine.recover(&session, policy).await.map_err(js_error)?;
         serde_json::to_string(&recovered).map_err(js_error)

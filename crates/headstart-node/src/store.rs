@@ -2,10 +2,9 @@
 
 use std::sync::Arc;
 
-use headstart::store::owner::SessionLocks;
 use headstart::store::{Durability, TranscriptStore};
 use headstart::SessionId;
-use headstart_postgres::{open_location, session_locks, Access};
+use headstart_postgres::{open_location, session_locks, Access, SessionLocksAt};
 use napi_derive::napi;
 
 use crate::{js_error, one_of};
@@ -14,8 +13,8 @@ use crate::{js_error, one_of};
 #[napi]
 pub struct NativeStore {
     pub(crate) store: Arc<dyn TranscriptStore>,
-    /// The session locks beside a SQLite file (none for PostgreSQL): a recovery takes its session's.
-    pub(crate) locks: Option<SessionLocks>,
+    /// The session locks (beside a SQLite file, or the database's): a recovery takes its session's.
+    pub(crate) locks: SessionLocksAt,
 }
 
 /// Opens the store at `location`: a PostgreSQL connection string (`postgresql://…`), else the path of a SQLite file,

@@ -4,10 +4,10 @@
 
 use std::sync::Arc;
 
-use headstart_store::owner::SessionLocks;
-use headstart_store::{Durability, SessionQueue, SqliteOptions, SqliteStore, StoreError, TranscriptStore};
+use headstart_store::owner::{OwnershipError, SessionLock, SessionLocks};
+use headstart_store::{Durability, SessionId, SessionQueue, SqliteOptions, SqliteStore, StoreError, TranscriptStore};
 
-use crate::{is_connection_string, PgOptions, PgStore};
+use crate::{is_connection_string, PgOptions, PgSessionHold, PgStore};
 
 /// How a store is opened.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -36,10 +36,56 @@ pub async fn open_queue_location(location: &str, access: Access) -> Result<Arc<d
 }
 
 /// The locks that make one process a session's only owner (contract §7.4.4) for the store at `location`: the lock
-/// files beside a SQLite file ([`SessionLocks::beside`]), which `run`, `resume` and `recover` of the CLI take too.
-/// `None` for PostgreSQL, whose sessions a fleet's workers hold by lease instead.
-pub fn session_locks(location: &str) -> Option<SessionLocks> {
-    (!is_connection_string(location)).then(|| SessionLocks::beside(std::path::Path::new(location)))
+/// files beside a SQLite file ([`SessionLocks::beside`]), which `run`, `resume` and `recover` of the CLI take too,
+/// or a PostgreSQL database's advisory locks ([`PgStore::hold_session`]).
+pub fn session_locks(location: &str) -> SessionLocksAt {
+    if is_connection_string(location) {
+        SessionLocksAt::Database(location.to_owned())
+    } else {
+        SessionLocksAt::Files(SessionLocks::beside(std::path::Path::new(location)))
+    }
+}
+
+/// Where a store's sessions are held one process at a time ([`session_locks`]).
+#[derive(Debug, Clone)]
+pub enum SessionLocksAt {
+    /// Lock files beside a SQLite file.
+    Files(SessionLocks),
+    /// The advisory locks of the PostgreSQL database at this connection string.
+    Database(String),
+}
+
+/// A process's hold on one session; dropping it releases the session.
+#[derive(Debug)]
+pub enum SessionHold {
+    /// A lock file's.
+    File(SessionLock),
+    /// A database connection's.
+    Database(PgSessionHold),
+}
+
+impl SessionLocksAt {
+    /// Holds `session` for this process (taken at `now_us`): [`OwnershipError::Refused`], naming the holder, when
+    /// another process (or a worker's lease) holds it; [`OwnershipError::Lock`] when the lock cannot be made (the
+    /// folder, or the database, cannot be reached). Nothing is written to the store.
+    pub async fn take(&self, session: &SessionId, now_us: i64) -> Result<SessionHold, OwnershipError> {
+        match self {
+            SessionLocksAt::Files(locks) => locks.take(session, false, now_us).map(SessionHold::File),
+            SessionLocksAt::Database(url) => {
+                let options = PgOptions {
+                    listen: false,
+                    ..PgOptions::default()
+                };
+                let store = PgStore::connect(url, options)
+                    .await
+                    .map_err(|error| OwnershipError::Lock {
+                        path: crate::redact(url),
+                        message: error.to_string(),
+                    })?;
+                store.hold_session(session, now_us).await.map(SessionHold::Database)
+            }
+        }
+    }
 }
 
 /// A store as opened, before it is seen through one of its traits.

@@ -1,8 +1,9 @@
 //! [`Engine`] (`_native.Engine`): a store, the Python tools, and the entry points the package's `Engine` class
 //! calls (`create_session`, `tool_specs`, `open` for one wrapped response).
 
-use headstart::store::owner::{OwnershipError, SessionLocks};
+use headstart::store::owner::OwnershipError;
 use headstart::store::Durability;
+use headstart_postgres::SessionLocksAt;
 use std::sync::Arc;
 
 use headstart::{
@@ -30,8 +31,9 @@ pub(crate) struct Engine {
     pub(crate) home: Home,
     /// The hooks the engine was built with (an agent's engine, built anew with its own request limit, gets them too).
     pub(crate) hooks: Hooks,
-    /// The session locks of a SQLite store: a recovery takes its session's, as the CLI's `recover` does.
-    locks: Option<SessionLocks>,
+    /// The session locks of the store (beside a SQLite file, or the database's): a recovery takes its session's, as
+    /// the CLI's `recover` does.
+    locks: SessionLocksAt,
 }
 
 #[pymethods]
@@ -177,18 +179,17 @@ impl Engine {
         let session = SessionId(session);
         // One recoverer at a time (contract §7.4.4): another process that holds the session is named, and nothing
         // is written.
-        let lock = self
-            .locks
-            .as_ref()
-            .map(|locks| locks.take(&session, false, headstart::SystemClock.now_us()))
-            .transpose()
-            .map_err(|error| match error {
-                OwnershipError::Refused(refusal) => SessionBusy::new_err(refusal.to_string()),
-                other => store_error(other),
-            })?;
         self.home.capture(py)?;
         let engine = self.engine.clone();
+        let locks = self.locks.clone();
         awaitable(py, async move {
+            let lock = locks
+                .take(&session, headstart::SystemClock.now_us())
+                .await
+                .map_err(|error| match error {
+                    OwnershipError::Refused(refusal) => SessionBusy::new_err(refusal.to_string()),
+                    other => store_error(other),
+                })?;
             let recovered = engine.recover(&session, policy).await.map_err(store_error)?;
             drop(lock);
             Ok(Json(serde_json::to_value(recovered).unwrap_or_default()))

@@ -280,6 +280,11 @@ impl PgStore {
         &self.inner.label
     }
 
+    /// The pool of connections (a [`hold`](Self::hold_session) takes one out of it).
+    pub(crate) fn pool(&self) -> &Pool {
+        &self.inner.pool
+    }
+
     /// The durability of commits.
     pub fn durability(&self) -> Durability {
         self.inner.durability

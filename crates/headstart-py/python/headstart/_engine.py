@@ -136,10 +136,11 @@ class Engine:
     async def recover(self, session: str, policy: str = "fail") -> list[dict[str, Any]]:
         """Recovers ``session`` after a crash: every admitted call without a result gets one, ``interrupted``
         (``policy="fail"``) or, for idempotent tools, a new run (``policy="rerun_idempotent"``). Returns what was
-        done with each call (``call_id``, ``tool_name``, ``had_started``, ``action``). On a SQLite store the recovery
-        holds the session's lock, as ``headstart recover`` does: while another process holds it (another recovery, or
-        the CLI's ``run``, ``resume`` or ``recover``), this raises ``SessionBusy`` naming that process, and writes
-        nothing. (``wrap`` takes no lock.)"""
+        done with each call (``call_id``, ``tool_name``, ``had_started``, ``action``). The recovery holds the session's
+        lock (beside a SQLite file, as ``headstart recover`` does; an advisory lock of a PostgreSQL database): while
+        another process holds it (another recovery, or the CLI's ``run``, ``resume`` or ``recover``), or a fleet's
+        worker holds the session under its lease, this raises ``SessionBusy`` naming the holder, and writes nothing.
+        (``wrap`` takes no lock.)"""
         recovered: list[dict[str, Any]] = await self._native.recover(session, policy)
         return recovered
 
