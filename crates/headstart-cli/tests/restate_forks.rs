@@ -19,6 +19,8 @@
 //! Needs the server binary as `tests/restate.rs` does; every process is killed when the test ends, pass or fail.
 #![cfg(unix)]
 
+#[path = "restate/crashed.rs"]
+mod crashed;
 #[path = "restate/harness.rs"]
 mod harness;
 #[path = "resume/suite.rs"]
@@ -29,16 +31,13 @@ use std::path::Path;
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-use headstart::{AgentStop, SessionId};
+use headstart::AgentStop;
 use headstart_restate::local::LocalServer;
-use headstart_restate::{new_session_id, RestateClient, TurnRequest};
-use headstart_sim::crash_at::CRASH_AT;
+use headstart_restate::RestateClient;
 
-use harness::{
-    attach_until_ended, balancer_on, port, registered_deployment_in, registered_deployment_with, server_binary,
-    start_server, Deployment,
-};
-use suite::{check_crashed, check_forks, copy_touches, touches, Fork, StoreAt, CASES, PATIENCE, PROMPT, SCENARIO};
+use crashed::{crash_deployment, Crashed};
+use harness::{attach_until_ended, balancer_on, registered_deployment_with, server_binary, start_server, Deployment};
+use suite::{check_forks, copy_touches, touches, Fork, StoreAt, CASES, PATIENCE, SCENARIO};
 use support::{copy_sqlite, workdir, ChildGuard};
 
 /// How many deployments resume one copy together, in turn over the crash points.
@@ -96,27 +95,15 @@ async fn run_case(binary: &Path, case: &suite::Case, together: usize) -> Figures
     let data = server_dir.path().join("restate-data");
     let mut server = start_server(binary, server_dir.path());
     let client = RestateClient::new(&server.ingress_url(0));
-    let dir = workdir();
-    let port = port();
-    let mut dying = registered_deployment_in(&server, dir.path(), port, SCENARIO, &[(CRASH_AT, case.crash_at)]);
-    let session = new_session_id();
-    let request = TurnRequest {
-        prompt: PROMPT.to_owned(),
-        ..TurnRequest::default()
-    };
-    let invocation = client.submit(&session, &request, &session).await.expect("submitted");
-    let status = dying.wait_within(PATIENCE);
-    assert!(
-        !status.success(),
-        "{label}: the deployment did not die at its point ({status})"
-    );
+    let Crashed {
+        dir,
+        port,
+        session,
+        invocation,
+        at_crash,
+        touched: touched_at_crash,
+    } = crash_deployment(&server, &client, case, &label).await;
     server.kill(0);
-    let session = SessionId(session);
-
-    let crashed_store = StoreAt::sqlite(&dir.path().join("agents.db"));
-    let at_crash = crashed_store.snapshot(&session).await;
-    let touched_at_crash = touches(&dir.path().join("touch"), &session);
-    check_crashed(&label, case, &at_crash, &touched_at_crash);
     let crashed_data = dir.path().join("crashed-restate-data");
     copy_tree(&data, &crashed_data);
 

@@ -15,6 +15,8 @@
 //! Needs the server binary as `tests/restate.rs` does; every process is killed when the test ends, pass or fail.
 #![cfg(unix)]
 
+#[path = "restate/crashed.rs"]
+mod crashed;
 #[path = "restate/harness.rs"]
 mod harness;
 #[path = "resume/suite.rs"]
@@ -26,37 +28,18 @@ use std::time::{Duration, Instant};
 
 use headstart::{AgentStop, SessionId};
 use headstart_restate::local::LocalServer;
-use headstart_restate::{new_session_id, RestateClient, RestateError, TurnRequest};
+use headstart_restate::RestateClient;
 use headstart_sim::crash_at::{CRASH_AT, PAUSE_IN};
 
+use crashed::submit_prompt;
 use harness::{
     attach_until_ended, node_driving, port, registered_deployment_via, server_binary, start_server, wait_until,
 };
-use suite::{touches, StoreAt, CASES, PATIENCE, PROMPT, SCENARIO};
+use suite::{touches, StoreAt, CASES, SCENARIO};
 use support::workdir;
 
 /// How soon after the kill the turn must have ended (issue 45: no session stuck after a node's death).
 const AFTER_KILL: Duration = Duration::from_secs(30);
-
-/// Submits the suite's prompt as a new session through `client`, again while a cluster's nodes have not all
-/// learned the registration yet (within [`PATIENCE`]); returns the session and the turn's invocation.
-async fn submit(client: &RestateClient) -> (String, String) {
-    let request = TurnRequest {
-        prompt: PROMPT.to_owned(),
-        ..TurnRequest::default()
-    };
-    let started = Instant::now();
-    let session = new_session_id();
-    loop {
-        match client.submit(&session, &request, &session).await {
-            Ok(invocation) => return (session, invocation),
-            Err(RestateError::NotRegistered { .. }) if started.elapsed() < PATIENCE => {
-                tokio::time::sleep(Duration::from_millis(100)).await;
-            }
-            Err(error) => panic!("submit: {error}"),
-        }
-    }
-}
 
 /// For each crash point in turn: a deployment pauses there, `victims` (node indexes, in turn) is killed, the
 /// deployment goes on, the node starts again; the turn must complete with 4, 1 and 2 holding. Submissions and
@@ -77,7 +60,7 @@ async fn a_death_at_every_point(mut server: LocalServer, ingress: usize, victims
         let env = [(CRASH_AT, case.crash_at), (PAUSE_IN, pause_text.as_str())];
         let port = port();
         let _deployment = registered_deployment_via(&server, ingress, dir.path(), port, SCENARIO, &env, &[]);
-        let (session, invocation) = submit(&client).await;
+        let (session, invocation) = submit_prompt(&client).await;
         wait_until("the deployment to reach its point", || pause.join("paused").exists());
         // In a cluster, the node that drives the turn dies: the partition leader that pushes the invocation to the
         // deployment. Should none be connected at this instant, the node whose turn it is.
@@ -126,9 +109,14 @@ async fn a_death_at_every_point(mut server: LocalServer, ingress: usize, victims
             report.recoveries
         );
     }
+    let driving = if single {
+        String::new()
+    } else {
+        format!(" ({drove} of them the node driving the turn)")
+    };
     eprintln!(
-        "resume suite, Restate, {what} killed at {} points ({drove} of them the node driving the turn): every turn \
-         completed within {:.1} s of its kill (bound {} s), {:.1} s in all",
+        "resume suite, Restate, {what} killed at {} points{driving}: every turn completed within {:.1} s of its kill \
+         (bound {} s), {:.1} s in all",
         CASES.len(),
         slowest.as_secs_f64(),
         AFTER_KILL.as_secs(),

@@ -12,6 +12,8 @@
 //! Needs the server binary as `tests/restate.rs` does; every process is killed when the test ends.
 #![cfg(unix)]
 
+#[path = "restate/crashed.rs"]
+mod crashed;
 #[path = "restate/harness.rs"]
 mod harness;
 #[path = "resume/suite.rs"]
@@ -24,8 +26,9 @@ use headstart::{AgentStop, SessionId};
 use headstart_restate::{new_session_id, RestateClient, TurnRequest};
 use headstart_sim::crash_at::CRASH_AT;
 
+use crashed::{crash_deployment, Crashed};
 use harness::{attach_until_ended, port, registered_deployment, registered_deployment_in, server_binary, start_server};
-use suite::{check_crashed, check_resumed, touches, StoreAt, CASES, PATIENCE, PROMPT, SCENARIO};
+use suite::{check_resumed, touches, StoreAt, CASES, PATIENCE, PROMPT, SCENARIO};
 use support::workdir;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -37,27 +40,16 @@ async fn every_crash_point_of_a_turn_resumes_on_restate_with_its_prefix_and_no_e
     let client = RestateClient::new(&server.ingress_url(0));
     for case in &CASES {
         let label = format!("Restate, crash at {}", case.crash_at);
-        let dir = workdir();
-        let port = port();
-        let mut dying = registered_deployment_in(&server, dir.path(), port, SCENARIO, &[(CRASH_AT, case.crash_at)]);
-        let session = new_session_id();
-        let request = TurnRequest {
-            prompt: PROMPT.to_owned(),
-            ..TurnRequest::default()
-        };
-        let invocation = client.submit(&session, &request, &session).await.expect("submitted");
-        let status = dying.wait_within(PATIENCE);
-        assert!(
-            !status.success(),
-            "{label}: the deployment did not die at its point ({status})"
-        );
-        let session = SessionId(session);
-
+        let Crashed {
+            dir,
+            port,
+            session,
+            invocation,
+            at_crash,
+            touched: touched_at_crash,
+        } = crash_deployment(&server, &client, case, &label).await;
         let store = StoreAt::sqlite(&dir.path().join("agents.db"));
         let touch = dir.path().join("touch");
-        let at_crash = store.snapshot(&session).await;
-        let touched_at_crash = touches(&touch, &session);
-        check_crashed(&label, case, &at_crash, &touched_at_crash);
 
         let _resumer = registered_deployment(&server, dir.path(), port, SCENARIO);
         let report = attach_until_ended(&client, &invocation, PATIENCE)
