@@ -92,14 +92,19 @@ impl PgStore {
             .and_then(|row| row.try_get(0))
             .map_err(|error| failed(error.to_string()))?;
         if taken {
-            let name = application_name(&ProcessRecord::current(now_us));
-            client
-                .execute(NAME_HOLDER, &[&name])
-                .await
-                .map_err(|error| failed(error.to_string()))?;
-            return Ok(PgSessionHold {
+            // The hold owns the connection before anything else can fail: a failure to name it drops the hold,
+            // which closes the connection and so releases the lock, instead of handing the pool a locked one.
+            let hold = PgSessionHold {
                 connection: Some(client),
-            });
+            };
+            if let Some(connection) = &hold.connection {
+                let name = application_name(&ProcessRecord::current(now_us));
+                connection
+                    .execute(NAME_HOLDER, &[&name])
+                    .await
+                    .map_err(|error| failed(error.to_string()))?;
+            }
+            return Ok(hold);
         }
         // A holder that has not named itself yet is a process that has not recorded itself yet.
         let holder = client
