@@ -214,11 +214,13 @@ class Wrapped {
           throw error;
         }
         const batch = JSON.parse(text);
-        if (batch.length === 0) break;
-        for (const event of batch) {
+        // A batch ends with null once the run has ended.
+        const ended = batch.at(-1) === null;
+        for (const event of ended ? batch.slice(0, -1) : batch) {
           if (event.type === "message_end" && event.message?.role === "tool_result") this.#results.push(event.message);
           yield event;
         }
+        if (ended) break;
       }
       this.#finished = true;
     } finally {

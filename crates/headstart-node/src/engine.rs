@@ -95,11 +95,25 @@ impl NativeEngine {
         })
     }
 
-    /// A new session's id.
+    /// Creates a new session: under `id` when given (one [`new_session_id`](Self::new_session_id) gave; an id
+    /// already taken is refused), else under a fresh one; resolves to its id.
     #[napi]
-    pub async fn create_session(&self) -> napi::Result<String> {
-        let session = self.engine.create_session().await.map_err(js_error)?;
-        Ok(session.0)
+    pub async fn create_session(&self, id: Option<String>) -> napi::Result<String> {
+        match id {
+            Some(id) => {
+                let session = SessionId(id);
+                create_session_with_id(&self.engine, &session).await.map_err(js_error)?;
+                Ok(session.0)
+            }
+            None => Ok(self.engine.create_session().await.map_err(js_error)?.0),
+        }
+    }
+
+    /// A fresh session id (a UUIDv7, as the stores make them), at once: the session is created by the first
+    /// response [`open`](Self::open)ed with `create`, so the first request need not wait for the store.
+    #[napi]
+    pub fn new_session_id(&self) -> String {
+        uuid::Uuid::now_v7().to_string()
     }
 
     /// Appends a user message with `text` to `session`; resolves to its sequence number.
@@ -115,11 +129,17 @@ impl NativeEngine {
     /// `seal` is the Chat Completions sealing rule, `record` a file the response is appended to. `users` are user
     /// messages to append to the session first, in order.
     ///
-    /// Returns at once: the feed takes the model's stream from now on, while the engine appends `users` and finds
-    /// the request's number off Node's thread, so the model's request need not wait for the store. Nothing of the
-    /// stream is read before `users` are durable; a failure there (an unknown session, a broken store) is the
-    /// first `nextBatch`'s rejection.
+    /// With `create`, the session is created first, under its id (from [`new_session_id`](Self::new_session_id)).
+    /// With `after` (the session's previous response), the opening waits until that response's run has ended,
+    /// every result of it stored, so the log stays in order while the next request already goes out; and it fails
+    /// if a result could not be stored.
+    ///
+    /// Returns at once: the feed takes the model's stream from now on, while the engine creates the session,
+    /// appends `users` and finds the request's number off Node's thread, so the model's request need not wait for
+    /// the store. Nothing of the stream is read before all that is durable; a failure there (an unknown session, a
+    /// broken store) is the first `nextBatch`'s rejection.
     #[napi]
+    #[allow(clippy::too_many_arguments)]
     pub fn open(
         &self,
         session: String,
@@ -127,6 +147,8 @@ impl NativeEngine {
         seal: Option<String>,
         record: Option<String>,
         users: Option<Vec<String>>,
+        create: Option<bool>,
+        after: Option<&NativeResponse>,
     ) -> napi::Result<NativeResponse> {
         let format = FeedFormat::parse(&format).map_err(js_error)?;
         let options = convert_options(seal.as_deref().unwrap_or("complete"), record.as_deref()).map_err(js_error)?;
@@ -134,10 +156,20 @@ impl NativeEngine {
         let cancel = CancellationToken::new();
         let engine = self.engine.clone();
         let users = users.unwrap_or_default();
+        let previous = after.map(NativeResponse::settled_future);
         let opening = {
             let cancel = cancel.clone();
             async move {
                 let session = SessionId(session);
+                if let Some(previous) = previous {
+                    previous.await;
+                    refuse_unfinished(&engine, &session).await?;
+                }
+                if create == Some(true) {
+                    create_session_with_id(&engine, &session)
+                        .await
+                        .map_err(|error| error.to_string())?;
+                }
                 for text in users {
                     append_user(&engine, &session, text)
                         .await
@@ -192,6 +224,33 @@ impl NativeEngine {
             self.bridge.update(id, &partial);
         }
     }
+}
+
+/// Refuses to open a response after one whose calls do not all have stored results: a write of them failed (the
+/// store's error ended that run), and a response stored after it would leave them behind in the log.
+async fn refuse_unfinished(engine: &headstart::Engine, session: &SessionId) -> Result<(), String> {
+    let unfinished = engine
+        .store()
+        .unfinished_calls(session)
+        .await
+        .map_err(|error| error.to_string())?;
+    if unfinished.is_empty() {
+        return Ok(());
+    }
+    let ids: Vec<&str> = unfinished.iter().map(|call| call.call.id.as_str()).collect();
+    Err(format!(
+        "session {session}: the previous response's calls {} have no stored result (a write of them failed); \
+         resume the session before going on",
+        ids.join(", ")
+    ))
+}
+
+/// Creates `session` under its own id, stamped now.
+async fn create_session_with_id(engine: &headstart::Engine, session: &SessionId) -> Result<(), StoreError> {
+    engine
+        .store()
+        .create_session_with_id(session, headstart::SystemClock.now_us())
+        .await
 }
 
 /// Appends a user message with `text` to `session`, stamped now; its sequence number.

@@ -1,7 +1,8 @@
 //! [`NativeResponse`]: one wrapped response, its feed in and its events out.
 //!
 //! Events go to JavaScript in batches, not one promise per event: each `nextBatch` takes every event that is ready
-//! once the first one is (at most [`MAX_BATCH`]), as one JSON array, which the package yields one by one.
+//! once the first one is (at most [`MAX_BATCH`]), as one JSON array, which the package yields one by one. The batch
+//! that holds the last event also says that the run has ended (a trailing `null`).
 
 use std::sync::{Arc, Mutex, PoisonError};
 
@@ -19,6 +20,9 @@ use crate::js_error;
 
 /// The most events one batch carries, so that a long burst still reaches JavaScript in pieces.
 pub const MAX_BATCH: usize = 512;
+
+/// What `nextBatch` gives once the run has ended and its end was read.
+const ENDED: &str = "[null]";
 
 /// One response being wrapped: the model's stream goes in through the feed methods, the engine's events come out
 /// through `nextBatch`.
@@ -78,6 +82,11 @@ impl NativeResponse {
     async fn wait_settled(&self) {
         self.settled.clone().await;
     }
+
+    /// What [`settled`](Self::settled) waits for, to be awaited off Node's thread (the next response's opening).
+    pub fn settled_future(&self) -> Shared<BoxFuture<'static, ()>> {
+        self.settled.clone()
+    }
 }
 
 #[napi]
@@ -114,9 +123,12 @@ impl NativeResponse {
         self.feed().fail(message);
     }
 
-    /// The next events as a JSON array (each event as the engine serializes it), at least one; `[]` once the run
-    /// has ended. With `calls_only`, only what a caller that streams the response itself needs: the calls' events,
-    /// their stored results, and the end (no `message_update` per delta to serialize and parse again).
+    /// The next events as a JSON array (each event as the engine serializes it), at least one element. Once the
+    /// run has ended (its last event taken, and every task of it ended: every admitted call has its stored result),
+    /// the array ends with `null`; every later call gives `[null]`. The end comes with the last events, so a reader
+    /// needs no further call to learn it. With `calls_only`, only what a caller that streams the response itself
+    /// needs: the calls' events, their stored results, and the end (no `message_update` per delta to serialize and
+    /// parse again).
     #[napi]
     pub async fn next_batch(&self, calls_only: Option<bool>) -> napi::Result<String> {
         let calls_only = calls_only.unwrap_or(false);
@@ -135,12 +147,14 @@ impl NativeResponse {
             }
         }
         let Events::Open(stream) = &mut *guard else {
-            return Ok("[]".into());
+            return Ok(ENDED.into());
         };
         let mut batch = Vec::new();
-        while batch.is_empty() {
+        let mut ended = false;
+        while batch.is_empty() && !ended {
             let Some(first) = stream.next().await else {
-                return Ok("[]".into());
+                ended = true;
+                break;
             };
             if wanted(&first, calls_only) {
                 batch.push(event_json(&first));
@@ -149,9 +163,19 @@ impl NativeResponse {
                 match stream.next().now_or_never() {
                     Some(Some(event)) if wanted(&event, calls_only) => batch.push(event_json(&event)),
                     Some(Some(_)) => {}
-                    _ => break,
+                    Some(None) => {
+                        ended = true;
+                        break;
+                    }
+                    None => break,
                 }
             }
+        }
+        if ended {
+            *guard = Events::Gone;
+            drop(guard);
+            self.wait_settled().await;
+            batch.push(Value::Null);
         }
         serde_json::to_string(&batch).map_err(js_error)
     }

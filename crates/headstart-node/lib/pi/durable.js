@@ -95,9 +95,12 @@ export function textOf(content) {
 
 /** A session of a loop: where its transcript goes. */
 export class Session {
-  /** User messages recorded and not written yet, and the engine that recorded them. */
+  /** User messages recorded and not written yet. */
   #users = [];
-  #recorder;
+  /** The engine of the session's last response or record: what `flush` writes with. */
+  #engine;
+  /** The session has its id and is not created yet: the first response's opening creates it. */
+  #uncreated = false;
 
   constructor(config) {
     this.location = config.store ?? ephemeralStore();
@@ -115,11 +118,21 @@ export class Session {
       config.toolExecution,
       this.earlyExecution,
     );
+    this.#engine = engine;
     if (!this.id) {
-      this.id = await engine.createSession();
+      // Named now, created with the first response (`takeCreation`), so the first request does not wait for it.
+      this.id = engine.newSessionId();
+      this.#uncreated = true;
       this.onSession?.(this.id);
     }
     return engine;
+  }
+
+  /** Whether the response opened now creates the session (the first one does); it is taken once. */
+  takeCreation() {
+    const create = this.#uncreated;
+    this.#uncreated = false;
+    return create;
   }
 
   /**
@@ -130,7 +143,7 @@ export class Session {
   async record(messages, context, config) {
     const users = messages.filter((message) => message?.role === "user");
     if (users.length === 0) return;
-    this.#recorder = await this.engine(context, config);
+    await this.engine(context, config);
     for (const message of users) this.#users.push(textOf(message.content));
   }
 
@@ -139,9 +152,15 @@ export class Session {
     return this.#users.splice(0);
   }
 
-  /** Writes the user messages that no response took (a loop that failed before its next request). */
+  /**
+   * Writes what no response took (a loop that failed before its next request): the session's creation, whose id
+   * was already given, and the user messages.
+   */
   async flush() {
-    for (const text of this.takeUsers()) await this.#recorder.appendUser(this.id, text);
+    const users = this.takeUsers();
+    if (!this.#engine) return;
+    if (this.takeCreation()) await this.#engine.createSession(this.id);
+    for (const text of users) await this.#engine.appendUser(this.id, text);
   }
 }
 

@@ -136,6 +136,9 @@ async function runLoop(session, initialContext, newMessages, initialConfig, sign
   let context = initialContext;
   let config = initialConfig;
   let lastTurn;
+  // The last response's turn: its calls have their results; the engine may still be storing them while the next
+  // request goes out (the next response's opening waits for it, and the loop's end does).
+  let previous;
   let explicitContinuation = false;
   let pending = (await config.getSteeringMessages?.()) || [];
   while (true) {
@@ -171,13 +174,16 @@ async function runLoop(session, initialContext, newMessages, initialConfig, sign
         config = withTurnUpdate(config, requestUpdate);
       }
 
-      const turn = await Turn.open(session, context, config, signal, emit);
+      const turn = await Turn.open(session, context, config, signal, emit, previous);
+      previous = turn;
+      let completed = false;
       let message;
       try {
         message = await turn.stream(streamFn);
         newMessages.push(message);
         if (message.stopReason === "error" || message.stopReason === "aborted") {
           await turn.settle();
+          completed = true;
           lastTurn = { message, toolResults: [], context, newMessages };
           await config.finishTurn?.(lastTurn, signal);
           await emit({ type: "turn_end", message, toolResults: [] });
@@ -197,17 +203,20 @@ async function runLoop(session, initialContext, newMessages, initialConfig, sign
             newMessages.push(result);
           }
         }
-        await turn.settle();
+        // Every call has its result: the next request need not wait for the store (`previous`).
+        await turn.finished();
+        completed = true;
         lastTurn = { message, toolResults, context, newMessages };
         const decision = await config.finishTurn?.(lastTurn, signal);
         await emit({ type: "turn_end", message, toolResults });
         if (decision?.action === "end") {
+          await turn.settle();
           await emit({ type: "agent_end", messages: newMessages });
           return;
         }
         explicitContinuation = decision?.action === "continue";
       } finally {
-        turn.close();
+        turn.close(!completed);
       }
       pending = (await config.getSteeringMessages?.()) || [];
       if (moreToolCalls || pending.length > 0) explicitContinuation = false;
@@ -224,6 +233,8 @@ async function runLoop(session, initialContext, newMessages, initialConfig, sign
     }
     break;
   }
+  // The loop ends once its transcript is stored.
+  await previous?.settle();
   await emit({ type: "agent_end", messages: newMessages });
 }
 

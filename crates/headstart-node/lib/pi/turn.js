@@ -31,37 +31,60 @@ export class Turn {
   #toolCalls = new Map();
   #partial = null;
   #drained;
-  /** Why the engine's side of the response failed (it could not open: an unknown session, a broken store). */
+  /**
+   * Why the engine's side of the response failed: it could not open (an unknown session, a broken store), or a
+   * write of its run failed; or the previous turn's did.
+   */
   #failure = null;
+  /** The session's previous turn, whose run may still be storing its results while this one streams. */
+  #previous;
 
-  constructor(session, response, context, config, signal, emit) {
+  constructor(session, response, context, config, signal, emit, previous) {
     this.session = session;
     this.response = response;
     this.context = context;
     this.config = config;
     this.signal = signal;
     this.emit = emit;
+    this.#previous = previous;
     this.#drained = this.#drain();
+    // The previous run's failure stops this response too (its stream is not read on, `stream`).
+    previous?.settle().catch((error) => {
+      this.#failure ??= error;
+    });
   }
 
-  static async open(session, context, config, signal, emit) {
+  /**
+   * Opens the session's next response. `previous` is the session's last turn: its calls all have their results,
+   * and the engine may still be storing them; this response's opening waits for that (its request does not), so
+   * the log stays in order.
+   */
+  static async open(session, context, config, signal, emit, previous) {
     const engine = await session.engine(context, config);
-    const response = engine.open(session.id, "headstart", null, null, session.takeUsers());
-    const turn = new Turn(session, response, context, config, signal, emit);
+    const response = engine.open(
+      session.id,
+      "headstart",
+      null,
+      null,
+      session.takeUsers(),
+      session.takeCreation(),
+      previous?.response ?? null,
+    );
+    const turn = new Turn(session, response, context, config, signal, emit, previous);
     active.set(session.id, turn);
     return turn;
   }
 
   /**
-   * Ends the turn. A loop that failed (a listener or a hook of the loop threw) may leave calls the engine is still
-   * waiting for: they get an error result now, and the response is cancelled, so no engine task waits on a loop that
-   * is gone.
+   * Ends the turn. A loop that failed (`failed`: a listener or a hook of the loop threw) may leave calls the engine
+   * is still waiting for: they get an error result now, and the response is cancelled, so no engine task waits on a
+   * loop that is gone. A turn that completed is left to store its results.
    */
-  close() {
+  close(failed) {
     for (const answer of this.#answers.values()) {
       answer.resolve(errorToolResult("the agent loop ended before the call finished", true));
     }
-    this.response.cancel();
+    if (failed) this.response.cancel();
     if (active.get(this.session.id) === this) active.delete(this.session.id);
   }
 
@@ -105,14 +128,18 @@ export class Turn {
       } catch (error) {
         // The turn fails with it (`stream`, `settle`): nothing of this response can be stored.
         this.#failure ??= error instanceof Error ? error : new Error(String(error));
-        batch = [];
-      }
-      if (batch.length === 0) {
-        // Nothing more will be stored: a call still waiting for the engine's letter waits no longer.
-        for (const asked of this.#asked.values()) asked.resolve(null);
-        return;
+        batch = [null];
       }
       for (const event of batch) {
+        if (event === null) {
+          // The run has ended: nothing more will be stored, and a call still waiting for the engine's letter waits
+          // no longer.
+          for (const asked of this.#asked.values()) asked.resolve(null);
+          return;
+        }
+        if (event.type === "turn_end" && event.outcome?.store_failure) {
+          this.#failure ??= new Error(`the transcript could not be stored: ${event.outcome.store_failure}`);
+        }
         if (event.type === "message_end" && event.message?.role === "tool_result") {
           const id = event.message.tool_call_id;
           this.#stored.set(id, event.message);
@@ -206,11 +233,24 @@ export class Turn {
     return message;
   }
 
-  /** Waits until the engine's run is over: every admitted call has its stored result. */
-  async settle() {
+  /** Waits until every call that started early has its result (in memory: the engine may still be storing it). */
+  async finished() {
     await Promise.allSettled(this.#early.values());
-    await Promise.all([this.#drained, this.response.settled()]);
+  }
+
+  /**
+   * Waits until the engine's run is over (every admitted call has its stored result), and the previous turn's;
+   * rejects with the first failure of either.
+   */
+  async settle() {
+    await this.finished();
+    await this.#drained;
     if (this.#failure) throw this.#failure;
+    if (this.#previous) {
+      await this.#previous.settle();
+      // Settled: nothing of it is needed any more.
+      this.#previous = undefined;
+    }
   }
 
   /** An early call, started as the engine asked: the whole pipeline, its events as they happen. */
