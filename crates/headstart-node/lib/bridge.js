@@ -8,8 +8,10 @@ export function messageOf(error) {
 }
 
 /**
- * A dispatcher for an engine: `handlers.call(letter, { signal, onUpdate })`, `handlers.before(letter)`,
- * `handlers.after(letter)` each return (a promise of) the answer's value. `getEngine()` gives the engine once built.
+ * A dispatcher for an engine: `handlers.call(letter, { signal, onUpdate, answer })`, `handlers.before(letter)`,
+ * `handlers.after(letter)` each return (a promise of) the answer's value; a handler may give it sooner with
+ * `answer(value)`, at once, without the promise turns (the first answer counts). `getEngine()` gives the engine once
+ * built.
  */
 export function createDispatcher(getEngine, handlers) {
   const running = new Map();
@@ -43,6 +45,12 @@ export function createDispatcher(getEngine, handlers) {
     }
     const controller = new AbortController();
     running.set(id, controller);
+    let answered = false;
+    const respond = (body) => {
+      if (answered) return;
+      answered = true;
+      answer(id, body);
+    };
     const onUpdate = (partial) => {
       try {
         getEngine()?.update(id, JSON.stringify(partial ?? null));
@@ -50,11 +58,12 @@ export function createDispatcher(getEngine, handlers) {
         // A partial result that cannot be serialized is not sent; the call goes on.
       }
     };
+    const early = (value) => respond({ ok: value ?? null });
     Promise.resolve()
-      .then(() => handler(letter, { signal: controller.signal, onUpdate }))
+      .then(() => handler(letter, { signal: controller.signal, onUpdate, answer: early }))
       .then(
-        (value) => answer(id, { ok: value ?? null }),
-        (error) => answer(id, { error: messageOf(error) }),
+        (value) => respond({ ok: value ?? null }),
+        (error) => respond({ error: messageOf(error) }),
       )
       .finally(() => running.delete(id));
   };

@@ -147,6 +147,8 @@ impl NativeResponse {
             }
         }
         let Events::Open(stream) = &mut *guard else {
+            drop(guard);
+            self.wait_settled().await;
             return Ok(ENDED.into());
         };
         let mut batch = Vec::new();
@@ -174,6 +176,8 @@ impl NativeResponse {
         if ended {
             *guard = Events::Gone;
             drop(guard);
+            // `Engine::wrap` leaves no call running past its response, so the run's tasks end with its last event:
+            // this wait is short, and saves the reader a call.
             self.wait_settled().await;
             batch.push(Value::Null);
         }

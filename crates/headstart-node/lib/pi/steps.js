@@ -41,7 +41,10 @@ export async function prepareCall(turn, assistantMessage, toolCall) {
       const args = tool.prepareArguments(toolCall.arguments);
       if (args !== toolCall.arguments) prepared = { ...toolCall, arguments: args };
     }
-    const args = validateToolArguments(tool, prepared);
+    // An early call's arguments were validated at its seal (`turn.validated`); the same check, the same error.
+    const validated = prepared === toolCall ? turn.validated?.(toolCall) : undefined;
+    if (validated?.error) throw validated.error;
+    const args = validated ? validated.args : validateToolArguments(tool, prepared);
     if (config.beforeToolCall) {
       const before = await config.beforeToolCall({ assistantMessage, toolCall, args, context }, signal);
       if (signal?.aborted) return immediate("Operation aborted");

@@ -4,7 +4,7 @@
 // early calls already under way.
 
 import { DEFAULT_AGENT_IDENTITY } from "@earendil-works/pi-agent-core";
-import { mergeClientIdentity, normalizeContext } from "@earendil-works/pi-ai";
+import { mergeClientIdentity, normalizeContext, validateToolArguments } from "@earendil-works/pi-ai";
 
 import { messageOf } from "../bridge.js";
 import { PiFeed } from "../feed.js";
@@ -24,6 +24,10 @@ export class Turn {
   #answers = new Map();
   /** The engine's letter for each call, by call id: it may start. */
   #asked = new Map();
+  /** Each asked call's line back to the engine (`answer`, `onUpdate`, `signal`), by call id. */
+  #bridges = new Map();
+  /** Early calls' arguments as validated at their seal, off the path to their start, by call id (`validated`). */
+  #validated = new Map();
   /** Early calls' pipelines, by call id. */
   #early = new Map();
   /** The results the engine stored by itself (calls it settled without asking), by call id. */
@@ -99,11 +103,34 @@ export class Turn {
 
   /** The engine asks for a call: it is durable, and may start. Resolves to the call's result for the store. */
   onCall(letter, bridge) {
+    this.#bridges.set(letter.callId, bridge);
     this.#slot(this.#asked, letter.callId).resolve({ letter, bridge });
     if (this.#startsEarly(letter.tool) && !this.#early.has(letter.callId)) {
       this.#early.set(letter.callId, this.#runEarly(letter));
     }
     return this.#slot(this.#answers, letter.callId).promise;
+  }
+
+  /** Validates the arguments of an early call just sealed (tools with `prepareArguments` are left to `prepareCall`). */
+  #validate(toolCall) {
+    const tool = this.tool(toolCall?.name);
+    if (!tool || tool.prepareArguments || !this.#startsEarly(toolCall.name)) return;
+    try {
+      this.#validated.set(toolCall.id, { arguments: toolCall.arguments, args: validateToolArguments(tool, toolCall) });
+    } catch (error) {
+      this.#validated.set(toolCall.id, { arguments: toolCall.arguments, error });
+    }
+  }
+
+  /**
+   * The arguments of `toolCall` as validated at its seal (`{ args }` or `{ error }`), taken once; `undefined` when
+   * they were not, or were other arguments.
+   */
+  validated(toolCall) {
+    const entry = this.#validated.get(toolCall.id);
+    if (!entry || entry.arguments !== toolCall.arguments) return undefined;
+    this.#validated.delete(toolCall.id);
+    return entry;
   }
 
   /** The loop's tool named `name`. */
@@ -196,6 +223,9 @@ export class Turn {
           case "toolcall_end":
             if (event.type === "toolcall_end") this.#toolCalls.set(event.toolCall.id, event.toolCall);
             feed.add(event);
+            // While the engine commits the call, its arguments are validated here: pure work, done before the
+            // engine asks for the call rather than after.
+            if (event.type === "toolcall_end") this.#validate(event.toolCall);
             if (this.#partial) await this.#update(event);
             break;
           case "done":
@@ -278,7 +308,10 @@ export class Turn {
   }
 
   async #emitEnd(finalized) {
-    this.#slot(this.#answers, finalized.toolCall.id).resolve(engineResult(finalized.result, finalized.isError));
+    const result = engineResult(finalized.result, finalized.isError);
+    // The engine has the result at once (a sequential call after this one starts on it), before the listeners.
+    this.#bridges.get(finalized.toolCall.id)?.answer?.(result);
+    this.#slot(this.#answers, finalized.toolCall.id).resolve(result);
     await this.emit({
       type: "tool_execution_end",
       toolCallId: finalized.toolCall.id,
