@@ -227,26 +227,33 @@ test("the prompt is written before the response that follows it, with the reques
  */
 function writeLock(path) {
   let child;
+  // The holder ends itself if this process dies first (its parent changes), so that no lock outlives the suite.
   const holder = `
     const { DatabaseSync } = require("node:sqlite");
-    const db = new DatabaseSync(process.argv[1]);
+    const db = new DatabaseSync(process.argv[1], { timeout: 5000 });
     db.exec("BEGIN IMMEDIATE");
     process.stdout.write("locked\\n");
-    process.stdin.on("data", () => {});
-    process.stdin.on("end", () => { db.exec("ROLLBACK"); db.close(); process.exit(0); });
+    const parent = Number(process.argv[2]);
+    setInterval(() => process.ppid !== parent && process.exit(0), 100);
   `;
   return {
     get held() {
       return child !== undefined;
     },
     async take() {
-      child = spawn(process.execPath, ["--no-warnings", "-e", holder, path], { stdio: ["pipe", "pipe", "inherit"] });
-      const [chunk] = await once(child.stdout, "data");
+      child = spawn(process.execPath, ["--no-warnings", "-e", holder, path, String(process.pid)], {
+        stdio: ["ignore", "pipe", "inherit"],
+      });
+      // The lock is taken (the engine may be writing: the holder waits for it), or the holder failed.
+      const exited = once(child, "exit").then(([code]) => {
+        throw new Error(`the lock's holder exited (${code}) before it took the lock`);
+      });
+      const [chunk] = await Promise.race([once(child.stdout, "data"), exited]);
+      exited.catch(() => {});
       assert.match(String(chunk), /locked/);
     },
     release() {
       if (!child) return;
-      child.stdin.end();
       child.kill("SIGKILL");
       child = undefined;
     },
@@ -262,6 +269,21 @@ function lockingTool(lock) {
       return { content: [{ type: "text", text: `early ${text}` }], details: {} };
     },
   };
+}
+
+/** A loop of one early call that takes `lock` (`lockingTool`) on the store at `store`: its messages and session. */
+async function lockedLoop(store, lock, streamFn) {
+  let session;
+  const { messages } = await drain(
+    agentLoop(
+      [user("go")],
+      { systemPrompt: "", messages: [], tools: [lockingTool(lock)] },
+      { model: MODEL, convertToLlm, store, onStoreSession: (id) => (session = id) },
+      undefined,
+      streamFn,
+    ),
+  );
+  return { messages, session };
 }
 
 test("the next request goes out while the last results are still being stored, and the log keeps its order", async () => {
@@ -284,15 +306,8 @@ test("the next request goes out while the last results are still being stored, a
   // A loop that waited for the store would wait for this lock: it goes after 3 s (below the store's 5 s timeout).
   const fallback = setTimeout(() => lock.release(), 3000);
   try {
-    const { messages } = await drain(
-      agentLoop(
-        [user("go")],
-        { systemPrompt: "", messages: [], tools: [lockingTool(lock)] },
-        { model: MODEL, convertToLlm, store, onStoreSession: (id) => (session = id) },
-        undefined,
-        streamFn,
-      ),
-    );
+    let messages;
+    ({ messages, session } = await lockedLoop(store, lock, streamFn));
     assert.equal(requestedWhileLocked, true, "the second request waited for the first call's result to be stored");
     assert.equal(messages.at(-1).stopReason, "stop", JSON.stringify(messages.at(-1)));
   } finally {
@@ -311,23 +326,15 @@ test("the next request goes out while the last results are still being stored, a
 test("a result the store cannot take fails the loop, and nothing of the next response is stored after it", async () => {
   const store = join(mkdtempSync(join(root, "pi-")), "unstored.db");
   const lock = writeLock(store);
-  let session;
   const streamFn = scriptedStreamFn([
     { blocks: [{ call: { id: "c1", name: "early", arguments: { text: "x" } } }], stop: "toolUse" },
     { blocks: [{ text: "an answer after a result that was never stored" }], stop: "stop" },
   ]);
   let messages;
+  let session;
   try {
     // The lock outlasts the store's busy timeout: the engine's writes after the call fail.
-    ({ messages } = await drain(
-      agentLoop(
-        [user("go")],
-        { systemPrompt: "", messages: [], tools: [lockingTool(lock)] },
-        { model: MODEL, convertToLlm, store, onStoreSession: (id) => (session = id) },
-        undefined,
-        streamFn,
-      ),
-    ));
+    ({ messages, session } = await lockedLoop(store, lock, streamFn));
   } finally {
     lock.release();
   }

@@ -106,7 +106,11 @@ export class Turn {
     this.#bridges.set(letter.callId, bridge);
     this.#slot(this.#asked, letter.callId).resolve({ letter, bridge });
     if (this.#startsEarly(letter.tool) && !this.#early.has(letter.callId)) {
-      this.#early.set(letter.callId, this.#runEarly(letter));
+      const pipeline = this.#runEarly(letter);
+      // It may fail (a listener threw) while the response still streams: the batch (`execute`) or `finished`
+      // awaits it later and fails the loop with it; until then it is not an unhandled rejection.
+      pipeline.catch(() => {});
+      this.#early.set(letter.callId, pipeline);
     }
     return this.#slot(this.#answers, letter.callId).promise;
   }
@@ -263,9 +267,14 @@ export class Turn {
     return message;
   }
 
-  /** Waits until every call that started early has its result (in memory: the engine may still be storing it). */
+  /**
+   * Waits until every call that started early has its result (in memory: the engine may still be storing it);
+   * rejects with the first failure of their pipelines (a listener or a hook of the loop threw).
+   */
   async finished() {
-    await Promise.allSettled(this.#early.values());
+    const outcomes = await Promise.allSettled(this.#early.values());
+    const failed = outcomes.find((outcome) => outcome.status === "rejected");
+    if (failed) throw failed.reason;
   }
 
   /**
