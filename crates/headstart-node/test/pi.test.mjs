@@ -323,6 +323,39 @@ test("the next request goes out while the last results are still being stored, a
   assert.equal(answer, stored.length - 1, roles);
 });
 
+test("the first request goes out while the session is still being created and its prompt written", async () => {
+  const store = join(mkdtempSync(join(root, "pi-")), "first.db");
+  const loop = (streamFn, onStoreSession) =>
+    drain(
+      agentLoop([user("go")], { systemPrompt: "", messages: [], tools: [] }, { model: MODEL, convertToLlm, store, onStoreSession }, undefined, streamFn),
+    );
+  // A first loop makes the store's file; the second one's session is created while another process holds its lock.
+  await loop(scriptedStreamFn([]));
+  const lock = writeLock(store);
+  await lock.take();
+  let requestedWhileLocked;
+  let session;
+  const script = scriptedStreamFn([{ blocks: [{ text: "first answer" }], stop: "stop" }]);
+  const streamFn = (...args) => {
+    requestedWhileLocked = lock.held;
+    lock.release();
+    return script(...args);
+  };
+  // A loop that waited for the session's creation would wait for this lock: it goes after 3 s.
+  const fallback = setTimeout(() => lock.release(), 3000);
+  try {
+    const { messages } = await loop(streamFn, (id) => (session = id));
+    assert.equal(requestedWhileLocked, true, "the first request waited for the session's creation");
+    assert.equal(messages.at(-1).stopReason, "stop", JSON.stringify(messages.at(-1)));
+  } finally {
+    clearTimeout(fallback);
+    lock.release();
+  }
+  const report = await inspect(store, session);
+  const roles = report.sessions[0].messages.map((entry) => entry.message.role);
+  assert.deepEqual(roles, ["user", "assistant"], roles.join(","));
+});
+
 test("a result the store cannot take fails the loop, and nothing of the next response is stored after it", async () => {
   const store = join(mkdtempSync(join(root, "pi-")), "unstored.db");
   const lock = writeLock(store);
