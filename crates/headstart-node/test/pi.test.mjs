@@ -286,34 +286,40 @@ async function lockedLoop(store, lock, streamFn) {
   return { messages, session };
 }
 
-test("the next request goes out while the last results are still being stored, and the log keeps its order", async () => {
-  const store = join(mkdtempSync(join(root, "pi-")), "pipelined.db");
-  const lock = writeLock(store);
-  let session;
-  let requestedWhileLocked;
-  const script = scriptedStreamFn([
-    { blocks: [{ call: { id: "c1", name: "early", arguments: { text: "x" } } }], stop: "toolUse" },
-    { blocks: [{ text: "done" }], stop: "stop" },
-  ]);
-  const streamFn = (...args) => {
-    if (script.requests() === 1) {
-      // The second request: the first call's result cannot have been stored yet.
-      requestedWhileLocked = lock.held;
-      lock.release();
-    }
-    return script(...args);
+/**
+ * Runs `body` while `lock` may be held, and says whether it still was when the request under test went out
+ * (`requested`, called from that request's stream function, which releases it). A loop that waited for the store would
+ * wait for the lock: it goes after 3 s (below the store's 5 s busy timeout), and the test fails instead of hanging.
+ */
+async function requestUnderLock(lock, body) {
+  let heldAtRequest;
+  const requested = () => {
+    heldAtRequest = lock.held;
+    lock.release();
   };
-  // A loop that waited for the store would wait for this lock: it goes after 3 s (below the store's 5 s timeout).
   const fallback = setTimeout(() => lock.release(), 3000);
   try {
-    let messages;
-    ({ messages, session } = await lockedLoop(store, lock, streamFn));
-    assert.equal(requestedWhileLocked, true, "the second request waited for the first call's result to be stored");
-    assert.equal(messages.at(-1).stopReason, "stop", JSON.stringify(messages.at(-1)));
+    const outcome = await body(requested);
+    return { ...outcome, heldAtRequest };
   } finally {
     clearTimeout(fallback);
     lock.release();
   }
+}
+
+test("the next request goes out while the last results are still being stored, and the log keeps its order", async () => {
+  const store = join(mkdtempSync(join(root, "pi-")), "pipelined.db");
+  const lock = writeLock(store);
+  const script = scriptedStreamFn([
+    { blocks: [{ call: { id: "c1", name: "early", arguments: { text: "x" } } }], stop: "toolUse" },
+    { blocks: [{ text: "done" }], stop: "stop" },
+  ]);
+  const { messages, session, heldAtRequest } = await requestUnderLock(lock, (requested) =>
+    // The second request: the first call's result cannot have been stored yet.
+    lockedLoop(store, lock, (...args) => (script.requests() === 1 && requested(), script(...args))),
+  );
+  assert.equal(heldAtRequest, true, "the second request waited for the first call's result to be stored");
+  assert.equal(messages.at(-1).stopReason, "stop", JSON.stringify(messages.at(-1)));
   const report = await inspect(store, session);
   const stored = report.sessions[0].messages.map((entry) => entry.message);
   const result = stored.findIndex((message) => message.role === "tool_result");
@@ -333,24 +339,16 @@ test("the first request goes out while the session is still being created and it
   await loop(scriptedStreamFn([]));
   const lock = writeLock(store);
   await lock.take();
-  let requestedWhileLocked;
-  let session;
   const script = scriptedStreamFn([{ blocks: [{ text: "first answer" }], stop: "stop" }]);
-  const streamFn = (...args) => {
-    requestedWhileLocked = lock.held;
-    lock.release();
-    return script(...args);
-  };
-  // A loop that waited for the session's creation would wait for this lock: it goes after 3 s.
-  const fallback = setTimeout(() => lock.release(), 3000);
-  try {
-    const { messages } = await loop(streamFn, (id) => (session = id));
-    assert.equal(requestedWhileLocked, true, "the first request waited for the session's creation");
-    assert.equal(messages.at(-1).stopReason, "stop", JSON.stringify(messages.at(-1)));
-  } finally {
-    clearTimeout(fallback);
-    lock.release();
-  }
+  let session;
+  const { messages, heldAtRequest } = await requestUnderLock(lock, (requested) =>
+    loop(
+      (...args) => (requested(), script(...args)),
+      (id) => (session = id),
+    ),
+  );
+  assert.equal(heldAtRequest, true, "the first request waited for the session's creation");
+  assert.equal(messages.at(-1).stopReason, "stop", JSON.stringify(messages.at(-1)));
   const report = await inspect(store, session);
   const roles = report.sessions[0].messages.map((entry) => entry.message.role);
   assert.deepEqual(roles, ["user", "assistant"], roles.join(","));
