@@ -354,6 +354,41 @@ test("the first request goes out while the session is still being created and it
   assert.deepEqual(roles, ["user", "assistant"], roles.join(","));
 });
 
+test("a loop that fails waits for the engine to store what it has before it rejects", async () => {
+  const store = join(mkdtempSync(join(root, "pi-")), "failing.db");
+  const lock = writeLock(store);
+  const { runAgentLoop } = await import("headstart/pi");
+  let session;
+  let released = false;
+  // The call's result waits for the lock, which goes after 1 s: the loop's rejection must come after it.
+  const release = setTimeout(() => {
+    released = true;
+    lock.release();
+  }, 1000);
+  try {
+    await assert.rejects(
+      runAgentLoop(
+        [user("go")],
+        { systemPrompt: "", messages: [], tools: [lockingTool(lock)] },
+        { model: MODEL, convertToLlm, store, onStoreSession: (id) => (session = id) },
+        async (event) => {
+          if (event.type === "tool_execution_end") throw new Error("listener broke");
+        },
+        undefined,
+        scriptedStreamFn([{ blocks: [{ call: { id: "c1", name: "early", arguments: { text: "x" } } }], stop: "toolUse" }]),
+      ),
+      /listener broke/,
+    );
+    assert.equal(released, true, "the loop rejected before the engine could store the call's result");
+  } finally {
+    clearTimeout(release);
+    lock.release();
+  }
+  const report = await inspect(store, session);
+  const results = report.sessions[0].messages.filter((entry) => entry.message.role === "tool_result");
+  assert.equal(results.length, 1, JSON.stringify(report.sessions[0].messages));
+});
+
 test("a result the store cannot take fails the loop, and nothing of the next response is stored after it", async () => {
   const store = join(mkdtempSync(join(root, "pi-")), "unstored.db");
   const lock = writeLock(store);

@@ -140,98 +140,104 @@ async function runLoop(session, initialContext, newMessages, initialConfig, sign
   // request goes out (the next response's opening waits for it, and the loop's end does).
   let previous;
   let explicitContinuation = false;
-  let pending = (await config.getSteeringMessages?.()) || [];
-  while (true) {
-    let moreToolCalls = true;
-    while (moreToolCalls || pending.length > 0) {
-      let prepared = [];
-      if (lastTurn) {
-        const update = await config.prepareNextTurn?.(lastTurn);
-        if (update) {
-          context = update.context ?? context;
-          prepared = update.messages ?? [];
-          config = withTurnUpdate(config, update);
-        }
-        // Steering queued while the preparation ran, unless this turn already has some.
-        if (pending.length === 0) pending = (await config.getSteeringMessages?.()) || [];
-        await emit({ type: "turn_start" });
-      }
-      const queued = declareToolChanges(context, [...prepared, ...pending]);
-      await session.record(queued, context, config);
-      for (const message of queued) {
-        await emit({ type: "message_start", message });
-        await emit({ type: "message_end", message });
-        context.messages.push(message);
-        newMessages.push(message);
-      }
-      pending = [];
-      const requestUpdate = await config.prepareRequest?.(
-        { context, model: config.model, thinkingLevel: config.reasoning ?? "off" },
-        signal,
-      );
-      if (requestUpdate) {
-        context = requestUpdate.context ?? context;
-        config = withTurnUpdate(config, requestUpdate);
-      }
-
-      const turn = await Turn.open(session, context, config, signal, emit, previous);
-      previous = turn;
-      let completed = false;
-      let message;
-      try {
-        message = await turn.stream(streamFn);
-        newMessages.push(message);
-        if (message.stopReason === "error" || message.stopReason === "aborted") {
-          await turn.settle();
-          completed = true;
-          lastTurn = { message, toolResults: [], context, newMessages };
-          await config.finishTurn?.(lastTurn, signal);
-          await emit({ type: "turn_end", message, toolResults: [] });
-          await emit({ type: "agent_end", messages: newMessages });
-          return;
-        }
-        const toolCalls = message.content.filter((block) => block.type === "toolCall");
-        const toolResults = [];
-        moreToolCalls = false;
-        if (toolCalls.length > 0) {
-          const batch =
-            message.stopReason === "length" ? await turn.failTruncated(toolCalls) : await turn.execute(message, toolCalls);
-          toolResults.push(...batch.messages);
-          moreToolCalls = !batch.terminate;
-          for (const result of toolResults) {
-            context.messages.push(result);
-            newMessages.push(result);
+  try {
+    let pending = (await config.getSteeringMessages?.()) || [];
+    while (true) {
+      let moreToolCalls = true;
+      while (moreToolCalls || pending.length > 0) {
+        let prepared = [];
+        if (lastTurn) {
+          const update = await config.prepareNextTurn?.(lastTurn);
+          if (update) {
+            context = update.context ?? context;
+            prepared = update.messages ?? [];
+            config = withTurnUpdate(config, update);
           }
+          // Steering queued while the preparation ran, unless this turn already has some.
+          if (pending.length === 0) pending = (await config.getSteeringMessages?.()) || [];
+          await emit({ type: "turn_start" });
         }
-        // Every call has its result: the next request need not wait for the store (`previous`).
-        await turn.finished();
-        completed = true;
-        lastTurn = { message, toolResults, context, newMessages };
-        const decision = await config.finishTurn?.(lastTurn, signal);
-        await emit({ type: "turn_end", message, toolResults });
-        if (decision?.action === "end") {
-          await turn.settle();
-          await emit({ type: "agent_end", messages: newMessages });
-          return;
+        const queued = declareToolChanges(context, [...prepared, ...pending]);
+        await session.record(queued, context, config);
+        for (const message of queued) {
+          await emit({ type: "message_start", message });
+          await emit({ type: "message_end", message });
+          context.messages.push(message);
+          newMessages.push(message);
         }
-        explicitContinuation = decision?.action === "continue";
-      } finally {
-        turn.close(!completed);
+        pending = [];
+        const requestUpdate = await config.prepareRequest?.(
+          { context, model: config.model, thinkingLevel: config.reasoning ?? "off" },
+          signal,
+        );
+        if (requestUpdate) {
+          context = requestUpdate.context ?? context;
+          config = withTurnUpdate(config, requestUpdate);
+        }
+
+        const turn = await Turn.open(session, context, config, signal, emit, previous);
+        previous = turn;
+        let completed = false;
+        let message;
+        try {
+          message = await turn.stream(streamFn);
+          newMessages.push(message);
+          if (message.stopReason === "error" || message.stopReason === "aborted") {
+            await turn.settle();
+            completed = true;
+            lastTurn = { message, toolResults: [], context, newMessages };
+            await config.finishTurn?.(lastTurn, signal);
+            await emit({ type: "turn_end", message, toolResults: [] });
+            await emit({ type: "agent_end", messages: newMessages });
+            return;
+          }
+          const toolCalls = message.content.filter((block) => block.type === "toolCall");
+          const toolResults = [];
+          moreToolCalls = false;
+          if (toolCalls.length > 0) {
+            const batch =
+              message.stopReason === "length" ? await turn.failTruncated(toolCalls) : await turn.execute(message, toolCalls);
+            toolResults.push(...batch.messages);
+            moreToolCalls = !batch.terminate;
+            for (const result of toolResults) {
+              context.messages.push(result);
+              newMessages.push(result);
+            }
+          }
+          // Every call has its result: the next request need not wait for the store (`previous`).
+          await turn.finished();
+          completed = true;
+          lastTurn = { message, toolResults, context, newMessages };
+          const decision = await config.finishTurn?.(lastTurn, signal);
+          await emit({ type: "turn_end", message, toolResults });
+          if (decision?.action === "end") {
+            await turn.settle();
+            await emit({ type: "agent_end", messages: newMessages });
+            return;
+          }
+          explicitContinuation = decision?.action === "continue";
+        } finally {
+          turn.close(!completed);
+        }
+        pending = (await config.getSteeringMessages?.()) || [];
+        if (moreToolCalls || pending.length > 0) explicitContinuation = false;
       }
-      pending = (await config.getSteeringMessages?.()) || [];
-      if (moreToolCalls || pending.length > 0) explicitContinuation = false;
+      const followUps = (await config.getFollowUpMessages?.()) || [];
+      if (followUps.length > 0) {
+        explicitContinuation = false;
+        pending = followUps;
+        continue;
+      }
+      if (explicitContinuation) {
+        explicitContinuation = false;
+        continue;
+      }
+      break;
     }
-    const followUps = (await config.getFollowUpMessages?.()) || [];
-    if (followUps.length > 0) {
-      explicitContinuation = false;
-      pending = followUps;
-      continue;
-    }
-    if (explicitContinuation) {
-      explicitContinuation = false;
-      continue;
-    }
-    break;
+  } catch (error) {
+    // A loop that fails lets what the engine already has be stored before it ends.
+    await previous?.stored();
+    throw error;
   }
   // The loop ends once its transcript is stored.
   await previous?.settle();

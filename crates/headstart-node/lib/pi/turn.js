@@ -278,6 +278,15 @@ export class Turn {
   }
 
   /**
+   * Resolves once the engine's run has ended, and the previous turn's: what they could store is stored. Never
+   * rejects, and waits for nothing of JavaScript's (a failed loop's calls were answered by `close`).
+   */
+  async stored() {
+    await this.#drained;
+    await this.#previous?.stored();
+  }
+
+  /**
    * Waits until the engine's run is over (every admitted call has its stored result), and the previous turn's;
    * rejects with the first failure of either.
    */
