@@ -2,17 +2,20 @@
 //! the interrupted result (contract §7.4), and print what was done. STORE is a SQLite file or a PostgreSQL URL.
 //!
 //! Recovery is for calls whose process is gone. A session that a live process runs (`headstart run` or `resume`,
-//! holding the session's lock beside a SQLite file) or that a worker of a fleet holds (`running`, under a lease) is
-//! not recovered: when such a session has unfinished calls, `recover` names its owner and stops with exit status 1
-//! before writing anything, to any session. `--session ID` considers that session only: it is recovered, or
-//! refused the same way, whoever holds the others; an id the store does not have is an error. `--force` takes
-//! sessions over from processes that hold them (when they are known to be gone or hung); a worker's lease is never
-//! overridden, since the store fences every write made without it (contract §7.5.2): the next worker to claim the
-//! session recovers it.
+//! holding the session's lock beside a SQLite file), that another recovery holds (the packages' `recover`, or this
+//! command in another process: an advisory lock of a PostgreSQL database, held by its connection), or that a worker
+//! of a fleet holds (`running`, under a lease) is not recovered: when such a session has unfinished calls,
+//! `recover` names its owner and stops with exit status 1 before writing anything, to any session. `--session ID`
+//! considers that session only: it is recovered, or refused the same way, whoever holds the others; an id the
+//! store does not have is an error. `--force` takes sessions over from processes that hold a SQLite file's lock
+//! (when they are known to be gone or hung); a PostgreSQL lock ends with its holder's connection, which a process
+//! that is gone no longer has, so there is nothing to force. A worker's lease is never overridden, since the store
+//! fences every write made without it (contract §7.5.2): the next worker to claim the session recovers it.
 
-use headstart::store::owner::{decide, Holder, SessionLock};
+use headstart::store::owner::{decide, Holder, OwnershipError};
 use headstart::store::{SessionId, SessionQueue};
 use headstart::{recover_session, Clock, RecoveredCall, SystemClock};
+use headstart_postgres::{SessionHold, SessionLocksAt};
 
 use crate::owner::{self, NotTaken};
 use crate::store_url::{runtime, Access, StoreUrl};
@@ -35,10 +38,10 @@ pub struct Args {
     force: bool,
 }
 
-/// The sessions recovery may write, each with this process's hold on it (SQLite), and the refusals.
+/// The sessions recovery may write, each with this process's hold on it, and the refusals.
 #[derive(Default)]
 struct Plan {
-    sessions: Vec<(SessionId, Option<SessionLock>)>,
+    sessions: Vec<(SessionId, SessionHold)>,
     refused: Vec<String>,
 }
 
@@ -59,22 +62,37 @@ async fn plan(url: &StoreUrl, store: &dyn SessionQueue, only: Option<&str>, forc
             }
             continue;
         }
-        let lock = match url {
+        let hold = match url {
             StoreUrl::Sqlite(path) => match owner::take(path, &session, force) {
-                Ok(lock) => Some(lock),
+                Ok(lock) => SessionHold::File(lock),
                 Err(NotTaken::Refused(refusal)) => {
                     plan.refused.push(owner::refusal_text(&refusal));
                     continue;
                 }
                 Err(failed @ NotTaken::Failed(_)) => return Err(failed.text()),
             },
-            // Processes on several machines share a PostgreSQL database: they coordinate through the queue.
-            StoreUrl::Postgres(_) => None,
+            // The database's advisory lock, as the packages' `recover` takes it: one recovery at a time.
+            StoreUrl::Postgres(connection) => {
+                match SessionLocksAt::Database(connection.clone())
+                    .take(&session, now_us)
+                    .await
+                {
+                    Ok(hold) => hold,
+                    // Not forcible: the lock goes with the holder's connection, which a process that is gone has
+                    // lost already.
+                    Err(OwnershipError::Refused(refusal)) => {
+                        plan.refused
+                            .push(format!("{refusal}; its lock ends with that process's connection"));
+                        continue;
+                    }
+                    Err(failed) => return Err(failed.to_string()),
+                }
+            }
         };
         // Read again once taken: what the owner that just let go admitted is recovered too, and nothing is
         // admitted between this look and the writes.
         if has_unfinished(store, &session).await? {
-            plan.sessions.push((session, lock));
+            plan.sessions.push((session, hold));
         }
     }
     Ok(plan)
@@ -102,7 +120,7 @@ pub fn run(args: &Args) -> u8 {
             }
             let mut recovered: Vec<RecoveredCall> = Vec::new();
             // Each session's lock is held until its calls have their results.
-            for (session, _lock) in plan.sessions {
+            for (session, _hold) in plan.sessions {
                 let calls = recover_session(store.as_ref(), &session, SystemClock.now_us())
                     .await
                     .map_err(|error| error.to_string())?;

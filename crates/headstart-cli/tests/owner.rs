@@ -1,8 +1,8 @@
 //! An owner that is alive is respected (issue 19): `headstart recover`, `run --session` and `resume --session`
 //! refuse a session another live process runs, naming it, and change nothing; once that process is killed with
 //! SIGKILL they proceed without `--force`; `--force` takes a session over from a hung process; a fleet worker's
-//! lease is respected the same way on SQLite and PostgreSQL; `recover --session ID` recovers or refuses that session
-//! alone. Also the SQLite edges: another application's database is refused with its bytes untouched, and the
+//! lease is respected the same way on SQLite and PostgreSQL; on PostgreSQL `recover` waits its turn behind another
+//! process's recovery; `recover --session ID` recovers or refuses that session alone. Also the SQLite edges: another application's database is refused with its bytes untouched, and the
 //! read-only commands read a store in a read-only directory.
 //!
 //! The live run is `headstart run` against the replay server, blocked in a `fetch_url` of a page the test serves on
@@ -439,6 +439,53 @@ async fn a_workers_lease_is_respected_on_postgres() {
         .await
         .expect("connect");
     a_workers_lease_is_respected(Arc::new(store), database.url()).await;
+}
+
+/// On PostgreSQL, `recover` takes the session's advisory lock, as the packages' `recover` does: while another
+/// process holds it (here this test's own hold, on its own connection), a session with an unfinished call is refused
+/// naming that process, even with `--force`, and nothing is written; once the hold is dropped (its connection goes,
+/// as it would with a process that died), the call is recovered.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn recover_on_postgres_waits_its_turn_behind_another_recovery() {
+    let Some(database) = headstart_postgres::testing::database().await else {
+        return;
+    };
+    let url = database.url();
+    let store = headstart_postgres::PgStore::connect(url, Default::default())
+        .await
+        .expect("connect");
+    let session = headstart_store::conformance::data::store_with_session(&store).await;
+    commit_one(&store, &session, "c1").await.expect("commit");
+    let hold = headstart_postgres::session_locks(url)
+        .take(&session, 1)
+        .await
+        .expect("this test holds the session");
+    let before = snapshot(&store).await;
+    for args in [
+        vec!["recover", url],
+        vec!["recover", "--force", "--session", &session.0, url],
+    ] {
+        let refused = headstart(&args).await;
+        assert_eq!(refused.status.code(), Some(1), "{args:?}");
+        let said = stderr(&refused);
+        assert!(
+            said.contains(&format!("process {}", std::process::id())),
+            "{args:?}: {said}"
+        );
+        assert!(said.contains("its lock ends with that process's connection"), "{said}");
+        assert!(!said.contains("--force"), "a database lock cannot be forced: {said}");
+        assert_eq!(snapshot(&store).await, before, "{args:?} changed the store");
+    }
+    drop(hold);
+    let recovered = headstart(&["recover", "--json", url]).await;
+    assert!(recovered.status.success(), "{}", stderr(&recovered));
+    let calls: Value = serde_json::from_slice(&recovered.stdout).expect("JSON");
+    assert_eq!(calls.as_array().map(Vec::len), Some(1), "{calls}");
+    assert_eq!(calls[0]["call_id"], "c1");
+    assert_eq!(
+        result_texts(&store.load_log(&session).await.expect("log")),
+        [INTERRUPTED]
+    );
 }
 
 /// FNV-1a of `bytes`: a file's fingerprint, short enough to print when files differ.
