@@ -52,10 +52,16 @@ export class Turn {
     this.emit = emit;
     this.#previous = previous;
     this.#drained = this.#drain();
-    // The previous run's failure stops this response too (its stream is not read on, `stream`).
-    previous?.settle().catch((error) => {
-      this.#failure ??= error;
-    });
+    // The previous run's failure stops this response too (its stream is not read on, `stream`). Settled, the
+    // previous turn is let go, so that a long loop does not hold every turn it ran.
+    previous?.settle().then(
+      () => {
+        if (this.#previous === previous) this.#previous = undefined;
+      },
+      (error) => {
+        this.#failure ??= error;
+      },
+    );
   }
 
   /**
