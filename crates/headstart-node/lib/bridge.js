@@ -58,13 +58,10 @@ export function createDispatcher(getEngine, handlers) {
         // A partial result that cannot be serialized is not sent; the call goes on.
       }
     };
-    const early = (value) => respond({ ok: value ?? null });
+    const answerNow = (value) => respond({ ok: value ?? null });
     Promise.resolve()
-      .then(() => handler(letter, { signal: controller.signal, onUpdate, answer: early }))
-      .then(
-        (value) => respond({ ok: value ?? null }),
-        (error) => respond({ error: messageOf(error) }),
-      )
+      .then(() => handler(letter, { signal: controller.signal, onUpdate, answer: answerNow }))
+      .then(answerNow, (error) => respond({ error: messageOf(error) }))
       .finally(() => running.delete(id));
   };
 }

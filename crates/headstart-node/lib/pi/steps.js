@@ -42,7 +42,7 @@ export async function prepareCall(turn, assistantMessage, toolCall) {
       if (args !== toolCall.arguments) prepared = { ...toolCall, arguments: args };
     }
     // An early call's arguments were validated at its seal (`turn.validated`); the same check, the same error.
-    const validated = prepared === toolCall ? turn.validated?.(toolCall) : undefined;
+    const validated = prepared === toolCall ? turn.validated(toolCall) : undefined;
     if (validated?.error) throw validated.error;
     const args = validated ? validated.args : validateToolArguments(tool, prepared);
     if (config.beforeToolCall) {
