@@ -15,7 +15,9 @@ function load() {
   if (!existsSync(path)) {
     throw new Error(
       `headstart's native addon is missing (${path}): install the package with npm from a checkout ` +
-        "(npm install ./crates/headstart-node builds it with cargo), or set HEADSTART_NODE_ADDON",
+        "(npm install --install-links ./crates/headstart-node builds it with cargo), or set HEADSTART_NODE_ADDON. " +
+        "npm 12 skips the build script of a dependency the project has not allowed: " +
+        "`npm approve-scripts headstart`, then `npm rebuild headstart`",
     );
   }
   // dlopen, not require: the test suite's library keeps cargo's name (`libheadstart_node.so`).

@@ -7,6 +7,7 @@
 //! (or without the registry) the test says why and skips, unless `HEADSTART_REQUIRE_NODE=1` (CI) makes that a
 //! failure.
 
+use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::OnceLock;
@@ -180,7 +181,29 @@ fn the_package_installs_from_the_checkout_with_one_command() {
     let Some(node) = environment_or_skip("the install test") else {
         return;
     };
-    let project = scratch().join("installed");
+    install_and_run(&node, "installed", &[OsString::from("npm")]);
+}
+
+/// The same with npm 12 (the suite's environment has it), which blocks the install scripts of a dependency the
+/// project has not approved: the addon is built as npm packs the folder, so the one command still works, without an
+/// approval (the README says so).
+#[test]
+fn the_package_installs_with_npm_12_without_an_approval() {
+    let Some(node) = environment_or_skip("the npm 12 install test") else {
+        return;
+    };
+    let npm = scratch().join("env/node_modules/npm/bin/npm-cli.js");
+    install_and_run(
+        &node,
+        "installed-npm12",
+        &[node.clone().into_os_string(), npm.into_os_string()],
+    );
+}
+
+/// Installs the package from the checkout into a fresh project `name` with the npm that `npm` runs (a command and
+/// its first arguments), and runs an agent loop on it there.
+fn install_and_run(node: &Path, name: &str, npm: &[OsString]) {
+    let project = scratch().join(name);
     if project.exists() {
         std::fs::remove_dir_all(&project).expect("the old project is removable");
     }
@@ -197,7 +220,8 @@ fn the_package_installs_from_the_checkout_with_one_command() {
     std::fs::write(project.join("package.json"), manifest.to_string()).expect("package.json is writable");
     let node_bin = node.parent().expect("node's folder").to_owned();
     let path = format!("{}:{}", node_bin.display(), std::env::var("PATH").unwrap_or_default());
-    let out = Command::new("npm")
+    let out = Command::new(&npm[0])
+        .args(&npm[1..])
         .args([
             "install",
             "--no-audit",
@@ -236,7 +260,7 @@ fn the_package_installs_from_the_checkout_with_one_command() {
         console.log(report.sessions[0].messages.map((stored) => stored.message.role).join(","));
     "#;
     std::fs::write(project.join("run.mjs"), script).expect("the script is writable");
-    let ran = Command::new(&node)
+    let ran = Command::new(node)
         .arg("run.mjs")
         .current_dir(&project)
         .env_remove("HEADSTART_NODE_ADDON")
