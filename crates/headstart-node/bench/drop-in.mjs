@@ -2,12 +2,15 @@
 //
 // 1. per event: one response of many text deltas through each loop, consumed with `for await`;
 // 2. four scenarios of the corpus (tests/scenarios: 01, 03, 05, 06) on real timers (kept on time: `sleepUntil`), pi's loop against the drop-in
-//    with the scenario's early tools early, beside the ideal: the engine's own replay on the virtual clock (its
-//    report's `end_ms`, from `headstart replay` when HEADSTART_CLI names the binary, or given as `--ideal 01=450,...`);
+//    with the scenario's early tools early, each beside its own ideal: the engine's replay on the virtual clock (its
+//    report's `end_ms`, from `headstart replay` when HEADSTART_CLI names the binary, or given as `--ideal 01=450,...`),
+//    of the scenario as it is for the drop-in, and with every call in the batch after its response for pi's loop
+//    (`--batch-ideal 01=750,...`). pi's loop over its own ideal is what its JavaScript costs: the drop-in runs the same
+//    steps;
 // 3. seal to start, the prefix commit included, through the addon: p50 and p95 over many early calls.
 //
 //   node bench/drop-in.mjs [--deltas 50000] [--runs 5] [--calls 300] [--scenarios DIR]
-import { readFileSync, mkdtempSync } from "node:fs";
+import { readFileSync, mkdtempSync, writeFileSync } from "node:fs";
 import { join, dirname } from "node:path";
 import { tmpdir } from "node:os";
 import { execFileSync } from "node:child_process";
@@ -173,17 +176,39 @@ async function runScenario(loop, file) {
   return performance.now() - started;
 }
 
-function idealOf(file) {
-  const given = Object.fromEntries((args.ideal ?? "").split(",").filter(Boolean).map((pair) => pair.split("=")));
+/**
+ * The ideal of scenario `file`: given (`--ideal` or, with `batch`, `--batch-ideal`), or the engine's replay of it on the
+ * virtual clock. With `batch`, the scenario as pi's loop runs it: no tool early, every call in the batch after its
+ * response.
+ */
+function idealOf(file, { batch = false } = {}) {
+  const given = Object.fromEntries((args[batch ? "batch-ideal" : "ideal"] ?? "").split(",").filter(Boolean).map((pair) => pair.split("=")));
   const key = file.slice(0, 2);
   if (given[key]) return Number(given[key]);
   if (!process.env.HEADSTART_CLI) return NaN;
-  const out = join(mkdtempSync(join(tmpdir(), "headstart-replay-")), "report.json");
-  execFileSync(process.env.HEADSTART_CLI, ["replay", join(SCENARIOS, file), "--report", out], { stdio: "ignore" });
+  const dir = mkdtempSync(join(tmpdir(), "headstart-replay-"));
+  let scenarioFile = join(SCENARIOS, file);
+  if (batch) {
+    const scenario = JSON.parse(readFileSync(scenarioFile, "utf8"));
+    for (const spec of scenario.tools ?? []) spec.async = false;
+    for (const turn of scenario.turns) if (turn.log) turn.log = join(SCENARIOS, turn.log);
+    scenarioFile = join(dir, file);
+    writeFileSync(scenarioFile, JSON.stringify(scenario));
+  }
+  const out = join(dir, "report.json");
+  execFileSync(process.env.HEADSTART_CLI, ["replay", scenarioFile, "--report", out], { stdio: "ignore" });
   return JSON.parse(readFileSync(out, "utf8")).end_ms ?? NaN;
 }
 
-console.log(`\nscenarios on real timers, median of ${RUNS} runs (ms): ideal, pi-agent-core 1.6.0, headstart/pi with early tools`);
+/** `ms` beside `ideal`: how far over it. */
+function overIdeal(ms, ideal) {
+  return Number.isNaN(ideal) ? `${ms.toFixed(0).padStart(4)}` : `${ms.toFixed(0).padStart(4)} (+${(ms - ideal).toFixed(1)} over ${ideal.toFixed(0)})`;
+}
+
+console.log(
+  `\nscenarios on real timers, median of ${RUNS} runs (ms), each loop over its own ideal: pi-agent-core 1.6.0 (every call in` +
+    ` the batch), headstart/pi with early tools`,
+);
 for (const file of ["01-two-async-overlap.json", "03-sync-blocks-later-async.json", "05-sequential-mode.json", "06-per-tool-sequential.json"]) {
   const piTimes = [];
   const dropTimes = [];
@@ -191,12 +216,9 @@ for (const file of ["01-two-async-overlap.json", "03-sync-blocks-later-async.jso
     piTimes.push(await runScenario(pi, file));
     dropTimes.push(await runScenario(drop, file));
   }
-  const ideal = idealOf(file);
-  const dropMs = median(dropTimes);
   console.log(
-    `  ${file.replace(".json", "").padEnd(32)} ideal ${String(Number.isNaN(ideal) ? "?" : ideal.toFixed(0)).padStart(4)}` +
-      `   pi ${median(piTimes).toFixed(0).padStart(4)}   headstart ${dropMs.toFixed(0).padStart(4)}` +
-      (Number.isNaN(ideal) ? "" : ` (${(dropMs - ideal).toFixed(1)} ms over the ideal)`),
+    `  ${file.replace(".json", "").padEnd(28)} pi ${overIdeal(median(piTimes), idealOf(file, { batch: true }))}` +
+      `   headstart ${overIdeal(median(dropTimes), idealOf(file))}`,
   );
 }
 
