@@ -15,7 +15,7 @@
 use headstart::store::owner::{decide, Holder, OwnershipError};
 use headstart::store::{SessionId, SessionQueue};
 use headstart::{recover_session, Clock, RecoveredCall, SystemClock};
-use headstart_postgres::{SessionHold, SessionLocksAt};
+use headstart_postgres::{DatabaseLocks, SessionHold};
 
 use crate::owner::{self, NotTaken};
 use crate::store_url::{runtime, Access, StoreUrl};
@@ -50,6 +50,8 @@ struct Plan {
 async fn plan(url: &StoreUrl, store: &dyn SessionQueue, only: Option<&str>, force: bool) -> Result<Plan, String> {
     let now_us = SystemClock.now_us();
     let mut plan = Plan::default();
+    // One pool for every session's advisory lock, connected at the first one taken.
+    let mut database_locks: Option<DatabaseLocks> = None;
     for info in url.sessions(store, only).await? {
         let session = info.id.clone();
         if !has_unfinished(store, &session).await? {
@@ -73,10 +75,8 @@ async fn plan(url: &StoreUrl, store: &dyn SessionQueue, only: Option<&str>, forc
             },
             // The database's advisory lock, as the packages' `recover` takes it: one recovery at a time.
             StoreUrl::Postgres(connection) => {
-                match SessionLocksAt::Database(connection.clone())
-                    .take(&session, now_us)
-                    .await
-                {
+                let locks = database_locks.get_or_insert_with(|| DatabaseLocks::new(connection));
+                match locks.take(&session, now_us).await.map(SessionHold::Database) {
                     Ok(hold) => hold,
                     // Not forcible: the lock goes with the holder's connection, which a process that is gone has
                     // lost already.

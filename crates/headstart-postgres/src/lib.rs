@@ -48,7 +48,7 @@ pub use conninfo::{is_connection_string, redact, PgEnvironment};
 pub use listener::LISTENER_NAME;
 pub use location::{open_location, open_queue_location, session_locks, Access, SessionHold, SessionLocksAt};
 pub use schema::LATEST_VERSION as SCHEMA_VERSION;
-pub use session_hold::PgSessionHold;
+pub use session_hold::{DatabaseLocks, PgSessionHold};
 pub use store::{PgOptions, PgStore};
 
 /// The channel on which the queue announces its changes (`LISTEN headstart_queue`), each once it is committed.

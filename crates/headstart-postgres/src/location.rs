@@ -7,6 +7,7 @@ use std::sync::Arc;
 use headstart_store::owner::{OwnershipError, SessionLock, SessionLocks};
 use headstart_store::{Durability, SessionId, SessionQueue, SqliteOptions, SqliteStore, StoreError, TranscriptStore};
 
+use crate::session_hold::DatabaseLocks;
 use crate::{is_connection_string, PgOptions, PgSessionHold, PgStore};
 
 /// How a store is opened.
@@ -40,7 +41,7 @@ pub async fn open_queue_location(location: &str, access: Access) -> Result<Arc<d
 /// or a PostgreSQL database's advisory locks ([`PgStore::hold_session`]).
 pub fn session_locks(location: &str) -> SessionLocksAt {
     if is_connection_string(location) {
-        SessionLocksAt::Database(location.to_owned())
+        SessionLocksAt::Database(DatabaseLocks::new(location))
     } else {
         SessionLocksAt::Files(SessionLocks::beside(std::path::Path::new(location)))
     }
@@ -51,8 +52,8 @@ pub fn session_locks(location: &str) -> SessionLocksAt {
 pub enum SessionLocksAt {
     /// Lock files beside a SQLite file.
     Files(SessionLocks),
-    /// The advisory locks of the PostgreSQL database at this connection string.
-    Database(String),
+    /// The advisory locks of a PostgreSQL database, through one pool shared by every take.
+    Database(DatabaseLocks),
 }
 
 /// A process's hold on one session; dropping it releases the session.
@@ -71,19 +72,7 @@ impl SessionLocksAt {
     pub async fn take(&self, session: &SessionId, now_us: i64) -> Result<SessionHold, OwnershipError> {
         match self {
             SessionLocksAt::Files(locks) => locks.take(session, false, now_us).map(SessionHold::File),
-            SessionLocksAt::Database(url) => {
-                let options = PgOptions {
-                    listen: false,
-                    ..PgOptions::default()
-                };
-                let store = PgStore::connect(url, options)
-                    .await
-                    .map_err(|error| OwnershipError::Lock {
-                        path: crate::redact(url),
-                        message: error.to_string(),
-                    })?;
-                store.hold_session(session, now_us).await.map(SessionHold::Database)
-            }
+            SessionLocksAt::Database(locks) => locks.take(session, now_us).await.map(SessionHold::Database),
         }
     }
 }

@@ -6,11 +6,13 @@
 //! in the connection's `application_name`, which a refused process reads back from `pg_stat_activity`. A session a
 //! fleet's worker (or a Restate deployment) holds under a lease is refused before any lock: the lease decides.
 
+use std::sync::Arc;
+
 use deadpool_postgres::Object;
 use headstart_store::owner::{decide, Holder, OwnershipError, ProcessRecord, Refusal};
 use headstart_store::{SessionId, TranscriptStore};
 
-use crate::PgStore;
+use crate::{PgOptions, PgStore};
 
 /// The advisory lock's first key: a namespace ("HSTR"), so that headstart's locks meet no other application's.
 const NAMESPACE: i32 = 0x4853_5452;
@@ -47,6 +49,61 @@ impl Drop for PgSessionHold {
         if let Some(connection) = self.connection.take() {
             drop(Object::take(connection));
         }
+    }
+}
+
+/// The advisory locks of one PostgreSQL database, taken through one pool of connections: it connects at the first
+/// take, and every later take (and every clone of this value) uses it, so a recovery of many sessions, or a package's
+/// `recover` called again and again, connects once. Each hold takes its connection out of the pool for as long as it
+/// lasts ([`PgSessionHold`]). A take that could not connect leaves nothing behind: the next one tries again.
+#[derive(Clone)]
+pub struct DatabaseLocks {
+    url: Arc<str>,
+    store: Arc<tokio::sync::OnceCell<PgStore>>,
+}
+
+impl DatabaseLocks {
+    /// The locks of the database at the connection string `url`, not connected yet.
+    pub fn new(url: &str) -> Self {
+        DatabaseLocks {
+            url: url.into(),
+            store: Arc::default(),
+        }
+    }
+
+    /// Holds `session` for this process ([`PgStore::hold_session`]); [`OwnershipError::Lock`], naming the database
+    /// without its password, when it cannot be reached.
+    pub async fn take(&self, session: &SessionId, now_us: i64) -> Result<PgSessionHold, OwnershipError> {
+        let store = self
+            .store
+            .get_or_try_init(|| async {
+                // Holds need no notifications: no listening connection.
+                let options = PgOptions {
+                    listen: false,
+                    ..PgOptions::default()
+                };
+                PgStore::connect(&self.url, options).await
+            })
+            .await
+            .map_err(|error| OwnershipError::Lock {
+                path: crate::redact(&self.url),
+                message: error.to_string(),
+            })?;
+        store.hold_session(session, now_us).await
+    }
+
+    /// Whether a take has connected the pool (the takes after it use the same).
+    pub fn is_connected(&self) -> bool {
+        self.store.initialized()
+    }
+}
+
+impl std::fmt::Debug for DatabaseLocks {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("DatabaseLocks")
+            .field("database", &crate::redact(&self.url))
+            .field("connected", &self.is_connected())
+            .finish()
     }
 }
 

@@ -21,11 +21,21 @@ async fn one_process_holds_a_session_at_a_time_and_a_workers_lease_is_never_take
         .expect("connect");
     let free = store.create_session(1).await.expect("a session");
     let locks = session_locks(database.url());
-    assert!(matches!(locks, SessionLocksAt::Database(_)), "{locks:?}");
+    let SessionLocksAt::Database(database_locks) = &locks else {
+        panic!("a connection string's locks are the database's: {locks:?}");
+    };
+    // Nothing connects before the first take; then one pool serves every take, this value's clones' too.
+    assert!(!database_locks.is_connected());
+    let clone = locks.clone();
 
-    // Eight takers at once, each on its own connection: one holds it, the others are refused naming a process.
-    let takers = (0..8).map(|_| locks.take(&free, 2));
+    // Eight takers at once (through a clone), each on a connection of its own: one holds it, the others are refused
+    // naming a process.
+    let takers = (0..8).map(|_| clone.take(&free, 2));
     let taken = futures::future::join_all(takers).await;
+    assert!(
+        database_locks.is_connected(),
+        "the clone's takes connected the pool this value uses"
+    );
     let (held, refused): (Vec<_>, Vec<_>) = taken.into_iter().partition(Result::is_ok);
     assert_eq!((held.len(), refused.len()), (1, 7), "{refused:?}");
     for refusal in refused {
@@ -75,4 +85,10 @@ async fn an_unreachable_database_is_a_lock_error_naming_it_without_its_password(
     let text = error.to_string();
     assert!(matches!(error, OwnershipError::Lock { .. }), "{error:?}");
     assert!(text.contains("127.0.0.1") && !text.contains("secret"), "{text}");
+    // A failed connection is not kept: the next take tries again (and fails again, nothing listening).
+    let SessionLocksAt::Database(database_locks) = &locks else {
+        panic!("a connection string's locks are the database's: {locks:?}");
+    };
+    assert!(!database_locks.is_connected());
+    assert!(!format!("{locks:?}").contains("secret"), "{locks:?}");
 }
