@@ -157,6 +157,3 @@ export declare function inspect(store: string, session?: string): Promise<{ sess
 
 /** The open store at a location (opened once per location in a process). */
 export declare function openStore(location: string, options?: { durability?: "full" | "normal"; write?: boolean }): Promise<unknown>;
-
-/** The delta event of a pi-ai `AssistantMessageEvent` (undefined for events the engine does not read). */
-export declare function piToDelta(event: unknown): Record<string, unknown> | undefined;

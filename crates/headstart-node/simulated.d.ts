@@ -1,5 +1,5 @@
 // headstart/simulated: a simulated streaming model, as pi-ai streams that follow a script.
-import type { AssistantMessageEventStream, Model, ToolCall } from "@earendil-works/pi-ai";
+import type { AssistantMessageEvent, AssistantMessageEventStream, Model, ToolCall } from "@earendil-works/pi-ai";
 
 /** One block of a scripted response: text, or a tool call with its arguments. */
 export type ScriptedBlock = { text: string } | { call: { id: string; name: string; arguments: Record<string, unknown> } };
@@ -18,10 +18,17 @@ export interface ScriptedOptions {
   controller?: AbortController;
   /** Sees each event before it is pushed. */
   onEvent?(index: number, event: unknown): void;
-  /** Awaited before each event (one event-loop turn by default); `() => sleep(25)` streams as a model does. */
-  pace?(index: number): Promise<void>;
+  /**
+   * Awaited before each event (one event-loop turn by default); `() => sleep(25)` streams as a model does. When it
+   * returns nothing, the event is pushed in the same tick as the one before.
+   */
+  pace?(index: number): Promise<void> | void;
   /** Awaited after each call's `toolcall_end`, with the calls before it: holds the stream until it resolves. */
   gate?(toolCall: ToolCall, earlierCalls: ToolCall[]): Promise<unknown> | undefined;
+  /** Leaves out the events it returns true for (the final message still holds everything). */
+  skip?(event: AssistantMessageEvent): boolean;
+  /** Makes the stream the events go into (pi-ai's `createAssistantMessageEventStream()` by default). */
+  stream?(): AssistantMessageEventStream;
 }
 
 /** The model the simulated streams say they come from. */

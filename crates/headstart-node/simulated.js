@@ -39,11 +39,17 @@ export async function ticks(rounds) {
  * A pi-ai stream of one scripted response. `turn.blocks`: `{text}` or `{call: {id, name, arguments}}`;
  * `turn.stop`: `stop`, `toolUse`, `length`, `error`, or `abort` (the stream aborts `controller` after `abortAt`
  * events and ends as `aborted`). `onEvent(index, event)` sees each event before it is pushed; `pace(index)` is
- * awaited before each event (one event-loop turn by default); `gate(toolCall, earlierCalls)`, after each call's
- * `toolcall_end`, holds the stream until it resolves.
+ * awaited before each event (one event-loop turn by default; when it returns nothing, the event is pushed in the
+ * same tick as the one before); `gate(toolCall, earlierCalls)`, after each call's `toolcall_end`, holds the stream
+ * until it resolves. `skip(event)` leaves out the events it returns true for, as stream functions that push only
+ * `done` do (the final message still holds everything); `stream()` makes the stream the events go into (pi-ai's
+ * `createAssistantMessageEventStream()` by default).
  */
-export function scriptedStream(turn, { controller, onEvent, pace = () => ticks(1), gate } = {}) {
-  const stream = createAssistantMessageEventStream();
+export function scriptedStream(
+  turn,
+  { controller, onEvent, pace = () => ticks(1), gate, skip, stream: makeStream = createAssistantMessageEventStream } = {},
+) {
+  const stream = makeStream();
   const partial = {
     role: "assistant",
     content: [],
@@ -56,8 +62,11 @@ export function scriptedStream(turn, { controller, onEvent, pace = () => ticks(1
   };
   void (async () => {
     let index = 0;
+    // Whether the last event went out (a skipped `toolcall_end` holds nothing back: no call can start on it).
+    let pushed = false;
     const emit = async (make) => {
-      await pace(index);
+      const paced = pace(index);
+      if (paced) await paced;
       if (turn.stop === "abort" && index === (turn.abortAt ?? 1)) {
         controller?.abort();
         const error = { ...partial, content: [...partial.content], stopReason: "aborted", errorMessage: "Request was aborted" };
@@ -65,8 +74,11 @@ export function scriptedStream(turn, { controller, onEvent, pace = () => ticks(1
         return false;
       }
       const event = make();
-      onEvent?.(index, event);
-      stream.push(event);
+      pushed = !skip?.(event);
+      if (pushed) {
+        onEvent?.(index, event);
+        stream.push(event);
+      }
       index++;
       return true;
     };
@@ -103,7 +115,7 @@ export function scriptedStream(turn, { controller, onEvent, pace = () => ticks(1
         )
           return;
         // The model goes on only once `gate` lets it (an early call started, say): a paced stream without timers.
-        await gate?.(toolCall, partial.content.filter((block) => block.type === "toolCall" && block !== toolCall));
+        if (pushed) await gate?.(toolCall, partial.content.filter((block) => block.type === "toolCall" && block !== toolCall));
       }
     }
     if (turn.stop === "error") {

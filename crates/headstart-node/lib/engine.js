@@ -4,6 +4,7 @@
 import { native } from "./native.js";
 import { createDispatcher, messageOf } from "./bridge.js";
 import { nativeFormat, pump } from "./feed.js";
+import { errorResult, toResult } from "./results.js";
 
 const stores = new Map();
 
@@ -23,22 +24,6 @@ export function openStore(location, { durability = "full", write = true } = {}) 
     opened.catch(() => stores.delete(key));
   }
   return opened;
-}
-
-/** A tool result as the engine stores it: `{content: [{type: "text", text}], details?, isError?, terminate?}`. */
-export function toResult(value) {
-  if (typeof value === "string") return { content: [{ type: "text", text: value }] };
-  if (value == null) return { content: [] };
-  if (typeof value === "object" && Array.isArray(value.content)) return value;
-  if (typeof value === "object" && typeof value.content === "string") {
-    return { ...value, content: [{ type: "text", text: value.content }] };
-  }
-  return { content: [{ type: "text", text: JSON.stringify(value) }] };
-}
-
-/** An error result with `message`. */
-export function errorResult(message) {
-  return { content: [{ type: "text", text: message }], details: {}, isError: true };
 }
 
 /**

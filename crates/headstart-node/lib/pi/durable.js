@@ -7,7 +7,9 @@ import { join } from "node:path";
 
 import { native } from "../native.js";
 import { createDispatcher, messageOf } from "../bridge.js";
-import { openStore, toResult } from "../engine.js";
+import { openStore } from "../engine.js";
+import { engineResult, errorResult, toResult } from "../results.js";
+import { textOf } from "./convert.js";
 
 /**
  * The store of loops given none: one SQLite file for the process, in memory where the machine has a memory file
@@ -75,22 +77,12 @@ export async function engineFor(storeLocation, durability, tools, toolExecution,
 
 async function recoveryCall(tools, letter, { signal, onUpdate }) {
   const tool = tools.find((candidate) => candidate.name === letter.tool);
-  if (!tool) return errorToolResult(`Tool ${letter.tool} not found`, true);
+  if (!tool) return errorResult(`Tool ${letter.tool} not found`);
   try {
     return engineResult(toResult(await tool.execute(letter.callId, letter.arguments, signal, onUpdate)), false);
   } catch (error) {
-    return errorToolResult(messageOf(error), true);
+    return errorResult(messageOf(error));
   }
-}
-
-/** The text of a pi message's content: a string, or its text blocks joined. */
-export function textOf(content) {
-  if (typeof content === "string") return content;
-  if (!Array.isArray(content)) return "";
-  return content
-    .filter((block) => block?.type === "text")
-    .map((block) => block.text)
-    .join("\n");
 }
 
 /** A session of a loop: where its transcript goes. */
@@ -164,12 +156,3 @@ export class Session {
   }
 }
 
-
-/** A tool result as the engine stores it. */
-export function engineResult(result, isError) {
-  return { content: result.content ?? [], details: result.details ?? null, isError, terminate: result.terminate === true };
-}
-
-export function errorToolResult(message, isError) {
-  return { content: [{ type: "text", text: message }], details: {}, isError, terminate: false };
-}

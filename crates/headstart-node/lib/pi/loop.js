@@ -6,9 +6,11 @@ import { setDefaultStreamFn as setPiDefaultStreamFn } from "@earendil-works/pi-a
 import { getCurrentTools, getToolStateChanges, toToolDeclaration } from "@earendil-works/pi-ai";
 
 import { messageOf } from "../bridge.js";
+import { piUsage } from "./convert.js";
 import { Session } from "./durable.js";
 import { AgentEventStream } from "./events.js";
-import { piUsage } from "./steps.js";
+import { executeToolCalls, failToolCallsFromTruncatedMessage } from "./execute.js";
+import { streamAssistantResponse } from "./stream.js";
 import { Turn } from "./turn.js";
 
 let defaultStreamFn;
@@ -180,7 +182,7 @@ async function runLoop(session, initialContext, newMessages, initialConfig, sign
         let completed = false;
         let message;
         try {
-          message = await turn.stream(streamFn);
+          message = await streamAssistantResponse(turn, streamFn);
           newMessages.push(message);
           if (message.stopReason === "error" || message.stopReason === "aborted") {
             await turn.settle();
@@ -196,7 +198,9 @@ async function runLoop(session, initialContext, newMessages, initialConfig, sign
           moreToolCalls = false;
           if (toolCalls.length > 0) {
             const batch =
-              message.stopReason === "length" ? await turn.failTruncated(toolCalls) : await turn.execute(message, toolCalls);
+              message.stopReason === "length"
+                ? await failToolCallsFromTruncatedMessage(turn, message)
+                : await executeToolCalls(turn, message);
             toolResults.push(...batch.messages);
             moreToolCalls = !batch.terminate;
             for (const result of toolResults) {

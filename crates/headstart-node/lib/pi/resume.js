@@ -1,8 +1,8 @@
 // Resuming a session after a crash: recovery gives every admitted call its result, and the stored log comes back as
 // pi messages.
 
-import { engineFor, textOf } from "./durable.js";
-import { piUsage } from "./steps.js";
+import { piBlockOf, piStop, piToolResultOf, piUsage, textOf } from "./convert.js";
+import { engineFor } from "./durable.js";
 
 /**
  * Resumes a session after a crash: every call the transcript admitted without a result gets one (`policy`
@@ -41,7 +41,7 @@ function piMessages(log) {
         if (piBlock) turn.assistant.content.push(piBlock);
         if (block.type === "tool_call") turnOfCall.set(block.id, turn);
       }
-      if (message.stop_reason) turn.assistant.stopReason = PI_STOP_OF[message.stop_reason] ?? "stop";
+      if (message.stop_reason) turn.assistant.stopReason = piStop(message.stop_reason);
       // A response's usage is on its last fragment; the prefix fragments before it carry none.
       if (message.usage?.total > 0) {
         const { input, output, cache_read: cacheRead, cache_write: cacheWrite } = message.usage;
@@ -50,15 +50,7 @@ function piMessages(log) {
     } else if (message.role === "user") {
       entries.push({ message: { role: "user", content: [{ type: "text", text: textOf(message.content) }], timestamp } });
     } else if (message.role === "tool_result") {
-      const result = {
-        role: "toolResult",
-        toolCallId: message.tool_call_id,
-        toolName: message.tool_name,
-        content: (message.content ?? []).filter((block) => block.type === "text"),
-        details: message.details ?? {},
-        isError: message.is_error === true,
-        timestamp,
-      };
+      const result = piToolResultOf(message, timestamp);
       const turn = turnOfCall.get(message.tool_call_id);
       if (turn) turn.results.push(result);
       else entries.push({ message: result });
@@ -80,18 +72,3 @@ function assistantShell(message, timestamp) {
     timestamp,
   };
 }
-
-function piBlockOf(block) {
-  switch (block.type) {
-    case "text":
-      return { type: "text", text: block.text };
-    case "thinking":
-      return { type: "thinking", thinking: block.thinking };
-    case "tool_call":
-      return { type: "toolCall", id: block.id, name: block.name, arguments: block.arguments ?? {} };
-    default:
-      return undefined;
-  }
-}
-
-const PI_STOP_OF = { stop: "stop", length: "length", tool_use: "toolUse", error: "error", aborted: "aborted" };

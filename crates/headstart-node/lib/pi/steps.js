@@ -1,32 +1,31 @@
-// pi-agent-core 1.6's steps of one tool call (prepare, execute, finalize) and the results they make. Every call of
-// the drop-in goes through them, whether it started early or in the batch after its response. `turn` gives what
-// the steps read: `context`, `config`, `signal`, `emit` and `tool(name)`.
+// pi-agent-core 1.6's steps of one tool call, under pi's names (prepare, execute, finalize) and the results they
+// make. Every call of the drop-in goes through them, whether it started early or in the batch after its response.
+// `turn` gives what the steps read: `context`, `config`, `signal`, `emit` and `tool(name)`.
 
 import { validateToolArguments } from "@earendil-works/pi-ai";
 
 import { messageOf } from "../bridge.js";
-import { toResult } from "../engine.js";
-
-/** A pi `Usage` of these token counts (each 0 when absent); the cost is not known here, so it is 0. */
-export function piUsage({ input = 0, output = 0, cacheRead = 0, cacheWrite = 0 } = {}) {
-  return {
-    input,
-    output,
-    cacheRead,
-    cacheWrite,
-    totalTokens: input + output + cacheRead + cacheWrite,
-    cost: { input: 0, output: 0, cacheRead: 0, cacheWrite: 0, total: 0 },
-  };
-}
+import { toResult } from "../results.js";
 
 /** An error result with `message`, as pi makes them. */
 export function createErrorToolResult(message) {
   return { content: [{ type: "text", text: message }], details: {} };
 }
 
-/** pi's preparation of a call: abort, lookup, `prepareArguments`, validation, `beforeToolCall`. */
-export async function prepareCall(turn, assistantMessage, toolCall) {
+/** pi's `prepareToolCallArguments`: the call with the tool's `prepareArguments` applied, or the call itself. */
+function prepareToolCallArguments(tool, toolCall) {
+  if (!tool.prepareArguments) return toolCall;
+  const args = tool.prepareArguments(toolCall.arguments);
+  return args === toolCall.arguments ? toolCall : { ...toolCall, arguments: args };
+}
+
+/**
+ * pi's `prepareToolCall` of `call` (its `toolCall`): abort, lookup, `prepareArguments`, validation,
+ * `beforeToolCall`. An immediate outcome (`{kind: "immediate", result, isError}`) or the prepared call.
+ */
+export async function prepareToolCall(turn, assistantMessage, call) {
   const { signal, config, context } = turn;
+  const { toolCall } = call;
   const immediate = (message, extra = {}) => ({
     kind: "immediate",
     result: { ...createErrorToolResult(message), ...extra },
@@ -36,13 +35,9 @@ export async function prepareCall(turn, assistantMessage, toolCall) {
   const tool = turn.tool(toolCall.name);
   if (!tool) return immediate(`Tool ${toolCall.name} not found`);
   try {
-    let prepared = toolCall;
-    if (tool.prepareArguments) {
-      const args = tool.prepareArguments(toolCall.arguments);
-      if (args !== toolCall.arguments) prepared = { ...toolCall, arguments: args };
-    }
-    // An early call's arguments were validated at its seal (`turn.validated`); the same check, the same error.
-    const validated = prepared === toolCall ? turn.validated(toolCall) : undefined;
+    const prepared = prepareToolCallArguments(tool, toolCall);
+    // An early call's arguments were validated at its seal (`Turn.sealed`): the same check, the same error.
+    const validated = prepared === toolCall ? call.takeValidated(toolCall.arguments) : undefined;
     if (validated?.error) throw validated.error;
     const args = validated ? validated.args : validateToolArguments(tool, prepared);
     if (config.beforeToolCall) {
@@ -58,9 +53,11 @@ export async function prepareCall(turn, assistantMessage, toolCall) {
   }
 }
 
-
-/** pi's execution of a prepared call: its updates as events (and to the engine, through `bridge`), its time. */
-export async function executePrepared(turn, prepared, bridge) {
+/**
+ * pi's `executePreparedToolCall`: the tool's `execute`, its updates as events (and to the engine, through `bridge`),
+ * its time.
+ */
+export async function executePreparedToolCall(turn, prepared, bridge) {
   const updates = [];
   let accepting = true;
   const startedAt = performance.now();
@@ -98,9 +95,8 @@ export async function executePrepared(turn, prepared, bridge) {
   }
 }
 
-
-/** pi's `afterToolCall` step. */
-export async function finalizeExecuted(turn, assistantMessage, prepared, executed) {
+/** pi's `finalizeExecutedToolCall`: the `afterToolCall` step. */
+export async function finalizeExecutedToolCall(turn, assistantMessage, prepared, executed) {
   const { config, signal, context } = turn;
   let { result, isError } = executed;
   if (config.afterToolCall) {
@@ -131,14 +127,13 @@ export async function finalizeExecuted(turn, assistantMessage, prepared, execute
   return { toolCall: prepared.toolCall, result, isError, durationMs: executed.durationMs };
 }
 
-
-/** Whether a batch ends the loop: every call asked for it. */
-export function shouldTerminate(finalizedCalls) {
+/** pi's `shouldTerminateToolBatch`: a batch ends the loop when every call asked for it. */
+export function shouldTerminateToolBatch(finalizedCalls) {
   return finalizedCalls.length > 0 && finalizedCalls.every((finalized) => finalized.result.terminate === true);
 }
 
-/** The tool result message of a finalized call. */
-export function toolResultMessage(finalized) {
+/** pi's `createToolResultMessage`: the tool result message of a finalized call. */
+export function createToolResultMessage(finalized) {
   return {
     role: "toolResult",
     toolCallId: finalized.toolCall.id,
@@ -151,4 +146,3 @@ export function toolResultMessage(finalized) {
     timestamp: Date.now(),
   };
 }
-

@@ -1,47 +1,41 @@
-// One turn of the drop-in: a response wrapped by the engine, and its calls. The pi events of the user's stream go
-// into the engine as they arrive; the engine asks for each call once its owner is durable (an early one at its
-// seal), and the call then runs through pi's steps. After the response, the batch runs as pi runs it, with the
-// early calls already under way.
+// One turn of the drop-in: a response wrapped by the engine, and a record of each of its calls. The pi events of the
+// user's stream go into the engine as they arrive (`feed`); the engine asks for each call once its owner is durable
+// (an early one at its seal), and the call then runs through pi's steps (lib/pi/execute.js). Once the stream has
+// ended, its final message decides which calls pi's batch runs.
 
-import { DEFAULT_AGENT_IDENTITY } from "@earendil-works/pi-agent-core";
-import { mergeClientIdentity, normalizeContext, validateToolArguments } from "@earendil-works/pi-ai";
+import { validateToolArguments } from "@earendil-works/pi-ai";
 
-import { messageOf } from "../bridge.js";
-import { PiFeed } from "../feed.js";
-import { active, engineResult, errorToolResult, isEarly } from "./durable.js";
-import {
-  createErrorToolResult,
-  executePrepared,
-  finalizeExecuted,
-  prepareCall,
-  shouldTerminate,
-  toolResultMessage,
-} from "./steps.js";
+import { active, isEarly } from "./durable.js";
+import { Call } from "./call.js";
+import { runEarlyToolCall } from "./execute.js";
+import { PiFeed } from "./feed.js";
+import { createErrorToolResult } from "./steps.js";
+
+/** The result of a call the engine asks for once the loop is gone. */
+const LOOP_ENDED = "the agent loop ended before the call finished";
+/** The result of a call the events announced and the final message does not hold: pi never runs it. */
+const NOT_IN_FINAL_MESSAGE = "Tool call was not executed: it is not in the response's final message";
 
 /** One response of a loop, and its calls. */
 export class Turn {
-  /** Each call's answer to the engine, by call id: resolved with the call's result once it is final. */
-  #answers = new Map();
-  /** The engine's letter for each call, by call id: it may start. */
-  #asked = new Map();
-  /** Each asked call's line back to the engine (`answer`, `onUpdate`, `signal`), by call id. */
-  #bridges = new Map();
-  /** Early calls' arguments as validated at their seal, off the path to their start, by call id (`validated`). */
-  #validated = new Map();
-  /** Early calls' pipelines, by call id. */
-  #early = new Map();
-  /** The results the engine stored by itself (calls it settled without asking), by call id. */
-  #stored = new Map();
-  #toolCalls = new Map();
-  #partial = null;
+  /** Each call's record, by the engine's id of the call. */
+  #calls = new Map();
   #drained;
+  /** The engine's run has ended: a call it has not asked for is not asked for any more. */
+  #runEnded = false;
+  /** The turn was closed: calls the engine asks for now get an error result. */
+  #closed = false;
+  /** How the response ended (the final message's calls: late, orphaned), once the stream has. */
+  #ending;
+  /** The session's previous turn, whose run may still be storing its results while this one streams. */
+  #previous;
   /**
    * Why the engine's side of the response failed: it could not open (an unknown session, a broken store), or a
    * write of its run failed; or the previous turn's did.
    */
-  #failure = null;
-  /** The session's previous turn, whose run may still be storing its results while this one streams. */
-  #previous;
+  failure = null;
+  /** The message as far as it has streamed (pi's `partial`), once the stream has started. */
+  partial = null;
 
   constructor(session, response, context, config, signal, emit, previous) {
     this.session = session;
@@ -50,16 +44,17 @@ export class Turn {
     this.config = config;
     this.signal = signal;
     this.emit = emit;
+    this.feed = new PiFeed(response, { onSeal: (id, toolCall) => this.#sealed(id, toolCall) });
     this.#previous = previous;
     this.#drained = this.#drain();
-    // The previous run's failure stops this response too (its stream is not read on, `stream`). Settled, the
-    // previous turn is let go, so that a long loop does not hold every turn it ran.
+    // The previous run's failure stops this response too (its stream is not read on). Settled, the previous turn is
+    // let go, so that a long loop does not hold every turn it ran.
     previous?.settle().then(
       () => {
         if (this.#previous === previous) this.#previous = undefined;
       },
       (error) => {
-        this.#failure ??= error;
+        this.failure ??= error;
       },
     );
   }
@@ -85,72 +80,106 @@ export class Turn {
     return turn;
   }
 
-  /**
-   * Ends the turn. A loop that failed (`failed`: a listener or a hook of the loop threw) may leave calls the engine
-   * is still waiting for: they get an error result now, and the response is cancelled, so no engine task waits on a
-   * loop that is gone. A turn that completed is left to store its results.
-   */
-  close(failed) {
-    for (const answer of this.#answers.values()) {
-      answer.resolve(errorToolResult("the agent loop ended before the call finished", true));
-    }
-    if (failed) this.response.cancel();
-    if (active.get(this.session.id) === this) active.delete(this.session.id);
-  }
-
-  #slot(map, callId) {
-    let slot = map.get(callId);
-    if (!slot) {
-      slot = deferred();
-      map.set(callId, slot);
-    }
-    return slot;
-  }
-
-  /** The engine asks for a call: it is durable, and may start. Resolves to the call's result for the store. */
-  onCall(letter, bridge) {
-    this.#bridges.set(letter.callId, bridge);
-    this.#slot(this.#asked, letter.callId).resolve({ letter, bridge });
-    if (this.#startsEarly(letter.tool) && !this.#early.has(letter.callId)) {
-      const pipeline = this.#runEarly(letter);
-      // It may fail (a listener threw) while the response still streams: the batch (`execute`) or `finished`
-      // awaits it later and fails the loop with it; until then it is not an unhandled rejection.
-      pipeline.catch(() => {});
-      this.#early.set(letter.callId, pipeline);
-    }
-    return this.#slot(this.#answers, letter.callId).promise;
-  }
-
-  /** Validates the arguments of an early call just sealed (tools with `prepareArguments` are left to `prepareCall`). */
-  #validate(toolCall) {
-    const tool = this.tool(toolCall?.name);
-    if (!tool || tool.prepareArguments || !this.#startsEarly(toolCall.name)) return;
-    try {
-      this.#validated.set(toolCall.id, { arguments: toolCall.arguments, args: validateToolArguments(tool, toolCall) });
-    } catch (error) {
-      this.#validated.set(toolCall.id, { arguments: toolCall.arguments, error });
-    }
-  }
-
-  /**
-   * The arguments of `toolCall` as validated at its seal (`{ args }` or `{ error }`), taken once; `undefined` when
-   * they were not, or were other arguments.
-   */
-  validated(toolCall) {
-    const entry = this.#validated.get(toolCall.id);
-    if (!entry || entry.arguments !== toolCall.arguments) return undefined;
-    this.#validated.delete(toolCall.id);
-    return entry;
-  }
-
   /** The loop's tool named `name`. */
   tool(name) {
     return (this.context.tools ?? []).find((tool) => tool.name === name);
   }
 
+  /** The record of call `id`, made on first use. */
+  #call(id) {
+    let call = this.#calls.get(id);
+    if (!call) {
+      call = new Call(id);
+      this.#calls.set(id, call);
+      if (this.#runEnded) call.settledByEngine(undefined);
+    }
+    return call;
+  }
+
   /** Whether calls of tool `name` run as the engine asks for them, at their seal, rather than in pi's batch. */
   #startsEarly(name) {
     return this.session.earlyExecution && isEarly(this.tool(name));
+  }
+
+  /**
+   * A call was sealed by its `toolcall_end`. While the engine commits it, an early call's arguments are validated
+   * here: pure work, done before the engine asks for the call rather than after (tools with `prepareArguments` are
+   * left to `prepareToolCall`).
+   */
+  #sealed(id, toolCall) {
+    const call = this.#call(id);
+    call.toolCall = toolCall;
+    call.early = this.#startsEarly(toolCall?.name);
+    const tool = this.tool(toolCall?.name);
+    if (!tool || tool.prepareArguments || !call.early) return;
+    try {
+      call.keepValidated({ arguments: toolCall.arguments, args: validateToolArguments(tool, toolCall) });
+    } catch (error) {
+      call.keepValidated({ arguments: toolCall.arguments, error });
+    }
+  }
+
+  /**
+   * The engine asks for a call: it is durable, and may start. Resolves to the call's result for the store. An early
+   * call (one sealed by its own `toolcall_end`) starts now, whenever the engine asks; pi's batch runs the other calls
+   * of the final message, and a call it does not hold is answered at once.
+   */
+  onCall(letter, bridge) {
+    const call = this.#call(letter.callId);
+    const answer = call.ask(bridge);
+    const toolCall = (call.toolCall ??= {
+      type: "toolCall",
+      id: letter.callId,
+      name: letter.tool,
+      arguments: letter.arguments,
+    });
+    if (!call.early && this.#ending?.orphans.has(call.id)) {
+      call.end({ toolCall, result: createErrorToolResult(NOT_IN_FINAL_MESSAGE), isError: true });
+    } else if (this.#closed) {
+      call.end({ toolCall, result: createErrorToolResult(LOOP_ENDED), isError: true });
+    } else if (call.early && !call.pipeline) {
+      // The hooks see the message as far as it has streamed: the call is sealed, the response is not over.
+      const assistantMessage = this.partial ? { ...this.partial, content: [...this.partial.content] } : undefined;
+      call.pipeline = runEarlyToolCall(this, call, assistantMessage);
+      // It may fail (a listener threw) while the response still streams: the batch or `finished` awaits it later
+      // and fails the loop with it; until then it is not an unhandled rejection.
+      call.pipeline.catch(() => {});
+    }
+    return answer;
+  }
+
+  /** The stream has ended: `ending` says which calls the final message holds (none when it had none to give). */
+  ended(ending) {
+    this.#ending = ending ?? { callAt: () => undefined, orphans: new Set(), late: new Set() };
+  }
+
+  /** The records of the final message's calls, in its order, each holding pi's call unless it is early. */
+  callsOf(message) {
+    const calls = [];
+    for (const [index, block] of message.content.entries()) {
+      if (block?.type !== "toolCall") continue;
+      const call = this.#call(this.#ending?.callAt(index) ?? block.id);
+      if (!call.early) call.toolCall = block;
+      calls.push(call);
+    }
+    return calls;
+  }
+
+  /**
+   * An early call's pipeline, once the engine has asked for it (it started then); `undefined` for a call that is not
+   * early, or that the engine settled without asking (the batch runs those).
+   */
+  async earlyPipeline(call) {
+    if (!call.early) return undefined;
+    return (await call.asked()) ? call.pipeline : undefined;
+  }
+
+  /** The result of a call the engine settled without asking: the one it stored, or why there is none. */
+  settledWithout(call) {
+    const stored = call.stored;
+    if (stored) return { result: { content: stored.content ?? [], details: {} }, isError: stored.is_error !== false };
+    const why = this.failure ? this.failure.message : "the engine ended the response without running it";
+    return { result: createErrorToolResult(`Tool call was not executed: ${why}`), isError: true };
   }
 
   /**
@@ -164,113 +193,41 @@ export class Turn {
         batch = JSON.parse(await this.response.nextBatch(true));
       } catch (error) {
         // The turn fails with it (`stream`, `settle`): nothing of this response can be stored.
-        this.#failure ??= error instanceof Error ? error : new Error(String(error));
+        this.failure ??= error instanceof Error ? error : new Error(String(error));
         batch = [null];
       }
       for (const event of batch) {
         if (event === null) {
           // The run has ended: nothing more will be stored, and a call still waiting for the engine's letter waits
           // no longer.
-          for (const asked of this.#asked.values()) asked.resolve(null);
+          this.#runEnded = true;
+          for (const call of this.#calls.values()) call.settledByEngine(undefined);
           return;
         }
         if (event.type === "turn_end" && event.outcome?.store_failure) {
-          this.#failure ??= new Error(`the transcript could not be stored: ${event.outcome.store_failure}`);
+          this.failure ??= new Error(`the transcript could not be stored: ${event.outcome.store_failure}`);
         }
         if (event.type === "message_end" && event.message?.role === "tool_result") {
-          const id = event.message.tool_call_id;
-          this.#stored.set(id, event.message);
           // A call the engine settled without asking (a limit refused it) is waited for no longer. One it asked for
-          // was resolved with its letter before its result could be stored, and stays so.
-          this.#slot(this.#asked, id).resolve(null);
+          // was given its letter before its result could be stored, and keeps it.
+          this.#call(event.message.tool_call_id).settledByEngine(event.message);
         }
       }
     }
   }
 
-  /** Streams the response (pi's `streamAssistantResponse`), feeding each event to the engine. */
-  async stream(streamFn) {
-    const { context, config, signal, emit } = this;
-    let messages = context.messages;
-    if (config.transformContext) messages = await config.transformContext(messages, signal);
-    const llmMessages = await config.convertToLlm(messages);
-    const llmContext = normalizeContext({ messages: llmMessages });
-    const apiKey = (config.getApiKey ? await config.getApiKey(config.model.provider) : undefined) || config.apiKey;
-    const feed = new PiFeed(this.response);
-    try {
-      const response = await streamFn(config.model, llmContext, {
-        ...config,
-        apiKey,
-        identity: mergeClientIdentity(DEFAULT_AGENT_IDENTITY, config.identity),
-        signal,
-      });
-      const result = async () => Object.assign(await response.result(), { thinkingLevel: config.reasoning ?? "off" });
-      let added = false;
-      for await (const event of response) {
-        // The engine could not open the response: stop reading the model, whose answer could not be stored.
-        if (this.#failure) throw this.#failure;
-        switch (event.type) {
-          case "start":
-            feed.add(event);
-            this.#partial = event.partial;
-            context.messages.push(this.#partial);
-            added = true;
-            await emit({ type: "message_start", message: { ...this.#partial } });
-            break;
-          case "text_delta":
-          case "thinking_delta":
-          case "toolcall_delta":
-            // One per token: the feed's own path for them.
-            if (typeof event.delta === "string") feed.token(event.type, event.contentIndex, event.delta);
-            else feed.add(event);
-            if (this.#partial) await this.#update(event);
-            break;
-          case "text_start":
-          case "text_end":
-          case "thinking_start":
-          case "thinking_end":
-          case "toolcall_start":
-          case "toolcall_end":
-            if (event.type === "toolcall_end") this.#toolCalls.set(event.toolCall.id, event.toolCall);
-            feed.add(event);
-            // While the engine commits the call, its arguments are validated here: pure work, done before the
-            // engine asks for the call rather than after.
-            if (event.type === "toolcall_end") this.#validate(event.toolCall);
-            if (this.#partial) await this.#update(event);
-            break;
-          case "done":
-          case "error":
-            feed.add(event);
-            return await this.#finish(await result(), added);
-        }
-      }
-      feed.fail("the stream ended without done or error");
-      return await this.#finish(await result(), added);
-    } catch (error) {
-      feed.fail(messageOf(error));
-      throw error;
-    } finally {
-      feed.fail("the stream failed");
+  /**
+   * Ends the turn. A loop that failed (`failed`: a listener or a hook of the loop threw) may leave calls the engine
+   * is still waiting for: they get an error result now, and the response is cancelled, so no engine task waits on a
+   * loop that is gone. A turn that completed is left to store its results.
+   */
+  close(failed) {
+    this.#closed = true;
+    for (const call of this.#calls.values()) {
+      call.end({ toolCall: call.toolCall, result: createErrorToolResult(LOOP_ENDED), isError: true });
     }
-  }
-
-  /** pi's `message_update` for `event`, with the partial message it carries; what `emit` returns. */
-  #update(event) {
-    this.#partial = event.partial;
-    this.context.messages[this.context.messages.length - 1] = this.#partial;
-    return this.emit({ type: "message_update", assistantMessageEvent: event, message: { ...this.#partial } });
-  }
-
-  async #finish(message, added) {
-    const { context, emit } = this;
-    if (added) {
-      context.messages[context.messages.length - 1] = message;
-    } else {
-      context.messages.push(message);
-      await emit({ type: "message_start", message: { ...message } });
-    }
-    await emit({ type: "message_end", message });
-    return message;
+    if (failed) this.response.cancel();
+    if (active.get(this.session.id) === this) active.delete(this.session.id);
   }
 
   /**
@@ -278,7 +235,8 @@ export class Turn {
    * rejects with the first failure of their pipelines (a listener or a hook of the loop threw).
    */
   async finished() {
-    const outcomes = await Promise.allSettled(this.#early.values());
+    const pipelines = [...this.#calls.values()].flatMap((call) => (call.pipeline ? [call.pipeline] : []));
+    const outcomes = await Promise.allSettled(pipelines);
     const failed = outcomes.find((outcome) => outcome.status === "rejected");
     if (failed) throw failed.reason;
   }
@@ -299,184 +257,11 @@ export class Turn {
   async settle() {
     await this.finished();
     await this.#drained;
-    if (this.#failure) throw this.#failure;
+    if (this.failure) throw this.failure;
     if (this.#previous) {
       await this.#previous.settle();
       // Settled: nothing of it is needed any more.
       this.#previous = undefined;
     }
   }
-
-  /** An early call, started as the engine asked: the whole pipeline, its events as they happen. */
-  async #runEarly(letter) {
-    const toolCall = this.#toolCalls.get(letter.callId) ?? {
-      type: "toolCall",
-      id: letter.callId,
-      name: letter.tool,
-      arguments: letter.arguments,
-    };
-    // The hooks see the message as far as it has streamed: the call is sealed, the response is not over.
-    const assistantMessage = this.#partial ? { ...this.#partial, content: [...this.#partial.content] } : undefined;
-    await this.#emitStart(toolCall);
-    const preparation = await prepareCall(this, assistantMessage, toolCall);
-    const finalized =
-      preparation.kind === "immediate"
-        ? { toolCall, result: preparation.result, isError: preparation.isError }
-        : await this.#run(assistantMessage, preparation);
-    await this.#emitEnd(finalized);
-    return finalized;
-  }
-
-  async #emitStart(toolCall) {
-    await this.emit({ type: "tool_execution_start", toolCallId: toolCall.id, toolName: toolCall.name, args: toolCall.arguments });
-  }
-
-  async #emitEnd(finalized) {
-    const result = engineResult(finalized.result, finalized.isError);
-    // The engine has the result at once (a sequential call after this one starts on it), before the listeners.
-    this.#bridges.get(finalized.toolCall.id)?.answer?.(result);
-    this.#slot(this.#answers, finalized.toolCall.id).resolve(result);
-    await this.emit({
-      type: "tool_execution_end",
-      toolCallId: finalized.toolCall.id,
-      toolName: finalized.toolCall.name,
-      result: finalized.result,
-      isError: finalized.isError,
-      ...(finalized.durationMs === undefined ? {} : { durationMs: finalized.durationMs }),
-    });
-  }
-
-  /** Runs a prepared call once the engine asks for it, then `afterToolCall`. */
-  async #run(assistantMessage, prepared) {
-    const { toolCall } = prepared;
-    const asked = await this.#slot(this.#asked, toolCall.id).promise;
-    if (!asked) {
-      // The engine settled the call by itself (a limit refused it): its stored result is the call's.
-      const stored = this.#stored.get(toolCall.id);
-      return {
-        toolCall,
-        result: { content: stored?.content ?? [], details: {} },
-        isError: stored?.is_error !== false,
-      };
-    }
-    const executed = await executePrepared(this, prepared, asked.bridge);
-    return finalizeExecuted(this, assistantMessage, prepared, executed);
-  }
-
-  /** pi's batch (`executeToolCalls`), where a call that started early is already under way. */
-  async execute(assistantMessage, toolCalls) {
-    const sequential =
-      this.config.toolExecution === "sequential" ||
-      toolCalls.some((call) => this.tool(call.name)?.executionMode === "sequential");
-    return sequential
-      ? this.#executeSequential(assistantMessage, toolCalls)
-      : this.#executeParallel(assistantMessage, toolCalls);
-  }
-
-  #earlyRun(toolCall) {
-    return this.#startsEarly(toolCall.name) ? this.#awaitEarly(toolCall) : undefined;
-  }
-
-  /** An early call's finalized outcome: its pipeline, once the engine has asked for it. */
-  async #awaitEarly(toolCall) {
-    const asked = await this.#slot(this.#asked, toolCall.id).promise;
-    if (asked) return this.#early.get(toolCall.id);
-    await this.#emitStart(toolCall);
-    const finalized = await this.#run(undefined, { toolCall });
-    await this.#emitEnd(finalized);
-    return finalized;
-  }
-
-  async #executeSequential(assistantMessage, toolCalls) {
-    const finalizedCalls = [];
-    const messages = [];
-    for (const toolCall of toolCalls) {
-      let finalized = await this.#earlyRun(toolCall);
-      if (!finalized) {
-        await this.#emitStart(toolCall);
-        const preparation = await prepareCall(this, assistantMessage, toolCall);
-        finalized =
-          preparation.kind === "immediate"
-            ? { toolCall, result: preparation.result, isError: preparation.isError }
-            : await this.#run(assistantMessage, preparation);
-        await this.#emitEnd(finalized);
-      }
-      const message = toolResultMessage(finalized);
-      await this.#emitMessage(message);
-      finalizedCalls.push(finalized);
-      messages.push(message);
-    }
-    return { messages, terminate: shouldTerminate(finalizedCalls) };
-  }
-
-  async #executeParallel(assistantMessage, toolCalls) {
-    const entries = [];
-    for (const toolCall of toolCalls) {
-      const early = this.#earlyRun(toolCall);
-      if (early) {
-        entries.push(() => early);
-        continue;
-      }
-      await this.#emitStart(toolCall);
-      const preparation = await prepareCall(this, assistantMessage, toolCall);
-      if (preparation.kind === "immediate") {
-        const finalized = { toolCall, result: preparation.result, isError: preparation.isError };
-        await this.#emitEnd(finalized);
-        entries.push(finalized);
-        continue;
-      }
-      entries.push(async () => {
-        if (this.signal?.aborted) {
-          const finalized = { toolCall, result: createErrorToolResult("Operation aborted"), isError: true };
-          await this.#emitEnd(finalized);
-          return finalized;
-        }
-        const finalized = await this.#run(assistantMessage, preparation);
-        await this.#emitEnd(finalized);
-        return finalized;
-      });
-    }
-    const ordered = await Promise.all(entries.map((entry) => (typeof entry === "function" ? entry() : entry)));
-    const messages = [];
-    for (const finalized of ordered) {
-      const message = toolResultMessage(finalized);
-      await this.#emitMessage(message);
-      messages.push(message);
-    }
-    return { messages, terminate: shouldTerminate(ordered) };
-  }
-
-  /** pi's answer to a length-truncated message: no call runs; an early one that already ran keeps its result. */
-  async failTruncated(toolCalls) {
-    const messages = [];
-    for (const toolCall of toolCalls) {
-      let finalized = await this.#earlyRun(toolCall);
-      if (!finalized) {
-        await this.#emitStart(toolCall);
-        finalized = {
-          toolCall,
-          result: createErrorToolResult(
-            `Tool call "${toolCall.name}" was not executed: the response hit the output token limit, so its arguments may be truncated. Re-issue the tool call with complete arguments.`,
-          ),
-          isError: true,
-        };
-        await this.#emitEnd(finalized);
-      }
-      const message = toolResultMessage(finalized);
-      await this.#emitMessage(message);
-      messages.push(message);
-    }
-    return { messages, terminate: false };
-  }
-
-  async #emitMessage(message) {
-    await this.emit({ type: "message_start", message });
-    await this.emit({ type: "message_end", message });
-  }
-}
-
-function deferred() {
-  let resolve;
-  const promise = new Promise((done) => (resolve = done));
-  return { promise, resolve };
 }

@@ -1,0 +1,84 @@
+// One tool call of a drop-in turn: the record both the engine's side (it asks for the call, or settles it itself) and
+// pi's side (the call's pipeline) read and write, keyed by the engine's id of the call.
+
+import { engineResult } from "../results.js";
+
+function deferred() {
+  let resolve;
+  const promise = new Promise((done) => (resolve = done));
+  return { promise, resolve };
+}
+
+/** A call of a turn, from its seal (or its place in the final message) to its one result. */
+export class Call {
+  /** The engine's letter once it asks for the call (`{ bridge }`), or `null` once it settled the call itself. */
+  #asked = deferred();
+  /** The call's result for the engine, once it is final. */
+  #answer = deferred();
+  #bridge;
+  #ended = false;
+
+  /** The engine's id of the call (pi's, unless pi's was missing or repeated). */
+  id;
+  /** pi's tool call: as sealed by its `toolcall_end`, then as the final message holds it when the batch runs it. */
+  toolCall;
+  /** Sealed by its own `toolcall_end`, of a tool that starts early: it runs when the engine asks for it. */
+  early = false;
+  /** An early call's pipeline, started when the engine asked for it. */
+  pipeline;
+  /** The arguments as validated at the seal (`{ arguments, args }` or `{ arguments, error }`), taken once. */
+  #validated;
+  /** The tool result the engine stored without asking for the call (a limit refused it), when it did. */
+  stored;
+
+  constructor(id) {
+    this.id = id;
+  }
+
+  /** The engine asks for the call (its owner is durable): resolves to the call's result for the store. */
+  ask(bridge) {
+    this.#bridge = bridge;
+    this.#asked.resolve({ bridge });
+    return this.#answer.promise;
+  }
+
+  /** Resolves to the engine's letter (`{ bridge }`), or to `null` when the engine settled the call without asking. */
+  asked() {
+    return this.#asked.promise;
+  }
+
+  /** The engine stored `message` as the call's result without asking for it, or its run ended (no message). */
+  settledByEngine(message) {
+    if (message) this.stored = message;
+    this.#asked.resolve(null);
+  }
+
+  /** Keeps the arguments validated at the call's seal. */
+  keepValidated(entry) {
+    this.#validated = entry;
+  }
+
+  /** The validation made at the seal, when it was of exactly these `args`; taken once. */
+  takeValidated(args) {
+    const entry = this.#validated;
+    this.#validated = undefined;
+    return entry && entry.arguments === args ? entry : undefined;
+  }
+
+  /** Whether the call has its result. */
+  get ended() {
+    return this.#ended;
+  }
+
+  /**
+   * The call's end, its one verb: the engine gets its result at once (a sequential call after it starts on it), or
+   * when it asks. A second end is ignored.
+   */
+  end(finalized) {
+    if (this.#ended) return;
+    this.#ended = true;
+    const result = engineResult(finalized.result, finalized.isError);
+    this.#bridge?.answer?.(result);
+    this.#answer.resolve(result);
+  }
+}
