@@ -22,7 +22,8 @@ export function createDispatcher(getEngine, handlers) {
     try {
       text = JSON.stringify(body);
     } catch (error) {
-      text = JSON.stringify({ error: `the answer is not serializable: ${messageOf(error)}` });
+      // The engine names what was expected of the answer.
+      text = JSON.stringify({ unreadable: `a value JSON cannot hold (${messageOf(error)})` });
     }
     engine.settle(id, text ?? JSON.stringify({ ok: null }));
   };

@@ -9,7 +9,19 @@ export function toResult(value) {
   if (typeof value === "object" && typeof value.content === "string") {
     return { ...value, content: [{ type: "text", text: value.content }] };
   }
-  return { content: [{ type: "text", text: JSON.stringify(value) }] };
+  const text = jsonOf(value);
+  // A value JSON cannot hold (a symbol, a function, a BigInt) crosses as it is: the engine names it in the call's
+  // error result, with what a tool may return.
+  return text === undefined ? value : { content: [{ type: "text", text }] };
+}
+
+/** The JSON text of `value`, or `undefined` when JSON cannot hold it. */
+function jsonOf(value) {
+  try {
+    return JSON.stringify(value);
+  } catch {
+    return undefined;
+  }
 }
 
 /** An error result with `message`. */

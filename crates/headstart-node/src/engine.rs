@@ -6,18 +6,59 @@ use headstart::store::StoreError;
 use headstart::{
     CancellationToken, Clock, EngineConfig, ExecutionMode, Hooks, RecoveryPolicy, SessionId, Toolbox, UserMessage,
 };
+use headstart_host::{Host, HostHook, HostTool, HostToolSpec};
 use headstart_postgres::SessionLocksAt;
 use headstart_providers::feed::convert_options;
 use headstart_providers::{Feed, FeedFormat};
 use napi_derive::napi;
+use serde::Deserialize;
 use serde_json::Value;
 
 use crate::bridge::{Bridge, Dispatch};
-use crate::hook::JsHook;
 use crate::response::NativeResponse;
 use crate::store::NativeStore;
-use crate::tool::JsTool;
 use crate::{js_error, one_of};
+
+/// The engine's options, as the package's `Engine` gives them (JSON).
+#[derive(Debug, Default, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+struct EngineOptions {
+    /// `parallel` (the default) or `sequential`.
+    tool_execution: Option<String>,
+    /// Whether early tools start at their seal (the default) or with the batch.
+    early_execution: Option<bool>,
+    /// How many bodies may run at once: absent, the engine's default; `null`, no bound.
+    #[serde(default, deserialize_with = "present")]
+    max_in_flight: Option<Option<u64>>,
+    /// How many model requests one agent run may make.
+    max_requests: Option<u32>,
+    /// JavaScript has a `beforeToolCall` hook.
+    #[serde(default)]
+    before_tool_call: bool,
+    /// JavaScript has an `afterToolCall` hook.
+    #[serde(default)]
+    after_tool_call: bool,
+}
+
+/// A field that is `Some` whenever present, `null` included.
+fn present<'de, D: serde::Deserializer<'de>>(deserializer: D) -> Result<Option<Option<u64>>, D::Error> {
+    Option::<u64>::deserialize(deserializer).map(Some)
+}
+
+/// How one response is opened ([`NativeEngine::open`]).
+#[napi(object)]
+pub struct OpenOptions {
+    /// The stream's format: `headstart` (the default), a wire format, or `sse-` and a wire format.
+    pub format: Option<String>,
+    /// The Chat Completions sealing rule (`complete`, the default; `next-index`; `finish`).
+    pub seal: Option<String>,
+    /// A file the response is appended to, as a recording.
+    pub record: Option<String>,
+    /// User messages to append to the session first, in order.
+    pub users: Option<Vec<String>>,
+    /// Create the session first, under its id (from [`NativeEngine::new_session_id`]).
+    pub create: Option<bool>,
+}
 
 /// The engine over one store, with the JavaScript tools of its spec.
 #[napi]
@@ -29,58 +70,52 @@ pub struct NativeEngine {
 
 #[napi]
 impl NativeEngine {
-    /// An engine over `store` with the tools of `tools` (a JSON array of tool specs, see [`JsTool::from_spec`]) and
-    /// the options of `options` (JSON: `toolExecution` `parallel`|`sequential`, `earlyExecution`, `maxInFlight`,
-    /// `maxRequests`, `beforeToolCall`, `afterToolCall` as booleans: whether the hook exists). Every request to
-    /// JavaScript (a call, a hook) goes to `dispatch` as a JSON letter.
+    /// An engine over `store` with the tools of `tools` (the JSON array of their specs,
+    /// [`HostToolSpec`]s: `{name, description, parameters, early, providerAsync, idempotent, sequential,
+    /// timeoutMs, conflictKey}`, all but `name` optional) and the options of `options` (JSON: `toolExecution`
+    /// `parallel`|`sequential`, `earlyExecution`, `maxInFlight` (a number, or `null` for no bound), `maxRequests`,
+    /// and `beforeToolCall`, `afterToolCall`: whether the hook exists). Every ask of JavaScript (a call, a hook) goes
+    /// to `dispatch` as a JSON letter.
     #[napi(constructor)]
     pub fn new(store: &NativeStore, tools: String, options: String, dispatch: Dispatch) -> napi::Result<Self> {
         let bridge = Arc::new(Bridge::new(dispatch));
+        let host = Arc::clone(&bridge) as Arc<dyn Host>;
         let specs: Vec<Value> = serde_json::from_str(&tools)
             .map_err(|error| js_error(format!("the tools are not a JSON array: {error}")))?;
-        let options: Value =
-            serde_json::from_str(&options).map_err(|error| js_error(format!("the options are not JSON: {error}")))?;
+        let options: EngineOptions =
+            serde_json::from_str(&options).map_err(|error| js_error(format!("the engine's options: {error}")))?;
         let mut toolbox = Toolbox::new();
-        for spec in &specs {
-            let tool = JsTool::from_spec(spec, Arc::clone(&bridge)).map_err(js_error)?;
-            toolbox.register(tool).map_err(js_error)?;
+        for spec in specs {
+            let spec = HostToolSpec::from_json(spec).map_err(js_error)?;
+            toolbox
+                .register(HostTool::new(spec, Arc::clone(&host)).map_err(js_error)?)
+                .map_err(js_error)?;
         }
-        let flag = |key: &str, default: bool| options.get(key).and_then(Value::as_bool).unwrap_or(default);
         let mode = one_of(
             "toolExecution",
-            options
-                .get("toolExecution")
-                .and_then(Value::as_str)
-                .unwrap_or("parallel"),
+            options.tool_execution.as_deref().unwrap_or("parallel"),
             [
                 ("parallel", ExecutionMode::Parallel),
                 ("sequential", ExecutionMode::Sequential),
             ],
         )?;
-        let max_in_flight = match options.get("maxInFlight") {
+        let max_in_flight = match options.max_in_flight {
             None => Some(headstart::DEFAULT_MAX_IN_FLIGHT),
-            Some(Value::Null) => None,
-            Some(limit) => Some(
-                limit
-                    .as_u64()
-                    .and_then(|limit| usize::try_from(limit).ok())
-                    .ok_or_else(|| js_error(format!("maxInFlight must be a whole number or null, not {limit}")))?,
-            ),
+            Some(limit) => limit.map(|limit| usize::try_from(limit).unwrap_or(usize::MAX)),
         };
         let mut config = EngineConfig::default()
             .tool_execution(mode)
             .max_in_flight(max_in_flight)
-            .early_execution(flag("earlyExecution", true));
-        if let Some(limit) = options.get("maxRequests").and_then(Value::as_u64) {
-            config = config.max_requests(u32::try_from(limit).unwrap_or(u32::MAX));
+            .early_execution(options.early_execution.unwrap_or(true));
+        if let Some(limit) = options.max_requests {
+            config = config.max_requests(limit);
         }
         let mut hooks = Hooks::new();
-        let (before, after) = (flag("beforeToolCall", false), flag("afterToolCall", false));
-        if before || after {
-            hooks.push(JsHook {
-                before,
-                after,
-                bridge: Arc::clone(&bridge),
+        if options.before_tool_call || options.after_tool_call {
+            hooks.push(HostHook {
+                before: options.before_tool_call,
+                after: options.after_tool_call,
+                host,
             });
         }
         let engine = headstart::Engine::builder(Arc::clone(&store.store))
@@ -125,31 +160,32 @@ impl NativeEngine {
         Ok(i64::try_from(seq).unwrap_or(i64::MAX))
     }
 
-    /// Opens one response of `session` read in `format` (`headstart`, a wire format, or `sse-` and a wire format);
-    /// `seal` is the Chat Completions sealing rule, `record` a file the response is appended to. `users` are user
-    /// messages to append to the session first, in order.
+    /// Opens one response of `session` ([`OpenOptions`]: its format, the users' messages to append first, whether to
+    /// create the session first).
     ///
-    /// With `create`, the session is created first, under its id (from [`new_session_id`](Self::new_session_id)).
     /// With `after` (the session's previous response), the opening waits until that response's run has ended,
     /// every result of it stored, so the log stays in order while the next request already goes out; and it fails
     /// if a result could not be stored.
     ///
     /// Returns at once: the feed takes the model's stream from now on, while the engine creates the session,
-    /// appends `users` and finds the request's number off Node's thread, so the model's request need not wait for
-    /// the store. Nothing of the stream is read before all that is durable; a failure there (an unknown session, a
-    /// broken store) is the first `nextBatch`'s rejection.
+    /// appends the users' messages and finds the request's number off Node's thread, so the model's request need not
+    /// wait for the store. Nothing of the stream is read before all that is durable; a failure there (an unknown
+    /// session, a broken store) is the first `nextBatch`'s rejection.
     #[napi]
-    #[allow(clippy::too_many_arguments)]
     pub fn open(
         &self,
         session: String,
-        format: String,
-        seal: Option<String>,
-        record: Option<String>,
-        users: Option<Vec<String>>,
-        create: Option<bool>,
+        options: OpenOptions,
         after: Option<&NativeResponse>,
     ) -> napi::Result<NativeResponse> {
+        let OpenOptions {
+            format,
+            seal,
+            record,
+            users,
+            create,
+        } = options;
+        let format = format.unwrap_or_else(|| "headstart".to_owned());
         let format = FeedFormat::parse(&format).map_err(js_error)?;
         let options = convert_options(seal.as_deref().unwrap_or("complete"), record.as_deref()).map_err(js_error)?;
         let (feed, deltas) = Feed::open(format, &options);

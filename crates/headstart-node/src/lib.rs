@@ -6,21 +6,18 @@
 //!
 //! - [`store`]: opening a store from a location (a SQLite path or a PostgreSQL URL), once, shared by engines; what
 //!   it holds, as JSON.
-//! - [`bridge`]: how the engine, on tokio, asks JavaScript for something (run a tool, a hook) and awaits the answer:
-//!   one thread-safe function per engine carries every request, and JavaScript answers through `settle`.
-//! - [`tool`] and [`hook`]: JavaScript tools and hooks as the engine's [`headstart::Tool`] and
-//!   [`headstart::ToolHook`], over the bridge; [`result`]: a tool result as JavaScript gives it.
+//! - [`bridge`]: the package's [`headstart_host::Host`]: how the engine, on tokio, asks JavaScript for something (run a
+//!   tool, a hook): one thread-safe function per engine carries every ask, and JavaScript answers through `settle`.
+//!   The tools and hooks themselves are the host layer's ([`headstart_host::HostTool`],
+//!   [`headstart_host::HostHook`]).
 //! - [`engine`]: `NativeEngine`, the engine over a store with JavaScript tools; [`response`]: one wrapped response,
 //!   its feed in and its events out, in batches.
 #![deny(missing_docs)]
 
 pub mod bridge;
 pub mod engine;
-pub mod hook;
 pub mod response;
-pub mod result;
 pub mod store;
-pub mod tool;
 
 /// The value `name` stands for among two `choices`, or the error naming both: `<parameter> must be 'a' or 'b', not
 /// "x"` (the text Python's package gives for its two-way options).

@@ -4,47 +4,18 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { spawn } from "node:child_process";
-import { copyFileSync, mkdirSync, mkdtempSync, readFileSync, existsSync } from "node:fs";
+import { copyFileSync, mkdirSync, existsSync } from "node:fs";
 import { join, dirname } from "node:path";
-import { tmpdir } from "node:os";
 import { fileURLToPath } from "node:url";
 import { Type } from "typebox";
 import { resume } from "headstart/pi";
 import { inspect } from "headstart";
+import { crashedSession, lines } from "./crashing.mjs";
 
 const here = dirname(fileURLToPath(import.meta.url));
-const root = process.env.HEADSTART_SCRATCH ?? tmpdir();
-mkdirSync(root, { recursive: true });
-
-function lines(path) {
-  return existsSync(path) ? readFileSync(path, "utf8").split("\n").filter(Boolean) : [];
-}
-
-/** Polls `check` until it is true; a bound on the wait, not a timing the test depends on. */
-async function until(check, what, ms = 30_000) {
-  const deadline = Date.now() + ms;
-  while (!check()) {
-    if (Date.now() > deadline) throw new Error(`${what} did not happen within ${ms} ms`);
-    await new Promise((done) => setTimeout(done, 20));
-  }
-}
 
 test("kill -9 while early tools run, then resume: one result per call, interrupted where not idempotent, nothing run twice", async (t) => {
-  const dir = mkdtempSync(join(root, "crash-"));
-  const store = join(dir, "agent.db");
-  const effects = join(dir, "effects.txt");
-  const child = spawn(process.execPath, [join(here, "crash-child.mjs"), store, effects], {
-    stdio: ["ignore", "pipe", "inherit"],
-    env: process.env,
-  });
-  t.after(() => child.kill("SIGKILL"));
-  let out = "";
-  child.stdout.on("data", (chunk) => (out += chunk));
-  await until(() => lines(effects).length === 2, "both early tools' effects");
-  const session = /session (\S+)/.exec(out)?.[1];
-  assert.ok(session, `the child said its session: ${out}`);
-  child.kill("SIGKILL");
-  await new Promise((done) => (child.exitCode !== null || child.signalCode !== null ? done() : child.once("exit", done)));
+  const { dir, store, effects, session } = await crashedSession(t);
 
   // Four resumers at once on a copy of the crash (property 5, docs/reliability.md): one takes the session's lock
   // and runs the idempotent lookup again, once; the others are refused with the holder's name, and write nothing.

@@ -1,13 +1,13 @@
-// The drop-in's durable side: the store a loop writes, an engine per tool set, and the session of a loop.
+// The drop-in's durable side: the store a loop writes, and the session of a loop, with its engines (one per tool set
+// the loop runs with), whose asks go to the loop's turn.
 
 import { randomUUID } from "node:crypto";
 import { existsSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 
-import { native } from "../native.js";
-import { createDispatcher, messageOf } from "../bridge.js";
-import { openStore } from "../engine.js";
+import { messageOf } from "../bridge.js";
+import { Engine } from "../engine.js";
 import { engineResult, errorResult, toResult } from "../results.js";
 import { textOf } from "./convert.js";
 
@@ -45,37 +45,22 @@ function specOfPiTool(tool) {
   };
 }
 
-/** Loops in progress, by session: where the engine's letters for a session's calls go. */
-export const active = new Map();
-/** Engines by store and tool set. */
-const engines = new Map();
-
-export async function engineFor(storeLocation, durability, tools, toolExecution, earlyExecution) {
-  const specs = tools.map(specOfPiTool);
-  const options = { toolExecution: toolExecution === "sequential" ? "sequential" : "parallel", earlyExecution };
-  const key = JSON.stringify([storeLocation, durability, specs, options]);
-  let engine = engines.get(key);
-  if (!engine) {
-    engine = openStore(storeLocation, { durability }).then((store) => {
-      let built;
-      const dispatch = createDispatcher(() => built, {
-        call: (letter, context) => {
-          const loop = active.get(letter.sessionId);
-          if (loop) return loop.onCall(letter, context);
-          // No loop of this process holds the session: a recovery running an idempotent call again.
-          return recoveryCall(tools, letter, context);
-        },
-      });
-      built = new native.NativeEngine(store, JSON.stringify(specs), JSON.stringify(options), dispatch);
-      return { engine: built, store };
-    });
-    engines.set(key, engine);
-    engine.catch(() => engines.delete(key));
-  }
-  return engine;
+/**
+ * An engine over `store` for pi's `tools`, whose calls `onCall` runs (pi runs them through its steps, the engine only
+ * decides when they may start).
+ */
+export function openEngine(store, { durability, tools, toolExecution, earlyExecution, onCall }) {
+  return Engine.open(store, {
+    tools: tools.map(specOfPiTool),
+    onCall,
+    durability,
+    toolExecution: toolExecution === "sequential" ? "sequential" : "parallel",
+    earlyExecution,
+  });
 }
 
-async function recoveryCall(tools, letter, { signal, onUpdate }) {
+/** Runs a call of one of pi's `tools` as recovery asks for it (an idempotent call run again): its result, never a throw. */
+export async function runRecovered(tools, letter, { signal, onUpdate }) {
   const tool = tools.find((candidate) => candidate.name === letter.tool);
   if (!tool) return errorResult(`Tool ${letter.tool} not found`);
   try {
@@ -85,14 +70,18 @@ async function recoveryCall(tools, letter, { signal, onUpdate }) {
   }
 }
 
-/** A session of a loop: where its transcript goes. */
+/** A session of a loop: where its transcript goes, and the engines its responses are wrapped by. */
 export class Session {
   /** User messages recorded and not written yet. */
   #users = [];
+  /** The loop's engines by tool set (`prepareNextTurn` may change the tools): promises of them. */
+  #engines = new Map();
   /** The engine of the session's last response or record: what `flush` writes with. */
   #engine;
   /** The session has its id and is not created yet: the first response's opening creates it. */
   #uncreated = false;
+  /** The response being run (a `Turn`): where the engines' asks for calls go. */
+  turn;
 
   constructor(config) {
     this.location = config.store ?? ephemeralStore();
@@ -102,14 +91,23 @@ export class Session {
     this.earlyExecution = config.earlyExecution !== false;
   }
 
+  /** The engine for `context`'s tools and `config`'s tool execution, opened once per loop. */
   async engine(context, config) {
-    const { engine } = await engineFor(
-      this.location,
-      this.durability,
-      context.tools ?? [],
-      config.toolExecution,
-      this.earlyExecution,
-    );
+    const tools = context.tools ?? [];
+    const key = JSON.stringify([tools.map(specOfPiTool), config.toolExecution]);
+    let opening = this.#engines.get(key);
+    if (!opening) {
+      opening = openEngine(this.location, {
+        durability: this.durability,
+        tools,
+        toolExecution: config.toolExecution,
+        earlyExecution: this.earlyExecution,
+        onCall: (letter, context) => this.#onCall(letter, context),
+      });
+      this.#engines.set(key, opening);
+      opening.catch(() => this.#engines.delete(key));
+    }
+    const engine = await opening;
     this.#engine = engine;
     if (!this.id) {
       // Named now, created with the first response (`takeCreation`), so the first request does not wait for it.
@@ -118,6 +116,12 @@ export class Session {
       this.onSession?.(this.id);
     }
     return engine;
+  }
+
+  /** The engine asks for a call of the loop: the turn running the response answers. */
+  #onCall(letter, context) {
+    if (this.turn) return this.turn.onCall(letter, context);
+    return errorResult("no loop runs the session's response (it ended)");
   }
 
   /** Whether the response opened now creates the session (the first one does); it is taken once. */
@@ -155,4 +159,3 @@ export class Session {
     for (const text of users) await this.#engine.appendUser(this.id, text);
   }
 }
-

@@ -2,7 +2,7 @@
 // pi messages.
 
 import { piBlockOf, piStop, piToolResultOf, piUsage, textOf } from "./convert.js";
-import { engineFor } from "./durable.js";
+import { openEngine, runRecovered } from "./durable.js";
 
 /**
  * Resumes a session after a crash: every call the transcript admitted without a result gets one (`policy`
@@ -12,10 +12,14 @@ import { engineFor } from "./durable.js";
 export async function resume({ store, storeSessionId: sessionId, tools = [], policy = "fail", durability }) {
   if (typeof store !== "string" || store === "") throw new TypeError("resume needs the store the session is in");
   if (typeof sessionId !== "string" || sessionId === "") throw new TypeError("resume needs the storeSessionId to resume");
-  const { engine, store: opened } = await engineFor(store, durability ?? "full", tools, "parallel", true);
-  const recovered = JSON.parse(await engine.recover(sessionId, policy));
-  const log = JSON.parse(await opened.loadLog(sessionId));
-  return { messages: piMessages(log), recovered };
+  // An engine of its own: recovery runs these tools, whatever other engines of the process run.
+  const engine = await openEngine(store, {
+    durability: durability ?? "full",
+    tools,
+    onCall: (letter, context) => runRecovered(tools, letter, context),
+  });
+  const recovered = await engine.recover(sessionId, policy);
+  return { messages: piMessages(await engine.log(sessionId)), recovered };
 }
 
 /**

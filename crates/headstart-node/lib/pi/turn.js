@@ -5,7 +5,7 @@
 
 import { validateToolArguments } from "@earendil-works/pi-ai";
 
-import { active, isEarly } from "./durable.js";
+import { isEarly } from "./durable.js";
 import { Call } from "./call.js";
 import { runEarlyToolCall } from "./execute.js";
 import { PiFeed } from "./feed.js";
@@ -66,17 +66,13 @@ export class Turn {
    */
   static async open(session, context, config, signal, emit, previous) {
     const engine = await session.engine(context, config);
-    const response = engine.open(
-      session.id,
-      "headstart",
-      null,
-      null,
-      session.takeUsers(),
-      session.takeCreation(),
-      previous?.response ?? null,
-    );
+    const response = engine.openResponse(session.id, {
+      users: session.takeUsers(),
+      create: session.takeCreation(),
+      after: previous?.response,
+    });
     const turn = new Turn(session, response, context, config, signal, emit, previous);
-    active.set(session.id, turn);
+    session.turn = turn;
     return turn;
   }
 
@@ -227,16 +223,20 @@ export class Turn {
       call.end({ toolCall: call.toolCall, result: createErrorToolResult(LOOP_ENDED), isError: true });
     }
     if (failed) this.response.cancel();
-    if (active.get(this.session.id) === this) active.delete(this.session.id);
+    if (this.session.turn === this) this.session.turn = undefined;
   }
 
   /**
-   * Waits until every call that started early has its result (in memory: the engine may still be storing it);
-   * rejects with the first failure of their pipelines (a listener or a hook of the loop threw).
+   * Waits until every call that started early has its result (in memory: the engine may still be storing it), and
+   * every orphan was answered; rejects with the first failure of their pipelines (a listener or a hook of the loop
+   * threw).
    */
   async finished() {
     const pipelines = [...this.#calls.values()].flatMap((call) => (call.pipeline ? [call.pipeline] : []));
-    const outcomes = await Promise.allSettled(pipelines);
+    // A call the final message dropped is answered when the engine asks (at the response's end): the turn is over
+    // once it has been, so that no ask of this response reaches the next.
+    const orphans = [...(this.#ending?.orphans ?? [])].map((id) => this.#call(id).asked());
+    const outcomes = await Promise.allSettled([...pipelines, ...orphans]);
     const failed = outcomes.find((outcome) => outcome.status === "rejected");
     if (failed) throw failed.reason;
   }

@@ -1,0 +1,29 @@
+// Stores: opened once per location, durability and access in a process; what one holds (`inspect`).
+
+import { native } from "./native.js";
+
+const stores = new Map();
+
+/**
+ * The open store at `location` (a SQLite path or a PostgreSQL URL), opened once per location, durability and
+ * access in this process.
+ */
+export function openStore(location, { durability = "full", write = true } = {}) {
+  if (typeof location !== "string" || location === "") {
+    throw new TypeError("a store is a SQLite file path or a postgresql:// URL (a non-empty string)");
+  }
+  const key = `${write ? "w" : "r"}:${durability}:${location}`;
+  let opened = stores.get(key);
+  if (!opened) {
+    opened = native.openStore(location, write, durability);
+    stores.set(key, opened);
+    opened.catch(() => stores.delete(key));
+  }
+  return opened;
+}
+
+/** What a store holds: its sessions with their messages, tool runs and figures (`headstart inspect --json`). */
+export async function inspect(store, session) {
+  const opened = await openStore(store, { write: false });
+  return JSON.parse(await opened.inspect(session ?? null));
+}
