@@ -25,5 +25,5 @@ pub mod tool;
 pub use answer::{AfterAnswer, BeforeAnswer, ToolAnswer};
 pub use ask::{ask, Ask, CallAsk, Host, HostFailure, Reply};
 pub use hook::HostHook;
-pub use spec::{ConflictKey, HostToolSpec, SpecError};
+pub use spec::{Amount, ConflictKey, HostToolSpec, SpecError};
 pub use tool::HostTool;

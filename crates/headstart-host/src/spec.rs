@@ -31,13 +31,42 @@ pub struct HostToolSpec {
     /// Its calls fence their batch and run one at a time.
     #[serde(default)]
     pub sequential: bool,
-    /// Milliseconds before a call's body is cancelled and the call fails; none when absent.
+    /// Milliseconds before a call's body is cancelled and the call fails (JavaScript's unit); none when absent.
     #[serde(default, alias = "timeout_ms")]
-    pub timeout_ms: Option<f64>,
+    pub timeout_ms: Option<Amount>,
+    /// The same in seconds (Python's unit); at most one of the two.
+    #[serde(default)]
+    pub timeout: Option<Amount>,
     /// Calls with equal keys run in source order (contract §4.5): the name of an argument (one the parameters list
     /// under `properties`), whose value is the key, or else a fixed key every call has.
     #[serde(default, alias = "conflict_key")]
     pub conflict_key: Option<String>,
+}
+
+/// A number of a spec: a JSON number, or the text of one JSON cannot hold (`inf`, `nan`, as Python writes them),
+/// which the reader refuses by name.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(untagged)]
+pub enum Amount {
+    /// A number.
+    Number(f64),
+    /// The text of a number.
+    Text(String),
+}
+
+impl Amount {
+    /// The duration of this many `unit`s (a negative amount is no time at all), or how it is shown when it is not
+    /// a finite number, or too large.
+    fn duration(&self, unit: f64) -> Result<Duration, String> {
+        let (number, shown) = match self {
+            Amount::Number(number) => (*number, format!("{number:?}")),
+            Amount::Text(text) => (text.trim().parse().unwrap_or(f64::NAN), text.clone()),
+        };
+        if !number.is_finite() {
+            return Err(shown);
+        }
+        Duration::try_from_secs_f64(number.max(0.0) * unit).map_err(|_| shown)
+    }
 }
 
 /// How a tool's calls are keyed for conflicts (contract §4.5).
@@ -94,14 +123,24 @@ impl HostToolSpec {
                 "tool {name}: parameters must be a JSON Schema object, not {parameters}"
             )));
         }
-        let timeout = match self.timeout_ms {
-            None => None,
-            // A negative timeout is no time at all; an infinite, NaN or out-of-range one is the caller's error.
-            Some(ms) => Some(Duration::try_from_secs_f64(ms.max(0.0) / 1000.0).map_err(|_| {
+        // An infinite, NaN or out-of-range timeout is the caller's error, named in the caller's unit.
+        let timeout = match (self.timeout_ms, self.timeout) {
+            (None, None) => None,
+            (Some(ms), None) => Some(ms.duration(0.001).map_err(|shown| {
                 SpecError(format!(
-                    "tool {name}: the timeout must be a finite duration, not {ms} ms"
+                    "tool {name}: timeoutMs must be a finite number of milliseconds, not {shown}"
                 ))
             })?),
+            (None, Some(seconds)) => Some(seconds.duration(1.0).map_err(|shown| {
+                SpecError(format!(
+                    "tool {name}: timeout must be a finite number of seconds, not {shown}"
+                ))
+            })?),
+            (Some(_), Some(_)) => {
+                return Err(SpecError(format!(
+                    "tool {name}: a timeout in milliseconds or in seconds, not both"
+                )))
+            }
         };
         let conflict_key = self.conflict_key.map(|key| {
             let is_argument = parameters

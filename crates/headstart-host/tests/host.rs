@@ -119,9 +119,13 @@ fn a_spec_reads_the_same_in_either_language_and_keys_conflicts_by_argument_or_fi
     );
     let py = spec(
         json!({"name": "write", "parameters": parameters, "provider_async": true, "sequential": true,
-        "idempotent": true, "timeout_ms": 1500.0, "conflict_key": "path"}),
+        "idempotent": true, "timeout": 1.5, "conflict_key": "path"}),
     );
-    assert_eq!(js, py);
+    assert_eq!(
+        js.clone().into_spec(),
+        py.into_spec(),
+        "each language's spellings and unit"
+    );
     let (tool, key) = js.into_spec().expect("valid");
     assert!(
         tool.early && tool.provider_async && tool.idempotent,
@@ -155,9 +159,24 @@ fn a_spec_the_engine_cannot_take_is_an_error_naming_the_tool() {
     assert!(
         error(json!({"name": "t", "parameters": [1]})).starts_with("tool t: parameters must be a JSON Schema object")
     );
-    assert!(
-        error(json!({"name": "t", "timeoutMs": 1e300})).starts_with("tool t: the timeout must be a finite duration")
+    assert_eq!(
+        error(json!({"name": "t", "timeoutMs": 1e300})),
+        "tool t: timeoutMs must be a finite number of milliseconds, not 1e300"
     );
+    assert_eq!(
+        error(json!({"name": "t", "timeout": 1e300})),
+        "tool t: timeout must be a finite number of seconds, not 1e300"
+    );
+    assert_eq!(
+        error(json!({"name": "t", "timeout": "inf"})),
+        "tool t: timeout must be a finite number of seconds, not inf",
+        "Python's infinity, which JSON cannot hold, comes as its text"
+    );
+    assert_eq!(
+        error(json!({"name": "t", "timeout": "nan"})),
+        "tool t: timeout must be a finite number of seconds, not nan"
+    );
+    assert!(error(json!({"name": "t", "timeout": 1, "timeoutMs": 1000})).ends_with("not both"));
     let unreadable = HostToolSpec::from_json(json!({"name": 5}))
         .expect_err("refused")
         .to_string();

@@ -109,7 +109,7 @@ def test_the_schema_comes_from_the_signature() -> None:
     assert read.parameters["properties"]["limit"]["type"] == "integer"
     assert "ctx" not in read.parameters["properties"]
     assert read.parameters["required"] == ["path"]
-    assert read.conflict_key_is_argument
+    assert read.spec()["conflict_key"] == "path" and "path" in read.parameters["properties"]
 
 
 async def test_tool_specs_are_the_formats_own(db: str) -> None:

@@ -3,7 +3,9 @@
 
 use headstart::store::owner::OwnershipError;
 use headstart::store::Durability;
+use headstart_host::{Host, HostHook, HostTool, HostToolSpec};
 use headstart_postgres::SessionLocksAt;
+use std::collections::HashMap;
 use std::sync::Arc;
 
 use headstart::{
@@ -18,11 +20,10 @@ use crate::errors::{store_error, ConfigError, SessionBusy};
 use crate::events::Events;
 use crate::feed::{convert_options, Feed};
 use crate::home::Home;
-use crate::hook::PyHook;
-use crate::json::{to_python, Json};
+use crate::host::PyHost;
+use crate::json::{from_python, to_python, Json};
 use crate::runtime::awaitable;
 use crate::store::{open_store, Access};
-use crate::tool::PyTool;
 
 /// The engine over one store, with its Python tools.
 #[pyclass(module = "headstart._native", frozen)]
@@ -98,10 +99,26 @@ impl Engine {
             ],
         )?;
         let home = Home::new()?;
-        let mut toolbox = Toolbox::new();
+        let mut specs = Vec::with_capacity(tools.len());
+        let mut functions = HashMap::with_capacity(tools.len());
         for tool in &tools {
+            let spec = HostToolSpec::from_json(from_python(&tool.call_method0("spec")?)?)
+                .map_err(|error| ConfigError::new_err(error.to_string()))?;
+            functions.insert(spec.name.clone(), Arc::new(tool.clone().unbind()));
+            specs.push(spec);
+        }
+        let host: Arc<dyn Host> = Arc::new(PyHost {
+            home: home.clone(),
+            tools: functions,
+            before: before_tool_call.as_ref().map(|hook| Arc::new(hook.clone().unbind())),
+            after: after_tool_call.as_ref().map(|hook| Arc::new(hook.clone().unbind())),
+        });
+        let mut toolbox = Toolbox::new();
+        for spec in specs {
+            let tool =
+                HostTool::new(spec, Arc::clone(&host)).map_err(|error| ConfigError::new_err(error.to_string()))?;
             toolbox
-                .register(PyTool::from_python(tool, home.clone())?)
+                .register(tool)
                 .map_err(|error| ConfigError::new_err(error.to_string()))?;
         }
         let config = EngineConfig::default()
@@ -113,10 +130,10 @@ impl Engine {
             .max_pending_calls(max_pending_calls);
         let mut hooks = Hooks::new();
         if before_tool_call.is_some() || after_tool_call.is_some() {
-            hooks.push(PyHook {
-                before: before_tool_call.map(|hook| Arc::new(hook.unbind())),
-                after: after_tool_call.map(|hook| Arc::new(hook.unbind())),
-                home: home.clone(),
+            hooks.push(HostHook {
+                before: before_tool_call.is_some(),
+                after: after_tool_call.is_some(),
+                host,
             });
         }
         let engine = headstart::Engine::builder(open_store(py, store, Access::Write(durability))?)

@@ -7,8 +7,9 @@
 //!
 //! Two runtimes run side by side: asyncio on the caller's thread, tokio on its own threads. Rust futures become
 //! asyncio awaitables (`runtime::awaitable`); a Python tool's coroutine is started on the caller's loop through a
-//! mailbox (`mailbox.rs`: a letter and a one-byte wake-up, no GIL on the engine's side) and its outcome crosses
-//! back as plain data (`outcome.rs`). No tokio worker thread ever waits for the GIL, so a Python thread holding it
+//! mailbox (`mailbox.rs`: a letter and a one-byte wake-up, no GIL on the engine's side) and its answer crosses back
+//! as JSON text (`outcome.rs`). How a tool or hook is asked and its answer read is the host layer's
+//! (`headstart_host`); `host.rs` is only how it reaches Python. No tokio worker thread ever waits for the GIL, so a Python thread holding it
 //! never delays a commit.
 #![warn(missing_docs)]
 
@@ -18,7 +19,7 @@ mod errors;
 mod events;
 mod feed;
 mod home;
-mod hook;
+mod host;
 mod http_model;
 mod inspect;
 mod json;
@@ -33,7 +34,6 @@ mod submit;
 mod task;
 #[cfg(feature = "testing")]
 mod testing;
-mod tool;
 
 use pyo3::prelude::*;
 

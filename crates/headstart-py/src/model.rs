@@ -14,7 +14,6 @@ use futures::{Stream, StreamExt};
 use headstart::core::DeltaStream;
 use headstart::{DeltaEvent, Model, ModelError};
 use pyo3::prelude::*;
-use tokio::sync::oneshot;
 
 use crate::feed::{Feed, Format};
 use crate::home::Home;
@@ -22,6 +21,7 @@ use crate::mailbox::Letter;
 use crate::outcome::CallDone;
 use crate::request::ModelRequest;
 use crate::task::CancelOnDrop;
+use headstart_host::Reply;
 use headstart_providers::ConvertOptions;
 
 /// A Python model callable: `async def model(request: headstart.ModelRequest) -> <the SDK's stream>`.
@@ -52,7 +52,7 @@ impl Model for PyModel {
     async fn stream(&self, request: headstart::ModelRequest) -> Result<DeltaStream, ModelError> {
         let mailbox = self.home.mailbox().map_err(ModelError::new)?;
         let (feed, deltas) = Feed::open(self.format, &self.options);
-        let (sender, receiver) = oneshot::channel();
+        let (reply, receiver) = Reply::channel();
         let id = mailbox.next_id();
         mailbox.send(Letter::Model {
             id,
@@ -63,12 +63,12 @@ impl Model for PyModel {
             },
             format: self.format.name(),
             feed,
-            done: CallDone::new(sender),
+            done: CallDone::new(reply),
         });
         let pump = CancelOnDrop::new(mailbox.clone(), id);
         match receiver.await {
             Ok(Ok(_)) => Ok(Pumped { deltas, _pump: pump }.boxed()),
-            Ok(Err(message)) => Err(ModelError::new(message)),
+            Ok(Err(failure)) => Err(ModelError::new(failure.to_string())),
             Err(_) => Err(ModelError::new("the Python model's task ended without a stream")),
         }
     }

@@ -1,46 +1,42 @@
-//! What crosses back from the loop as plain data: a call's (or a model request's) outcome through [`CallDone`], a
-//! running call's partial results through [`CallUpdates`]. Both are called on the loop's thread and never wait.
+//! What crosses back from the loop as plain data: an answer (a tool's, a hook's, or whether a model gave its stream)
+//! through [`CallDone`], a running call's partial results through [`CallUpdates`]. Both are called on the loop's
+//! thread and never wait.
 
 use std::sync::{Mutex, PoisonError};
 
 use headstart::{ToolOutput, UpdateSink};
+use headstart_host::{HostFailure, Reply};
 use pyo3::prelude::*;
 use serde_json::Value;
-use tokio::sync::oneshot;
 
-/// A call's outcome as the Python side reports it: plain data, no Python object.
-pub(crate) type Outcome = Result<ToolOutput, String>;
-
-/// What the Python side calls once with a call's outcome (`done(ok, text, details_json)`), on the loop's thread.
+/// What the Python side calls once with an answer (`done(ok, payload)`), on the loop's thread.
 #[pyclass(module = "headstart._native", frozen)]
 pub(crate) struct CallDone {
-    sender: Mutex<Option<oneshot::Sender<Outcome>>>,
+    reply: Mutex<Option<Reply>>,
 }
 
 impl CallDone {
-    /// The callback that sends the outcome through `sender`.
-    pub fn new(sender: oneshot::Sender<Outcome>) -> Self {
+    /// The callback that sends the answer through `reply`.
+    pub fn new(reply: Reply) -> Self {
         CallDone {
-            sender: Mutex::new(Some(sender)),
+            reply: Mutex::new(Some(reply)),
         }
     }
 }
 
 #[pymethods]
 impl CallDone {
-    /// Reports the call's outcome: its content text (and `details`, JSON text) when `ok`, else its error message.
-    #[pyo3(signature = (ok, text, details=None))]
-    fn __call__(&self, ok: bool, text: String, details: Option<String>) {
-        let outcome = if ok {
-            let details = details
-                .and_then(|json| serde_json::from_str(&json).ok())
-                .unwrap_or(Value::Null);
-            Ok(ToolOutput::text(text).with_details(details))
-        } else {
-            Err(text)
+    /// Reports the answer: when `ok`, `payload` is its JSON text (none: nothing); else the error's message.
+    #[pyo3(signature = (ok, payload=None))]
+    fn __call__(&self, ok: bool, payload: Option<String>) {
+        let answer = match (ok, payload) {
+            (true, None) => Ok(Value::Null),
+            (true, Some(json)) => serde_json::from_str(&json)
+                .map_err(|error| HostFailure::Unreadable(format!("an answer that is not JSON: {error}"))),
+            (false, message) => Err(HostFailure::Raised(message.unwrap_or_default())),
         };
-        if let Some(sender) = self.sender.lock().unwrap_or_else(PoisonError::into_inner).take() {
-            let _ = sender.send(outcome);
+        if let Some(reply) = self.reply.lock().unwrap_or_else(PoisonError::into_inner).take() {
+            reply.send(answer);
         }
     }
 }

@@ -99,7 +99,7 @@ class Tool:
     idempotent: bool
     sequential: bool
     conflict_key: Optional[str]
-    conflict_key_is_argument: bool
+    """The name of an argument the schema lists (calls with equal values run in order), or a fixed key."""
     timeout: Optional[float]
     is_async: bool
     def __init__(
@@ -117,6 +117,9 @@ class Tool:
         provider_async: bool = False,
     ) -> None: ...
     def __call__(self, *args: Any, **kwargs: Any) -> Any: ...
+    def spec(self) -> dict[str, Any]:
+        """What the engine schedules the tool's calls by (name, description, parameters, flags, timeout in seconds,
+        conflict key), as the engine's host layer reads every language's tools."""
     def arguments(self, arguments: dict[str, Any]) -> dict[str, Any]:
         """The keyword arguments the function is called with, validated against its signature."""
     async def run(self, arguments: dict[str, Any], ctx: ToolContext) -> Any:

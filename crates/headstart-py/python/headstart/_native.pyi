@@ -73,7 +73,7 @@ class Events:
 
 @final
 class CallDone:
-    def __call__(self, ok: bool, text: str, details: Optional[str] = None) -> None: ...
+    def __call__(self, ok: bool, payload: Optional[str] = None) -> None: ...
 
 @final
 class CallUpdates:

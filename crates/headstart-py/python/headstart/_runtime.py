@@ -4,8 +4,8 @@ The engine (on tokio threads) posts letters to its mailbox and wakes the loop wi
 ``install`` makes the loop watch that socket (``loop.add_reader``). The reader callback runs on the loop's thread:
 it starts each call's task (in a copy of the context captured when the run started), cancels one, or resolves a
 run's awaited batch of events with them. An awaitable of the engine (``create_session``, ``recover``, …) has a
-mailbox of its own, which ``resolve_once`` watches until it is done. Outcomes go back as plain data through
-``done(ok, text, details_json)``.
+mailbox of its own, which ``resolve_once`` watches until it is done. Answers go back as JSON text through
+``done(ok, payload)``; the engine's host layer reads them.
 """
 
 from __future__ import annotations
@@ -110,16 +110,16 @@ def _settle(future: "asyncio.Future[Any]", value: Any, error: Optional[BaseExcep
         future.set_exception(error)
 
 
-async def _call(tool: Tool, arguments: str, ctx: ToolContext) -> tuple[str, Optional[str]]:
+async def _call(tool: Tool, arguments: str, ctx: ToolContext) -> str:
     value = await tool.run(json.loads(arguments), ctx)
-    return _content(value)
+    return _result(value)
 
 
-def _content(value: Any) -> tuple[str, Optional[str]]:
-    """What a body returned, as the result's text and its details (JSON text): a string as itself, anything else as
-    its JSON."""
+def _result(value: Any) -> str:
+    """What a body returned, as the JSON text of its result (the host layer's ``ToolAnswer``): a string as its text,
+    anything else as its JSON text, with the value itself as the details."""
     if isinstance(value, str):
-        return value, None
+        return json.dumps({"content": value})
     dump = getattr(value, "model_dump", None)
     if callable(dump):
         value = dump(mode="json")
@@ -127,10 +127,10 @@ def _content(value: Any) -> tuple[str, Optional[str]]:
         text = json.dumps(value)
     except (TypeError, ValueError) as error:
         raise TypeError(f"the tool returned a value that is not JSON-serialisable ({type(value).__name__}): {error}")
-    return text, text
+    return json.dumps({"content": text, "details": value})
 
 
-def _report(task: "asyncio.Task[tuple[str, Optional[str]]]", done: Callable[..., None]) -> None:
+def _report(task: "asyncio.Task[str]", done: Callable[..., None]) -> None:
     if task.cancelled():
         done(False, "cancelled")
         return
@@ -138,8 +138,7 @@ def _report(task: "asyncio.Task[tuple[str, Optional[str]]]", done: Callable[...,
     if error is not None:
         done(False, f"{type(error).__name__}: {error}")
         return
-    text, details = task.result()
-    done(True, text, details)
+    done(True, task.result())
 
 
 async def _model(model: Callable[..., Any], request: Any, format: str, feed: Any, done: Callable[..., None]) -> None:
@@ -156,7 +155,7 @@ async def _model(model: Callable[..., Any], request: Any, format: str, feed: Any
     except Exception as error:
         done(False, f"the model raised {type(error).__name__}: {error}")
         return
-    done(True, "")
+    done(True)
     await pump(stream, feed, format)
 
 
@@ -173,4 +172,4 @@ async def _hook(hook: Callable[..., Any], arguments: list[str], done: Callable[.
     except Exception as error:
         done(False, f"{type(error).__name__}: {error}")
         return
-    done(True, "", text)
+    done(True, text)

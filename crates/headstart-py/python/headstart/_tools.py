@@ -12,6 +12,7 @@ import asyncio
 import enum
 import inspect
 import json
+import math
 import types
 import typing
 from typing import Any, Callable, Optional, Union
@@ -75,12 +76,27 @@ class Tool:
         else:
             schema = _plain_schema(self._parameters, hints)
         self.parameters: dict[str, Any] = schema
-        names = {parameter.name for parameter in self._parameters}
+        # The name of an argument (one the schema lists) or a fixed key: the engine tells which.
         self.conflict_key = conflict_key
-        self.conflict_key_is_argument = conflict_key is not None and conflict_key in names
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         return self.function(*args, **kwargs)
+
+    def spec(self) -> dict[str, Any]:
+        """What the engine schedules the tool's calls by, as the host layer reads every language's tools
+        (``HostToolSpec``): the timeout in seconds, the conflict key as given."""
+        return {
+            "name": self.name,
+            "description": self.description,
+            "parameters": self.parameters,
+            "early": self.early,
+            "provider_async": self.provider_async,
+            "idempotent": self.idempotent,
+            "sequential": self.sequential,
+            # JSON holds no infinity nor NaN: such a timeout goes as its text, which the engine refuses by name.
+            "timeout": self.timeout if self.timeout is None or math.isfinite(self.timeout) else str(self.timeout),
+            "conflict_key": self.conflict_key,
+        }
 
     def __repr__(self) -> str:
         return f"<headstart.Tool {self.name!r}>"
