@@ -5,11 +5,10 @@
 //! same durable calls again (Restate requires a replayed invocation to repeat its commands) without re-asking the
 //! model: the stream that produced the seals died with its attempt.
 
-use headstart::core::model::{AssistantMessage, ContentBlock};
-use headstart::store::{RunOutcome, SessionEnd};
-use headstart::{AgentStop, Arguments, ToolError, ToolOutput, ToolResult, INTERRUPTED};
+use headstart::core::model::AssistantMessage;
+use headstart::store::SessionEnd;
+use headstart::{AgentStop, Arguments};
 use serde::{Deserialize, Serialize};
-use serde_json::Value;
 
 /// One journal entry of a `Session` invocation (every entry is named `step`).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -57,78 +56,6 @@ pub struct CallSpec {
     pub sealed_at_us: Option<i64>,
 }
 
-/// What a call returned, as it crosses from `Tools` back to the session's engine.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(tag = "outcome", rename_all = "snake_case")]
-pub enum CallOutcome {
-    /// The body returned an output.
-    Output {
-        /// The output's content.
-        content: Vec<ContentBlock>,
-        /// The output's details.
-        #[serde(default)]
-        details: Value,
-        /// Whether the output asks the loop to stop.
-        #[serde(default)]
-        terminate: bool,
-    },
-    /// The body failed, or the tool is unknown to the deployment that ran it.
-    Failed {
-        /// The error's text.
-        message: String,
-        /// How the body was stopped when it did not fail on its own (timed out, panicked, cancelled), as the
-        /// engine's body runner says ([`headstart::run_body`]); absent for an ordinary failure.
-        #[serde(default, skip_serializing_if = "Option::is_none")]
-        stopped: Option<RunOutcome>,
-    },
-    /// An earlier attempt of this call may have run the body and died: it is not run again (at most once), and the
-    /// call's result is the interrupted error of contract §7.4.
-    Interrupted,
-}
-
-impl From<ToolResult> for CallOutcome {
-    fn from(result: ToolResult) -> Self {
-        match result {
-            Ok(output) => CallOutcome::Output {
-                content: output.content,
-                details: output.details,
-                terminate: output.terminate,
-            },
-            Err(error) => CallOutcome::Failed {
-                message: error.message,
-                stopped: error.stopped,
-            },
-        }
-    }
-}
-
-impl From<CallOutcome> for ToolResult {
-    fn from(outcome: CallOutcome) -> Self {
-        match outcome {
-            CallOutcome::Output {
-                content,
-                details,
-                terminate,
-            } => Ok(ToolOutput {
-                content,
-                details,
-                terminate,
-            }),
-            CallOutcome::Failed { message, stopped } => Err(ToolError { message, stopped }),
-            CallOutcome::Interrupted => Err(ToolError::new(INTERRUPTED)),
-        }
-    }
-}
-
-impl From<CallOutcome> for headstart::BodyEnd {
-    fn from(outcome: CallOutcome) -> Self {
-        match outcome {
-            CallOutcome::Interrupted => headstart::BodyEnd::Interrupted,
-            returned => headstart::BodyEnd::Returned(returned.into()),
-        }
-    }
-}
-
 impl TurnReport {
     /// How the turn ends its hold on the session in the store: `completed` when its loop stopped as a finished
     /// agent does (completed, terminated by a tool, or at its request limit), else `failed` with the stop.
@@ -156,37 +83,6 @@ pub struct TurnReport {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use headstart::core::model::ContentBlock;
-
-    #[test]
-    fn outcomes_round_trip_through_json_and_back_to_tool_results() {
-        let cases = [
-            CallOutcome::from(Ok::<_, ToolError>(ToolOutput::text("42").with_terminate(true))),
-            CallOutcome::from(Err::<ToolOutput, _>(ToolError::new("no such file"))),
-            CallOutcome::Interrupted,
-        ];
-        let stopped = [RunOutcome::Cancelled, RunOutcome::TimedOut, RunOutcome::Panicked]
-            .map(|how| CallOutcome::from(Err::<ToolOutput, _>(ToolError::stopped(how, format!("{how:?}")))));
-        for outcome in cases.into_iter().chain(stopped.clone()) {
-            let json = serde_json::to_string(&outcome).expect("serialize");
-            let back: CallOutcome = serde_json::from_str(&json).expect("deserialize");
-            assert_eq!(back, outcome);
-        }
-        // How a body was stopped crosses the journal whole, so the engine stores it as it would a live call's.
-        for outcome in stopped {
-            assert_eq!(CallOutcome::from(ToolResult::from(outcome.clone())), outcome);
-        }
-        let output = ToolResult::from(CallOutcome::Output {
-            content: vec![ContentBlock::Text { text: "42".into() }],
-            details: Value::Null,
-            terminate: true,
-        });
-        assert_eq!(output, Ok(ToolOutput::text("42").with_terminate(true)));
-        assert_eq!(
-            ToolResult::from(CallOutcome::Interrupted),
-            Err(ToolError::new(INTERRUPTED))
-        );
-    }
 
     #[test]
     fn a_finished_agent_ends_its_session_completed_and_any_other_stop_failed() {

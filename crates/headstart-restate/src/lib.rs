@@ -40,7 +40,7 @@ pub use client::{new_session_id, RestateClient, RestateError};
 pub use deployment::{Deployment, DEFAULT_TURN_LIMIT};
 #[cfg(feature = "testing")]
 pub use faults::FAULT_VARIABLE;
-pub use journal::{CallOutcome, CallSpec, Seal, Step, TurnReport};
+pub use journal::{CallSpec, Seal, Step, TurnReport};
 pub use session::{Session, TurnRequest};
 pub use tools::Tools;
 pub use watch::watch_failing_calls;

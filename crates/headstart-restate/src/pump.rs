@@ -11,10 +11,10 @@
 use async_trait::async_trait;
 use headstart::layer::ToolMiddleware;
 use headstart::store::{StoreError, Write, WriteFuture, WriteLayer, Written};
-use headstart::{Arguments, Tool, ToolContext, ToolError, ToolResult};
+use headstart::{Arguments, BodyEnd, Tool, ToolContext, ToolError, ToolResult};
 use tokio::sync::{mpsc, oneshot};
 
-use crate::journal::{CallOutcome, CallSpec, Seal};
+use crate::journal::{CallSpec, Seal};
 
 /// What the engine's side asks of the invocation.
 #[derive(Debug)]
@@ -22,7 +22,7 @@ pub(crate) enum Ask {
     /// Journal this seal; answer once the entry is acknowledged (`false`: the journal refused it).
     Seal(Seal, oneshot::Sender<bool>),
     /// Journal the call and issue it to `Tools`; answer with its outcome.
-    Call(CallSpec, oneshot::Sender<CallOutcome>),
+    Call(CallSpec, oneshot::Sender<BodyEnd>),
 }
 
 /// The store layer of the pump: a fragment commit is durable in the journal, then in the store, before it returns.
@@ -103,7 +103,7 @@ impl ToolMiddleware for RestateCalls {
         let (reply, outcome) = oneshot::channel();
         let gone = || ToolError::new("the Restate invocation that owned this call ended before its result came back");
         self.asks.send(Ask::Call(spec, reply)).await.map_err(|_| gone())?;
-        outcome.await.map_err(|_| gone())?.into()
+        outcome.await.map_err(|_| gone())?.into_result()
     }
 }
 

@@ -18,7 +18,7 @@ use futures::StreamExt;
 use headstart::core::model::UserMessage;
 use headstart::layer::Around;
 use headstart::store::{Layered, Lease, SessionSettings, StoreError};
-use headstart::{Agent, AgentEvent, AgentStop, CancellationToken, SessionId, Tool, TranscriptStore};
+use headstart::{Agent, AgentEvent, AgentStop, BodyEnd, CancellationToken, SessionId, Tool, TranscriptStore};
 use restate_sdk::context::DurableFuture;
 use restate_sdk::prelude::*;
 use serde::{Deserialize, Serialize};
@@ -26,7 +26,7 @@ use tokio::sync::mpsc;
 
 use crate::deployment::Deployment;
 use crate::flagged::Ran;
-use crate::journal::{CallOutcome, CallSpec, Step, TurnReport};
+use crate::journal::{CallSpec, Step, TurnReport};
 use crate::pump::{Ask, JournalLayer, RestateCalls};
 use crate::tools::ToolsClient;
 
@@ -232,8 +232,8 @@ impl<'ctx> Turn<'_, 'ctx> {
     async fn settle(&self, mut issued: Calls<'ctx, String>) -> Result<(), HandlerError> {
         let mut ends = Vec::new();
         while let Some((call_id, outcome)) = issued.next().await? {
-            if outcome != CallOutcome::Interrupted {
-                ends.push((call_id, outcome.into()));
+            if outcome != BodyEnd::Interrupted {
+                ends.push((call_id, outcome));
             }
         }
         let engine = self
@@ -331,7 +331,7 @@ impl<'ctx> Turn<'_, 'ctx> {
 }
 
 /// A durable call to `Tools`, as the SDK issues it.
-type ToolsCall<'ctx> = Pin<Box<dyn DurableFuture<Output = Result<Json<CallOutcome>, TerminalError>> + Send + 'ctx>>;
+type ToolsCall<'ctx> = Pin<Box<dyn DurableFuture<Output = Result<Json<BodyEnd>, TerminalError>> + Send + 'ctx>>;
 
 /// The calls an invocation awaits, each with what its outcome goes to.
 ///
@@ -365,16 +365,15 @@ impl<'ctx, T> Calls<'ctx, T> {
     }
 
     /// The next call to end, with its owner; `None` when none is left. `Err` when the invocation was cancelled.
-    async fn next(&mut self) -> Result<Option<(T, CallOutcome)>, TerminalError> {
+    async fn next(&mut self) -> Result<Option<(T, BodyEnd)>, TerminalError> {
         let Some((index, result)) = self.futures.next().await? else {
             return Ok(None);
         };
         let outcome = match result {
             Ok(outcome) => outcome.into_inner(),
-            Err(error) => CallOutcome::Failed {
-                message: format!("the call failed in Restate: {error}"),
-                stopped: None,
-            },
+            Err(error) => BodyEnd::Returned(Err(headstart::ToolError::new(format!(
+                "the call failed in Restate: {error}"
+            )))),
         };
         Ok(self.owners.remove(&index).map(|owner| (owner, outcome)))
     }

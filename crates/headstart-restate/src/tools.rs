@@ -15,12 +15,12 @@
 
 use std::sync::Arc;
 
-use headstart::{SessionId, ToolContext};
+use headstart::{BodyEnd, SessionId, ToolContext, ToolError};
 use restate_sdk::prelude::*;
 
 use crate::deployment::Deployment;
 use crate::flagged::Ran;
-use crate::journal::{CallOutcome, CallSpec};
+use crate::journal::CallSpec;
 
 /// The `Tools` service, bound to a deployment's tools.
 pub struct Tools {
@@ -31,7 +31,7 @@ pub struct Tools {
 impl Tools {
     /// Runs one call's body at most once and returns its outcome.
     #[handler]
-    async fn run_call(&self, ctx: Context<'_>, spec: Json<CallSpec>) -> HandlerResult<Json<CallOutcome>> {
+    async fn run_call(&self, ctx: Context<'_>, spec: Json<CallSpec>) -> HandlerResult<Json<BodyEnd>> {
         let spec = spec.into_inner();
         #[cfg(feature = "testing")]
         if crate::faults::named(crate::faults::Point::FailRunCall) {
@@ -66,10 +66,10 @@ impl Deployment {
     /// The outcome of `spec`'s call in an attempt that journals it: its body's, when this attempt wrote the `started`
     /// marker (`fresh`); interrupted when the marker came from the journal, since an earlier attempt may have run
     /// the body and did not journal its outcome.
-    async fn outcome(&self, spec: CallSpec, fresh: bool) -> CallOutcome {
+    async fn outcome(&self, spec: CallSpec, fresh: bool) -> BodyEnd {
         if !fresh {
             tracing::warn!(call = %spec.call_id, "an earlier attempt of this call may have run its body: interrupted");
-            return CallOutcome::Interrupted;
+            return BodyEnd::Interrupted;
         }
         if let Some(sealed_at_us) = spec.sealed_at_us {
             crate::metrics::body_started(self.clock.now_us() - sealed_at_us);
@@ -80,15 +80,15 @@ impl Deployment {
     /// Runs `spec`'s body with the session's own tools, through the engine's body runner ([`headstart::run_body`]:
     /// its timeout, panics caught, how a body stopped), as the session's engine would run it, minus the scheduling
     /// the engine already did.
-    pub(crate) async fn run_call(&self, spec: CallSpec) -> CallOutcome {
+    pub(crate) async fn run_call(&self, spec: CallSpec) -> BodyEnd {
         let session = SessionId(spec.session.clone());
         let store: Arc<dyn headstart::TranscriptStore> = Arc::clone(&self.store) as _;
         let engine = self.setup.engine(&session, store).build();
         let Some(tool) = engine.toolbox().get(&spec.tool).cloned() else {
-            return CallOutcome::Failed {
-                message: format!("unknown tool `{}` on this deployment", spec.tool),
-                stopped: None,
-            };
+            return BodyEnd::Returned(Err(ToolError::new(format!(
+                "unknown tool `{}` on this deployment",
+                spec.tool
+            ))));
         };
         let mut context = ToolContext::detached(spec.call_id.clone());
         context.session_id = Some(session);

@@ -10,6 +10,7 @@ use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 use tracing::Instrument;
 
+use crate::body_end::BodyEnd;
 use crate::clock::{Clock, SystemClock};
 use crate::config::EngineConfig;
 use crate::context_cache::{ContextCache, SessionContext};
@@ -17,7 +18,7 @@ use crate::events::outbox::Outbox;
 use crate::events::queue::EventStream;
 use crate::parts::EngineParts;
 pub use crate::parts::TurnIdSource;
-use crate::recovery::{recover_with_tools, BodyEnd, RecoveredCall, RecoveryPolicy};
+use crate::recovery::{recover_with_tools, RecoveredCall, RecoveryPolicy};
 use crate::response::drive::{drive_response, DrivenResponse};
 use crate::response::lease_guard::LeaseGuard;
 use crate::response::telemetry::ChatSpan;

@@ -83,6 +83,7 @@
 #![warn(missing_docs)]
 
 mod agent;
+mod body_end;
 mod clock;
 mod config;
 mod context_cache;
@@ -103,6 +104,7 @@ pub use headstart_store as store;
 pub use schemars;
 
 pub use agent::Agent;
+pub use body_end::BodyEnd;
 pub use clock::{Clock, SystemClock, TokioClock};
 pub use config::{
     AsyncDelivery, EngineConfig, ExecutionMode, DEFAULT_CACHED_CONTEXTS, DEFAULT_MAX_CALLS_PER_RESPONSE,
@@ -114,8 +116,7 @@ pub use events::event::TurnOutcome;
 pub use events::event::{AgentEvent, AgentStop, ResponseOutcome, Role};
 pub use events::queue::{Emitted, EventStream};
 pub use recovery::{
-    expects_answer, recover_all, recover_session, BodyEnd, RecoveredCall, RecoveryAction, RecoveryPolicy, Resumed,
-    INTERRUPTED,
+    expects_answer, recover_all, recover_session, RecoveredCall, RecoveryAction, RecoveryPolicy, Resumed, INTERRUPTED,
 };
 pub use response::ending::{CANCELLED_BY_CALLER, MISSING_TERMINAL};
 pub use response::execute::run_body;

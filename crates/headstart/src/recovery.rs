@@ -13,6 +13,7 @@ use headstart_store::{RunEnd, RunOutcome, RunState, SessionId, StoreError, Trans
 use serde::Serialize;
 use tokio_util::sync::CancellationToken;
 
+use crate::body_end::BodyEnd;
 use crate::events::queue::EventStream;
 use crate::parts::EngineParts;
 use crate::response::execute::{execute, finalize};
@@ -47,14 +48,14 @@ pub enum RecoveryAction {
     Settled,
 }
 
-/// How a call's body ended where a host ran it, outside the engine's own execution (Restate's `Tools` service
-/// journals it): what a crash kept that the store did not get.
-#[derive(Debug)]
-pub enum BodyEnd {
-    /// The body returned this.
-    Returned(crate::ToolResult),
-    /// The body may have begun, and how it ended is unknown: the call is recovered as any other (contract §7.4).
-    Interrupted,
+impl BodyEnd {
+    /// The call's result: what the body returned, or the [`INTERRUPTED`] error of contract §7.4.
+    pub fn into_result(self) -> crate::tools::tool::ToolResult {
+        match self {
+            BodyEnd::Returned(result) => result,
+            BodyEnd::Interrupted => Err(crate::tools::error::ToolError::new(INTERRUPTED)),
+        }
+    }
 }
 
 /// One recovered call.
@@ -315,7 +316,14 @@ mod tests {
     use headstart_core::{AssistantMessage, ContentBlock, Message, StopReason, ToolArguments, ToolCall};
     use headstart_core::{ToolResultMessage, Usage, UserMessage};
 
-    use super::expects_answer;
+    use super::{expects_answer, BodyEnd, INTERRUPTED};
+
+    #[test]
+    fn an_interrupted_body_end_is_the_interrupted_result() {
+        assert_eq!(BodyEnd::Interrupted.into_result().unwrap_err().message, INTERRUPTED);
+        let returned = BodyEnd::Returned(Ok(crate::ToolOutput::text("x")));
+        assert_eq!(returned.into_result(), Ok(crate::ToolOutput::text("x")));
+    }
 
     fn response(stop_reason: StopReason, with_call: bool) -> Message {
         let mut content = vec![ContentBlock::text("…")];

@@ -6,7 +6,7 @@ use std::sync::Arc;
 use headstart_core::Model;
 use headstart_store::{SessionId, SessionSettings, TranscriptStore};
 
-use crate::EngineBuilder;
+use crate::engine::EngineBuilder;
 
 /// How an application runs its sessions: the engine (tools, hooks, configuration) and the model of each session a
 /// host runs for it. The host sets the builder's store (a handle that is its own: a lease's fenced handle on a
