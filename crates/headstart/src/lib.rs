@@ -89,6 +89,7 @@ mod config;
 mod context_cache;
 mod engine;
 mod events;
+mod lease;
 pub mod metrics;
 mod parts;
 mod pending;
@@ -115,12 +116,13 @@ pub use engine::{Engine, EngineBuilder, TurnIdSource};
 pub use events::event::TurnOutcome;
 pub use events::event::{AgentEvent, AgentStop, ResponseOutcome, Role};
 pub use events::queue::{Emitted, EventStream};
+pub use lease::LeaseGuard;
 pub use recovery::{
     expects_answer, recover_all, recover_session, RecoveredCall, RecoveryAction, RecoveryPolicy, Resumed, INTERRUPTED,
 };
 pub use response::ending::{CANCELLED_BY_CALLER, MISSING_TERMINAL};
 pub use response::execute::run_body;
-pub use response::lease_guard::{LeaseGuard, LEASE_MAY_HAVE_EXPIRED};
+pub use response::lease_guard::LEASE_MAY_HAVE_EXPIRED;
 pub use session_setup::SessionSetup;
 pub use stream_ext::ModelStreamExt;
 #[allow(deprecated)]

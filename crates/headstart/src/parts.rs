@@ -7,7 +7,7 @@ use headstart_store::TranscriptStore;
 use crate::clock::Clock;
 use crate::config::EngineConfig;
 use crate::context_cache::ContextCache;
-use crate::response::lease_guard::LeaseGuard;
+use crate::lease::LeaseGuard;
 use crate::tools::hooks::Hooks;
 use crate::tools::toolbox::Toolbox;
 

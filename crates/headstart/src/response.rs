@@ -27,7 +27,9 @@ pub(crate) mod drive;
 mod driver;
 pub(crate) mod ending;
 pub(crate) mod execute;
+// Test code, in a folder of its own: it builds a whole engine, which the response's own files do not name.
 #[cfg(test)]
+#[path = "response/tests/fixture.rs"]
 mod fixture;
 pub(crate) mod lease_guard;
 mod panic;

@@ -2,37 +2,17 @@
 //! stable idempotency key, and, when the engine runs a leased session, no call's `execute` starts once the lease
 //! may have expired (§7.5.4).
 //!
-//! Single-process use configures no [`LeaseGuard`] and nothing changes for it.
+//! Single-process use configures no [`LeaseGuard`](crate::LeaseGuard) and nothing changes for it.
 
 use std::sync::Arc;
 
 use headstart_store::{idempotency_key, CallKey, RunOutcome, SessionId};
 use tokio_util::sync::CancellationToken;
 
+use crate::lease::LeaseGuard;
 use crate::response::execute::Executed;
 use crate::tools::tool::ToolContext;
 use crate::tools::updates::UpdateSink;
-
-/// Asked by the engine immediately before each call's `execute` (live or re-executed by recovery): may the
-/// worker still start a side effect for this session? Configure it with
-/// [`EngineBuilder::lease_guard`](crate::EngineBuilder::lease_guard).
-///
-/// A worker answers from its own monotonic clock ([`Lease::may_have_expired`](headstart_store::Lease)), never
-/// from the database: the check must be instant, and a lease that may have expired by the worker's clock may
-/// already be another worker's.
-pub trait LeaseGuard: Send + Sync {
-    /// `true` when the lease may have expired: the call does not start.
-    fn may_have_expired(&self) -> bool;
-}
-
-impl<F> LeaseGuard for F
-where
-    F: Fn() -> bool + Send + Sync,
-{
-    fn may_have_expired(&self) -> bool {
-        self()
-    }
-}
 
 /// The reason given to a call the engine did not start because the lease may have expired (contract §7.5.4): its
 /// result reads `cancelled before start: <this>`, like every call that could not start (§5.5).
