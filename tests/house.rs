@@ -1,9 +1,11 @@
 //! The house rules a newcomer relies on, checked on the source tree itself:
 //!
 //! - no source file outside test code is over 500 lines (test code: files named `tests.rs`, files in a `tests/`
-//!   folder; an inline `#[cfg(test)]` module counts toward its file);
-//! - no files of a crate import each other, two or in a circle of any length (a file names another's module through
-//!   `crate::` or `super::`);
+//!   folder; an inline `#[cfg(test)]` module counts toward its file), the language packages' JavaScript
+//!   (`crates/*/*.js`, `crates/*/lib/**/*.js`) and Python (`crates/*/python/**/*.py`) included;
+//! - no files of a crate import each other, two or in a circle of any length (a Rust file names another's module
+//!   through `crate::` or `super::`; a JavaScript file imports another by a relative specifier; a Python file
+//!   imports another of its package, relatively or by the package's name);
 //! - `docs/architecture.md` names files and functions that exist, and its table of crates names exactly the
 //!   workspace crates each crate's manifest depends on.
 
@@ -147,27 +149,16 @@ fn owning_module<'a>(path: &[String], modules: &'a BTreeSet<Vec<String>>) -> Opt
     (0..=path.len()).rev().find_map(|len| modules.get(&path[..len]))
 }
 
-/// The circles of imports among the files of one crate: each set of two or more files in which every file imports,
-/// directly or through the others, every other one (the strongly connected components of the import graph), its
-/// files sorted, the circles sorted.
-fn import_cycles(files: &BTreeMap<Vec<String>, String>) -> Vec<Vec<Vec<String>>> {
-    let modules: BTreeSet<Vec<String>> = files.keys().cloned().collect();
-    let mut edges: BTreeMap<&Vec<String>, BTreeSet<&Vec<String>>> = BTreeMap::new();
-    for (module, text) in files {
-        for path in named_paths(text, module) {
-            if let Some(target) = owning_module(&path, &modules) {
-                if target != module {
-                    edges.entry(module).or_default().insert(target);
-                }
-            }
-        }
-    }
-    // Which modules each module reaches, then the classes of modules that reach each other.
-    let reach = |from: &Vec<String>| {
-        let mut seen: BTreeSet<&Vec<String>> = BTreeSet::new();
+/// The circles of a graph: each set of two or more nodes in which every node reaches every other one (the strongly
+/// connected components), its nodes sorted, the circles sorted.
+fn circles<N: Ord + Clone>(edges: &BTreeMap<N, BTreeSet<N>>) -> Vec<Vec<N>> {
+    let nodes: BTreeSet<&N> = edges.keys().chain(edges.values().flatten()).collect();
+    // Which nodes each node reaches, then the classes of nodes that reach each other.
+    let reach = |from: &N| {
+        let mut seen: BTreeSet<&N> = BTreeSet::new();
         let mut stack = vec![from];
-        while let Some(module) = stack.pop() {
-            for next in edges.get(module).into_iter().flatten() {
+        while let Some(node) = stack.pop() {
+            for next in edges.get(node).into_iter().flatten() {
                 if seen.insert(next) {
                     stack.push(next);
                 }
@@ -175,19 +166,35 @@ fn import_cycles(files: &BTreeMap<Vec<String>, String>) -> Vec<Vec<Vec<String>>>
         }
         seen
     };
-    let reached: BTreeMap<&Vec<String>, BTreeSet<&Vec<String>>> = modules.iter().map(|m| (m, reach(m))).collect();
-    let mut cycles: BTreeSet<Vec<Vec<String>>> = BTreeSet::new();
-    for module in &modules {
-        let circle: Vec<Vec<String>> = modules
+    let reached: BTreeMap<&N, BTreeSet<&N>> = nodes.iter().map(|node| (*node, reach(node))).collect();
+    let mut found: BTreeSet<Vec<N>> = BTreeSet::new();
+    for node in &nodes {
+        let circle: Vec<N> = nodes
             .iter()
-            .filter(|other| reached[module].contains(other) && reached[other].contains(module))
-            .cloned()
+            .filter(|other| reached[node].contains(*other) && reached[*other].contains(*node))
+            .map(|other| (*other).clone())
             .collect();
         if circle.len() >= 2 {
-            cycles.insert(circle);
+            found.insert(circle);
         }
     }
-    cycles.into_iter().collect()
+    found.into_iter().collect()
+}
+
+/// The circles of imports among the files of one crate (Rust modules that name each other, see [`circles`]).
+fn import_cycles(files: &BTreeMap<Vec<String>, String>) -> Vec<Vec<Vec<String>>> {
+    let modules: BTreeSet<Vec<String>> = files.keys().cloned().collect();
+    let mut edges: BTreeMap<Vec<String>, BTreeSet<Vec<String>>> = BTreeMap::new();
+    for (module, text) in files {
+        for path in named_paths(text, module) {
+            if let Some(target) = owning_module(&path, &modules) {
+                if target != module {
+                    edges.entry(module.clone()).or_default().insert(target.clone());
+                }
+            }
+        }
+    }
+    circles(&edges)
 }
 
 #[test]
@@ -507,5 +514,275 @@ fn arrow_mismatches_finds_a_missing_arrow_and_honours_all_of_the_above() {
     assert_eq!(
         manifest_deps("[dependencies]\nheadstart = { workspace = true }\nheadstart-core.workspace = true\nserde = \"1\"\n[dev-dependencies]\nheadstart-testkit = { workspace = true }\n"),
         manifest(&["headstart", "headstart-core"])
+    );
+}
+
+// The language packages' JavaScript and Python: the same two rules.
+
+/// A package source file: its path relative to its crate, and its text.
+struct PackageFile {
+    path: PathBuf,
+    text: String,
+}
+
+/// The JavaScript (`*.js` at the crate's top and under `lib/`) and Python (`*.py` and stubs under `python/`) files of
+/// each crate, by crate folder.
+fn package_files() -> BTreeMap<PathBuf, Vec<PackageFile>> {
+    fn below(dir: &Path, extension: &str, out: &mut Vec<PathBuf>) {
+        let Ok(entries) = std::fs::read_dir(dir) else { return };
+        for entry in entries.filter_map(Result::ok) {
+            let path = entry.path();
+            let name = entry.file_name().to_string_lossy().into_owned();
+            if path.is_dir() {
+                if !(name.starts_with('.') || name == "node_modules" || name == "__pycache__") {
+                    below(&path, extension, out);
+                }
+            } else if name.ends_with(extension) {
+                out.push(path);
+            }
+        }
+    }
+    let mut packages = BTreeMap::new();
+    for entry in std::fs::read_dir(root().join("crates"))
+        .expect("crates/ lists")
+        .filter_map(Result::ok)
+    {
+        let dir = entry.path();
+        let mut paths = Vec::new();
+        for file in std::fs::read_dir(&dir).into_iter().flatten().filter_map(Result::ok) {
+            if file.file_name().to_string_lossy().ends_with(".js") {
+                paths.push(file.path());
+            }
+        }
+        below(&dir.join("lib"), ".js", &mut paths);
+        // Stubs too (`.pyi`): a compiled module's (`_native.pyi`) stands for it.
+        below(&dir.join("python"), ".py", &mut paths);
+        below(&dir.join("python"), ".pyi", &mut paths);
+        if paths.is_empty() {
+            continue;
+        }
+        paths.sort();
+        let files = paths
+            .into_iter()
+            .map(|path| PackageFile {
+                text: std::fs::read_to_string(&path).unwrap_or_else(|err| panic!("{}: {err}", path.display())),
+                path: path.strip_prefix(&dir).expect("inside the crate").to_path_buf(),
+            })
+            .collect();
+        packages.insert(dir, files);
+    }
+    packages
+}
+
+/// The relative specifiers a JavaScript text imports (`import … from "./x.js"`, `export … from "../y.js"`,
+/// `import "./z.js"`, `import("./w.js")`).
+fn js_imports(text: &str) -> Vec<String> {
+    let mut found = Vec::new();
+    for opener in ["from \"", "from '", "import \"", "import '", "import(\"", "import('"] {
+        for (at, _) in text.match_indices(opener) {
+            let rest = &text[at + opener.len()..];
+            let quote = opener.chars().last().expect("a quote");
+            let specifier: String = rest.chars().take_while(|c| *c != quote).collect();
+            if specifier.starts_with("./") || specifier.starts_with("../") {
+                found.push(specifier);
+            }
+        }
+    }
+    found
+}
+
+/// The modules a Python text imports from its own package: `(level, dotted name, imported names)` of each
+/// `from <dots><name> import <names>` and `import <package>.<name>` (level 0 for an absolute import).
+fn py_imports(text: &str) -> Vec<(usize, String, Vec<String>)> {
+    let mut found = Vec::new();
+    for line in text.lines() {
+        let line = line.trim();
+        if let Some(rest) = line.strip_prefix("from ") {
+            let Some((module, names)) = rest.split_once(" import ") else {
+                continue;
+            };
+            let level = module.chars().take_while(|c| *c == '.').count();
+            let names = names
+                .trim_matches(|c| c == '(' || c == ')')
+                .split(',')
+                .map(|name| name.split_whitespace().next().unwrap_or_default().to_owned())
+                .filter(|name| !name.is_empty())
+                .collect();
+            found.push((level, module[level..].to_owned(), names));
+        } else if let Some(rest) = line.strip_prefix("import ") {
+            for module in rest.split(',') {
+                let module = module.split_whitespace().next().unwrap_or_default();
+                found.push((0, module.to_owned(), Vec::new()));
+            }
+        }
+    }
+    found
+}
+
+/// The files of `files` each file imports.
+fn package_edges(files: &[PackageFile]) -> BTreeMap<PathBuf, BTreeSet<PathBuf>> {
+    let known: BTreeSet<&PathBuf> = files.iter().map(|file| &file.path).collect();
+    let normal = |path: PathBuf| -> PathBuf {
+        let mut out = PathBuf::new();
+        for part in path.components() {
+            match part {
+                std::path::Component::ParentDir => {
+                    out.pop();
+                }
+                std::path::Component::CurDir => {}
+                other => out.push(other),
+            }
+        }
+        out
+    };
+    let mut edges: BTreeMap<PathBuf, BTreeSet<PathBuf>> = BTreeMap::new();
+    for file in files {
+        let dir = file.path.parent().unwrap_or(Path::new("")).to_path_buf();
+        let mut targets = Vec::new();
+        if file.path.extension().is_some_and(|ext| ext == "pyi") {
+            // A stub names what its module holds; its imports are its module's.
+            continue;
+        } else if file.path.extension().is_some_and(|ext| ext == "js") {
+            targets.extend(
+                js_imports(&file.text)
+                    .into_iter()
+                    .map(|specifier| normal(dir.join(specifier))),
+            );
+        } else {
+            // The package's root: the folder under `python/` that holds the file.
+            let package = file.path.iter().take(2).collect::<PathBuf>();
+            let package_name = package
+                .file_name()
+                .map(|name| name.to_string_lossy().into_owned())
+                .unwrap_or_default();
+            for (level, module, names) in py_imports(&file.text) {
+                let base = if level == 0 {
+                    let Some(inside) = module.strip_prefix(&package_name) else {
+                        continue;
+                    };
+                    let inside = inside.trim_start_matches('.');
+                    inside
+                        .split('.')
+                        .filter(|part| !part.is_empty())
+                        .fold(package.clone(), |path, part| path.join(part))
+                } else {
+                    let mut base = dir.clone();
+                    for _ in 1..level {
+                        base.pop();
+                    }
+                    module
+                        .split('.')
+                        .filter(|part| !part.is_empty())
+                        .fold(base, |path, part| path.join(part))
+                };
+                // Each imported name that is a module of the package is the import's target (`from . import a`,
+                // `from .a import b` where `b` is a module inside `a`); any other name is the base module's.
+                let module_file = |path: &Path| {
+                    [
+                        path.with_extension("py"),
+                        path.join("__init__.py"),
+                        path.with_extension("pyi"),
+                    ]
+                    .into_iter()
+                    .find(|candidate| known.contains(candidate))
+                };
+                let mut named_module = false;
+                for name in &names {
+                    if let Some(found) = module_file(&base.join(name)) {
+                        targets.push(found);
+                        named_module = true;
+                    }
+                }
+                if !named_module || names.len() > 1 {
+                    targets.extend(module_file(&base));
+                }
+            }
+        }
+        for target in targets {
+            if known.contains(&target) && target != file.path {
+                edges.entry(file.path.clone()).or_default().insert(target);
+            }
+        }
+    }
+    edges
+}
+
+#[test]
+fn no_package_source_file_is_over_500_lines_or_in_an_import_circle() {
+    let packages = package_files();
+    assert!(
+        packages.len() >= 2,
+        "expected the Node and Python packages, found {}",
+        packages.len()
+    );
+    let mut long = Vec::new();
+    let mut found = Vec::new();
+    for (dir, files) in &packages {
+        for file in files {
+            let lines = file.text.lines().count();
+            if lines > MAX_LINES {
+                long.push(format!("{} has {lines} lines", dir.join(&file.path).display()));
+            }
+        }
+        for circle in circles(&package_edges(files)) {
+            let names: Vec<String> = circle.iter().map(|path| format!("`{}`", path.display())).collect();
+            found.push(format!("{}: {}", dir.display(), names.join(" <-> ")));
+        }
+    }
+    assert!(
+        long.is_empty(),
+        "package files over {MAX_LINES} lines (split them by idea):\n{}",
+        long.join("\n")
+    );
+    assert!(
+        found.is_empty(),
+        "package files that import each other, directly or in a circle:\n{}",
+        found.join("\n")
+    );
+}
+
+#[test]
+fn package_imports_are_read_for_both_languages() {
+    let file = |path: &str, text: &str| PackageFile {
+        path: PathBuf::from(path),
+        text: text.to_owned(),
+    };
+    let js = [
+        file("index.js", "export { Engine } from \"./lib/engine.js\";\n"),
+        file(
+            "lib/engine.js",
+            "import {\n  a,\n} from \"./feed.js\";\nimport x from \"node:fs\";\n",
+        ),
+        file("lib/feed.js", "import { PiFeed } from \"./pi/feed.js\";\n"),
+        file("lib/pi/feed.js", "const m = await import(\"../engine.js\");\n"),
+    ];
+    assert_eq!(
+        circles(&package_edges(&js)),
+        [vec![
+            PathBuf::from("lib/engine.js"),
+            PathBuf::from("lib/feed.js"),
+            PathBuf::from("lib/pi/feed.js")
+        ]],
+        "a circle of three, through a dynamic import; index.js only imports into it"
+    );
+    let py = [
+        file("python/pkg/__init__.py", "from ._a import A\nfrom . import _b\n"),
+        file("python/pkg/_a.py", "import json\nfrom pkg._b import B\n"),
+        file("python/pkg/_b.py", "def f():\n    from ._a import A\n"),
+        file("python/pkg/_c.py", "from .sub import thing\nfrom . import _native\n"),
+        file("python/pkg/_native.pyi", "from pkg import _c\n"),
+        file("python/pkg/sub/__init__.py", "from .. import _c\n"),
+    ];
+    assert_eq!(
+        circles(&package_edges(&py)),
+        [
+            vec![PathBuf::from("python/pkg/_a.py"), PathBuf::from("python/pkg/_b.py")],
+            vec![
+                PathBuf::from("python/pkg/_c.py"),
+                PathBuf::from("python/pkg/sub/__init__.py")
+            ],
+        ],
+        "an absolute import and a deferred one; a package's __init__ and a parent-relative import; a compiled module \
+         (its stub) is a module, and a stub's own imports are not followed"
     );
 }
