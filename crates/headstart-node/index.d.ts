@@ -25,8 +25,8 @@ export interface ToolContext {
   onUpdate(partial: string | ToolResult): void;
 }
 
-/** A tool declaration, from `tool(...)`. */
-export interface Tool<Args = Record<string, unknown>> {
+/** What the engine schedules a tool's calls by: a tool without its body. */
+export interface ToolSpec {
   readonly name: string;
   readonly description: string;
   readonly parameters: JsonSchema;
@@ -35,15 +35,17 @@ export interface Tool<Args = Record<string, unknown>> {
   readonly providerAsync: boolean;
   readonly sequential: boolean;
   readonly timeoutMs?: number;
+  /** Calls with equal keys run in source order: the name of an argument (its value is the key), or a fixed key. */
+  readonly conflictKey?: string;
+}
+
+/** A tool declaration, from `tool(...)`. */
+export interface Tool<Args = Record<string, unknown>> extends ToolSpec {
   execute(args: Args, context: ToolContext): Promise<string | ToolResult> | string | ToolResult;
 }
 
-/**
- * Declares a tool. `early`: its calls start at their `toolcall_end`, once the prefix holding them is durable.
- * `idempotent`: recovery may run it again. `providerAsync`: OpenAI's provider-async tool (early too).
- * `sequential`: its calls run one at a time. `timeoutMs`: a call running longer is cancelled.
- */
-export declare function tool<Args = Record<string, unknown>>(declaration: {
+/** The fields of a tool's declaration (all but `name` optional). */
+export interface ToolDeclaration {
   name: string;
   description?: string;
   parameters?: JsonSchema;
@@ -52,8 +54,37 @@ export declare function tool<Args = Record<string, unknown>>(declaration: {
   providerAsync?: boolean;
   sequential?: boolean;
   timeoutMs?: number;
-  execute: Tool<Args>["execute"];
-}): Tool<Args>;
+  conflictKey?: string;
+}
+
+/**
+ * Declares a tool. `early`: its calls start at their `toolcall_end`, once the prefix holding them is durable.
+ * `idempotent`: recovery may run it again. `providerAsync`: OpenAI's provider-async tool (early too).
+ * `sequential`: its calls run one at a time. `timeoutMs`: a call running longer is cancelled. `conflictKey`: calls
+ * with equal keys run in source order (the name of an argument, or a fixed key).
+ */
+export declare function tool<Args = Record<string, unknown>>(
+  declaration: ToolDeclaration & { execute: Tool<Args>["execute"] },
+): Tool<Args>;
+
+/** A call the engine asks `onCall` to run. */
+export interface CallLetter {
+  tool: string;
+  callId: string;
+  arguments: Record<string, unknown>;
+  sessionId: string | null;
+  idempotencyKey: string;
+}
+
+/** What `onCall` is given beside the call. */
+export interface CallContext {
+  /** Aborted when the call is cancelled. */
+  signal: AbortSignal;
+  /** Sends a partial result. */
+  onUpdate(partial: ToolResult): void;
+  /** Gives the call's result at once (the first answer counts; the returned promise is then ignored). */
+  answer(result: ToolResult): void;
+}
 
 /** A tool call as the engine stores it. */
 export interface ToolCall {
@@ -64,9 +95,12 @@ export interface ToolCall {
   [field: string]: unknown;
 }
 
-/** The engine's options. */
+/** The engine's options; any other is a `TypeError` naming it. */
 export interface EngineOptions {
-  tools?: Tool<any>[];
+  /** The tools, from `tool(...)`; with `onCall`, their specs (no `execute`). */
+  tools?: Array<Tool<any> | ToolDeclaration>;
+  /** Runs every call instead of the tools' `execute`: resolves to its result (or gives it sooner with `answer`). */
+  onCall?(call: CallLetter, context: CallContext): Promise<ToolResult> | ToolResult | void;
   /** Return `{ block: true, reason }` to block a call. */
   beforeToolCall?(call: { toolCall: ToolCall; args: Record<string, unknown> }): unknown;
   /** Return the fields of the result to replace (`content`, `details`, `isError`, `terminate`). */
@@ -79,6 +113,38 @@ export interface EngineOptions {
   earlyExecution?: boolean;
   /** How many calls run at once (`null`: no bound). */
   maxInFlight?: number | null;
+  /** How many model requests one agent run may make. */
+  maxRequests?: number;
+}
+
+/** How one response is opened with `openResponse`. */
+export interface OpenResponseOptions {
+  /** The format the caller feeds (`headstart`, the default: delta events as JSON lines). */
+  format?: string;
+  seal?: "complete" | "next-index" | "finish";
+  record?: string;
+  /** User messages appended to the session first. */
+  users?: string[];
+  /** Create the session first (under an id from `newSessionId`). */
+  create?: boolean;
+  /** The session's previous response: this one opens once its results are stored. */
+  after?: NativeResponse;
+}
+
+/** One response opened with `openResponse`, fed by the caller. */
+export interface NativeResponse {
+  /** Delta events as JSON lines, one event a line. */
+  pushDeltas(lines: string): void;
+  /** The stream ended. */
+  end(): void;
+  /** The stream failed with `message`. */
+  fail(message: string): void;
+  /** The engine's next events, as the JSON of an array (a trailing `null` once the run has ended). */
+  nextBatch(wait?: boolean): Promise<string>;
+  /** Cancels the response: every admitted call still gets its stored result. */
+  cancel(): void;
+  /** Waits for the run's end. */
+  close(): Promise<void>;
 }
 
 /** The stream formats `wrap` reads. */
@@ -127,9 +193,18 @@ export interface Wrapped extends AsyncIterable<EngineEvent> {
 
 /** The engine over a store (a SQLite path or a `postgresql://` URL). */
 export declare class Engine {
+  /** An engine whose store is open: rejects with the store's error when it cannot be opened. */
+  static open(store: string, options?: EngineOptions): Promise<Engine>;
   constructor(store: string, options?: EngineOptions);
-  /** A new session's id. */
-  createSession(): Promise<string>;
+  /** Creates a session (under `id`, one `newSessionId` gave, when given); its id. */
+  createSession(id?: string): Promise<string>;
+  /** A fresh session id, at once (the session is created by the first response opened with `create`). */
+  newSessionId(): string;
+  /**
+   * Opens one response of `session`, fed by the caller (what `wrap` builds on). The engine must be open
+   * (`Engine.open`).
+   */
+  openResponse(session: string, options?: OpenResponseOptions): NativeResponse;
   /** Appends a user message to a session. */
   appendUser(session: string, text: string): Promise<void>;
   /**
@@ -150,6 +225,8 @@ export declare class Engine {
   recover(session: string, policy?: "fail" | "rerun_idempotent"): Promise<Array<Record<string, unknown>>>;
   /** The figures of a session from its stored times. */
   figures(session: string): Promise<{ calls: Array<Record<string, unknown>>; responses: Array<Record<string, unknown>> }>;
+  /** The stored messages of a session, in order. */
+  log(session: string): Promise<Array<{ seq: number; at_us: number; message: Record<string, unknown> }>>;
 }
 
 /** What a store holds: its sessions, with their messages, tool runs and figures (`headstart inspect --json`). */

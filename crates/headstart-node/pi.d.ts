@@ -86,7 +86,7 @@ export declare function setDefaultStreamFn(streamFn: StreamFn | undefined): void
 
 /** pi-agent-core's `Agent`, running headstart's loop. */
 export declare class Agent extends PiAgent {
-  constructor(options?: AgentOptions & { store?: string; storeSessionId?: string; durability?: "full" | "normal" });
+  constructor(options: AgentOptions & { store?: string; storeSessionId?: string; durability?: "full" | "normal" });
   /** Where the transcript is kept; in memory without one. */
   store: string | undefined;
   /** SQLite's durability. */

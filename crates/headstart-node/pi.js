@@ -33,8 +33,12 @@ export { resume } from "./lib/pi/resume.js";
  * `postgresql://` URL), `storeSessionId` (the store's session to go on with; a new one otherwise, in `agent.storeSessionId`
  * after the first run) and `durability`. (pi's own `sessionId` stays the provider's cache key.)
  */
+// pi declares the methods its Agent runs a loop through private; the drop-in overrides the two that call the loop
+// (`runPromptMessages`, `runContinuation`) and calls the others as pi's own do.
+// @ts-expect-error overriding pi's private runPromptMessages and runContinuation
 export class Agent extends PiAgent {
-  constructor(options = {}) {
+  /** @param {import("./pi.js").AgentOptions & { store?: string, storeSessionId?: string, durability?: "full" | "normal" }} options */
+  constructor(options) {
     super(options);
     /** Where the transcript is kept (a SQLite path or a `postgresql://` URL); in memory without one. */
     this.store = options.store;
@@ -56,13 +60,19 @@ export class Agent extends PiAgent {
     };
   }
 
+  /** pi's private steps of a run, as this class reaches them. */
+  get #pi() {
+    return /** @type {any} */ (this);
+  }
+
   async runPromptMessages(messages, options = {}) {
-    await this.runWithLifecycle(async (signal) => {
+    const pi = this.#pi;
+    await pi.runWithLifecycle(async (signal) => {
       await runAgentLoop(
         messages,
-        this.createContextSnapshot(),
-        this.#config(this.createLoopConfig(options)),
-        (event) => this.processEvents(event),
+        pi.createContextSnapshot(),
+        this.#config(pi.createLoopConfig(options)),
+        (event) => pi.processEvents(event),
         signal,
         this.streamFunction,
       );
@@ -70,11 +80,12 @@ export class Agent extends PiAgent {
   }
 
   async runContinuation() {
-    await this.runWithLifecycle(async (signal) => {
+    const pi = this.#pi;
+    await pi.runWithLifecycle(async (signal) => {
       await runAgentLoopContinue(
-        this.createContextSnapshot(),
-        this.#config(this.createLoopConfig()),
-        (event) => this.processEvents(event),
+        pi.createContextSnapshot(),
+        this.#config(pi.createLoopConfig()),
+        (event) => pi.processEvents(event),
         signal,
         this.streamFunction,
       );

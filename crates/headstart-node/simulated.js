@@ -2,6 +2,8 @@
 // key, and the test suite drives pi-agent-core's own loop and headstart's drop-in with the same scripts.
 import { createAssistantMessageEventStream } from "@earendil-works/pi-ai";
 
+/** @typedef {import("@earendil-works/pi-ai").AssistantMessage} AssistantMessage */
+
 /** The model the simulated streams say they come from. */
 export const MODEL = {
   id: "scripted",
@@ -44,12 +46,16 @@ export async function ticks(rounds) {
  * until it resolves. `skip(event)` leaves out the events it returns true for, as stream functions that push only
  * `done` do (the final message still holds everything); `stream()` makes the stream the events go into (pi-ai's
  * `createAssistantMessageEventStream()` by default).
+ * @param {import("./simulated.js").ScriptedTurn} turn
+ * @param {import("./simulated.js").ScriptedOptions} [options]
+ * @returns {import("@earendil-works/pi-ai").AssistantMessageEventStream}
  */
 export function scriptedStream(
   turn,
   { controller, onEvent, pace = () => ticks(1), gate, skip, stream: makeStream = createAssistantMessageEventStream } = {},
 ) {
   const stream = makeStream();
+  /** @type {AssistantMessage} */
   const partial = {
     role: "assistant",
     content: [],
@@ -69,6 +75,7 @@ export function scriptedStream(
       if (paced) await paced;
       if (turn.stop === "abort" && index === (turn.abortAt ?? 1)) {
         controller?.abort();
+        /** @type {AssistantMessage} */
         const error = { ...partial, content: [...partial.content], stopReason: "aborted", errorMessage: "Request was aborted" };
         stream.push({ type: "error", reason: "aborted", error });
         return false;
@@ -85,13 +92,15 @@ export function scriptedStream(
     if (!(await emit(() => ({ type: "start", partial })))) return;
     for (const block of turn.blocks) {
       const contentIndex = partial.content.length;
-      if (block.text !== undefined) {
-        partial.content.push({ type: "text", text: "" });
+      if ("text" in block) {
+        /** @type {import("@earendil-works/pi-ai").TextContent} */
+        const text = { type: "text", text: "" };
+        partial.content.push(text);
         if (!(await emit(() => ({ type: "text_start", contentIndex, partial })))) return;
         for (const piece of chunks(block.text)) {
           if (
             !(await emit(() => {
-              partial.content[contentIndex].text += piece;
+              text.text += piece;
               return { type: "text_delta", contentIndex, delta: piece, partial };
             }))
           )
@@ -106,7 +115,13 @@ export function scriptedStream(
         for (const piece of chunks(text)) {
           if (!(await emit(() => ({ type: "toolcall_delta", contentIndex, delta: piece, partial })))) return;
         }
-        const toolCall = { type: "toolCall", id: call.id, name: call.name, arguments: call.arguments };
+        /** @type {import("@earendil-works/pi-ai").ToolCall} */
+        const toolCall = {
+          type: "toolCall",
+          id: call.id,
+          name: call.name,
+          arguments: /** @type {import("@earendil-works/pi-ai").ToolCall["arguments"]} */ (call.arguments),
+        };
         if (
           !(await emit(() => {
             partial.content[contentIndex] = toolCall;
@@ -115,10 +130,14 @@ export function scriptedStream(
         )
           return;
         // The model goes on only once `gate` lets it (an early call started, say): a paced stream without timers.
-        if (pushed) await gate?.(toolCall, partial.content.filter((block) => block.type === "toolCall" && block !== toolCall));
+        const earlier = partial.content.filter(
+          /** @returns {block is import("@earendil-works/pi-ai").ToolCall} */ (block) => block.type === "toolCall" && block !== toolCall,
+        );
+        if (pushed) await gate?.(toolCall, earlier);
       }
     }
     if (turn.stop === "error") {
+      /** @type {AssistantMessage} */
       const error = { ...partial, content: [...partial.content], stopReason: "error", errorMessage: "provider failed" };
       await emit(() => ({ type: "error", reason: "error", error }));
       return;
@@ -142,9 +161,9 @@ function chunks(text) {
  */
 export function scriptedStreamFn(turns, options = {}) {
   let next = 0;
-  const streamFn = (_model, _context, streamOptions) => {
+  const streamFn = () => {
     const turn = turns[next++] ?? { blocks: [{ text: "done" }], stop: "stop" };
-    return scriptedStream(turn, { ...options, signal: streamOptions?.signal });
+    return scriptedStream(turn, options);
   };
   streamFn.requests = () => next;
   return streamFn;

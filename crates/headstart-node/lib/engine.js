@@ -38,13 +38,22 @@ export class Engine {
   #ready;
   #tools;
 
-  /** An engine whose store is open: rejects with the store's error when it cannot be opened. */
+  /**
+   * An engine whose store is open: rejects with the store's error when it cannot be opened.
+   * @param {string} store
+   * @param {import("../index.js").EngineOptions} [options]
+   * @returns {Promise<Engine>}
+   */
   static async open(store, options) {
     const engine = new Engine(store, options);
     await engine.#ready;
     return engine;
   }
 
+  /**
+   * @param {string} store
+   * @param {import("../index.js").EngineOptions} [options]
+   */
   constructor(store, options = {}) {
     const unknown = Object.keys(options).filter((key) => !OPTIONS.has(key));
     if (unknown.length > 0) {
@@ -55,7 +64,8 @@ export class Engine {
     if (onCall !== undefined && typeof onCall !== "function") throw new TypeError("onCall must be a function");
     const names = new Set();
     for (const t of tools) {
-      if (!t || typeof t.name !== "string" || (!onCall && typeof t.execute !== "function")) {
+      const body = /** @type {{ execute?: unknown }} */ (t)?.execute;
+      if (!t || typeof t.name !== "string" || (!onCall && typeof body !== "function")) {
         throw new TypeError("each tool must come from tool({ name, execute, ... })");
       }
       if (names.has(t.name)) throw new TypeError(`two tools are named ${t.name}`);
@@ -110,6 +120,9 @@ export class Engine {
    * `pushDeltas`, `end` and `fail` take the stream in the `headstart` format and whose `nextBatch` gives the engine's
    * events. `users` are user messages appended first; `create` creates the session first; `after` is the session's
    * previous response, whose results are stored before this one opens. The engine must be open (`Engine.open`).
+   * @param {string} session
+   * @param {import("../index.js").OpenResponseOptions} [options]
+   * @returns {import("../index.js").NativeResponse}
    */
   openResponse(session, { format = "headstart", seal, record, users, create, after } = {}) {
     return this.#built().open(session, { format, seal, record, users, create }, after ?? null);
@@ -120,6 +133,10 @@ export class Engine {
    * at their `toolcall_end` once the prefix is durable, the others after the stream. The result is an async
    * iterable of the engine's events; after it, `calls()` gives each call's result with its figures. `signal`
    * cancels the response: every admitted call still gets its stored result.
+   * @param {string} session
+   * @param {unknown} stream
+   * @param {{ format?: import("../index.js").Format, seal?: "complete" | "next-index" | "finish", record?: string, signal?: AbortSignal }} [options]
+   * @returns {import("../index.js").Wrapped}
    */
   wrap(session, stream, { format = "pi", seal = "complete", record, signal } = {}) {
     const readAs = nativeFormat(format);

@@ -2,11 +2,17 @@
 // `HostToolSpec`).
 
 /**
+ * @typedef {import("../index.js").ToolDeclaration} ToolDeclaration
+ */
+
+/**
  * Declares a tool. `parameters` is a JSON Schema (a TypeBox schema is one); `execute(args, { signal, callId,
  * sessionId, idempotencyKey, onUpdate })` returns (a promise of) a string or a result object. `early` starts its
  * calls at their `toolcall_end`, once the prefix is committed; `idempotent` lets recovery run it again;
  * `providerAsync` marks it as OpenAI's provider-async tool (early too); `sequential` fences its batch;
  * `conflictKey` orders calls with equal keys (the name of an argument, whose value is the key, or a fixed key).
+ * @param {ToolDeclaration & { execute: import("../index.js").Tool["execute"] }} declaration
+ * @returns {import("../index.js").Tool}
  */
 export function tool({
   name,
@@ -30,6 +36,8 @@ export function tool({
 /**
  * A tool's spec, checked: what the engine schedules its calls by, without its body (an engine given `onCall` runs
  * the calls itself). A `TypeError` names what is wrong.
+ * @param {ToolDeclaration} declaration
+ * @returns {import("../index.js").ToolSpec}
  */
 export function toolSpec({
   name,

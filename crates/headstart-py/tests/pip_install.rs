@@ -3,7 +3,8 @@
 //! 1. `pip install ./crates/headstart-py openai` (maturin builds the wheel, with the `dev` profile and a target
 //!    folder of its own under the target folder, kept between runs; the published build is the same code);
 //! 2. `python -m mypy.stubtest headstart` against what was installed: the stubs match the package users get, which
-//!    has no test support;
+//!    has no test support; and `python -m mypy --strict -p headstart`: the stubs and the package's own Python
+//!    type-check strictly;
 //! 3. `tests/installed/openai_agent.py`, the README's shape with the application's own `AsyncOpenAI` client, against
 //!    a replay server serving a recorded Chat Completions stream with two tool calls, one event every 100 ms: each
 //!    early tool finds its own call already stored before its body goes on, starts before the response's end,
@@ -48,6 +49,17 @@ fn the_installed_package_runs_the_readme_agent_early_and_durably() {
         stubs.is_ok(),
         "stubtest against the installed package: {}",
         stubs.unwrap_err()
+    );
+    // The stubs and the package's own Python, type-checked as strictly as mypy checks.
+    let strict = output(
+        Command::new(&python)
+            .args(["-m", "mypy", "--strict", "-p", "headstart"])
+            .current_dir(scratch()),
+    );
+    assert!(
+        strict.is_ok(),
+        "mypy --strict over the installed package: {}",
+        strict.unwrap_err()
     );
 
     let db = scratch().join("agent.db");

@@ -3,17 +3,29 @@
 
 import { engineResult } from "../results.js";
 
+/**
+ * A promise and its resolve.
+ * @template T
+ * @returns {{ promise: Promise<T>, resolve: (value: T) => void }}
+ */
 function deferred() {
-  let resolve;
+  /** @type {(value: T) => void} */
+  let resolve = () => {};
   const promise = new Promise((done) => (resolve = done));
   return { promise, resolve };
 }
 
 /** A call of a turn, from its seal (or its place in the final message) to its one result. */
 export class Call {
-  /** The engine's letter once it asks for the call (`{ bridge }`), or `null` once it settled the call itself. */
+  /**
+   * The engine's letter once it asks for the call (`{ bridge }`), or `null` once it settled the call itself.
+   * @type {{ promise: Promise<{ bridge: any } | null>, resolve: (value: { bridge: any } | null) => void }}
+   */
   #asked = deferred();
-  /** The call's result for the engine, once it is final. */
+  /**
+   * The call's result for the engine, once it is final.
+   * @type {{ promise: Promise<unknown>, resolve: (value: unknown) => void }}
+   */
   #answer = deferred();
   #bridge;
   #ended = false;

@@ -48,6 +48,8 @@ function specOfPiTool(tool) {
 /**
  * An engine over `store` for pi's `tools`, whose calls `onCall` runs (pi runs them through its steps, the engine only
  * decides when they may start).
+ * @param {string} store
+ * @param {{ durability?: "full" | "normal", tools: any[], toolExecution?: string, earlyExecution?: boolean, onCall: NonNullable<import("../../index.js").EngineOptions["onCall"]> }} options
  */
 export function openEngine(store, { durability, tools, toolExecution, earlyExecution, onCall }) {
   return Engine.open(store, {

@@ -85,6 +85,7 @@ export class PiFeed {
   /** The token delta being joined: the engine's event type, the pi block index, the block, and the text so far. */
   #joinType = null;
   #joinIndex = -1;
+  /** @type {any} */
   #joinBlock = null;
   #joinText = "";
   #scheduled = false;
@@ -102,6 +103,10 @@ export class PiFeed {
   /** How the response ended, once it has. */
   #ending;
 
+  /**
+   * @param {import("../../index.js").NativeResponse} response
+   * @param {{ onSeal?: (id: string, toolCall: any) => void }} [options]
+   */
   constructor(response, { onSeal } = {}) {
     this.#response = response;
     this.#onSeal = onSeal;

@@ -33,8 +33,12 @@ export class Turn {
    * Why the engine's side of the response failed: it could not open (an unknown session, a broken store), or a
    * write of its run failed; or the previous turn's did.
    */
+  /** @type {Error | null} */
   failure = null;
-  /** The message as far as it has streamed (pi's `partial`), once the stream has started. */
+  /**
+   * The message as far as it has streamed (pi's `partial`), once the stream has started.
+   * @type {any}
+   */
   partial = null;
 
   constructor(session, response, context, config, signal, emit, previous) {

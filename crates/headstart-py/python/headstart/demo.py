@@ -12,7 +12,8 @@ from typing import Any, AsyncIterator
 
 from . import _native
 from ._agent import ModelRequest
-from ._tools import Tool, tool
+# The package's `tool`, as its stub types it (a decorator that makes a `Tool`).
+from . import Tool, tool
 
 __all__ = ["PROMPT", "model", "tools"]
 
