@@ -9,6 +9,7 @@
 import {
   createErrorToolResult,
   createToolResultMessage,
+  createTruncatedToolResult,
   executePreparedToolCall,
   finalizeExecutedToolCall,
   prepareToolCall,
@@ -125,13 +126,7 @@ export async function failToolCallsFromTruncatedMessage(turn, assistantMessage) 
     let finalized = pipeline && (await pipeline);
     if (!finalized) {
       await emitToolExecutionStart(turn, call.toolCall);
-      finalized = {
-        toolCall: call.toolCall,
-        result: createErrorToolResult(
-          `Tool call "${call.toolCall.name}" was not executed: the response hit the output token limit, so its arguments may be truncated. Re-issue the tool call with complete arguments.`,
-        ),
-        isError: true,
-      };
+      finalized = { toolCall: call.toolCall, result: createTruncatedToolResult(call.toolCall.name), isError: true };
       await endToolCall(turn, call, finalized);
     }
     const message = createToolResultMessage(finalized);

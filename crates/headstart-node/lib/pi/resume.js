@@ -1,8 +1,22 @@
 // Resuming a session after a crash: recovery gives every admitted call its result, and the stored log comes back as
 // pi messages.
 
-import { piBlockOf, piStop, piToolResultOf, piUsage, textOf } from "./convert.js";
+import { piBlockOf, piStop, piToolResultOf, piUsage } from "./convert.js";
 import { openEngine, runRecovered } from "./durable.js";
+import { createTruncatedToolResult } from "./steps.js";
+
+/** The engine's result of a sync call of a length-truncated response (contract §3.5.3), which it stores itself. */
+const NOT_EXECUTED_AT_LENGTH = "not executed: the response ended with stop reason length";
+
+/**
+ * A stored result as the live loop had it: a call of a length-truncated response that did not run has pi's result
+ * (the engine stored its own text for it).
+ */
+function liveResultOf(result, assistant) {
+  const text = result.content.length === 1 ? result.content[0].text : undefined;
+  if (assistant?.stopReason !== "length" || !result.isError || text !== NOT_EXECUTED_AT_LENGTH) return result;
+  return { ...result, ...createTruncatedToolResult(result.toolName) };
+}
 
 /**
  * Resumes a session after a crash: every call the transcript admitted without a result gets one (`policy`
@@ -52,10 +66,10 @@ function piMessages(log) {
         turn.assistant.usage = piUsage({ input, output, cacheRead, cacheWrite });
       }
     } else if (message.role === "user") {
-      entries.push({ message: { role: "user", content: [{ type: "text", text: textOf(message.content) }], timestamp } });
+      entries.push({ message: { role: "user", content: [{ type: "text", text: message.text ?? "" }], timestamp } });
     } else if (message.role === "tool_result") {
-      const result = piToolResultOf(message, timestamp);
       const turn = turnOfCall.get(message.tool_call_id);
+      const result = liveResultOf(piToolResultOf(message, timestamp), turn?.assistant);
       if (turn) turn.results.push(result);
       else entries.push({ message: result });
     }

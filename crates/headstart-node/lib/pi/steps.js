@@ -12,6 +12,13 @@ export function createErrorToolResult(message) {
   return { content: [{ type: "text", text: message }], details: {} };
 }
 
+/** pi's result of a call of tool `name` in a length-truncated message, which it does not run. */
+export function createTruncatedToolResult(name) {
+  return createErrorToolResult(
+    `Tool call "${name}" was not executed: the response hit the output token limit, so its arguments may be truncated. Re-issue the tool call with complete arguments.`,
+  );
+}
+
 /** pi's `prepareToolCallArguments`: the call with the tool's `prepareArguments` applied, or the call itself. */
 function prepareToolCallArguments(tool, toolCall) {
   if (!tool.prepareArguments) return toolCall;
