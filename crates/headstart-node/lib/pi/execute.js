@@ -6,6 +6,7 @@
 // `tool_execution_start`, its preparation), then `completeToolCall` (its execution once the engine asks for it,
 // `afterToolCall`, its end). An early call runs both at once when the engine asks; the batch runs the others.
 
+import { engineResult } from "../results.js";
 import {
   createErrorToolResult,
   createToolResultMessage,
@@ -50,7 +51,7 @@ async function runPrepared(turn, call, assistantMessage, prepared) {
 
 /** A call's end: the engine has its result first (a sequential call after it starts on it), then the listeners. */
 async function endToolCall(turn, call, finalized) {
-  call.end(finalized);
+  call.end(engineResult(finalized.result, finalized.isError));
   await emitToolExecutionEnd(turn, finalized);
 }
 

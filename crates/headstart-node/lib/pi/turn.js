@@ -6,8 +6,9 @@
 import { validateToolArguments } from "@earendil-works/pi-ai";
 
 import { isEarly } from "./durable.js";
-import { Call } from "./call.js";
+import { Call } from "../call.js";
 import { runEarlyToolCall } from "./execute.js";
+import { errorResult } from "../results.js";
 import { PiFeed } from "./feed.js";
 import { createErrorToolResult } from "./steps.js";
 
@@ -134,9 +135,9 @@ export class Turn {
       arguments: letter.arguments,
     });
     if (!call.early && this.#ending?.orphans.has(call.id)) {
-      call.end({ toolCall, result: createErrorToolResult(NOT_IN_FINAL_MESSAGE), isError: true });
+      call.end(errorResult(NOT_IN_FINAL_MESSAGE));
     } else if (this.#closed) {
-      call.end({ toolCall, result: createErrorToolResult(LOOP_ENDED), isError: true });
+      call.end(errorResult(LOOP_ENDED));
     } else if (call.early && !call.pipeline) {
       // The hooks see the message as far as it has streamed: the call is sealed, the response is not over.
       const assistantMessage = this.partial ? { ...this.partial, content: [...this.partial.content] } : undefined;
@@ -224,7 +225,7 @@ export class Turn {
   close(failed) {
     this.#closed = true;
     for (const call of this.#calls.values()) {
-      call.end({ toolCall: call.toolCall, result: createErrorToolResult(LOOP_ENDED), isError: true });
+      call.end(errorResult(LOOP_ENDED));
     }
     if (failed) this.response.cancel();
     if (this.session.turn === this) this.session.turn = undefined;

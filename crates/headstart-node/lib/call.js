@@ -1,7 +1,6 @@
-// One tool call of a drop-in turn: the record both the engine's side (it asks for the call, or settles it itself) and
-// pi's side (the call's pipeline) read and write, keyed by the engine's id of the call.
-
-import { engineResult } from "../results.js";
+// One tool call of a response, as a framework's face runs it (pi's drop-in, the AI SDK's wrapper): the record both the
+// engine's side (it asks for the call, or settles it itself) and the framework's side (the call's run) read and write,
+// keyed by the engine's id of the call.
 
 /**
  * A promise and its resolve.
@@ -32,11 +31,11 @@ export class Call {
 
   /** The engine's id of the call (pi's, unless pi's was missing or repeated). */
   id;
-  /** pi's tool call: as sealed by its `toolcall_end`, then as the final message holds it when the batch runs it. */
+  /** The framework's tool call (pi's: as sealed, then as the final message holds it; the AI SDK's: its part). */
   toolCall;
-  /** Sealed by its own `toolcall_end`, of a tool that starts early: it runs when the engine asks for it. */
+  /** Sealed by its own event, of a tool that starts early: it runs when the engine asks for it. */
   early = false;
-  /** An early call's pipeline, started when the engine asked for it. */
+  /** An early call's run, started when the engine asked for it. */
   pipeline;
   /** The arguments as validated at the seal (`{ arguments, args }` or `{ arguments, error }`), taken once. */
   #validated;
@@ -83,13 +82,12 @@ export class Call {
   }
 
   /**
-   * The call's end, its one verb: the engine gets its result at once (a sequential call after it starts on it), or
-   * when it asks. A second end is ignored.
+   * The call's end, its one verb: the engine gets `result` (its stored form: `{content, details, isError,
+   * terminate}`) at once (a sequential call after it starts on it), or when it asks. A second end is ignored.
    */
-  end(finalized) {
+  end(result) {
     if (this.#ended) return;
     this.#ended = true;
-    const result = engineResult(finalized.result, finalized.isError);
     this.#bridge?.answer?.(result);
     this.#answer.resolve(result);
   }
