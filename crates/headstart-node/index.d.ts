@@ -139,8 +139,13 @@ export interface NativeResponse {
   end(): void;
   /** The stream failed with `message`. */
   fail(message: string): void;
-  /** The engine's next events, as the JSON of an array (a trailing `null` once the run has ended). */
-  nextBatch(wait?: boolean): Promise<string>;
+  /**
+   * The engine's next events, as the JSON of an array (a trailing `null` once the run has ended); `callsOnly`: the
+   * calls' events, their results and the end only. Empty when `wake` ended the wait.
+   */
+  nextBatch(callsOnly?: boolean): Promise<string>;
+  /** Ends a waiting `nextBatch` with an empty batch: nothing comes until JavaScript acts. */
+  wake(): void;
   /** Cancels the response: every admitted call still gets its stored result. */
   cancel(): void;
   /** Waits for the run's end. */

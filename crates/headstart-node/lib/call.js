@@ -37,6 +37,8 @@ export class Call {
   early = false;
   /** An early call's run, started when the engine asked for it. */
   pipeline;
+  /** The framework runs the call itself (the AI SDK's `execute` took it). */
+  claimed = false;
   /** The arguments as validated at the seal (`{ arguments, args }` or `{ arguments, error }`), taken once. */
   #validated;
   /** The tool result the engine stored without asking for the call (a limit refused it), when it did. */
@@ -46,10 +48,19 @@ export class Call {
     this.id = id;
   }
 
+  /** Whether the engine has asked for the call, or settled it without asking. */
+  heard = false;
+
   /** The engine asks for the call (its owner is durable): resolves to the call's result for the store. */
   ask(bridge) {
     this.#bridge = bridge;
+    this.heard = true;
     this.#asked.resolve({ bridge });
+    return this.#answer.promise;
+  }
+
+  /** Resolves once the call has its result. */
+  settled() {
     return this.#answer.promise;
   }
 
@@ -61,6 +72,7 @@ export class Call {
   /** The engine stored `message` as the call's result without asking for it, or its run ended (no message). */
   settledByEngine(message) {
     if (message) this.stored = message;
+    this.heard = true;
     this.#asked.resolve(null);
   }
 

@@ -1,4 +1,10 @@
-// Stores: opened once per location, durability and access in a process; what one holds (`inspect`).
+// Stores: opened once per location, durability and access in a process; what one holds (`inspect`); the store of
+// those given none.
+
+import { randomUUID } from "node:crypto";
+import { existsSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 
 import { native } from "./native.js";
 
@@ -26,4 +32,23 @@ export function openStore(location, { durability = "full", write = true } = {}) 
 export async function inspect(store, session) {
   const opened = await openStore(store, { write: false });
   return JSON.parse(await opened.inspect(session ?? null));
+}
+
+/** The file of `ephemeralStore`, once made. */
+let ephemeral;
+
+/**
+ * The store of loops and chats given none: one SQLite file for the process, in memory where the machine has a memory
+ * file system (`/dev/shm`), removed when the process exits. (SQLite's own `:memory:` cannot hold the store: it needs
+ * a write-ahead log.)
+ */
+export function ephemeralStore() {
+  if (!ephemeral) {
+    const folder = existsSync("/dev/shm") ? "/dev/shm" : tmpdir();
+    ephemeral = join(folder, `headstart-${process.pid}-${randomUUID()}.db`);
+    process.once("exit", () => {
+      for (const suffix of ["", "-wal", "-shm"]) rmSync(ephemeral + suffix, { force: true });
+    });
+  }
+  return ephemeral;
 }

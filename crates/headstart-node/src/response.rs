@@ -34,6 +34,8 @@ pub struct NativeResponse {
     /// of `settled` and `close` waits for it.
     settled: Shared<BoxFuture<'static, ()>>,
     cancel: CancellationToken,
+    /// Wakes a `nextBatch` that waits, which then gives an empty batch ([`wake`](NativeResponse::wake)).
+    wake: Arc<tokio::sync::Notify>,
 }
 
 /// The engine's side of a response: being opened, open, or gone (its end read, closed, or failed to open).
@@ -71,6 +73,7 @@ impl NativeResponse {
             // A task that panicked has nothing left to wait for.
             settled: settled.map(drop).boxed().shared(),
             cancel,
+            wake: Arc::new(tokio::sync::Notify::new()),
         }
     }
 
@@ -123,8 +126,8 @@ impl NativeResponse {
         self.feed().fail(message);
     }
 
-    /// The next events as a JSON array (each event as the engine serializes it), at least one element. Once the
-    /// run has ended (its last event taken, and every task of it ended: every admitted call has its stored result),
+    /// The next events as a JSON array (each event as the engine serializes it), at least one element unless
+    /// [`wake`](Self::wake) ended the wait (an empty array then). Once the run has ended (its last event taken, and every task of it ended: every admitted call has its stored result),
     /// the array ends with `null`; every later call gives `[null]`. The end comes with the last events, so a reader
     /// needs no further call to learn it. With `calls_only`, only what a caller that streams the response itself
     /// needs: the calls' events, their stored results, and the end (no `message_update` per delta to serialize and
@@ -154,7 +157,11 @@ impl NativeResponse {
         let mut batch = Vec::new();
         let mut ended = false;
         while batch.is_empty() && !ended {
-            let Some(first) = stream.next().await else {
+            let first = tokio::select! {
+                first = stream.next() => first,
+                () = self.wake.notified() => return Ok("[]".into()),
+            };
+            let Some(first) = first else {
                 ended = true;
                 break;
             };
@@ -182,6 +189,14 @@ impl NativeResponse {
             batch.push(Value::Null);
         }
         serde_json::to_string(&batch).map_err(js_error)
+    }
+
+    /// Ends a `nextBatch` that waits for events with an empty batch (or the next one, when none waits): a reader
+    /// that knows nothing will come until JavaScript acts (the run waits for calls the app decides on) stops
+    /// waiting, and with it the promise that keeps Node's event loop alive.
+    #[napi]
+    pub fn wake(&self) {
+        self.wake.notify_one();
     }
 
     /// Cancels the run (contract §6.7): the stream stops being read, running calls are aborted, and every admitted

@@ -114,6 +114,8 @@ fn stage(env: &Path) {
         "index.d.ts",
         "pi.js",
         "pi.d.ts",
+        "ai.js",
+        "ai.d.ts",
         "simulated.js",
         "simulated.d.ts",
         "package.json",

@@ -1,32 +1,11 @@
 // The drop-in's durable side: the store a loop writes, and the session of a loop, with its engines (one per tool set
 // the loop runs with), whose asks go to the loop's turn.
 
-import { randomUUID } from "node:crypto";
-import { existsSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
-
 import { messageOf } from "../bridge.js";
 import { Engine } from "../engine.js";
+import { ephemeralStore } from "../store.js";
 import { engineResult, errorResult, toResult } from "../results.js";
 import { textOf } from "./convert.js";
-
-/**
- * The store of loops given none: one SQLite file for the process, in memory where the machine has a memory file
- * system (`/dev/shm`), removed when the process exits. (SQLite's own `:memory:` cannot hold the store: it needs a
- * write-ahead log.)
- */
-let ephemeral;
-function ephemeralStore() {
-  if (!ephemeral) {
-    const folder = existsSync("/dev/shm") ? "/dev/shm" : tmpdir();
-    ephemeral = join(folder, `headstart-${process.pid}-${randomUUID()}.db`);
-    process.once("exit", () => {
-      for (const suffix of ["", "-wal", "-shm"]) rmSync(ephemeral + suffix, { force: true });
-    });
-  }
-  return ephemeral;
-}
 
 /** Whether a pi tool starts early. */
 export function isEarly(tool) {

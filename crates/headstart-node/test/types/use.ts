@@ -53,3 +53,16 @@ for await (const event of run) {
 const calls: CallFigures[] = await run.calls();
 const report = await inspect("agent.db");
 console.log(recovered.length, newMessages.length, calls.map((call) => call.headroomMs), report.sessions.length);
+
+// headstart/ai: the AI SDK's own types go in and come out.
+import { streamText, tool as aiTool, type ModelMessage } from "ai";
+import { MockLanguageModelV4 } from "ai/test";
+import { z } from "zod";
+import { withHeadstart, resume as resumeChat } from "headstart/ai";
+
+const aiTools = { search: aiTool({ inputSchema: z.object({ q: z.string() }), execute: async ({ q }: { q: string }) => `found ${q}` }) };
+const chat = await withHeadstart({ model: new MockLanguageModelV4(), tools: aiTools, store: "agent.db", early: ["search"], idempotent: ["search"] });
+const chatId: string = chat.sessionId;
+streamText({ model: chat.model, tools: chat.tools, prompt: "hi" });
+const resumedChat: { messages: ModelMessage[] } = await resumeChat({ store: "agent.db", sessionId: chatId, tools: aiTools, policy: "fail" });
+void resumedChat;
