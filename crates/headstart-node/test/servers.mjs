@@ -82,3 +82,99 @@ export async function anthropicServer({ started, after = 10, paceMs = 20 }) {
   return { url: `http://127.0.0.1:${port}`, close: () => server.close() };
 }
 
+
+/**
+ * A paced server of three wire formats, for the AI SDK's provider packages: OpenAI Chat Completions
+ * (`/chat/completions`), OpenAI Responses (`/responses`) and Anthropic Messages (`/messages`). The first request of
+ * each answers with a call to `lookup` whose arguments are whole at once, then (once `started` resolves: the call has
+ * started, a bound on the wait) `after` text pieces `paceMs` apart, then the end; the next ones answer with text.
+ * `endedAt[path]` is when the first response's last byte was written (`performance.now()`).
+ */
+export async function aiProviderServer({ started, after = 10, paceMs = 20 }) {
+  const requests = new Map();
+  const endedAt = {};
+  const chat = (delta, finish = null) => ({ id: "chatcmpl-1", object: "chat.completion.chunk", created: 1, model: "paced", choices: [{ index: 0, delta, finish_reason: finish }] });
+  const withCall = {
+    "/chat/completions": {
+      call: [
+        [null, chat({ role: "assistant", content: null })],
+        [null, chat({ tool_calls: [{ index: 0, id: "call_1", type: "function", function: { name: "lookup", arguments: "" } }] })],
+        [null, chat({ tool_calls: [{ index: 0, function: { arguments: '{"query": "weather"}' } }] })],
+      ],
+      answer: [[null, chat({ role: "assistant", content: "Sunny." })]],
+      text: (i) => [null, chat({ content: `word${i} ` })],
+      end: (calls) => [
+        [null, chat({}, calls ? "tool_calls" : "stop")],
+        [null, { id: "chatcmpl-1", object: "chat.completion.chunk", created: 1, model: "paced", choices: [], usage: { prompt_tokens: 5, completion_tokens: 7, total_tokens: 12 } }],
+        [null, "[DONE]"],
+      ],
+    },
+    "/responses": {
+      call: [
+        ["response.created", { type: "response.created", response: { id: "resp_1", created_at: 1, model: "paced" } }],
+        ["response.output_item.added", { type: "response.output_item.added", output_index: 0, item: { type: "function_call", id: "fc_1", call_id: "call_1", name: "lookup", arguments: "", status: "in_progress" } }],
+        ["response.function_call_arguments.delta", { type: "response.function_call_arguments.delta", item_id: "fc_1", output_index: 0, delta: '{"query": "weather"}' }],
+        ["response.output_item.done", { type: "response.output_item.done", output_index: 0, item: { type: "function_call", id: "fc_1", call_id: "call_1", name: "lookup", arguments: '{"query": "weather"}', status: "completed" } }],
+        ["response.output_item.added", { type: "response.output_item.added", output_index: 1, item: { type: "message", id: "msg_1" } }],
+      ],
+      answer: [
+        ["response.created", { type: "response.created", response: { id: "resp_2", created_at: 1, model: "paced" } }],
+        ["response.output_item.added", { type: "response.output_item.added", output_index: 1, item: { type: "message", id: "msg_1" } }],
+        ["response.output_text.delta", { type: "response.output_text.delta", item_id: "msg_1", output_index: 1, delta: "Sunny." }],
+      ],
+      text: (i) => ["response.output_text.delta", { type: "response.output_text.delta", item_id: "msg_1", output_index: 1, delta: `word${i} ` }],
+      end: () => [
+        ["response.output_item.done", { type: "response.output_item.done", output_index: 1, item: { type: "message", id: "msg_1" } }],
+        ["response.completed", { type: "response.completed", response: { incomplete_details: null, usage: { input_tokens: 5, output_tokens: 7 } } }],
+      ],
+    },
+    "/messages": {
+      call: [
+        ["message_start", { type: "message_start", message: { id: "msg_1", type: "message", role: "assistant", model: "paced", content: [], stop_reason: null, stop_sequence: null, usage: { input_tokens: 5, output_tokens: 1 } } }],
+        ["content_block_start", { type: "content_block_start", index: 0, content_block: { type: "tool_use", id: "toolu_1", name: "lookup", input: {} } }],
+        ["content_block_delta", { type: "content_block_delta", index: 0, delta: { type: "input_json_delta", partial_json: '{"query": "weather"}' } }],
+        ["content_block_stop", { type: "content_block_stop", index: 0 }],
+        ["content_block_start", { type: "content_block_start", index: 1, content_block: { type: "text", text: "" } }],
+      ],
+      answer: [
+        ["message_start", { type: "message_start", message: { id: "msg_2", type: "message", role: "assistant", model: "paced", content: [], stop_reason: null, stop_sequence: null, usage: { input_tokens: 5, output_tokens: 1 } } }],
+        ["content_block_start", { type: "content_block_start", index: 1, content_block: { type: "text", text: "" } }],
+        ["content_block_delta", { type: "content_block_delta", index: 1, delta: { type: "text_delta", text: "Sunny." } }],
+      ],
+      text: (i) => ["content_block_delta", { type: "content_block_delta", index: 1, delta: { type: "text_delta", text: `word${i} ` } }],
+      end: (calls) => [
+        ["content_block_stop", { type: "content_block_stop", index: 1 }],
+        ["message_delta", { type: "message_delta", delta: { stop_reason: calls ? "tool_use" : "end_turn", stop_sequence: null }, usage: { output_tokens: 30 } }],
+        ["message_stop", { type: "message_stop" }],
+      ],
+    },
+  };
+  const { server, port } = await listen(async (request, response) => {
+    for await (const _ of request);
+    const path = Object.keys(withCall).find((candidate) => request.url.endsWith(candidate));
+    if (!path) {
+      response.writeHead(404).end();
+      return;
+    }
+    const script = withCall[path];
+    const first = !requests.has(path);
+    requests.set(path, (requests.get(path) ?? 0) + 1);
+    const send = ([event, data]) => response.write(`${event ? `event: ${event}\n` : ""}data: ${typeof data === "string" ? data : JSON.stringify(data)}\n\n`);
+    response.writeHead(200, { "content-type": "text/event-stream" });
+    if (!first) {
+      [...script.answer, ...script.end(false)].forEach(send);
+      response.end();
+      return;
+    }
+    script.call.forEach(send);
+    await within(started, 10_000, "the early call's start");
+    for (let i = 0; i < after; i++) {
+      await new Promise((done) => setTimeout(done, paceMs));
+      send(script.text(i));
+    }
+    script.end(true).forEach(send);
+    response.end();
+    endedAt[path] = performance.now();
+  });
+  return { url: `http://127.0.0.1:${port}`, endedAt, close: () => server.close() };
+}

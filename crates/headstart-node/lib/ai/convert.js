@@ -101,14 +101,15 @@ export function modelMessages(log) {
   const out = [];
   const responses = new Map();
   const responseOfCall = new Map();
-  for (const { message } of log) {
+  for (const { message, request } of log) {
     if (message.role === "user") {
       out.push({ role: "user", content: message.text ?? "" });
     } else if (message.role === "assistant") {
-      let response = responses.get(message.turn_id);
+      // A response's fragments share its request number (its turn id may repeat: a provider's response id).
+      let response = responses.get(request);
       if (!response) {
         response = { assistant: { role: "assistant", content: [] }, tool: { role: "tool", content: [] } };
-        responses.set(message.turn_id, response);
+        responses.set(request, response);
         out.push(response.assistant, response.tool);
       }
       for (const block of message.content ?? []) {

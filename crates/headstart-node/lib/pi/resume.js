@@ -45,13 +45,14 @@ function piMessages(log) {
   const entries = [];
   const turns = new Map();
   const turnOfCall = new Map();
-  for (const { message, at_us: atUs } of log) {
+  for (const { message, request, at_us: atUs } of log) {
     const timestamp = Math.round((atUs ?? 0) / 1000);
     if (message.role === "assistant") {
-      let turn = turns.get(message.turn_id);
+      // A response's fragments share its request number (its turn id may repeat: a provider's response id).
+      let turn = turns.get(request);
       if (!turn) {
         turn = { assistant: assistantShell(message, timestamp), results: [] };
-        turns.set(message.turn_id, turn);
+        turns.set(request, turn);
         entries.push(turn);
       }
       for (const block of message.content ?? []) {
