@@ -81,7 +81,12 @@ test("one withHeadstart value serves a chat: each model call one response, each 
   const second = streamText({ model: chat.model, tools: chat.tools, messages: [...history, { role: "user", content: "two" }] });
   assert.equal((await second.text).trim(), "second answer");
   assert.deepEqual(runs, ["a"]);
-  const log = (await inspect(store, chat.sessionId)).sessions[0].messages;
+  // The engine stores the last response as the AI SDK reads it: wait (a bound) until all three are stored.
+  let log = [];
+  await until(async () => {
+    log = (await inspect(store, chat.sessionId)).sessions[0].messages;
+    return new Set(log.filter((entry) => entry.message.role === "assistant").map((entry) => entry.request)).size === 3;
+  }, "the third response's storing");
   // One response per model call (a response may be stored in fragments, around its early call's result).
   const entries = [];
   for (const { message, request } of log) {
@@ -93,7 +98,9 @@ test("one withHeadstart value serves a chat: each model call one response, each 
   const later = await withHeadstart({ model: scripted([{ blocks: [{ text: "third" }], finish: "stop" }]), tools, store, sessionId: chat.sessionId });
   const third = streamText({ model: later.model, tools: later.tools, messages: [...history, { role: "user", content: "two" }, { role: "assistant", content: "second answer" }, { role: "user", content: "three" }] });
   assert.equal((await third.text).trim(), "third");
-  assert.deepEqual((await stored(store, chat.sessionId)).filter((message) => message.role === "user").map((message) => message.text), ["one", "two", "three"]);
+  const users = async () => (await stored(store, chat.sessionId)).filter((message) => message.role === "user").map((message) => message.text);
+  await until(async () => (await users()).length === 3, "the third prompt's storing");
+  assert.deepEqual(await users(), ["one", "two", "three"]);
 });
 
 test("an abortSignal cancels the engine's response: the running early call is aborted, and every admitted call has its stored result", async () => {
@@ -145,9 +152,19 @@ async function approvalChild(t, store, mode) {
 }
 
 test("a chat that stops at an approval lets its process end; approved in the next call, the call runs once and is stored", async (t) => {
-  const stopped = await approvalChild(t, storeIn("approval.db"), "stop");
+  const stoppedStore = storeIn("approval.db");
+  const stopped = await approvalChild(t, stoppedStore, "stop");
   assert.deepEqual(stopped.requested, ["c1"], "the AI SDK asked for the approval");
   assert.equal(stopped.ran, 0);
+  // The process ended with the call unanswered: the chat goes on once resume has given it its result.
+  const tools = { charge: tool({ inputSchema: q, needsApproval: true, execute: async () => "charged" }) };
+  await assert.rejects(
+    withHeadstart({ model: scripted([]), tools, store: stoppedStore, sessionId: stopped.sessionId }),
+    /has calls without a result \(c1\).*resume/,
+  );
+  const { recovered } = await resume({ store: stoppedStore, sessionId: stopped.sessionId, tools });
+  assert.deepEqual(recovered.map((entry) => entry.call_id), ["c1"]);
+  await withHeadstart({ model: scripted([]), tools, store: stoppedStore, sessionId: stopped.sessionId });
   const store = storeIn("approval.db");
   const said = await approvalChild(t, store, "approve");
   assert.equal(said.ran, 1, "approved in the next call, the tool ran once");

@@ -16,10 +16,10 @@ export function lines(path) {
   return existsSync(path) ? readFileSync(path, "utf8").split("\n").filter(Boolean) : [];
 }
 
-/** Polls `check` until it is true; a bound on the wait, not a timing the test depends on. */
+/** Polls `check` (it may return a promise) until it is true; a bound on the wait, not a timing the test depends on. */
 export async function until(check, what, ms = 30_000) {
   const deadline = Date.now() + ms;
-  while (!check()) {
+  while (!(await check())) {
     if (Date.now() > deadline) throw new Error(`${what} did not happen within ${ms} ms`);
     await new Promise((done) => setTimeout(done, 20));
   }

@@ -7,7 +7,8 @@ import { mkdirSync, mkdtempSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { tmpdir } from "node:os";
 import { fileURLToPath } from "node:url";
-import { anthropicServer, deferred } from "./servers.mjs";
+import { inspect } from "headstart";
+import { aiProviderServer, anthropicServer, deferred } from "./servers.mjs";
 
 const examples = join(dirname(dirname(fileURLToPath(import.meta.url))), "examples");
 const root = process.env.HEADSTART_SCRATCH ?? tmpdir();
@@ -71,4 +72,40 @@ test("the pi agent example over Anthropic's wire: the early tool starts before t
   assert.ok(endedMs - startedMs >= 180, `the tool started ${endedMs - startedMs} ms before the response ended: ${out}`);
   assert.match(out, /the response ends \(stop\): Sunny in Lisbon\./);
   assert.match(out, /transcript: session \S+ in /);
+});
+
+test("the AI SDK example on the simulated model: early lookups start while the model streams, and the time saved is shown", async (t) => {
+  const store = join(mkdtempSync(join(root, "ai-sdk-")), "ai.db");
+  const out = await runExample(t, "ai-sdk.mjs", [store], { OPENAI_API_KEY: "" });
+  const at = (pattern) => {
+    const line = out.split("\n").find((candidate) => pattern.test(candidate));
+    assert.ok(line, `the example printed ${pattern}: ${out}`);
+    return Number(line.trim().split(/\s+/)[0]);
+  };
+  const ends = at(/the model's response ends/);
+  assert.ok(at(/lookup_weather\(Lisbon\) starts/) < ends - 300, out);
+  assert.ok(at(/lookup_calendar\(Lisbon\) starts/) < ends - 300, out);
+  assert.ok(at(/save_notes\(Lisbon\) runs/) >= ends, out);
+  const saved = /(\d+) ms saved/.exec(out);
+  assert.ok(saved && Number(saved[1]) >= 300, out);
+  assert.match(out, /transcript: 8 messages in /);
+});
+
+test("the AI SDK example with @ai-sdk/openai (OPENAI_API_KEY set), over the Responses wire: the early lookup starts before the response ends", async (t) => {
+  const started = deferred();
+  const server = await aiProviderServer({ started: started.promise, call: { name: "lookup_weather", input: { city: "Lisbon" } } });
+  t.after(() => server.close());
+  const store = join(mkdtempSync(join(root, "ai-sdk-openai-")), "ai.db");
+  const out = await runExample(t, "ai-sdk.mjs", [store], { OPENAI_API_KEY: "test", OPENAI_BASE_URL: `${server.url}/v1` }, (output) =>
+    output.includes("lookup_weather(Lisbon) starts") ? started.resolve() : undefined,
+  );
+  const startedMs = Number(/(\d+) ms {2}lookup_weather\(Lisbon\) starts/.exec(out)?.[1]);
+  assert.ok(Number.isFinite(startedMs), out);
+  assert.ok(server.endedAt["/responses"] !== undefined, "the Responses endpoint was streamed");
+  assert.match(out, /answer: Sunny\./);
+  assert.match(out, /ms saved/);
+  // Ten text pieces 20 ms apart followed the call's start: it was sealed at least 150 ms before the stream ended.
+  const { sessions } = await inspect(store);
+  const call = sessions[0].figures.calls.find((entry) => entry.name === "lookup_weather");
+  assert.ok(call.headroom_ms >= 150, `the call was sealed ${call.headroom_ms} ms before the stream ended`);
 });

@@ -86,11 +86,13 @@ export async function anthropicServer({ started, after = 10, paceMs = 20 }) {
 /**
  * A paced server of three wire formats, for the AI SDK's provider packages: OpenAI Chat Completions
  * (`/chat/completions`), OpenAI Responses (`/responses`) and Anthropic Messages (`/messages`). The first request of
- * each answers with a call to `lookup` whose arguments are whole at once, then (once `started` resolves: the call has
+ * each answers with a call (`call`: to `lookup` by default) whose arguments are whole at once, then (once `started` resolves: the call has
  * started, a bound on the wait) `after` text pieces `paceMs` apart, then the end; the next ones answer with text.
  * `endedAt[path]` is when the first response's last byte was written (`performance.now()`).
  */
-export async function aiProviderServer({ started, after = 10, paceMs = 20 }) {
+export async function aiProviderServer({ started, after = 10, paceMs = 20, call = { name: "lookup", input: { query: "weather" } } }) {
+  const name = call.name;
+  const args = JSON.stringify(call.input);
   const requests = new Map();
   const endedAt = {};
   const chat = (delta, finish = null) => ({ id: "chatcmpl-1", object: "chat.completion.chunk", created: 1, model: "paced", choices: [{ index: 0, delta, finish_reason: finish }] });
@@ -98,8 +100,8 @@ export async function aiProviderServer({ started, after = 10, paceMs = 20 }) {
     "/chat/completions": {
       call: [
         [null, chat({ role: "assistant", content: null })],
-        [null, chat({ tool_calls: [{ index: 0, id: "call_1", type: "function", function: { name: "lookup", arguments: "" } }] })],
-        [null, chat({ tool_calls: [{ index: 0, function: { arguments: '{"query": "weather"}' } }] })],
+        [null, chat({ tool_calls: [{ index: 0, id: "call_1", type: "function", function: { name, arguments: "" } }] })],
+        [null, chat({ tool_calls: [{ index: 0, function: { arguments: args } }] })],
       ],
       answer: [[null, chat({ role: "assistant", content: "Sunny." })]],
       text: (i) => [null, chat({ content: `word${i} ` })],
@@ -112,9 +114,9 @@ export async function aiProviderServer({ started, after = 10, paceMs = 20 }) {
     "/responses": {
       call: [
         ["response.created", { type: "response.created", response: { id: "resp_1", created_at: 1, model: "paced" } }],
-        ["response.output_item.added", { type: "response.output_item.added", output_index: 0, item: { type: "function_call", id: "fc_1", call_id: "call_1", name: "lookup", arguments: "", status: "in_progress" } }],
-        ["response.function_call_arguments.delta", { type: "response.function_call_arguments.delta", item_id: "fc_1", output_index: 0, delta: '{"query": "weather"}' }],
-        ["response.output_item.done", { type: "response.output_item.done", output_index: 0, item: { type: "function_call", id: "fc_1", call_id: "call_1", name: "lookup", arguments: '{"query": "weather"}', status: "completed" } }],
+        ["response.output_item.added", { type: "response.output_item.added", output_index: 0, item: { type: "function_call", id: "fc_1", call_id: "call_1", name, arguments: "", status: "in_progress" } }],
+        ["response.function_call_arguments.delta", { type: "response.function_call_arguments.delta", item_id: "fc_1", output_index: 0, delta: args }],
+        ["response.output_item.done", { type: "response.output_item.done", output_index: 0, item: { type: "function_call", id: "fc_1", call_id: "call_1", name, arguments: args, status: "completed" } }],
         ["response.output_item.added", { type: "response.output_item.added", output_index: 1, item: { type: "message", id: "msg_1" } }],
       ],
       answer: [
@@ -131,8 +133,8 @@ export async function aiProviderServer({ started, after = 10, paceMs = 20 }) {
     "/messages": {
       call: [
         ["message_start", { type: "message_start", message: { id: "msg_1", type: "message", role: "assistant", model: "paced", content: [], stop_reason: null, stop_sequence: null, usage: { input_tokens: 5, output_tokens: 1 } } }],
-        ["content_block_start", { type: "content_block_start", index: 0, content_block: { type: "tool_use", id: "toolu_1", name: "lookup", input: {} } }],
-        ["content_block_delta", { type: "content_block_delta", index: 0, delta: { type: "input_json_delta", partial_json: '{"query": "weather"}' } }],
+        ["content_block_start", { type: "content_block_start", index: 0, content_block: { type: "tool_use", id: "toolu_1", name, input: {} } }],
+        ["content_block_delta", { type: "content_block_delta", index: 0, delta: { type: "input_json_delta", partial_json: args } }],
         ["content_block_stop", { type: "content_block_stop", index: 0 }],
         ["content_block_start", { type: "content_block_start", index: 1, content_block: { type: "text", text: "" } }],
       ],

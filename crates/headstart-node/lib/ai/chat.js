@@ -18,6 +18,19 @@ export function specOf(name, tool, early, idempotent) {
   };
 }
 
+/** The calls of a stored log without a result, by id (a call is its response's request number and its id). */
+function unanswered(log) {
+  const calls = new Map();
+  for (const { message, request } of log) {
+    if (message.role === "assistant") {
+      for (const block of message.content ?? []) if (block.type === "tool_call") calls.set(`${request}:${block.id}`, block.id);
+    } else if (message.role === "tool_result") {
+      calls.delete(`${request}:${message.tool_call_id}`);
+    }
+  }
+  return [...calls.values()];
+}
+
 /** A chat: one store session, answered by the AI SDK's own loop, one model call after another. */
 export class Chat {
   /** @type {Engine} */
@@ -60,6 +73,14 @@ export class Chat {
     });
     const id = sessionId ?? engine.newSessionId();
     const log = sessionId ? await engine.log(sessionId).catch(() => undefined) : undefined;
+    const waiting = unanswered(log ?? []);
+    if (waiting.length > 0) {
+      throw new Error(
+        `session ${id} has calls without a result (${waiting.join(", ")}): the process that ran them ended first ` +
+          "(a crash, or a call left to the app, such as an approval). resume({ store, sessionId, tools }) from " +
+          "headstart/ai gives each its result; then the chat goes on",
+      );
+    }
     const users = (log ?? []).filter((entry) => entry.message.role === "user").length;
     chat = new Chat(engine, id, log !== undefined, users, tools, early);
     return chat;
