@@ -10,29 +10,21 @@
 // 3. seal to start, the prefix commit included, through the addon: p50 and p95 over many early calls.
 //
 //   node bench/drop-in.mjs [--deltas 50000] [--runs 5] [--calls 300] [--scenarios DIR]
-import { readFileSync, mkdtempSync, writeFileSync } from "node:fs";
-import { join, dirname } from "node:path";
+import { mkdtempSync } from "node:fs";
+import { join } from "node:path";
 import { tmpdir } from "node:os";
-import { execFileSync } from "node:child_process";
-import { fileURLToPath } from "node:url";
 import * as pi from "@earendil-works/pi-agent-core";
 import { createAssistantMessageEventStream } from "@earendil-works/pi-ai";
 import * as drop from "headstart/pi";
 import { Engine, tool } from "headstart";
 import { MODEL, scriptedStream } from "headstart/simulated";
+import { SCENARIO_FILES, allBatch, args, behaviorOf, idealOf, median, overIdeal, percentile, scenarioTurns, sleepUntil } from "./scenarios.mjs";
 
-const here = dirname(fileURLToPath(import.meta.url));
-const args = Object.fromEntries(
-  process.argv.slice(2).reduce((pairs, arg, i, all) => (arg.startsWith("--") ? [...pairs, [arg.slice(2), all[i + 1]]] : pairs), []),
-);
 const DELTAS = Number(args.deltas ?? 50_000);
 const RUNS = Number(args.runs ?? 5);
 const CALLS = Number(args.calls ?? 300);
-const SCENARIOS = args.scenarios ?? join(here, "../../../tests/scenarios");
 const convertToLlm = (messages) => messages;
 const user = { role: "user", content: [{ type: "text", text: "go" }], timestamp: 0 };
-const median = (values) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)];
-const percentile = (values, p) => [...values].sort((a, b) => a - b)[Math.min(values.length - 1, Math.floor((values.length * p) / 100))];
 const store = join(mkdtempSync(join(tmpdir(), "headstart-bench-")), "bench.db");
 
 // 1. Per event.
@@ -67,30 +59,6 @@ console.log(`  headstart/pi agentLoop          ${median(perEventRuns.drop).toFix
 console.log(`  headstart/pi, a SQLite file     ${median(perEventRuns.dropStore).toFixed(0)} ns  (${(median(perEventRuns.dropStore) / median(perEventRuns.pi)).toFixed(2)}x)`);
 
 // 2. Scenarios.
-function scenarioTurns(file) {
-  const scenario = JSON.parse(readFileSync(join(SCENARIOS, file), "utf8"));
-  const turns = scenario.turns.map((turn) =>
-    turn.log
-      ? readFileSync(join(SCENARIOS, turn.log), "utf8").split("\n").filter(Boolean).map((line) => JSON.parse(line))
-      : turn.events,
-  );
-  return { scenario, turns };
-}
-
-/**
- * Resolves at `deadline` (a `performance.now()` time), on time: a timer to just before it, then a check on each turn
- * of the event loop. Node's timers fire 0.5 to 1.5 ms late; a chain of three of them would put more of Node's lateness
- * into a scenario's figure than the loop under test adds, and both loops would carry it.
- */
-function sleepUntil(deadline) {
-  return new Promise((done) => {
-    const check = () => (performance.now() >= deadline ? done() : setImmediate(check));
-    const early = deadline - performance.now() - 2;
-    if (early > 0) setTimeout(check, early);
-    else check();
-  });
-}
-
 /** A pi stream replaying a delta log on real timers (`at_ms` from the stream's start). */
 function replayStream(events) {
   const stream = createAssistantMessageEventStream();
@@ -152,7 +120,7 @@ function scenarioTools(scenario) {
     parameters: { type: "object" },
     ...(spec.execution_mode === "sequential" ? { executionMode: "sequential" } : spec.async ? { executionMode: "early" } : {}),
     execute: async (id) => {
-      const behavior = { ...spec.behavior, ...(spec.by_call?.[id] ?? {}) };
+      const behavior = behaviorOf(spec, id);
       if (behavior.delay_ms) await sleepUntil(performance.now() + behavior.delay_ms);
       if (behavior.error) throw new Error(behavior.error);
       return { content: [{ type: "text", text: behavior.result?.text ?? "" }], details: {}, terminate: behavior.result?.terminate === true };
@@ -176,40 +144,11 @@ async function runScenario(loop, file) {
   return performance.now() - started;
 }
 
-/**
- * The ideal of scenario `file`: given (`--ideal` or, with `batch`, `--batch-ideal`), or the engine's replay of it on the
- * virtual clock. With `batch`, the scenario as pi's loop runs it: no tool early, every call in the batch after its
- * response.
- */
-function idealOf(file, { batch = false } = {}) {
-  const given = Object.fromEntries((args[batch ? "batch-ideal" : "ideal"] ?? "").split(",").filter(Boolean).map((pair) => pair.split("=")));
-  const key = file.slice(0, 2);
-  if (given[key]) return Number(given[key]);
-  if (!process.env.HEADSTART_CLI) return NaN;
-  const dir = mkdtempSync(join(tmpdir(), "headstart-replay-"));
-  let scenarioFile = join(SCENARIOS, file);
-  if (batch) {
-    const scenario = JSON.parse(readFileSync(scenarioFile, "utf8"));
-    for (const spec of scenario.tools ?? []) spec.async = false;
-    for (const turn of scenario.turns) if (turn.log) turn.log = join(SCENARIOS, turn.log);
-    scenarioFile = join(dir, file);
-    writeFileSync(scenarioFile, JSON.stringify(scenario));
-  }
-  const out = join(dir, "report.json");
-  execFileSync(process.env.HEADSTART_CLI, ["replay", scenarioFile, "--report", out], { stdio: "ignore" });
-  return JSON.parse(readFileSync(out, "utf8")).end_ms ?? NaN;
-}
-
-/** `ms` beside `ideal`: how far over it. */
-function overIdeal(ms, ideal) {
-  return Number.isNaN(ideal) ? `${ms.toFixed(0).padStart(4)}` : `${ms.toFixed(0).padStart(4)} (+${(ms - ideal).toFixed(1)} over ${ideal.toFixed(0)})`;
-}
-
 console.log(
   `\nscenarios on real timers, median of ${RUNS} runs (ms), each loop over its own ideal: pi-agent-core 1.6.0 (every call in` +
     ` the batch), headstart/pi with early tools`,
 );
-for (const file of ["01-two-async-overlap.json", "03-sync-blocks-later-async.json", "05-sequential-mode.json", "06-per-tool-sequential.json"]) {
+for (const file of SCENARIO_FILES) {
   const piTimes = [];
   const dropTimes = [];
   for (let run = 0; run < RUNS; run++) {
@@ -217,7 +156,7 @@ for (const file of ["01-two-async-overlap.json", "03-sync-blocks-later-async.jso
     dropTimes.push(await runScenario(drop, file));
   }
   console.log(
-    `  ${file.replace(".json", "").padEnd(28)} pi ${overIdeal(median(piTimes), idealOf(file, { batch: true }))}` +
+    `  ${file.replace(".json", "").padEnd(28)} pi ${overIdeal(median(piTimes), idealOf(file, { option: "batch-ideal", adjust: allBatch }))}` +
       `   headstart ${overIdeal(median(dropTimes), idealOf(file))}`,
   );
 }

@@ -69,6 +69,17 @@ export class Call {
     return this.#asked.promise;
   }
 
+  /**
+   * An early call's run once the engine has asked for it (it started then), boxed (`{ pipeline }`): a promise that
+   * resolves to a promise waits for it, and a batch reading one call's run must not wait for its end. `undefined` for
+   * a call that is not early, or that the engine settled without asking.
+   * @returns {Promise<{ pipeline: Promise<any> } | undefined>}
+   */
+  async earlyRun() {
+    if (!this.early) return undefined;
+    return (await this.#asked.promise) && this.pipeline ? { pipeline: this.pipeline } : undefined;
+  }
+
   /** The engine stored `message` as the call's result without asking for it, or its run ended (no message). */
   settledByEngine(message) {
     if (message) this.stored = message;

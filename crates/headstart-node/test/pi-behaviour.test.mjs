@@ -183,3 +183,32 @@ behaviour("an update sent after the tool settled is ignored", async (module, ear
     ["in time"],
   );
 });
+
+behaviour("parallel mode runs a batch's calls side by side, an early tool's call held back behind a sync one too", async (module, early) => {
+  const order = [];
+  let saveStarted;
+  const saving = new Promise((resolve) => (saveStarted = resolve));
+  const done = (text) => ({ content: [{ type: "text", text }], details: {} });
+  const tools = [
+    tool(
+      "fetch",
+      async (id) => {
+        order.push(`start ${id}`);
+        // Waits for the other call of the batch to start: they run side by side. The bound only ends a failing run.
+        await Promise.race([saving, new Promise((resolve) => setTimeout(resolve, 2_000))]);
+        order.push(`end ${id}`);
+        return done("fetched");
+      },
+      {},
+      early,
+    ),
+    tool("save", async (id) => {
+      order.push(`start ${id}`);
+      saveStarted();
+      return done("saved");
+    }),
+  ];
+  // `a2` follows a call of a tool that is not early, so even the drop-in's early tools run it in the batch.
+  await runLoop(module, [{ blocks: [call("s1", "save", "x"), call("a2", "fetch", "y")], stop: "toolUse" }], tools);
+  assert.ok(order.indexOf("start s1") < order.indexOf("end a2"), `the calls ran one after the other: ${order.join(", ")}`);
+});

@@ -82,12 +82,12 @@ export async function anthropicServer({ started, after = 10, paceMs = 20 }) {
   return { url: `http://127.0.0.1:${port}`, close: () => server.close() };
 }
 
-
 /**
  * A paced server of three wire formats, for the AI SDK's provider packages: OpenAI Chat Completions
  * (`/chat/completions`), OpenAI Responses (`/responses`) and Anthropic Messages (`/messages`). The first request of
- * each answers with a call (`call`: to `lookup` by default) whose arguments are whole at once, then (once `started` resolves: the call has
- * started, a bound on the wait) `after` text pieces `paceMs` apart, then the end; the next ones answer with text.
+ * each answers with a call (`call`: to `lookup` by default) whose arguments are whole at once, then (once `started`
+ * resolves, when given: the call has started, a bound on the wait) `after` text pieces `paceMs` apart, then the end;
+ * the next ones answer with text.
  * `endedAt[path]` is when the first response's last byte was written (`performance.now()`).
  */
 export async function aiProviderServer({ started, after = 10, paceMs = 20, call = { name: "lookup", input: { query: "weather" } } }) {
@@ -169,7 +169,7 @@ export async function aiProviderServer({ started, after = 10, paceMs = 20, call 
       return;
     }
     script.call.forEach(send);
-    await within(started, 10_000, "the early call's start");
+    if (started) await within(started, 10_000, "the early call's start");
     for (let i = 0; i < after; i++) {
       await new Promise((done) => setTimeout(done, paceMs));
       send(script.text(i));

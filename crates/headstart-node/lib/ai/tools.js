@@ -34,9 +34,9 @@ async function run(chat, name, tool, input, options) {
   if (!claimed || (claimed.call.toolCall && claimed.call.toolCall.name !== name)) return tool.execute(input, options);
   const { call } = claimed;
   if (call.early) {
-    const pipeline = await earlyRun(call);
-    if (pipeline) {
-      const outcome = await pipeline;
+    const early = await call.earlyRun();
+    if (early) {
+      const outcome = await early.pipeline;
       if (outcome.error !== undefined) throw outcome.error;
       if (outcome.invalid === undefined) return replay(outcome.value);
       // The AI SDK runs what the early check refused (its input was repaired or refined since): not early, then.
@@ -56,11 +56,6 @@ async function run(chat, name, tool, input, options) {
     call.end(errorResult(messageOf(error)));
     throw error;
   }
-}
-
-/** An early call's run, once the engine has asked for it; `undefined` when the engine settled it without asking. */
-async function earlyRun(call) {
-  return (await call.asked()) ? call.pipeline : undefined;
 }
 
 /** An early run's value as the AI SDK gets it: the value, or its preliminary results again, the last final. */

@@ -70,9 +70,9 @@ async function executeToolCallsSequential(turn, assistantMessage, calls) {
   const finalizedCalls = [];
   const messages = [];
   for (const call of calls) {
-    const pipeline = await turn.earlyPipeline(call);
-    const finalized = pipeline
-      ? await pipeline
+    const early = await call.earlyRun();
+    const finalized = early
+      ? await early.pipeline
       : await completeToolCall(turn, call, assistantMessage, await startToolCall(turn, call, assistantMessage));
     const message = createToolResultMessage(finalized);
     await emitToolResultMessage(turn, message);
@@ -85,9 +85,9 @@ async function executeToolCallsSequential(turn, assistantMessage, calls) {
 async function executeToolCallsParallel(turn, assistantMessage, calls) {
   const entries = [];
   for (const call of calls) {
-    const pipeline = await turn.earlyPipeline(call);
-    if (pipeline) {
-      entries.push(pipeline);
+    const early = await call.earlyRun();
+    if (early) {
+      entries.push(early.pipeline);
       continue;
     }
     const preparation = await startToolCall(turn, call, assistantMessage);
@@ -123,8 +123,8 @@ async function executeToolCallsParallel(turn, assistantMessage, calls) {
 export async function failToolCallsFromTruncatedMessage(turn, assistantMessage) {
   const messages = [];
   for (const call of turn.callsOf(assistantMessage)) {
-    const pipeline = await turn.earlyPipeline(call);
-    let finalized = pipeline && (await pipeline);
+    const early = await call.earlyRun();
+    let finalized = early && (await early.pipeline);
     if (!finalized) {
       await emitToolExecutionStart(turn, call.toolCall);
       finalized = { toolCall: call.toolCall, result: createTruncatedToolResult(call.toolCall.name), isError: true };

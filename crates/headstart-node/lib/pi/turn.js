@@ -166,15 +166,6 @@ export class Turn {
     return calls;
   }
 
-  /**
-   * An early call's pipeline, once the engine has asked for it (it started then); `undefined` for a call that is not
-   * early, or that the engine settled without asking (the batch runs those).
-   */
-  async earlyPipeline(call) {
-    if (!call.early) return undefined;
-    return (await call.asked()) ? call.pipeline : undefined;
-  }
-
   /** The result of a call the engine settled without asking: the one it stored, or why there is none. */
   settledWithout(call) {
     const stored = call.stored;
