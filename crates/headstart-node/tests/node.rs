@@ -37,6 +37,7 @@ fn the_node_suite_passes() {
         .env("HEADSTART_NODE_ADDON", addon())
         .env("HEADSTART_NODE", &node)
         .env("HEADSTART_SCRATCH", scratch().join("scratch"))
+        .env("HEADSTART_SCENARIOS", crate_dir().join("../../tests/scenarios"))
         .current_dir(&env)
         .status()
         .expect("node runs");
@@ -100,11 +101,12 @@ fn make_environment() -> Result<PathBuf, String> {
     Ok(node)
 }
 
-/// Copies the package (as `npm install` lays it out) and the suite into the environment.
+/// Copies the package (as `npm install` lays it out), the suite and the benchmarks into the environment.
 fn stage(env: &Path) {
     let package = env.join("node_modules/headstart");
     let tests = env.join("test");
-    for dir in [&package, &tests] {
+    let bench = env.join("bench");
+    for dir in [&package, &tests, &bench] {
         if dir.exists() {
             std::fs::remove_dir_all(dir).expect("the old staged files are removable");
         }
@@ -124,6 +126,7 @@ fn stage(env: &Path) {
         copy(&crate_dir().join(name), &package.join(name));
     }
     copy(&crate_dir().join("test"), &tests);
+    copy(&crate_dir().join("bench"), &bench);
     copy(&crate_dir().join("../../examples/node"), &env.join("examples"));
 }
 
