@@ -574,9 +574,55 @@ fn package_files() -> BTreeMap<PathBuf, Vec<PackageFile>> {
     packages
 }
 
-/// The relative specifiers a JavaScript text imports (`import … from "./x.js"`, `export … from "../y.js"`,
-/// `import "./z.js"`, `import("./w.js")`).
+/// A JavaScript text without its comments: what runs. A JSDoc type (`@param {import("./x.js").X}`) names a shape,
+/// not a module to load, and makes no circle at run time. Strings (and template literals) are kept whole, so a `//`
+/// inside one stays.
+fn js_code(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut chars = text.chars().peekable();
+    while let Some(c) = chars.next() {
+        match c {
+            '"' | '\'' | '`' => {
+                out.push(c);
+                while let Some(inner) = chars.next() {
+                    out.push(inner);
+                    if inner == '\\' {
+                        if let Some(escaped) = chars.next() {
+                            out.push(escaped);
+                        }
+                    } else if inner == c || (inner == '\n' && c != '`') {
+                        break;
+                    }
+                }
+            }
+            '/' if chars.peek() == Some(&'/') => {
+                for inner in chars.by_ref() {
+                    if inner == '\n' {
+                        out.push('\n');
+                        break;
+                    }
+                }
+            }
+            '/' if chars.peek() == Some(&'*') => {
+                chars.next();
+                let mut last = ' ';
+                for inner in chars.by_ref() {
+                    if last == '*' && inner == '/' {
+                        break;
+                    }
+                    last = inner;
+                }
+            }
+            _ => out.push(c),
+        }
+    }
+    out
+}
+
+/// The relative specifiers a JavaScript text imports in its code (`import … from "./x.js"`, `export … from
+/// "../y.js"`, `import "./z.js"`, `import("./w.js")`).
 fn js_imports(text: &str) -> Vec<String> {
+    let text = &js_code(text);
     let mut found = Vec::new();
     for opener in ["from \"", "from '", "import \"", "import '", "import(\"", "import('"] {
         for (at, _) in text.match_indices(opener) {
@@ -592,11 +638,25 @@ fn js_imports(text: &str) -> Vec<String> {
 }
 
 /// The modules a Python text imports from its own package: `(level, dotted name, imported names)` of each
-/// `from <dots><name> import <names>` and `import <package>.<name>` (level 0 for an absolute import).
+/// `from <dots><name> import <names>` and `import <package>.<name>` (level 0 for an absolute import). What an `if
+/// TYPE_CHECKING:` block imports is for the type checker only, never loaded, and is left out.
 fn py_imports(text: &str) -> Vec<(usize, String, Vec<String>)> {
     let mut found = Vec::new();
-    for line in text.lines() {
-        let line = line.trim();
+    // The indentation of the `if TYPE_CHECKING:` whose block the lines are in.
+    let mut typing_block: Option<usize> = None;
+    for raw in text.lines() {
+        let line = raw.trim();
+        let indent = raw.len() - raw.trim_start().len();
+        if let Some(block) = typing_block {
+            if line.is_empty() || indent > block {
+                continue;
+            }
+            typing_block = None;
+        }
+        if line == "if TYPE_CHECKING:" || line == "if typing.TYPE_CHECKING:" {
+            typing_block = Some(indent);
+            continue;
+        }
         if let Some(rest) = line.strip_prefix("from ") {
             let Some((module, names)) = rest.split_once(" import ") else {
                 continue;
@@ -754,7 +814,15 @@ fn package_imports_are_read_for_both_languages() {
             "import {\n  a,\n} from \"./feed.js\";\nimport x from \"node:fs\";\n",
         ),
         file("lib/feed.js", "import { PiFeed } from \"./pi/feed.js\";\n"),
-        file("lib/pi/feed.js", "const m = await import(\"../engine.js\");\n"),
+        file(
+            "lib/pi/feed.js",
+            "import { c } from \"./convert.js\";\nconst m = await import(\"../engine.js\");\n\
+             /** @param {import(\"../../index.js\").X} x */\n",
+        ),
+        file(
+            "lib/pi/convert.js",
+            "// import(\"./feed.js\")\nconst url = \"http://a/*\"; /* import(\"./feed.js\") */\n",
+        ),
     ];
     assert_eq!(
         circles(&package_edges(&js)),
@@ -763,7 +831,8 @@ fn package_imports_are_read_for_both_languages() {
             PathBuf::from("lib/feed.js"),
             PathBuf::from("lib/pi/feed.js")
         ]],
-        "a circle of three, through a dynamic import; index.js only imports into it"
+        "a circle of three, through a dynamic import; index.js only imports into it, and a type in a comment, or a \
+         comment after a string that looks like one, imports nothing"
     );
     let py = [
         file("python/pkg/__init__.py", "from ._a import A\nfrom . import _b\n"),
@@ -772,6 +841,11 @@ fn package_imports_are_read_for_both_languages() {
         file("python/pkg/_c.py", "from .sub import thing\nfrom . import _native\n"),
         file("python/pkg/_native.pyi", "from pkg import _c\n"),
         file("python/pkg/sub/__init__.py", "from .. import _c\n"),
+        file(
+            "python/pkg/_d.py",
+            "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from ._e import E\n\n    from . import _a\nx = 1\n",
+        ),
+        file("python/pkg/_e.py", "from ._d import D\n"),
     ];
     assert_eq!(
         circles(&package_edges(&py)),
@@ -783,6 +857,6 @@ fn package_imports_are_read_for_both_languages() {
             ],
         ],
         "an absolute import and a deferred one; a package's __init__ and a parent-relative import; a compiled module \
-         (its stub) is a module, and a stub's own imports are not followed"
+         (its stub) is a module, and a stub's own imports are not followed; a type checker's imports are not loaded"
     );
 }
