@@ -13,17 +13,21 @@
 //!   into the engine's types; an answer that does not read becomes the call's error result, naming what was
 //!   expected;
 //! - [`tool`] and [`hook`]: [`HostTool`] and [`HostHook`], a host's tools and hooks as the engine's
-//!   [`headstart::Tool`] and [`headstart::ToolHook`].
+//!   [`headstart::Tool`] and [`headstart::ToolHook`];
+//! - [`open`]: one response of a session opened as a host's chat opens it ([`open_response`]: the session created
+//!   under the host's id, the prompt's user messages recorded, an earlier response's missing results refused).
 #![deny(missing_docs)]
 
 pub mod answer;
 pub mod ask;
 pub mod hook;
+pub mod open;
 pub mod spec;
 pub mod tool;
 
 pub use answer::{AfterAnswer, BeforeAnswer, ToolAnswer};
 pub use ask::{ask, Ask, CallAsk, Host, HostFailure, Reply};
 pub use hook::HostHook;
+pub use open::{new_session_id, open_response, OpenError, Opening};
 pub use spec::{Amount, ConflictKey, HostToolSpec, SpecError};
 pub use tool::HostTool;

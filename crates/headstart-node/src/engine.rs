@@ -6,7 +6,7 @@ use headstart::store::StoreError;
 use headstart::{
     CancellationToken, Clock, EngineConfig, ExecutionMode, Hooks, RecoveryPolicy, SessionId, Toolbox, UserMessage,
 };
-use headstart_host::{Host, HostHook, HostTool, HostToolSpec};
+use headstart_host::{open_response, Host, HostHook, HostTool, HostToolSpec, Opening};
 use headstart_postgres::SessionLocksAt;
 use headstart_providers::feed::convert_options;
 use headstart_providers::{Feed, FeedFormat};
@@ -148,7 +148,7 @@ impl NativeEngine {
     /// response [`open`](Self::open)ed with `create`, so the first request need not wait for the store.
     #[napi]
     pub fn new_session_id(&self) -> String {
-        uuid::Uuid::now_v7().to_string()
+        headstart_host::new_session_id()
     }
 
     /// Appends a user message with `text` to `session`; resolves to its sequence number.
@@ -191,28 +191,19 @@ impl NativeEngine {
         let (feed, deltas) = Feed::open(format, &options);
         let cancel = CancellationToken::new();
         let engine = self.engine.clone();
-        let users = users.unwrap_or_default();
+        let opening = Opening {
+            create: create == Some(true),
+            users: users.unwrap_or_default(),
+            after_previous: after.is_some(),
+        };
         let previous = after.map(NativeResponse::settled_future);
         let opening = {
             let cancel = cancel.clone();
             async move {
-                let session = SessionId(session);
                 if let Some(previous) = previous {
                     previous.await;
-                    refuse_unfinished(&engine, &session).await?;
                 }
-                if create == Some(true) {
-                    create_session_with_id(&engine, &session)
-                        .await
-                        .map_err(|error| error.to_string())?;
-                }
-                for text in users {
-                    append_user(&engine, &session, text)
-                        .await
-                        .map_err(|error| error.to_string())?;
-                }
-                engine
-                    .wrap_next(&session, deltas, cancel)
+                open_response(&engine, &SessionId(session), opening, deltas, cancel)
                     .await
                     .map_err(|error| error.to_string())
             }
@@ -260,25 +251,6 @@ impl NativeEngine {
             self.bridge.update(id, &partial);
         }
     }
-}
-
-/// Refuses to open a response after one whose calls do not all have stored results: a write of them failed (the
-/// store's error ended that run), and a response stored after it would leave them behind in the log.
-async fn refuse_unfinished(engine: &headstart::Engine, session: &SessionId) -> Result<(), String> {
-    let unfinished = engine
-        .store()
-        .unfinished_calls(session)
-        .await
-        .map_err(|error| error.to_string())?;
-    if unfinished.is_empty() {
-        return Ok(());
-    }
-    let ids: Vec<&str> = unfinished.iter().map(|call| call.call.id.as_str()).collect();
-    Err(format!(
-        "session {session}: the previous response's calls {} have no stored result (a write of them failed); \
-         resume the session before going on",
-        ids.join(", ")
-    ))
 }
 
 /// Creates `session` under its own id, stamped now.

@@ -3,7 +3,7 @@
 
 use headstart::store::owner::OwnershipError;
 use headstart::store::Durability;
-use headstart_host::{Host, HostHook, HostTool, HostToolSpec};
+use headstart_host::{open_response, Host, HostHook, HostTool, HostToolSpec, OpenError, Opening};
 use headstart_postgres::SessionLocksAt;
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -16,7 +16,7 @@ use headstart_providers::request::{build_body, RequestSettings};
 use pyo3::prelude::*;
 use serde_json::Value;
 
-use crate::errors::{store_error, ConfigError, SessionBusy};
+use crate::errors::{store_error, ConfigError, EngineError, SessionBusy};
 use crate::events::Events;
 use crate::feed::{convert_options, Feed};
 use crate::home::Home;
@@ -233,8 +233,12 @@ impl Engine {
 
     /// Opens one response of `session` read in `format`: the feed the stream's events go into, and an awaitable of
     /// the run's events. `seal` is the Chat Completions sealing rule; `record`, a file the response is appended to
-    /// with its events' arrival times. Must be called from a coroutine: the tools run on its loop.
-    #[pyo3(signature = (session, format, seal="complete", record=None))]
+    /// with its events' arrival times. Before the response, as a framework's chat asks (`headstart_host::Opening`):
+    /// `create` creates the session under its id, `users` are recorded as the prompt's new user messages, and
+    /// `after_previous` (an earlier response of the chat has ended) refuses to open while that response's calls
+    /// lack stored results. Must be called from a coroutine: the tools run on its loop.
+    #[pyo3(signature = (session, format, seal="complete", record=None, *, users=Vec::new(), create=false, after_previous=false))]
+    #[allow(clippy::too_many_arguments)]
     fn open<'py>(
         &self,
         py: Python<'py>,
@@ -242,20 +246,46 @@ impl Engine {
         format: &str,
         seal: &str,
         record: Option<&str>,
+        users: Vec<String>,
+        create: bool,
+        after_previous: bool,
     ) -> PyResult<(Feed, Bound<'py, PyAny>)> {
         let (feed, deltas) = Feed::open(crate::feed::parse_format(format)?, &convert_options(seal, record)?);
         self.home.capture(py)?;
         let engine = self.engine.clone();
         let home = self.home.clone();
+        let opening = Opening {
+            create,
+            users,
+            after_previous,
+        };
         let pending = awaitable(py, async move {
             let cancel = CancellationToken::new();
-            let events = engine
-                .wrap_next(&SessionId(session), deltas, cancel.clone())
+            let events = open_response(&engine, &SessionId(session), opening, deltas, cancel.clone())
                 .await
-                .map_err(store_error)?;
+                .map_err(|error| match error {
+                    OpenError::Store(error) => store_error(error),
+                    unfinished @ OpenError::Unfinished { .. } => EngineError::new_err(unfinished.to_string()),
+                })?;
             Ok(Events::new(events, cancel, home))
         })?;
         Ok((feed, pending))
+    }
+
+    /// A fresh session id (a UUIDv7, as the stores make them), at once: the first response opened with `create`
+    /// creates the session.
+    fn new_session_id(&self) -> String {
+        headstart_host::new_session_id()
+    }
+
+    /// Awaitable: the stored log of `session` (every message with its sequence number, request and times), as a
+    /// list of dicts: what a framework's chat reads to go on with a session, or to rebuild its messages.
+    fn log<'py>(&self, py: Python<'py>, session: String) -> PyResult<Bound<'py, PyAny>> {
+        let store = Arc::clone(self.engine.store());
+        awaitable(py, async move {
+            let log = store.load_log(&SessionId(session)).await.map_err(store_error)?;
+            Ok(Json(serde_json::to_value(log).unwrap_or_default()))
+        })
     }
 }
 

@@ -83,16 +83,25 @@ fn stage_package() -> PathBuf {
         std::fs::remove_dir_all(&root).expect("the old staged package is removable");
     }
     std::fs::create_dir_all(&package).expect("the staging folder is creatable");
-    let source = crate_dir().join("python/headstart");
-    for entry in std::fs::read_dir(&source).expect("the package's source lists") {
-        let path = entry.expect("a source entry").path();
-        if path.is_file() {
-            let name = path.file_name().expect("a file name");
-            std::fs::copy(&path, package.join(name)).expect("a source file copies");
-        }
-    }
+    copy_sources(&crate_dir().join("python/headstart"), &package);
     std::fs::copy(extension_module(), package.join("_native.abi3.so")).expect("the extension module copies");
     root
+}
+
+/// Copies the package's source files from `from` into `to`, its sub-packages too (not their caches).
+fn copy_sources(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).expect("the staging folder is creatable");
+    for entry in std::fs::read_dir(from).expect("the package's source lists") {
+        let path = entry.expect("a source entry").path();
+        let name = path.file_name().expect("a file name");
+        if path.is_dir() {
+            if name != "__pycache__" {
+                copy_sources(&path, &to.join(name));
+            }
+        } else {
+            std::fs::copy(&path, to.join(name)).expect("a source file copies");
+        }
+    }
 }
 
 /// The profile folder this test binary was built in (`target/debug`).

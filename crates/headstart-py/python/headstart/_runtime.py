@@ -17,6 +17,7 @@ import json
 from typing import Any, Callable, Optional
 
 from ._context import ToolContext
+from ._hosted.answer import Answer
 from ._pump import pump
 from ._tools import Tool
 
@@ -117,7 +118,10 @@ async def _call(tool: Tool, arguments: str, ctx: ToolContext) -> str:
 
 def _result(value: Any) -> str:
     """What a body returned, as the JSON text of its result (the host layer's ``ToolAnswer``): a string as its text,
-    anything else as its JSON text, with the value itself as the details."""
+    anything else as its JSON text, with the value itself as the details. A framework's face gives its ``Answer``
+    as it is."""
+    if isinstance(value, Answer):
+        return value.to_json()
     if isinstance(value, str):
         return json.dumps({"content": value})
     dump = getattr(value, "model_dump", None)

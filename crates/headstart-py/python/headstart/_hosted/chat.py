@@ -1,0 +1,219 @@
+"""``Chat``: one chat of a framework on the engine: its store session, its engine (whose asks for calls go to the
+chat's responses), each model call as one response of the session, and the prompt's new user messages recorded
+before it. A face (LangChain's, the Agents SDK's) supplies what is the framework's: how a tool runs early, and what
+its outcome is in the transcript."""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import dataclass
+from typing import Any, Awaitable, Callable, Optional, Protocol
+
+from .._context import ToolContext
+from .._engine import Engine
+from .._tools import Tool
+from .answer import Answer, error
+from .call import Call
+from .response import Outcome, Response
+from .store import ephemeral_store
+
+
+class Face(Protocol):
+    """What a framework's face gives the chat."""
+
+    async def run_early(self, call: Call, response: Response) -> Outcome:
+        """Runs an early call's tool with its arguments, as the framework would (``invalid`` when the framework
+        would refuse the arguments: it does not run)."""
+        ...
+
+    def answer_of(self, outcome: Outcome) -> Answer:
+        """An outcome's result as the transcript keeps it: what the framework shows the model."""
+        ...
+
+
+@dataclass(frozen=True)
+class ToolPolicy:
+    """How the engine schedules one of the framework's tools."""
+
+    name: str
+    description: str = ""
+    early: bool = False
+    idempotent: bool = False
+
+
+def unanswered(log: list[dict[str, Any]]) -> list[str]:
+    """The calls of a stored log without a result (a call is its response's request number and its id)."""
+    calls: dict[tuple[Any, str], str] = {}
+    for entry in log:
+        message = entry.get("message", {})
+        if message.get("role") == "assistant":
+            for block in message.get("content") or []:
+                if block.get("type") == "tool_call":
+                    calls[(entry.get("request"), block["id"])] = block["id"]
+        elif message.get("role") == "tool_result":
+            calls.pop((entry.get("request"), message.get("tool_call_id")), None)
+    return list(calls.values())
+
+
+class Chat:
+    """A chat: one store session, answered by the framework's own loop, one model call after another, on one event
+    loop (the first that opens a response)."""
+
+    def __init__(
+        self,
+        face: Face,
+        tools: list[ToolPolicy],
+        *,
+        store: Optional[str] = None,
+        durability: Optional[str] = None,
+        session_id: Optional[str] = None,
+    ) -> None:
+        self.face = face
+        self._policies = {policy.name: policy for policy in tools}
+        self._engine = Engine(
+            store if store is not None else ephemeral_store(),
+            [_dispatching_tool(self, policy) for policy in tools],
+            durability=durability or ("full" if store is not None else "normal"),
+        )
+        self.id: str = session_id or self._engine._native.new_session_id()
+        """The store's session of the chat."""
+        self._given_id = session_id is not None
+        self._loop: Optional[asyncio.AbstractEventLoop] = None
+        self._checked = False
+        self._exists = False
+        self._recorded_users = 0
+        self._responses: list[Response] = []
+        self._streaming: Optional[Response] = None
+
+    @property
+    def engine(self) -> Engine:
+        """The chat's engine."""
+        return self._engine
+
+    def starts_early(self, name: str, offered: frozenset[str]) -> bool:
+        """Whether a call of tool ``name`` may start at its seal, in a step that offers ``offered``."""
+        policy = self._policies.get(name)
+        return policy is not None and policy.early and name in offered
+
+    async def _check(self) -> None:
+        """Once, on the chat's first model call: a session the store holds goes on, unless calls of it have no
+        result (a process ended first: ``resume`` gives each its result)."""
+        if self._checked:
+            return
+        self._checked = True
+        if not self._given_id:
+            return
+        try:
+            log: Optional[list[dict[str, Any]]] = await self._engine._native.log(self.id)
+        except Exception:  # noqa: BLE001 - a session the store does not hold yet is a new one
+            log = None
+        if log is None:
+            return
+        waiting = unanswered(log)
+        if waiting:
+            raise RuntimeError(
+                f"session {self.id} has calls without a result ({', '.join(waiting)}): the process that ran them "
+                "ended first (a crash, or a call left to the app, such as an approval). resume(store, session_id, "
+                "tools=...) gives each its result; then the chat goes on"
+            )
+        self._exists = True
+        self._recorded_users = sum(1 for entry in log if entry.get("message", {}).get("role") == "user")
+
+    async def respond(self, users: list[str], offered: frozenset[str], outcomes: Optional[dict[str, Answer]] = None) -> Response:
+        """Opens the response of one model call: what the framework did not run of earlier responses is answered
+        from ``outcomes`` (by call id, from this prompt), the prompt's new user messages (``users``, all of the
+        prompt's) are recorded, and the response opens once the earlier one's results are stored."""
+        loop = asyncio.get_running_loop()
+        if self._loop is None:
+            self._loop = loop
+        elif self._loop is not loop:
+            raise RuntimeError(
+                "a headstart chat runs on one event loop: this one was first used on another (give each event loop, "
+                "or each thread running its own, a with_headstart of its own)"
+            )
+        if self._streaming is not None and not self._streaming.feed.closed:
+            raise RuntimeError(
+                "a headstart chat serves one model call at a time: another model call of it is still streaming "
+                "(give each chat, and each concurrent call, a with_headstart of its own)"
+            )
+        await self._check()
+        for response in self._responses:
+            response.reconcile(outcomes or {})
+        previous = self._streaming
+        if previous is not None:
+            await asyncio.shield(previous.drained)
+        fresh = users[self._recorded_users :]
+        self._recorded_users = max(self._recorded_users, len(users))
+        feed, pending = self._engine._native.open(self.id, "headstart", users=fresh, create=not self._exists, after_previous=previous is not None)
+        self._exists = True
+        events = await pending
+        response = Response(self, feed, events, offered)
+        self._responses = [earlier for earlier in self._responses if not earlier.drained.done()] + [response]
+        self._streaming = response
+        return response
+
+    def _holding(self, call_id: str) -> Optional[Response]:
+        for response in reversed(self._responses):
+            if response.holds(call_id):
+                return response
+        return self._streaming
+
+    async def on_call(self, call_id: str, name: str, arguments: dict[str, Any]) -> Answer:
+        """The engine asks for a call: the newest response that holds it answers."""
+        response = self._holding(call_id)
+        if response is None:
+            return error("no model call of the chat holds the call")
+        return await response.on_call(call_id, name, arguments)
+
+    def claim(self, call_id: Optional[str], name: str) -> Optional[Call]:
+        """The record of the call the framework now runs: the newest response's that holds it and that nothing
+        claimed yet, of the same tool; ``None`` when the engine never saw it (it then runs outside the
+        transcript)."""
+        if not call_id:
+            return None
+        for response in reversed(self._responses):
+            if not response.holds(call_id):
+                continue
+            call = response.call(call_id)
+            if call.claimed or (call.name is not None and call.name != name):
+                continue
+            call.claimed = True
+            return call
+        return None
+
+    async def run_claimed(self, call: Call, run: Callable[[], Awaitable[Outcome]]) -> Outcome:
+        """The framework runs ``call``: an early call hands over its early run's outcome (waiting for it); any other
+        call runs (``run``) once the engine has admitted it, and the engine gets its answer. The body runs once."""
+        if call.early:
+            started = await call.early_run()
+            if started is not None:
+                outcome: Outcome = await asyncio.shield(started)
+                if not outcome.invalid:
+                    return outcome
+        if not await call.asked():
+            text = "\n".join(block.get("text", "") for block in (call.stored or {}).get("content") or [])
+            outcome = Outcome(error=RuntimeError(text or "the engine did not run the call"))
+            return outcome
+        try:
+            outcome = await run()
+        except BaseException as raised:
+            call.end(self.face.answer_of(Outcome(error=raised)))
+            raise
+        call.end(self.face.answer_of(outcome))
+        return outcome
+
+
+def _dispatching_tool(chat: Chat, policy: ToolPolicy) -> Tool:
+    """The engine's tool for one of the framework's: scheduling only; a call goes to the chat's responses."""
+
+    async def dispatch(ctx: ToolContext, **arguments: Any) -> Answer:
+        return await chat.on_call(ctx.call_id, policy.name, arguments)
+
+    return Tool(
+        dispatch,
+        name=policy.name,
+        description=policy.description,
+        early=policy.early,
+        idempotent=policy.idempotent,
+        parameters={"type": "object"},
+    )
