@@ -6,7 +6,7 @@
 //!
 //! - [`spec`]: a host tool's settings as data ([`HostToolSpec`]), read into the engine's [`headstart::ToolSpec`] and
 //!   a [`ConflictKey`];
-//! - [`ask`]: what the engine asks ([`Ask`]), the [`Host`] trait (start a piece of work, abort it) and the protocol
+//! - [`ask`](mod@ask): what the engine asks ([`Ask`]), the [`Host`] trait (start a piece of work, abort it) and the protocol
 //!   around it ([`ask()`]: an answer awaited, the host told to abort when the call is cancelled, the work abandoned
 //!   when the engine stops waiting);
 //! - [`answer`]: the host's answers as serde types ([`ToolAnswer`], [`BeforeAnswer`], [`AfterAnswer`]), each read
