@@ -47,3 +47,19 @@ def test_the_demo_example_prints_the_time_saved(tmp_path: Path) -> None:
     out = run_example("demo.py", tmp_path, "--db", str(tmp_path / "demo.db"))
     assert "early execution saved" in out and "(completed)" in out
     assert "start lookup_crate(tokio)" in out, "a call is shown by its first argument, as headstart demo shows it"
+
+
+@pytest.mark.timeout(150)
+def test_the_langchain_example_runs_against_a_chat_completions_server(tmp_path: Path) -> None:
+    from chat_replies import Call, Reply
+    from langchain_agents import serve
+
+    note = ['{"title": "cancel", "text": "'] + ["Dropping the run cancels it. "] * 12 + ['"}']
+    replies = [
+        Reply(calls=[Call("call_1", "search_docs", ['{"query": ', '"cancel"}']), Call("call_2", "save_note", note)], finish="tool_calls"),
+        Reply(text=["Dropping ", "the run ", "cancels it."]),
+    ]
+    server = serve(replies, 40.0)
+    out = run_example("langchain_agent.py", tmp_path, "--base-url", server.url + "/v1", "--db", str(tmp_path / "lc.db"), OPENAI_API_KEY="test-key")
+    assert "[start search_docs(cancel)" in out and "[start save_note(cancel)" in out and "cancels it." in out, out
+    assert "2 calls stored" in out, out

@@ -92,6 +92,9 @@ class Face:
             return Outcome(invalid=True)
         return await self.run(call.name or "", call.arguments)
 
+    async def run_recovered(self, call_id: str, name: str, arguments: dict[str, Any]) -> Outcome:
+        return await self.run(name, arguments)
+
     async def run(self, name: str, arguments: dict[str, Any]) -> Outcome:
         self.runs.append(name)
         try:

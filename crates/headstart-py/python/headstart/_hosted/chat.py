@@ -30,6 +30,10 @@ class Face(Protocol):
         """An outcome's result as the transcript keeps it: what the framework shows the model."""
         ...
 
+    async def run_recovered(self, call_id: str, name: str, arguments: dict[str, Any]) -> Outcome:
+        """Runs a call again for recovery (an idempotent call a crash interrupted), outside any model call."""
+        ...
+
 
 @dataclass(frozen=True)
 class ToolPolicy:
@@ -67,8 +71,10 @@ class Chat:
         store: Optional[str] = None,
         durability: Optional[str] = None,
         session_id: Optional[str] = None,
+        recover: bool = False,
     ) -> None:
         self.face = face
+        self._recover = recover
         self._policies = {policy.name: policy for policy in tools}
         self._engine = Engine(
             store if store is not None else ephemeral_store(),
@@ -79,6 +85,7 @@ class Chat:
         """The store's session of the chat."""
         self._given_id = session_id is not None
         self._loop: Optional[asyncio.AbstractEventLoop] = None
+        self._log: Optional[list[dict[str, Any]]] = None
         self._checked = False
         self._exists = False
         self._recorded_users = 0
@@ -95,9 +102,21 @@ class Chat:
         policy = self._policies.get(name)
         return policy is not None and policy.early and name in offered
 
+    def _bind(self) -> None:
+        """The chat's loop is the running one (the first that used it)."""
+        loop = asyncio.get_running_loop()
+        if self._loop is None:
+            self._loop = loop
+        elif self._loop is not loop:
+            raise RuntimeError(
+                "a headstart chat runs on one event loop: this one was first used on another (give each event loop, "
+                "or each thread running its own, a with_headstart of its own)"
+            )
+
     async def _check(self) -> None:
-        """Once, on the chat's first model call: a session the store holds goes on, unless calls of it have no
-        result (a process ended first: ``resume`` gives each its result)."""
+        """Once, on the chat's first use: a session the store holds goes on. Calls of it without a result (a
+        process ended first) are refused, naming ``resume``, or, for a chat made with ``recover``, recovered at
+        once: an idempotent call runs again, any other gets the interrupted result."""
         if self._checked:
             return
         self._checked = True
@@ -110,27 +129,36 @@ class Chat:
         if log is None:
             return
         waiting = unanswered(log)
-        if waiting:
+        if waiting and self._recover:
+            await self._engine.recover(self.id, "rerun_idempotent")
+            log = await self._engine._native.log(self.id)
+        elif waiting:
             raise RuntimeError(
                 f"session {self.id} has calls without a result ({', '.join(waiting)}): the process that ran them "
                 "ended first (a crash, or a call left to the app, such as an approval). resume(store, session_id, "
                 "tools=...) gives each its result; then the chat goes on"
             )
         self._exists = True
+        self._log = log
         self._recorded_users = sum(1 for entry in log if entry.get("message", {}).get("role") == "user")
+
+    async def stored_result(self, call_id: Optional[str]) -> Optional[dict[str, Any]]:
+        """The result the store holds for call ``call_id`` of the session as this process found it (after its
+        recovery), for a framework that runs again a call an earlier process made: ``None`` when it holds none."""
+        self._bind()
+        await self._check()
+        found = None
+        for entry in self._log or []:
+            message = entry.get("message", {})
+            if message.get("role") == "tool_result" and message.get("tool_call_id") == call_id:
+                found = message
+        return found
 
     async def respond(self, users: list[str], offered: frozenset[str], outcomes: Optional[dict[str, Answer]] = None) -> Response:
         """Opens the response of one model call: what the framework did not run of earlier responses is answered
         from ``outcomes`` (by call id, from this prompt), the prompt's new user messages (``users``, all of the
         prompt's) are recorded, and the response opens once the earlier one's results are stored."""
-        loop = asyncio.get_running_loop()
-        if self._loop is None:
-            self._loop = loop
-        elif self._loop is not loop:
-            raise RuntimeError(
-                "a headstart chat runs on one event loop: this one was first used on another (give each event loop, "
-                "or each thread running its own, a with_headstart of its own)"
-            )
+        self._bind()
         if self._streaming is not None and not self._streaming.feed.closed:
             raise RuntimeError(
                 "a headstart chat serves one model call at a time: another model call of it is still streaming "
@@ -159,10 +187,15 @@ class Chat:
         return self._streaming
 
     async def on_call(self, call_id: str, name: str, arguments: dict[str, Any]) -> Answer:
-        """The engine asks for a call: the newest response that holds it answers."""
+        """The engine asks for a call: the newest response that holds it answers; with none (a recovery runs an
+        interrupted idempotent call again), the face runs it."""
         response = self._holding(call_id)
         if response is None:
-            return error("no model call of the chat holds the call")
+            try:
+                outcome = await self.face.run_recovered(call_id, name, arguments)
+            except Exception as raised:  # noqa: BLE001 - the call's error, stored
+                outcome = Outcome(error=raised)
+            return self.face.answer_of(outcome)
         return await response.on_call(call_id, name, arguments)
 
     def claim(self, call_id: Optional[str], name: str) -> Optional[Call]:

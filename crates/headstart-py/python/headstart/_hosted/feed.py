@@ -136,21 +136,29 @@ class DeltaFeed:
         if call.text:
             self._push({"type": "toolcall_delta", "index": call.at, "delta": call.text})
 
-    def end_call(self, key: Any, *, id: Optional[str] = None, name: Optional[str] = None, arguments: Optional[str] = None) -> None:
-        """The stream says the call keyed ``key`` is whole (``arguments``: its whole text, when the stream gives it
-        again)."""
+    def end_call(
+        self,
+        key: Any,
+        *,
+        id: Optional[str] = None,
+        name: Optional[str] = None,
+        arguments: Optional[str] = None,
+        value: Optional[dict[str, Any]] = None,
+    ) -> None:
+        """The stream (or the framework's reading of it) says the call keyed ``key`` is whole: ``arguments`` is its
+        whole text when the stream gives it again, ``value`` its arguments as the framework reads them (a lenient
+        reader may take cut arguments as an object: the engine keeps what the framework will run)."""
         if self._closed:
             return
         call = self._calls.get(key)
-        if call is None or not call.sealed:
-            if arguments is not None and (call is None or call.text == ""):
-                self.call_piece(key, id=id, name=name, arguments=arguments)
-            else:
-                self.call_piece(key, id=id, name=name)
-            call = self._calls[key]
-            if call.announced and not call.sealed:
-                whole = arguments if arguments is not None else call.text
-                self._seal(call, parsed_arguments(whole))
+        if call is not None and call.sealed:
+            return
+        fill = arguments if arguments is not None and (call is None or call.text == "") else ""
+        self.call_piece(key, id=id, name=name, arguments=fill)
+        call = self._calls[key]
+        if call.announced and not call.sealed:
+            whole = arguments if arguments is not None else call.text
+            self._seal(call, value if value is not None else parsed_arguments(whole))
 
     def _seal(self, call: _Call, arguments: Optional[dict[str, Any]]) -> None:
         call.sealed = True

@@ -1,0 +1,252 @@
+"""``headstart.langchain`` inside LangChain's own ``create_agent`` (LangGraph's ``ToolNode``), through the real
+langchain-openai client against the replay server: the lead of an early call over the stream's end however the
+graph reaches the model, the framework's rules (a call it would not run never starts early), the stored result a
+later process hands over, and the bad input ``with_headstart`` refuses."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+from langchain.agents import create_agent
+from langchain.agents.middleware import AgentMiddleware, HumanInTheLoopMiddleware
+from langchain_core.language_models import BaseChatModel
+from langchain_core.messages import AIMessageChunk
+from langchain_core.outputs import ChatGeneration, ChatResult
+from langchain_core.tools import InjectedToolArg, tool
+from typing_extensions import Annotated
+
+import headstart
+from chat_replies import Call, Reply
+from headstart.langchain import with_headstart
+from langchain_agents import EARLY, Runs, agent, chat_model, scripted_tools, serve, shown
+
+PACE_MS = 40.0
+"""One event every 40 ms: the lead is counted in events the server sent after the early call started."""
+
+
+def read_then_write() -> list[Reply]:
+    """``read_file``'s arguments whole by the response's 4th event, then ``write_file`` with an argument of 20
+    pieces; then the answer."""
+    long = ['"'] + ["word " for _ in range(20)] + ['"}']
+    first = Reply(
+        calls=[Call("call_read", "read_file", ['{"pa', 'th": ', '"a"}']), Call("call_write", "write_file", ['{"path": "b", "text": '] + long)],
+        finish="tool_calls",
+    )
+    return [first, Reply(text=["All ", "done."])]
+
+
+async def run(graph: Any, mode: str) -> list[Any]:
+    """The graph's messages after one run on the prompt "go", reached as ``mode`` says."""
+    prompt = {"messages": [{"role": "user", "content": "go"}]}
+    if mode == "ainvoke":
+        return list((await graph.ainvoke(prompt))["messages"])
+    if mode == "invoke":
+        return list((await asyncio.to_thread(graph.invoke, prompt))["messages"])
+    tokens: list[str] = []
+    last: dict[str, Any] = {}
+    async for kind, data in graph.astream(prompt, stream_mode=["messages", "values"]):
+        if kind == "values":
+            last = data
+        elif isinstance(data[0], AIMessageChunk) and isinstance(data[0].content, str):
+            tokens.append(data[0].content)
+    assert "".join(tokens).endswith("All done."), tokens
+    return list(last["messages"])
+
+
+@pytest.mark.parametrize("mode", ["ainvoke", "invoke", "astream_messages"])
+def test_an_early_call_starts_while_the_model_streams_however_the_graph_reaches_it(mode: str, db: str) -> None:
+    async def main() -> tuple[Any, Any, Runs, Runs]:
+        plain_server, server = serve(read_then_write(), PACE_MS), serve(read_then_write(), PACE_MS)
+        plain_runs, runs = Runs(server=plain_server.url), Runs(server=server.url)
+        plain, _ = agent(plain_server, plain_runs, headstart=False)
+        wrapped, model = agent(server, runs, headstart=True, store=db)
+        if mode != "invoke":  # the plain graph cannot invoke an async-only tool synchronously
+            await run(plain, mode)
+        await run(wrapped, mode)
+        assert headstart.inspect(db, model.session_id)["sessions"][0]["tool_runs"], "the calls have their stored runs"
+        return plain_server, server, plain_runs, runs
+
+    plain_server, server, plain_runs, runs = asyncio.run(main())
+    lead = server.lead("/started/read_file", 0)
+    assert lead is not None
+    ms, events_after = lead
+    # The write's 23 pieces, the finish, the usage and [DONE] follow the read's last piece: most are sent after
+    # the early run started (a busy machine may start it a few events late, never after the end).
+    assert events_after >= 15, f"read_file started only {events_after} events ({ms:.0f} ms) before the stream ended"
+    assert [name for name, _ in runs.started] == ["read_file", "write_file"]
+    if mode != "invoke":
+        plain_lead = plain_server.lead("/started/read_file", 0)
+        assert plain_lead is not None and plain_lead[1] == 0, "without headstart, the graph runs it after the stream"
+        assert sorted(plain_runs.started, key=repr) == sorted(runs.started, key=repr)
+    print(f"{mode}: read_file started {ms:.0f} ms, {events_after} events before the stream's end")
+
+
+def test_a_tool_the_step_does_not_offer_never_starts_early() -> None:
+    class OnlyWrite(AgentMiddleware):
+        async def awrap_model_call(self, request: Any, handler: Any) -> Any:
+            return await handler(request.override(tools=[t for t in request.tools if t.name == "write_file"]))
+
+    async def main() -> tuple[Any, Runs]:
+        server = serve(read_then_write(), PACE_MS)
+        runs = Runs(server=server.url)
+        model, tools = with_headstart(chat_model(server), scripted_tools(runs), early=EARLY)
+        await create_agent(model, tools, middleware=[OnlyWrite()]).ainvoke({"messages": [{"role": "user", "content": "go"}]})
+        return server, runs
+
+    server, runs = asyncio.run(main())
+    # The ToolNode still runs it, as the plain graph does: once, after the stream.
+    assert sorted(name for name, _ in runs.started) == ["read_file", "write_file"]
+    lead = server.lead("/started/read_file", 0)
+    assert lead is not None and lead[1] == 0, f"read_file started {lead} before the end of a step that did not offer it"
+
+
+@pytest.mark.parametrize(
+    "arguments, why",
+    [(['{"key": "k", "n": "many"}'], "a wrong type"), (['{"key": "k"}'], "a missing argument"), (['{"key": "k", "n": 1'], "cut JSON")],
+)
+def test_an_early_call_the_tool_would_refuse_never_starts_and_ends_as_in_the_plain_graph(arguments: list[str], why: str) -> None:
+    replies = [Reply(calls=[Call("call_bad", "lookup", arguments)], finish="tool_calls"), Reply(text=["ok"])]
+
+    async def main(wrapped: bool) -> tuple[list[Any], Runs]:
+        runs = Runs()
+        graph, _ = agent(serve(replies), runs, headstart=wrapped)
+        messages = await run(graph, "ainvoke")
+        return shown(messages), runs
+
+    plain, plain_runs = asyncio.run(main(False))
+    wrapped, runs = asyncio.run(main(True))
+    assert runs.started == plain_runs.started, why
+    assert wrapped == plain
+    if why != "cut JSON":  # LangChain reads a merged stream's cut arguments as far as they go, and runs them
+        assert runs.started == [], why
+
+
+def test_a_later_process_hands_the_stored_result_over_without_running_the_body_again(db: str) -> None:
+    replies = [Reply(calls=[Call("call_read", "read_file", ['{"path": "a"}'])], finish="tool_calls"), Reply(text=["ok"])]
+
+    async def first() -> str:
+        graph, model = agent(serve(replies), Runs(), headstart=True, store=db)
+        await run(graph, "ainvoke")
+        return str(model.session_id)
+
+    session = asyncio.run(first())
+
+    async def again() -> Any:
+        # A graph resumed from its checkpoint runs the ToolNode of a call the first process already ran.
+        runs = Runs()
+        _, tools = with_headstart(chat_model(serve([])), scripted_tools(runs), store=db, session_id=session, early=EARLY)
+        read = next(t for t in tools if t.name == "read_file")
+        message = await read.ainvoke({"type": "tool_call", "id": "call_read", "name": "read_file", "args": {"path": "a"}})
+        return message, runs
+
+    message, runs = asyncio.run(again())
+    assert runs.started == []
+    assert (message.tool_call_id, message.content, message.status) == ("call_read", "contents of a", "success")
+
+
+CRASHING = """
+import asyncio, os, sys
+from langchain.agents import create_agent
+from langchain_core.tools import tool
+from headstart.langchain import with_headstart
+from langchain_agents import chat_model
+
+class Server:
+    url = sys.argv[1]
+
+@tool
+async def read_file(path: str) -> str:
+    \"\"\"Reads a file.\"\"\"
+    os._exit(3)  # the process dies while its early call runs
+
+model, tools = with_headstart(chat_model(Server()), [read_file], store=sys.argv[2], session_id=sys.argv[3],
+                              early=["read_file"], idempotent=["read_file"])
+asyncio.run(create_agent(model, tools).ainvoke({"messages": [{"role": "user", "content": "go"}]}))
+"""
+
+
+def test_a_call_a_crash_interrupted_is_recovered_by_the_next_process(db: str, tmp_path: Any) -> None:
+    replies = [Reply(calls=[Call("call_read", "read_file", ['{"path": "a"}'])], finish="tool_calls"), Reply(text=["ok"])]
+    server = serve(replies)
+    session = "langchain-crash"
+    here = str(Path(__file__).parent)
+    child = subprocess.run(
+        [sys.executable, "-c", CRASHING, server.url, db, session],
+        env={**os.environ, "PYTHONPATH": os.pathsep.join([here, *sys.path])},
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert child.returncode == 3, child.stdout + child.stderr
+
+    async def resumed() -> tuple[Any, Runs]:
+        # The graph, resumed from its checkpoint, runs the ToolNode of the interrupted call again.
+        runs = Runs()
+        _, tools = with_headstart(
+            chat_model(serve([])), scripted_tools(runs), store=db, session_id=session, early=EARLY, idempotent=["read_file"]
+        )
+        read = next(t for t in tools if t.name == "read_file")
+        message = await read.ainvoke({"type": "tool_call", "id": "call_read", "name": "read_file", "args": {"path": "a"}})
+        return message, runs
+
+    message, runs = asyncio.run(resumed())
+    # Recovery ran the idempotent call again, once; the node gets the stored result.
+    assert runs.started == [("read_file", {"path": "a"})]
+    assert (message.content, message.status) == ("contents of a", "success")
+    results = [e["message"] for e in headstart.inspect(db, session)["sessions"][0]["messages"] if e["message"]["role"] == "tool_result"]
+    assert [(r["tool_call_id"], r["content"][0]["text"]) for r in results] == [("call_read", "contents of a")]
+
+
+class NotStreaming(BaseChatModel):
+    """A chat model with no stream of its own."""
+
+    @property
+    def _llm_type(self) -> str:
+        return "not-streaming"
+
+    def _generate(self, messages: Any, stop: Any = None, run_manager: Any = None, **kwargs: Any) -> ChatResult:
+        return ChatResult(generations=[ChatGeneration(message=AIMessageChunk(content=""))])
+
+
+@tool
+def with_a_hidden_argument(path: str, secret: Annotated[str, InjectedToolArg]) -> str:
+    """Takes an argument the ToolNode fills in."""
+    return path + secret
+
+
+def bad_inputs() -> list[tuple[dict[str, Any], type[Exception], str]]:
+    server_url = "http://127.0.0.1:9"
+    model = chat_model(type("S", (), {"url": server_url})())
+    tools = scripted_tools(Runs())
+    approvals = HumanInTheLoopMiddleware(interrupt_on={"read_file": True})
+    return [
+        (dict(model=NotStreaming(), tools=tools), TypeError, "does not stream"),
+        (dict(model="gpt-4o", tools=tools), TypeError, "must be a LangChain chat model"),
+        (dict(model=model, tools=[lambda: 1]), TypeError, "must be LangChain tools"),
+        (dict(model=model, tools=tools, early="read_file"), TypeError, "list of tool names"),
+        (dict(model=model, tools=tools, early=["delete_all"]), ValueError, "'delete_all', which is not one of the tools"),
+        (dict(model=model, tools=tools, early=["read_file"], middleware=[approvals]), ValueError, "human-in-the-loop"),
+        (dict(model=model, tools=[with_a_hidden_argument], early=["with_a_hidden_argument"]), ValueError, "secret"),
+        (dict(model=model, tools=tools, store="/nonexistent/dir/agent.db"), ValueError, "cannot be opened"),
+    ]
+
+
+@pytest.mark.parametrize("case", range(len(bad_inputs())))
+def test_with_headstart_refuses_bad_input_naming_the_problem(case: int) -> None:
+    options, error, says = bad_inputs()[case]
+    model, tools = options.pop("model"), options.pop("tools")
+    with pytest.raises(error, match=says.replace("(", r"\(")):
+        with_headstart(model, tools, **options)
+
+
+def test_a_wrapped_model_cannot_be_wrapped_again() -> None:
+    model, tools = with_headstart(chat_model(serve([])), scripted_tools(Runs()))
+    with pytest.raises(TypeError, match="already wrapped"):
+        with_headstart(model, tools)
