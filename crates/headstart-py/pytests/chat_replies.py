@@ -1,12 +1,16 @@
 """Chat Completions replies for the replay server (``ReplayServer.scripted``): one model response as its SSE
 events, one per piece, so a server pacing one event every N ms paces the pieces. What the framework tests serve
-their frameworks' real clients."""
+their frameworks' real clients, and the record of the tool bodies their scripted tools ran."""
 
 from __future__ import annotations
 
 import json
+import urllib.error
+import urllib.request
 from dataclasses import dataclass, field
 from typing import Any, Optional
+
+from headstart import _native
 
 
 @dataclass
@@ -54,3 +58,26 @@ def chat_events(reply: Reply) -> list[str]:
         events.append(_event([], {"prompt_tokens": 11, "completion_tokens": 7, "total_tokens": 18}))
     events.append("data: [DONE]\n\n")
     return events
+
+
+def serve(replies: list[Reply], pace_ms: float = 0.0) -> Any:
+    """The replay server answering each model request with the next reply's events."""
+    return _native.ReplayServer.scripted([chat_events(reply) for reply in replies], pace_ms)
+
+
+@dataclass
+class Runs:
+    """The tool bodies that ran, in the order they started: (tool, arguments)."""
+
+    started: list[tuple[str, dict[str, Any]]] = field(default_factory=list)
+    server: Optional[str] = None
+    """The replay server's URL: a body GETs ``/started/<tool>`` there as it starts (the server times it)."""
+
+
+def started(runs: Runs, name: str, arguments: dict[str, Any]) -> None:
+    runs.started.append((name, arguments))
+    if runs.server is not None:
+        try:
+            urllib.request.urlopen(f"{runs.server}/started/{name}", timeout=30).read()
+        except urllib.error.HTTPError:
+            pass  # the server has no such page: it records the GET all the same

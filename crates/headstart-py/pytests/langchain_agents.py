@@ -5,9 +5,6 @@ runs can be compared by."""
 from __future__ import annotations
 
 import asyncio
-import urllib.error
-import urllib.request
-from dataclasses import dataclass, field
 from typing import Any, Optional
 
 from langchain.agents import create_agent
@@ -16,31 +13,11 @@ from langchain_core.tools import BaseTool, ToolException, tool
 from langchain_openai import ChatOpenAI
 from pydantic import SecretStr
 
-from chat_replies import chat_events, Reply
-from headstart import _native
+from chat_replies import Runs, started
 from headstart.langchain import with_headstart
 
 EARLY = ["read_file", "lookup"]
 """The scripted tools that start early."""
-
-
-@dataclass
-class Runs:
-    """The tool bodies that ran, in the order they started: (tool, arguments)."""
-
-    started: list[tuple[str, dict[str, Any]]] = field(default_factory=list)
-    server: Optional[str] = None
-    """The replay server's URL: a body GETs ``/started/<tool>`` there as it starts (the server times it)."""
-
-
-def _started(runs: Runs, name: str, arguments: dict[str, Any]) -> None:
-    runs.started.append((name, arguments))
-    if runs.server is not None:
-        try:
-            urllib.request.urlopen(f"{runs.server}/started/{name}", timeout=30).read()
-        except urllib.error.HTTPError:
-            pass  # the server has no such page: it records the GET all the same
-
 
 
 def scripted_tools(runs: Runs) -> list[BaseTool]:
@@ -50,13 +27,13 @@ def scripted_tools(runs: Runs) -> list[BaseTool]:
     @tool
     async def read_file(path: str) -> str:
         """Reads a file."""
-        await asyncio.to_thread(_started, runs, "read_file", {"path": path})
+        await asyncio.to_thread(started, runs, "read_file", {"path": path})
         return f"contents of {path}"
 
     @tool
     def lookup(key: str, n: int) -> str:
         """Looks a key up."""
-        _started(runs, "lookup", {"key": key, "n": n})
+        started(runs, "lookup", {"key": key, "n": n})
         if n == 13:
             raise ToolException(f"no luck for {key}")
         return f"{key} #{n}"
@@ -66,15 +43,10 @@ def scripted_tools(runs: Runs) -> list[BaseTool]:
     @tool
     def write_file(path: str, text: str) -> str:
         """Writes a file."""
-        _started(runs, "write_file", {"path": path, "text": text})
+        started(runs, "write_file", {"path": path, "text": text})
         return f"wrote {len(text)} characters to {path}"
 
     return [read_file, lookup, write_file]
-
-
-def serve(replies: list[Reply], pace_ms: float = 0.0) -> Any:
-    """The replay server answering each model request with the next reply's events."""
-    return _native.ReplayServer.scripted([chat_events(reply) for reply in replies], pace_ms)
 
 
 def chat_model(server: Any) -> ChatOpenAI:

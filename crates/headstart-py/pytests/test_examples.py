@@ -6,6 +6,7 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -49,17 +50,23 @@ def test_the_demo_example_prints_the_time_saved(tmp_path: Path) -> None:
     assert "start lookup_crate(tokio)" in out, "a call is shown by its first argument, as headstart demo shows it"
 
 
-@pytest.mark.timeout(150)
-def test_the_langchain_example_runs_against_a_chat_completions_server(tmp_path: Path) -> None:
+def search_then_note() -> list[Any]:
+    """A response that calls the examples' early `search_docs`, then `save_note` with a long argument; the answer."""
     from chat_replies import Call, Reply
-    from langchain_agents import serve
 
     note = ['{"title": "cancel", "text": "'] + ["Dropping the run cancels it. "] * 12 + ['"}']
-    replies = [
+    return [
         Reply(calls=[Call("call_1", "search_docs", ['{"query": ', '"cancel"}']), Call("call_2", "save_note", note)], finish="tool_calls"),
         Reply(text=["Dropping ", "the run ", "cancels it."]),
     ]
-    server = serve(replies, 40.0)
-    out = run_example("langchain_agent.py", tmp_path, "--base-url", server.url + "/v1", "--db", str(tmp_path / "lc.db"), OPENAI_API_KEY="test-key")
+
+
+@pytest.mark.timeout(150)
+@pytest.mark.parametrize("example", ["langchain_agent.py", "agents_sdk_agent.py"])
+def test_the_framework_examples_run_against_a_chat_completions_server(example: str, tmp_path: Path) -> None:
+    from chat_replies import serve
+
+    server = serve(search_then_note(), 40.0)
+    out = run_example(example, tmp_path, "--base-url", server.url + "/v1", "--db", str(tmp_path / "agent.db"), OPENAI_API_KEY="test-key")
     assert "[start search_docs(cancel)" in out and "[start save_note(cancel)" in out and "cancels it." in out, out
     assert "2 calls stored" in out, out

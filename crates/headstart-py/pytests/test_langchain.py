@@ -22,9 +22,9 @@ from langchain_core.tools import InjectedToolArg, tool
 from typing_extensions import Annotated
 
 import headstart
-from chat_replies import Call, Reply
+from chat_replies import Call, Reply, Runs, serve
 from headstart.langchain import with_headstart
-from langchain_agents import EARLY, Runs, agent, chat_model, scripted_tools, serve, shown
+from langchain_agents import EARLY, agent, chat_model, scripted_tools, shown
 
 PACE_MS = 40.0
 """One event every 40 ms: the lead is counted in events the server sent after the early call started."""

@@ -16,8 +16,8 @@ from pathlib import Path
 from typing import Any
 
 import headstart
-from chat_replies import Call, Reply
-from langchain_agents import Runs, agent, serve, shown
+from chat_replies import Call, Reply, Runs, serve
+from langchain_agents import agent, shown
 
 SCRIPTS = 120
 TOOLS = ["read_file", "lookup", "write_file", "delete_all"]

@@ -1,6 +1,6 @@
 //! The package as users install it, in a fresh virtual environment (the acceptance):
 //!
-//! 1. `pip install "./crates/headstart-py[langchain]" openai` (maturin builds the wheel, with the `dev` profile and a target
+//! 1. `pip install "./crates/headstart-py[langchain,agents]" openai` (maturin builds the wheel, with the `dev` profile and a target
 //!    folder of its own under the target folder, kept between runs; the published build is the same code);
 //! 2. `python -m mypy.stubtest headstart` against what was installed: the stubs match the package users get, which
 //!    has no test support; and `python -m mypy --strict -p headstart`: the stubs and the package's own Python
@@ -126,7 +126,7 @@ fn the_installed_package_runs_the_readme_agent_early_and_durably() {
     );
 }
 
-/// The fresh environment with the package (and its `langchain` extra) and the SDK installed; its python.
+/// The fresh environment with the package (and its frameworks' extras) and the SDK installed; its python.
 fn installed() -> Result<PathBuf, String> {
     let (base, _) = base_python()?;
     let python = make_venv(&base, &scratch().join("venv"))?;
@@ -134,8 +134,9 @@ fn installed() -> Result<PathBuf, String> {
     let target = scratch().join("target");
     // The suite's pins as constraints: the same openai and mypy, and the same versions of what they pull in.
     let pins = crate_dir().join("pytests/requirements.txt");
-    // With the `langchain` extra: headstart.langchain is type-checked against the LangChain users get.
-    let package = format!("{}[langchain]", crate_dir().to_string_lossy());
+    // With the frameworks' extras: headstart.langchain and headstart.agents are type-checked against the
+    // frameworks users get.
+    let package = format!("{}[langchain,agents]", crate_dir().to_string_lossy());
     pip_install(
         &python,
         &[

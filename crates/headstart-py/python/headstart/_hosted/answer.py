@@ -23,3 +23,13 @@ class Answer:
 def error(message: str) -> Answer:
     """An error result with ``message``."""
     return Answer(content=message, is_error=True)
+
+
+def stored_text(message: dict[str, Any]) -> str:
+    """The text of a stored tool result (its text blocks, one per line)."""
+    return "\n".join(block.get("text", "") for block in message.get("content") or [] if isinstance(block, dict))
+
+
+def raised(exception: BaseException) -> Answer:
+    """The error result of a tool that raised ``exception``: its type and message."""
+    return error(f"{type(exception).__name__}: {exception}")

@@ -12,7 +12,7 @@ from typing import Any, Awaitable, Callable, Optional, Protocol
 from .._context import ToolContext
 from .._engine import Engine
 from .._tools import Tool
-from .answer import Answer, error
+from .answer import Answer, error, stored_text
 from .call import Call
 from .response import Outcome, Response
 from .store import ephemeral_store
@@ -105,6 +105,10 @@ class Chat:
     def _bind(self) -> None:
         """The chat's loop is the running one (the first that used it)."""
         loop = asyncio.get_running_loop()
+        if self._loop is not None and self._loop is not loop and self._loop.is_closed():
+            # The loop that served the chat has ended (a framework's synchronous run makes one per run): what it
+            # held ended with it, and the chat goes on on this one.
+            self._loop, self._responses, self._streaming = None, [], None
         if self._loop is None:
             self._loop = loop
         elif self._loop is not loop:
@@ -214,6 +218,33 @@ class Chat:
             return call
         return None
 
+    async def framework_runs(
+        self, call_id: Optional[str], name: str, run: Callable[[], Awaitable[Any]], from_store: Callable[[dict[str, Any]], Any]
+    ) -> Any:
+        """The framework runs call ``call_id`` of tool ``name``; ``run`` runs the tool as it would without headstart.
+        A call of one of the chat's responses goes through it (``run_claimed``: an early call's outcome handed
+        over, any other run once admitted), its outcome returned or its exception raised. A call of an earlier
+        process gets the result the store holds (``from_store`` makes the framework's value of it); a call the
+        engine never saw, or whose arguments it refused as no JSON object (the tool refuses them too, before its
+        body, in the framework's words), runs as it would without headstart."""
+        claimed = self.claim(call_id, name)
+        if claimed is None:
+            stored = await self.stored_result(call_id) if call_id else None
+            return from_store(stored) if stored is not None else await run()
+        if claimed.arguments is None:
+            return await run()
+
+        async def outcome() -> Outcome:
+            try:
+                return Outcome(value=await run())
+            except Exception as raised:  # noqa: BLE001 - raised again below, as the tool raised it
+                return Outcome(error=raised)
+
+        result = await self.run_claimed(claimed, outcome)
+        if result.error is not None:
+            raise result.error
+        return result.value
+
     async def run_claimed(self, call: Call, run: Callable[[], Awaitable[Outcome]]) -> Outcome:
         """The framework runs ``call``: an early call hands over its early run's outcome (waiting for it); any other
         call runs (``run``) once the engine has admitted it, and the engine gets its answer. The body runs once."""
@@ -224,7 +255,7 @@ class Chat:
                 if not outcome.invalid:
                     return outcome
         if not await call.asked():
-            text = "\n".join(block.get("text", "") for block in (call.stored or {}).get("content") or [])
+            text = stored_text(call.stored or {})
             outcome = Outcome(error=RuntimeError(text or "the engine did not run the call"))
             return outcome
         try:

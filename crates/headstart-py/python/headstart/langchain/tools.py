@@ -15,7 +15,7 @@ from langchain_core.messages import ToolMessage
 from langchain_core.tools import BaseTool, InjectedToolCallId
 from pydantic import BaseModel, ValidationError
 
-from .._hosted.answer import Answer
+from .._hosted.answer import Answer, raised, stored_text
 from .._hosted.call import Call
 from .._hosted.chat import Chat
 from .._hosted.loop_thread import LoopThread
@@ -92,7 +92,7 @@ class LangChainFace:
     def answer_of(self, outcome: Outcome) -> Answer:
         """A tool's message (or exception) as the transcript keeps it: its text, and whether it is an error."""
         if outcome.error is not None:
-            return Answer(content=f"{type(outcome.error).__name__}: {outcome.error}", is_error=True)
+            return raised(outcome.error)
         value = outcome.value
         if isinstance(value, ToolMessage):
             return Answer(content=text_of(value.content), is_error=value.status == "error")
@@ -101,9 +101,8 @@ class LangChainFace:
 
 def stored_message(tool: BaseTool, call: dict[str, Any], stored: dict[str, Any]) -> ToolMessage:
     """The message of a call's stored result, for the ``ToolNode`` that runs the call again."""
-    text = "\n".join(block.get("text", "") for block in stored.get("content") or [] if isinstance(block, dict))
     return ToolMessage(
-        content=text,
+        content=stored_text(stored),
         name=tool.name,
         tool_call_id=call["id"],
         status="error" if stored.get("is_error") else "success",
@@ -126,21 +125,7 @@ def wrap_tool(tool: BaseTool, chat: Chat, thread: LoopThread) -> BaseTool:
         call = tool_call_of(input)
         if call is None:
             return await plain()
-        claimed = chat.claim(call["id"], self.name)
-        if claimed is None:
-            stored = await chat.stored_result(call["id"])
-            return stored_message(self, call, stored) if stored is not None else await plain()
-
-        async def outcome() -> Outcome:
-            try:
-                return Outcome(value=await plain())
-            except Exception as error:  # noqa: BLE001 - raised again below, as the tool raised it
-                return Outcome(error=error)
-
-        result = await chat.run_claimed(claimed, outcome)
-        if result.error is not None:
-            raise result.error
-        return result.value
+        return await chat.framework_runs(call["id"], self.name, plain, lambda stored: stored_message(self, call, stored))
 
     class Headstarted(base):  # type: ignore[valid-type, misc]
         async def ainvoke(self, input: Any, config: Any = None, **kwargs: Any) -> Any:

@@ -1,0 +1,143 @@
+"""``headstart.agents``: early execution inside the OpenAI Agents SDK's own runner (``Runner.run``,
+``run_streamed``, ``run_sync``), with a durable transcript.
+
+``with_headstart(agent, store=..., early=[...])`` gives the agent back, cloned: its model and its function tools
+(and those of the agents it hands off to) go through one headstart chat. The runner keeps running its loop. The rules
+and the deliberate differences from the plain SDK are in the README."""
+
+from __future__ import annotations
+
+from typing import Any, Iterable, Optional
+
+try:
+    from agents import Agent
+    from agents.models.interface import Model
+    from agents.models.multi_provider import MultiProvider
+    from agents.tool import FunctionTool
+except ImportError as missing:  # pragma: no cover - the message is the point
+    raise ImportError("headstart.agents needs the OpenAI Agents SDK: pip install openai-agents") from missing
+
+from .._hosted.chat import Chat, ToolPolicy
+from .._native import StoreError
+from .model import HeadstartModel
+from .tools import AgentsFace, wrap_function_tool
+
+__all__ = ["HeadstartModel", "headstart_session_id", "with_headstart"]
+
+
+def _agents(root: Agent[Any]) -> list[Agent[Any]]:
+    """``root`` and every agent it can hand off to, once each."""
+    found: list[Agent[Any]] = []
+    waiting = [root]
+    while waiting:
+        agent = waiting.pop()
+        if any(agent is seen for seen in found):
+            continue
+        found.append(agent)
+        for handoff in agent.handoffs:
+            if not isinstance(handoff, Agent):
+                raise TypeError(
+                    f"agent {agent.name} hands off through a Handoff object ({getattr(handoff, 'tool_name', handoff)!r}): "
+                    "headstart cannot see the agent behind it; list the Agent itself in handoffs"
+                )
+            waiting.append(handoff)
+    return found
+
+
+def _function_tools(agents: list[Agent[Any]]) -> dict[str, FunctionTool]:
+    tools: dict[str, FunctionTool] = {}
+    for agent in agents:
+        for tool in agent.tools:
+            if not isinstance(tool, FunctionTool):
+                continue
+            if tool.name in tools and tools[tool.name] is not tool:
+                raise ValueError(f"two different tools are named {tool.name}: headstart's transcript names a call's tool by its name")
+            tools[tool.name] = tool
+    return tools
+
+
+def _refuse_early(name: str, tool: FunctionTool, agents: list[Agent[Any]]) -> Optional[str]:
+    """Why tool ``name`` cannot be early, or ``None``."""
+    if tool.needs_approval is not False:
+        return "it needs approval: a person decides whether it runs"
+    if tool.tool_input_guardrails:
+        return "it has input guardrails, which decide whether it runs"
+    for agent in agents:
+        if any(tool is held for held in agent.tools) and any(guardrail.run_in_parallel for guardrail in agent.input_guardrails):
+            return (
+                f"agent {agent.name} has input guardrails that run in parallel with the model, and the runner runs no "
+                "tool before they pass (give them run_in_parallel=False)"
+            )
+    return None
+
+
+def _model_of(agent: Agent[Any]) -> Model:
+    if isinstance(agent.model, Model):
+        return agent.model
+    # A name (or none) resolves as the runner's default provider resolves it.
+    return MultiProvider().get_model(agent.model)
+
+
+def with_headstart(
+    agent: Agent[Any],
+    *,
+    store: Optional[str] = None,
+    early: Iterable[str] = (),
+    idempotent: Iterable[str] = (),
+    session_id: Optional[str] = None,
+    durability: Optional[str] = None,
+) -> Agent[Any]:
+    """The agent, cloned with its model and function tools (and those of the agents it hands off to) on headstart.
+
+    ``store``: a SQLite path or a ``postgresql://`` URL (in memory without one). ``early``: the function tools whose
+    calls start the moment their arguments are whole. ``idempotent``: those a recovery may run again after a crash.
+    ``session_id``: the store's session (a new one when absent, as ``headstart_session_id(agent)``).
+    ``durability`` (SQLite): ``full`` (the default with a store) or ``normal``.
+
+    Raises ``TypeError`` or ``ValueError`` naming the problem: not an ``Agent``, an ``early`` name that is not a
+    function tool, needs approval or has guardrails deciding whether it runs, a store that cannot be opened."""
+    if not isinstance(agent, Agent):
+        raise TypeError(f"with_headstart's agent must be an agents.Agent, not {type(agent).__name__}")
+    if isinstance(early, str) or isinstance(idempotent, str):
+        raise TypeError("early and idempotent must be lists of tool names, not a string")
+    agents = _agents(agent)
+    if any(isinstance(each.model, HeadstartModel) for each in agents):
+        raise TypeError("the agent is already wrapped by with_headstart")
+    tools = _function_tools(agents)
+    early_names, idempotent_names = set(early), set(idempotent)
+    for name in sorted(early_names | idempotent_names):
+        if name not in tools:
+            raise ValueError(f"{name!r} is not one of the agents' function tools ({', '.join(tools) or 'none'})")
+    for name in sorted(early_names):
+        why = _refuse_early(name, tools[name], agents)
+        if why is not None:
+            raise ValueError(f"tool {name} cannot be early: {why}")
+    policies = [
+        ToolPolicy(name, description=tool.description, early=name in early_names, idempotent=name in idempotent_names)
+        for name, tool in tools.items()
+    ]
+    try:
+        chat = Chat(AgentsFace(tools), policies, store=store, durability=durability, session_id=session_id, recover=True)
+    except StoreError as error:
+        raise ValueError(f"the store {store!r} cannot be opened: {error}") from error
+    wrapped = {name: wrap_function_tool(tool, chat) for name, tool in tools.items()}
+    clones: dict[int, Agent[Any]] = {}
+
+    def clone(each: Agent[Any]) -> Agent[Any]:
+        if id(each) not in clones:
+            copy = each.clone(model=HeadstartModel(_model_of(each), chat))
+            clones[id(each)] = copy
+            copy.tools = [wrapped[tool.name] if isinstance(tool, FunctionTool) else tool for tool in each.tools]
+            copy.handoffs = [clone(target) for target in each.handoffs if isinstance(target, Agent)]
+        return clones[id(each)]
+
+    return clone(agent)
+
+
+def headstart_session_id(agent: Agent[Any]) -> str:
+    """The store's session of an agent ``with_headstart`` gave."""
+    if not isinstance(agent.model, HeadstartModel):
+        raise TypeError(f"agent {agent.name} was not made by with_headstart")
+    return agent.model.session_id
+
+
