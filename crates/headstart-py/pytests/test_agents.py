@@ -8,7 +8,11 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import random
+import subprocess
+import sys
+import time
 from pathlib import Path
 from typing import Any, Optional
 
@@ -28,7 +32,7 @@ from openai import AsyncOpenAI
 
 import headstart
 from chat_replies import Call, Reply, Runs, serve, started
-from headstart.agents import headstart_session_id, with_headstart
+from headstart.agents import headstart_session_id, resume, with_headstart
 
 set_tracing_disabled(True)
 
@@ -39,7 +43,7 @@ SCRIPTS = 100
 
 def scripted_tools(runs: Runs, *, read_enabled: bool = True) -> list[FunctionTool]:
     """``read_file`` (async), ``lookup`` (sync; raises for n == 13, which the SDK's error function words),
-    ``write_file`` (sync, never early)."""
+    ``write_file`` (sync, never early), ``delete_file`` (needs approval)."""
 
     @function_tool(is_enabled=read_enabled)
     async def read_file(path: str) -> str:
@@ -61,7 +65,13 @@ def scripted_tools(runs: Runs, *, read_enabled: bool = True) -> list[FunctionToo
         started(runs, "write_file", {"path": path, "text": text})
         return f"wrote {len(text)} characters to {path}"
 
-    return [read_file, lookup, write_file]
+    @function_tool(needs_approval=True)
+    def delete_file(path: str) -> str:
+        """Deletes a file (a person approves it first)."""
+        started(runs, "delete_file", {"path": path})
+        return f"deleted {path}"
+
+    return [read_file, lookup, write_file, delete_file]
 
 
 def model(server: Any) -> OpenAIChatCompletionsModel:
@@ -74,13 +84,13 @@ def scripted_agent(server: Any, runs: Runs, *, wrapped: bool, store: Optional[st
     return with_headstart(agent, store=store, early=EARLY, durability="normal") if wrapped else agent
 
 
-async def run(agent: Agent[Any], mode: str) -> Any:
+async def run(agent: Agent[Any], mode: str, max_turns: int = 10) -> Any:
     """The run's result, reached as ``mode`` says."""
     if mode == "run":
-        return await Runner.run(agent, "go")
+        return await Runner.run(agent, "go", max_turns=max_turns)
     if mode == "run_sync":
-        return await asyncio.to_thread(Runner.run_sync, agent, "go")
-    result = Runner.run_streamed(agent, "go")
+        return await asyncio.to_thread(Runner.run_sync, agent, "go", max_turns=max_turns)
+    result = Runner.run_streamed(agent, "go", max_turns=max_turns)
     async for _ in result.stream_events():
         pass
     return result
@@ -140,6 +150,7 @@ def arguments(rng: random.Random, tool: str) -> str:
         "read_file": {"path": f"f{rng.randint(0, 9)}.txt"},
         "lookup": {"key": rng.choice(["a", "b"]), "n": rng.choice([1, 2, 13])},
         "write_file": {"path": "out.txt", "text": " ".join(["word"] * rng.randint(1, 8))},
+        "delete_file": {"path": "old.txt"},
     }
     valid = shapes[tool]
     kind = rng.random()
@@ -156,7 +167,7 @@ def script(seed: int) -> list[Reply]:
     rng = random.Random(seed)
     calls = []
     for number in range(rng.choice([0, 1, 1, 2, 2, 3])):
-        tool = rng.choice(["read_file", "lookup", "write_file"])
+        tool = rng.choice(["read_file", "lookup", "write_file", "read_file", "lookup", "delete_file"])
         text = arguments(rng, tool)
         cuts = sorted(rng.sample(range(1, len(text)), min(len(text) - 1, rng.randint(0, 4))))
         calls.append(Call(f"call_{seed}_{number}", tool, [text[a:b] for a, b in zip([0] + cuts, cuts + [len(text)])]))
@@ -165,7 +176,8 @@ def script(seed: int) -> list[Reply]:
 
 
 def shown(result: Any) -> list[Any]:
-    """What the app sees of a run: its items (kind, and the call, output or text each holds) and final output."""
+    """What the app sees of a run: its items (kind, and the call, output or text each holds), its final output and
+    the calls it paused on for approval."""
     view: list[Any] = []
     for item in result.new_items:
         raw = item.raw_item
@@ -175,7 +187,8 @@ def shown(result: Any) -> list[Any]:
             view.append(("output", raw["call_id"], item.output))
         else:
             view.append((item.type, getattr(item, "output", None) or str(getattr(raw, "content", ""))[:0]))
-    return [view, result.final_output]
+    interruptions = [(i.raw_item.call_id, i.raw_item.name) for i in getattr(result, "interruptions", None) or []]
+    return [view, result.final_output, interruptions]
 
 
 def test_the_runner_shows_and_runs_what_the_plain_runner_does(tmp_path: Path) -> None:
@@ -184,15 +197,18 @@ def test_the_runner_shows_and_runs_what_the_plain_runner_does(tmp_path: Path) ->
         db = str(tmp_path / f"{seed}.db")
         agent = scripted_agent(serve(script(seed)), runs, wrapped=wrapped, store=db if wrapped else None)
         try:
-            result = await run(agent, "run" if wrapped and seed % 2 else "run_streamed")
+            # Every fifth script stops at max_turns=1, after its first turn's tools.
+            result = await run(agent, "run" if wrapped and seed % 2 else "run_streamed", 1 if seed % 5 == 0 else 10)
         except Exception as error:  # noqa: BLE001 - both runners must fail alike
             return ("raised", type(error).__name__, str(error)), runs, None
         return shown(result), runs, (db, headstart_session_id(agent)) if wrapped else None
 
-    early_runs = 0
+    early_runs = paused_with_early = stopped = 0
     for seed in range(SCRIPTS):
         plain, plain_runs, _ = asyncio.run(once(seed, False))
         seen, runs, stored = asyncio.run(once(seed, True))
+        stopped += seen[0] == "raised"
+        paused_with_early += seen[0] != "raised" and bool(seen[2]) and any(name in EARLY for name, _ in runs.started)
         context = f"script {seed}: {script(seed)}"
         assert seen == plain, context
         assert sorted(runs.started, key=repr) == sorted(plain_runs.started, key=repr), context
@@ -207,8 +223,8 @@ def test_the_runner_shows_and_runs_what_the_plain_runner_does(tmp_path: Path) ->
                         # differences); every other output is the one the run shows.
                         assert text == entry[2], context
         early_runs += sum(1 for name, _ in runs.started if name in EARLY)
-    print(f"{SCRIPTS} scripts alike; {early_runs} runs of early tools")
-    assert early_runs >= SCRIPTS // 2
+    print(f"{SCRIPTS} scripts alike; {early_runs} runs of early tools; {paused_with_early} paused for approval beside an early run; {stopped} stopped by max_turns")
+    assert early_runs >= SCRIPTS // 2 and paused_with_early > 0 and stopped > 0
 
 
 def test_a_tool_the_step_does_not_offer_never_starts() -> None:
@@ -227,6 +243,107 @@ def test_a_tool_the_step_does_not_offer_never_starts() -> None:
     assert raised == plain == "ModelBehaviorError"
     assert runs.started == plain_runs.started
     assert "read_file" not in [name for name, _ in runs.started]
+
+
+CRASHING = """
+import asyncio, sys
+from pathlib import Path
+from agents import Agent, Runner, function_tool, set_tracing_disabled
+from headstart.agents import with_headstart
+from test_agents import model
+
+set_tracing_disabled(True)
+server, db, session, marks = sys.argv[1:]
+
+class Server:
+    url = server
+
+async def hang(name: str) -> str:
+    Path(marks, name).touch()
+    await asyncio.sleep(3600)  # killed here
+    return name
+
+@function_tool
+async def read_file(path: str) -> str:
+    \"\"\"Reads a file.\"\"\"
+    return f"contents of {path}"
+
+@function_tool
+async def fetch(path: str) -> str:
+    \"\"\"Fetches a file again (idempotent).\"\"\"
+    return await hang("fetch")
+
+@function_tool
+async def lookup(key: str, n: int) -> str:
+    \"\"\"Looks a key up.\"\"\"
+    return await hang("lookup")
+
+agent = Agent(name="crashing", model=model(Server()), tools=[read_file, fetch, lookup])
+agent = with_headstart(agent, store=db, session_id=session, early=["read_file", "fetch", "lookup"])
+asyncio.run(Runner.run(agent, "go"))
+"""
+
+
+def test_resume_gives_each_call_of_a_killed_run_one_result_and_the_items_to_go_on_with(tmp_path: Path) -> None:
+    db, session = str(tmp_path / "agent.db"), "agents-crash"
+    calls = [
+        Call("call_read", "read_file", ['{"path": "a"}']),
+        Call("call_fetch", "fetch", ['{"path": "b"}']),
+        Call("call_lookup", "lookup", ['{"key": "k", "n": 1}']),
+    ]
+    server = serve([Reply(calls=calls, finish="tool_calls")])
+    child = subprocess.Popen(
+        [sys.executable, "-c", CRASHING, server.url, db, session, str(tmp_path)],
+        env={**os.environ, "PYTHONPATH": os.pathsep.join([str(Path(__file__).parent), *sys.path])},
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+    )
+    try:
+        for _ in range(600):
+            if (tmp_path / "fetch").exists() and (tmp_path / "lookup").exists() or child.poll() is not None:
+                break
+            time.sleep(0.05)
+        assert child.poll() is None, f"the run ended before it was killed: {child.communicate()[0]!r}"
+    finally:
+        child.kill()  # SIGKILL, while fetch and lookup run
+        child.communicate()
+
+    runs = Runs()
+
+    @function_tool
+    async def read_file(path: str) -> str:
+        """Reads a file."""
+        started(runs, "read_file", {"path": path})
+        return f"contents of {path}"
+
+    @function_tool
+    async def fetch(path: str) -> str:
+        """Fetches a file again (idempotent)."""
+        started(runs, "fetch", {"path": path})
+        return f"fetched {path}"
+
+    @function_tool
+    async def lookup(key: str, n: int) -> str:
+        """Looks a key up."""
+        started(runs, "lookup", {"key": key, "n": n})
+        return f"{key} #{n}"
+
+    tools = [read_file, fetch, lookup]
+    items = asyncio.run(resume(db, session, tools=tools, policy="rerun_idempotent", idempotent=["fetch"]))
+    assert runs.started == [("fetch", {"path": "b"})], "recovery runs the idempotent call again, once"
+    outputs = {item["call_id"]: item["output"] for item in items if item.get("type") == "function_call_output"}
+    assert [item["call_id"] for item in items if item.get("type") == "function_call"] == ["call_read", "call_fetch", "call_lookup"]
+    assert outputs["call_read"] == "contents of a" and outputs["call_fetch"] == "fetched b"
+    assert "interrupt" in outputs["call_lookup"], outputs
+
+    # The run goes on from the items, on the same session; nothing runs again.
+    agent: Agent[Any] = Agent(name="resumed", model=model(serve([Reply(text=["ok"])])), tools=tools)
+    agent = with_headstart(agent, store=db, session_id=session, early=["read_file", "fetch", "lookup"])
+    result = asyncio.run(Runner.run(agent, items))
+    assert result.final_output == "ok"
+    assert runs.started == [("fetch", {"path": "b"})]
+    with pytest.raises(ValueError, match="policy must be"):
+        asyncio.run(resume(db, session, tools=tools, policy="retry"))
 
 
 @input_guardrail

@@ -9,6 +9,7 @@ import asyncio
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -22,7 +23,7 @@ from langchain_core.tools import InjectedToolArg, tool
 from typing_extensions import Annotated
 
 import headstart
-from chat_replies import Call, Reply, Runs, serve
+from chat_replies import Call, Reply, Runs, serve, started
 from headstart.langchain import with_headstart
 from langchain_agents import EARLY, agent, chat_model, scripted_tools, shown
 
@@ -151,57 +152,119 @@ def test_a_later_process_hands_the_stored_result_over_without_running_the_body_a
 
 
 CRASHING = """
-import asyncio, os, sys
+import asyncio, sys
+from pathlib import Path
 from langchain.agents import create_agent
 from langchain_core.tools import tool
+from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
 from headstart.langchain import with_headstart
 from langchain_agents import chat_model
 
+server, db, checkpoints, thread, marks = sys.argv[1:]
+
 class Server:
-    url = sys.argv[1]
+    url = server
+
+async def hang(name: str) -> str:
+    Path(marks, name).touch()
+    await asyncio.sleep(3600)  # killed here
+    return name
 
 @tool
 async def read_file(path: str) -> str:
     \"\"\"Reads a file.\"\"\"
-    os._exit(3)  # the process dies while its early call runs
+    return f"contents of {path}"
 
-model, tools = with_headstart(chat_model(Server()), [read_file], store=sys.argv[2], session_id=sys.argv[3],
-                              early=["read_file"], idempotent=["read_file"])
-asyncio.run(create_agent(model, tools).ainvoke({"messages": [{"role": "user", "content": "go"}]}))
+@tool
+async def fetch(path: str) -> str:
+    \"\"\"Fetches a file again (idempotent).\"\"\"
+    return await hang("fetch")
+
+@tool
+async def lookup(key: str, n: int) -> str:
+    \"\"\"Looks a key up.\"\"\"
+    return await hang("lookup")
+
+async def main() -> None:
+    model, tools = with_headstart(chat_model(Server()), [read_file, fetch, lookup], store=db, session_id=thread,
+                                  early=["read_file", "fetch", "lookup"], idempotent=["fetch"])
+    async with AsyncSqliteSaver.from_conn_string(checkpoints) as saver:
+        graph = create_agent(model, tools, checkpointer=saver)
+        await graph.ainvoke({"messages": [{"role": "user", "content": "go"}]}, {"configurable": {"thread_id": thread}},
+                            durability="sync")
+
+asyncio.run(main())
 """
 
 
-def test_a_call_a_crash_interrupted_is_recovered_by_the_next_process(db: str, tmp_path: Any) -> None:
-    replies = [Reply(calls=[Call("call_read", "read_file", ['{"path": "a"}'])], finish="tool_calls"), Reply(text=["ok"])]
-    server = serve(replies)
-    session = "langchain-crash"
+def test_a_graph_killed_while_its_early_calls_run_resumes_from_its_checkpoint_without_running_a_call_twice(tmp_path: Path) -> None:
+    from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
+
+    db, checkpoints, thread = str(tmp_path / "agent.db"), str(tmp_path / "checkpoints.db"), "thread-1"
+    calls = [
+        Call("call_read", "read_file", ['{"path": "a"}']),
+        Call("call_fetch", "fetch", ['{"path": "b"}']),
+        Call("call_lookup", "lookup", ['{"key": "k", "n": 1}']),
+    ]
+    server = serve([Reply(calls=calls, finish="tool_calls")])
     here = str(Path(__file__).parent)
-    child = subprocess.run(
-        [sys.executable, "-c", CRASHING, server.url, db, session],
+    child = subprocess.Popen(
+        [sys.executable, "-c", CRASHING, server.url, db, checkpoints, thread, str(tmp_path)],
         env={**os.environ, "PYTHONPATH": os.pathsep.join([here, *sys.path])},
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
     )
-    assert child.returncode == 3, child.stdout + child.stderr
+    try:
+        for _ in range(600):
+            if (tmp_path / "fetch").exists() and (tmp_path / "lookup").exists() or child.poll() is not None:
+                break
+            time.sleep(0.05)
+        assert child.poll() is None, f"the agent ended before it was killed: {child.communicate()[0]!r}"
+        assert (tmp_path / "fetch").exists() and (tmp_path / "lookup").exists(), "the early calls never started"
+    finally:
+        child.kill()  # SIGKILL, while fetch and lookup run
+        child.communicate()
 
-    async def resumed() -> tuple[Any, Runs]:
-        # The graph, resumed from its checkpoint, runs the ToolNode of the interrupted call again.
-        runs = Runs()
-        _, tools = with_headstart(
-            chat_model(serve([])), scripted_tools(runs), store=db, session_id=session, early=EARLY, idempotent=["read_file"]
+    runs = Runs()
+
+    @tool
+    async def read_file(path: str) -> str:
+        """Reads a file."""
+        started(runs, "read_file", {"path": path})
+        return f"contents of {path}"
+
+    @tool
+    async def fetch(path: str) -> str:
+        """Fetches a file again (idempotent)."""
+        started(runs, "fetch", {"path": path})
+        return f"fetched {path}"
+
+    @tool
+    async def lookup(key: str, n: int) -> str:
+        """Looks a key up."""
+        started(runs, "lookup", {"key": key, "n": n})
+        return f"{key} #{n}"
+
+    async def resumed() -> list[Any]:
+        model, tools = with_headstart(
+            chat_model(serve([Reply(text=["ok"])])), [read_file, fetch, lookup], store=db, session_id=thread,
+            early=["read_file", "fetch", "lookup"], idempotent=["fetch"],
         )
-        read = next(t for t in tools if t.name == "read_file")
-        message = await read.ainvoke({"type": "tool_call", "id": "call_read", "name": "read_file", "args": {"path": "a"}})
-        return message, runs
+        async with AsyncSqliteSaver.from_conn_string(checkpoints) as saver:
+            graph = create_agent(model, tools, checkpointer=saver)
+            # The thread goes on from its checkpoint: the ToolNode runs the model's calls again.
+            return list((await graph.ainvoke(None, {"configurable": {"thread_id": thread}}))["messages"])
 
-    message, runs = asyncio.run(resumed())
-    # Recovery ran the idempotent call again, once; the node gets the stored result.
-    assert runs.started == [("read_file", {"path": "a"})]
-    assert (message.content, message.status) == ("contents of a", "success")
-    results = [e["message"] for e in headstart.inspect(db, session)["sessions"][0]["messages"] if e["message"]["role"] == "tool_result"]
-    assert [(r["tool_call_id"], r["content"][0]["text"]) for r in results] == [("call_read", "contents of a")]
+    messages = asyncio.run(resumed())
+    # The finished call keeps its result; the idempotent one ran once more; the other got the interrupted result.
+    assert runs.started == [("fetch", {"path": "b"})]
+    outputs = {m.tool_call_id: (m.content, m.status) for m in messages if m.type == "tool"}
+    assert outputs["call_read"] == ("contents of a", "success")
+    assert outputs["call_fetch"] == ("fetched b", "success")
+    assert outputs["call_lookup"][1] == "error" and "interrupt" in outputs["call_lookup"][0], outputs
+    assert messages[-1].content == "ok"
+    stored = [e["message"] for e in headstart.inspect(db, thread)["sessions"][0]["messages"] if e["message"]["role"] == "tool_result"]
+    assert sorted(r["tool_call_id"] for r in stored) == ["call_fetch", "call_lookup", "call_read"], "one result each"
 
 
 class NotStreaming(BaseChatModel):

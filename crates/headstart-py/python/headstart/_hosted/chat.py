@@ -87,6 +87,7 @@ class Chat:
         self._loop: Optional[asyncio.AbstractEventLoop] = None
         self._log: Optional[list[dict[str, Any]]] = None
         self._checked = False
+        self._checking: Optional["asyncio.Task[None]"] = None
         self._exists = False
         self._recorded_users = 0
         self._responses: list[Response] = []
@@ -118,12 +119,19 @@ class Chat:
             )
 
     async def _check(self) -> None:
-        """Once, on the chat's first use: a session the store holds goes on. Calls of it without a result (a
-        process ended first) are refused, naming ``resume``, or, for a chat made with ``recover``, recovered at
-        once: an idempotent call runs again, any other gets the interrupted result."""
+        """Once, on the chat's first use (every concurrent first use waits for the one check): a session the store
+        holds goes on. Calls of it without a result (a process ended first) are refused, naming ``resume``, or, for
+        a chat made with ``recover``, recovered at once: an idempotent call runs again, any other gets the
+        interrupted result."""
         if self._checked:
             return
+        loop = asyncio.get_running_loop()
+        if self._checking is None or self._checking.get_loop() is not loop:
+            self._checking = loop.create_task(self._first_check())
+        await asyncio.shield(self._checking)
         self._checked = True
+
+    async def _first_check(self) -> None:
         if not self._given_id:
             return
         try:
@@ -145,6 +153,11 @@ class Chat:
         self._exists = True
         self._log = log
         self._recorded_users = sum(1 for entry in log if entry.get("message", {}).get("role") == "user")
+
+    async def transcript(self) -> list[dict[str, Any]]:
+        """The session's stored log, as the store holds it now."""
+        log: list[dict[str, Any]] = await self._engine._native.log(self.id)
+        return log
 
     async def stored_result(self, call_id: Optional[str]) -> Optional[dict[str, Any]]:
         """The result the store holds for call ``call_id`` of the session as this process found it (after its

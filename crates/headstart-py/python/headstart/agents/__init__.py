@@ -19,10 +19,11 @@ except ImportError as missing:  # pragma: no cover - the message is the point
 
 from .._hosted.chat import Chat, ToolPolicy
 from .._native import StoreError
+from .items import input_items_of
 from .model import HeadstartModel
 from .tools import AgentsFace, wrap_function_tool
 
-__all__ = ["HeadstartModel", "headstart_session_id", "with_headstart"]
+__all__ = ["HeadstartModel", "headstart_session_id", "resume", "with_headstart"]
 
 
 def _agents(root: Agent[Any]) -> list[Agent[Any]]:
@@ -141,3 +142,36 @@ def headstart_session_id(agent: Agent[Any]) -> str:
     return agent.model.session_id
 
 
+
+
+async def resume(
+    store: str,
+    session_id: str,
+    *,
+    tools: Iterable[Any],
+    policy: str = "fail",
+    idempotent: Iterable[str] = (),
+    durability: Optional[str] = None,
+) -> list[dict[str, Any]]:
+    """After a crash: every call of session ``session_id`` without a result gets exactly one, and the session comes
+    back as the input items to go on with (``Runner.run(agent, items)``; with an Agents SDK ``Session``, put them
+    in it in place of what it holds: it keeps only the turns that ended).
+
+    ``policy``: ``"fail"`` gives each interrupted call an interrupted result; ``"rerun_idempotent"`` runs the calls
+    of the ``idempotent`` tools (names among ``tools``, the agent's function tools) again, once. Holds the session's
+    lock while it recovers (``headstart.SessionBusy`` while another process has it)."""
+    if policy not in ("fail", "rerun_idempotent"):
+        raise ValueError(f"policy must be 'fail' or 'rerun_idempotent', not {policy!r}")
+    function_tools = {tool.name: tool for tool in tools if isinstance(tool, FunctionTool)}
+    if isinstance(idempotent, str):
+        raise TypeError("idempotent must be a list of tool names, not a string")
+    rerun = set(idempotent)
+    for name in sorted(rerun - set(function_tools)):
+        raise ValueError(f"idempotent names {name!r}, which is not one of the tools ({', '.join(function_tools) or 'none'})")
+    policies = [ToolPolicy(name, description=tool.description, idempotent=name in rerun) for name, tool in function_tools.items()]
+    try:
+        chat = Chat(AgentsFace(function_tools), policies, store=store, durability=durability, session_id=session_id)
+    except StoreError as error:
+        raise ValueError(f"the store {store!r} cannot be opened: {error}") from error
+    await chat.engine.recover(session_id, policy)
+    return input_items_of(await chat.transcript())

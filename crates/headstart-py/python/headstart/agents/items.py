@@ -4,9 +4,10 @@ the SDK's Chat Completions model also yields)."""
 
 from __future__ import annotations
 
+import json
 from typing import Any, Optional, Sequence
 
-from .._hosted.answer import Answer
+from .._hosted.answer import Answer, stored_text
 from .._hosted.feed import DeltaFeed
 
 
@@ -106,3 +107,25 @@ def usage_of(usage: Any) -> Optional[dict[str, int]]:
         "cache_read": cached,
         "cache_write": 0,
     }
+
+
+def input_items_of(log: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """A stored session as the Responses input items a run goes on with: the user's messages, the model's text and
+    function calls, each call's output."""
+    items: list[dict[str, Any]] = []
+    for entry in log:
+        message = entry.get("message", {})
+        role = message.get("role")
+        if role == "user":
+            items.append({"role": "user", "content": message.get("text", "")})
+        elif role == "assistant":
+            text = "".join(block.get("text", "") for block in message.get("content") or [] if block.get("type") == "text")
+            if text:
+                items.append({"role": "assistant", "content": text})
+            for block in message.get("content") or []:
+                if block.get("type") == "tool_call":
+                    arguments = json.dumps(block.get("arguments") if block.get("arguments") is not None else {})
+                    items.append({"type": "function_call", "call_id": block["id"], "name": block["name"], "arguments": arguments})
+        elif role == "tool_result":
+            items.append({"type": "function_call_output", "call_id": message["tool_call_id"], "output": stored_text(message)})
+    return items
