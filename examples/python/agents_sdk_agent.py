@@ -2,28 +2,25 @@
 response; `save_note` runs when the runner runs it, as without headstart.
 
     pip install "./crates/headstart-py[agents]"
+    python examples/python/agents_sdk_agent.py [--db agents-sdk-agent.db]
     OPENAI_API_KEY=... python examples/python/agents_sdk_agent.py [--base-url URL] [--model gpt-4.1-mini]
 
-`--base-url` points the SDK's Chat Completions model at any server (a gateway, a local model).
+With no `--base-url` and no OPENAI_API_KEY it runs on a simulated model (simulated_openai.py, a local server);
+`--base-url` points the SDK's Chat Completions model at any server (a gateway, a local model). It ends by printing
+the time early execution saved and where the transcript is.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
-import time
 
 from agents import Agent, OpenAIChatCompletionsModel, Runner, function_tool, set_tracing_disabled
 from openai import AsyncOpenAI
+from run_report import report, stamp
+from simulated_openai import endpoint
 
-import headstart
 from headstart.agents import headstart_session_id, with_headstart
-
-STARTED = time.perf_counter()
-
-
-def stamp(what: str) -> None:
-    print(f"[{what} +{(time.perf_counter() - STARTED) * 1000:.0f} ms]", flush=True)
 
 
 @function_tool
@@ -41,9 +38,10 @@ def save_note(title: str, text: str) -> str:
     return f"saved {title} ({len(text)} characters)"
 
 
-async def main(base_url: str | None, model_name: str, db: str) -> None:
+async def main(base_url: str | None, api_key: str | None, model_name: str, db: str) -> None:
     set_tracing_disabled(base_url is not None)  # a local server has no tracing backend
-    model = OpenAIChatCompletionsModel(model=model_name, openai_client=AsyncOpenAI(base_url=base_url))
+    client = AsyncOpenAI(base_url=base_url, api_key=api_key)
+    model = OpenAIChatCompletionsModel(model=model_name, openai_client=client)
     agent = Agent(
         name="notes",
         instructions="Search the docs, then save a note of what you found.",
@@ -54,8 +52,7 @@ async def main(base_url: str | None, model_name: str, db: str) -> None:
     result = await Runner.run(agent, "How do I cancel a run?")
     stamp("done")
     print(result.final_output)
-    session = headstart_session_id(agent)
-    print(f"session {session}: {headstart.savings(db, session)['calls']} calls stored in {db}")
+    report(db, headstart_session_id(agent))
 
 
 if __name__ == "__main__":
@@ -64,4 +61,5 @@ if __name__ == "__main__":
     parser.add_argument("--model", default="gpt-4.1-mini")
     parser.add_argument("--db", default="agents-sdk-agent.db")
     arguments = parser.parse_args()
-    asyncio.run(main(arguments.base_url, arguments.model, arguments.db))
+    with endpoint(arguments.base_url) as (base_url, api_key):
+        asyncio.run(main(base_url, api_key, arguments.model, arguments.db))

@@ -2,29 +2,26 @@
 streams the rest of its response; `save_note` runs when the graph's ToolNode runs it, as without headstart.
 
     pip install "./crates/headstart-py[langchain]" langchain langchain-openai
+    python examples/python/langchain_agent.py [--db langchain-agent.db]
     OPENAI_API_KEY=... python examples/python/langchain_agent.py [--base-url URL] [--model gpt-4.1-mini]
 
-`--base-url` points langchain-openai at any Chat Completions server (a gateway, a local model).
+With no `--base-url` and no OPENAI_API_KEY it runs on a simulated model (simulated_openai.py, a local server);
+`--base-url` points langchain-openai at any Chat Completions server (a gateway, a local model). It ends by printing
+the time early execution saved and where the transcript is.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
-import time
 
 from langchain.agents import create_agent
 from langchain_core.tools import tool
 from langchain_openai import ChatOpenAI
+from run_report import report, stamp
+from simulated_openai import endpoint
 
-import headstart
 from headstart.langchain import with_headstart
-
-STARTED = time.perf_counter()
-
-
-def stamp(what: str) -> None:
-    print(f"[{what} +{(time.perf_counter() - STARTED) * 1000:.0f} ms]", flush=True)
 
 
 @tool
@@ -42,9 +39,9 @@ def save_note(title: str, text: str) -> str:
     return f"saved {title} ({len(text)} characters)"
 
 
-async def main(base_url: str | None, model_name: str, db: str) -> None:
+async def main(base_url: str | None, api_key: str | None, model_name: str, db: str) -> None:
     model, tools = with_headstart(
-        ChatOpenAI(model=model_name, base_url=base_url),
+        ChatOpenAI(model=model_name, base_url=base_url, api_key=api_key),
         [search_docs, save_note],
         store=db,
         early=["search_docs"],
@@ -53,8 +50,7 @@ async def main(base_url: str | None, model_name: str, db: str) -> None:
     result = await agent.ainvoke({"messages": [{"role": "user", "content": "How do I cancel a run?"}]})
     stamp("done")
     print(result["messages"][-1].content)
-    saved = headstart.savings(db, model.session_id)
-    print(f"session {model.session_id}: {saved['calls']} calls stored in {db}")
+    report(db, model.session_id)
 
 
 if __name__ == "__main__":
@@ -63,4 +59,5 @@ if __name__ == "__main__":
     parser.add_argument("--model", default="gpt-4.1-mini")
     parser.add_argument("--db", default="langchain-agent.db")
     arguments = parser.parse_args()
-    asyncio.run(main(arguments.base_url, arguments.model, arguments.db))
+    with endpoint(arguments.base_url) as (base_url, api_key):
+        asyncio.run(main(base_url, api_key, arguments.model, arguments.db))

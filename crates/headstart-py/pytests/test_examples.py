@@ -15,11 +15,13 @@ from conftest import replay_server
 EXAMPLES = Path(__file__).resolve().parents[3] / "examples" / "python"
 
 
-def run_example(name: str, cwd: Path, *arguments: str, **environment: str) -> str:
+def run_example(name: str, cwd: Path, *arguments: str, without: tuple[str, ...] = (), **environment: str) -> str:
+    """The example's output, run in ``cwd`` with ``environment`` added to ours and the ``without`` names left out."""
+    env = {key: value for key, value in {**os.environ, **environment}.items() if key not in without}
     done = subprocess.run(
         [sys.executable, str(EXAMPLES / name), *arguments],
         cwd=cwd,
-        env={**os.environ, **environment},
+        env=env,
         capture_output=True,
         text=True,
         timeout=120,
@@ -70,3 +72,17 @@ def test_the_framework_examples_run_against_a_chat_completions_server(example: s
     out = run_example(example, tmp_path, "--base-url", server.url + "/v1", "--db", str(tmp_path / "agent.db"), OPENAI_API_KEY="test-key")
     assert "[start search_docs(cancel)" in out and "[start save_note(cancel)" in out and "cancels it." in out, out
     assert "2 calls stored" in out, out
+    assert "simulated model" not in out, "a --base-url is used as given"
+
+
+@pytest.mark.timeout(150)
+@pytest.mark.parametrize("example", ["langchain_agent.py", "agents_sdk_agent.py"])
+def test_the_framework_examples_run_on_the_simulated_model_with_no_key(example: str, tmp_path: Path) -> None:
+    db = tmp_path / "agent.db"
+    out = run_example(example, tmp_path, "--db", str(db), without=("OPENAI_API_KEY", "OPENAI_BASE_URL"))
+    assert "using the simulated model at http://127.0.0.1:" in out, out
+    assert "[start search_docs(cancel)" in out and "[start save_note(cancel)" in out, out
+    assert "Dropping the run cancels it." in out, out
+    assert "2 calls stored; early execution saved " in out, out
+    # The lead itself is asserted in events by test_langchain.py and test_agents.py, on the replay server.
+    assert f"Transcript: {db}, session " in out and f"headstart inspect {db} --session " in out, out
