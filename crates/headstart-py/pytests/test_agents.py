@@ -22,9 +22,14 @@ from agents import (
     FunctionTool,
     GuardrailFunctionOutput,
     OpenAIChatCompletionsModel,
+    RunHooks,
     Runner,
+    SQLiteSession,
+    TracingProcessor,
     function_tool,
     input_guardrail,
+    output_guardrail,
+    set_trace_processors,
     set_tracing_disabled,
 )
 from agents import handoff as handoff_to
@@ -243,6 +248,97 @@ def test_a_tool_the_step_does_not_offer_never_starts() -> None:
     assert raised == plain == "ModelBehaviorError"
     assert runs.started == plain_runs.started
     assert "read_file" not in [name for name, _ in runs.started]
+
+
+class Recorder(TracingProcessor):
+    """The spans a run ends, by kind and name."""
+
+    def __init__(self) -> None:
+        self.spans: list[tuple[str, str]] = []
+
+    def on_trace_start(self, trace: Any) -> None:
+        pass
+
+    def on_trace_end(self, trace: Any) -> None:
+        pass
+
+    def on_span_start(self, span: Any) -> None:
+        pass
+
+    def on_span_end(self, span: Any) -> None:
+        data = span.span_data
+        self.spans.append((data.type, str(getattr(data, "name", ""))))
+
+    def shutdown(self) -> None:
+        pass
+
+    def force_flush(self) -> None:
+        pass
+
+
+class Hooks(RunHooks[Any]):
+    """The lifecycle callbacks a run makes, in order."""
+
+    def __init__(self) -> None:
+        self.heard: list[str] = []
+
+    async def on_llm_start(self, context: Any, agent: Any, system_prompt: Any, input_items: Any) -> None:
+        self.heard.append("llm_start")
+
+    async def on_llm_end(self, context: Any, agent: Any, response: Any) -> None:
+        self.heard.append("llm_end")
+
+    async def on_tool_start(self, context: Any, agent: Any, tool: Any) -> None:
+        self.heard.append(f"tool_start {tool.name}")
+
+    async def on_tool_end(self, context: Any, agent: Any, tool: Any, result: Any) -> None:
+        self.heard.append(f"tool_end {tool.name} {result}")
+
+
+@output_guardrail
+async def checked(context: Any, agent: Any, output: Any) -> GuardrailFunctionOutput:
+    return GuardrailFunctionOutput(output_info="checked", tripwire_triggered=False)
+
+
+@pytest.mark.parametrize("behavior", ["run_llm_again", "stop_on_first_tool"])
+def test_hooks_guardrails_tool_use_behavior_sessions_and_tracing_see_what_they_see_without_headstart(behavior: str, tmp_path: Path) -> None:
+    def once(wrapped: bool) -> tuple[Any, ...]:
+        runs, hooks, recorder = Runs(), Hooks(), Recorder()
+        session = SQLiteSession("chat", str(tmp_path / f"session-{wrapped}.db"))
+        agent: Agent[Any] = Agent(
+            name="scripted",
+            model=model(serve(read_then_write())),
+            tools=scripted_tools(runs),
+            tool_use_behavior=behavior,  # type: ignore[arg-type]
+            input_guardrails=[before],
+            output_guardrails=[checked],
+        )
+        if wrapped:
+            agent = with_headstart(agent, early=EARLY)
+        set_tracing_disabled(False)
+        set_trace_processors([recorder])
+        try:
+
+            async def go() -> Any:
+                if wrapped:
+                    return await Runner.run(agent, "go", hooks=hooks, session=session)
+                streamed = Runner.run_streamed(agent, "go", hooks=hooks, session=session)
+                async for _ in streamed.stream_events():
+                    pass
+                return streamed
+
+            result = asyncio.run(go())
+            items = asyncio.run(session.get_items())
+        finally:
+            set_trace_processors([])
+            set_tracing_disabled(True)
+        guardrails = [g.output.output_info for g in result.output_guardrail_results]
+        kinds = [item.get("type", item.get("role")) for item in items]
+        return result.final_output, sorted(hooks.heard), guardrails, kinds, sorted(recorder.spans), sorted(runs.started, key=repr)
+
+    seen = once(True)
+    assert seen[1] and seen[3] and seen[4], seen
+    assert seen == once(False)
 
 
 CRASHING = """

@@ -151,6 +151,38 @@ def test_a_later_process_hands_the_stored_result_over_without_running_the_body_a
     assert (message.tool_call_id, message.content, message.status) == ("call_read", "contents of a", "success")
 
 
+@pytest.mark.parametrize("decision", ["approve", "reject"])
+def test_a_human_in_the_loop_pause_and_its_resume_go_as_in_the_plain_graph(decision: str) -> None:
+    from langgraph.checkpoint.memory import InMemorySaver
+    from langgraph.types import Command
+
+    replies = [
+        Reply(calls=[Call("call_read", "read_file", ['{"path": "a"}']), Call("call_write", "write_file", ['{"path": "b", "text": "x"}'])], finish="tool_calls"),
+        Reply(text=["ok"]),
+    ]
+
+    async def once(wrapped: bool) -> tuple[Any, list[Any], Runs]:
+        runs = Runs()
+        approvals = HumanInTheLoopMiddleware(interrupt_on={"write_file": True})
+        model: Any = chat_model(serve(replies))
+        tools = scripted_tools(runs)
+        if wrapped:
+            model, tools = with_headstart(model, tools, early=EARLY, middleware=[approvals])
+        graph = create_agent(model, tools, middleware=[approvals], checkpointer=InMemorySaver())
+        config: Any = {"configurable": {"thread_id": "t"}}
+        paused = await graph.ainvoke({"messages": [{"role": "user", "content": "go"}]}, config)
+        interrupts = [item.value["action_requests"][0]["name"] for item in paused.get("__interrupt__", [])]
+        answer = {"type": decision} if decision == "approve" else {"type": "reject", "message": "not now"}
+        done = await graph.ainvoke(Command(resume={"decisions": [answer]}), config)
+        return interrupts, shown(done["messages"]), runs
+
+    plain_interrupts, plain, plain_runs = asyncio.run(once(False))
+    interrupts, seen, runs = asyncio.run(once(True))
+    assert interrupts == plain_interrupts == ["write_file"]
+    assert seen == plain
+    assert sorted(runs.started, key=repr) == sorted(plain_runs.started, key=repr)
+
+
 CRASHING = """
 import asyncio, sys
 from pathlib import Path
