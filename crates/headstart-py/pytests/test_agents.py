@@ -394,9 +394,15 @@ def test_resume_gives_each_call_of_a_killed_run_one_result_and_the_items_to_go_o
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
     )
+    def read_file_stored() -> bool:
+        # Read from this process, which has no engine on the file (another process may read it).
+        sessions = headstart.inspect(db, session)["sessions"] if Path(db).exists() else []
+        return any(e["message"].get("tool_call_id") == "call_read" for s in sessions for e in s["messages"])
+
     try:
         for _ in range(600):
-            if (tmp_path / "fetch").exists() and (tmp_path / "lookup").exists() or child.poll() is not None:
+            marked = (tmp_path / "fetch").exists() and (tmp_path / "lookup").exists()
+            if marked and read_file_stored() or child.poll() is not None:
                 break
             time.sleep(0.05)
         assert child.poll() is None, f"the run ended before it was killed: {child.communicate()[0]!r}"

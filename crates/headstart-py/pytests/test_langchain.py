@@ -187,6 +187,7 @@ CRASHING = """
 import asyncio, sys
 from pathlib import Path
 from langchain.agents import create_agent
+from langchain.agents.middleware import AgentMiddleware
 from langchain_core.tools import tool
 from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
 from headstart.langchain import with_headstart
@@ -217,11 +218,18 @@ async def lookup(key: str, n: int) -> str:
     \"\"\"Looks a key up.\"\"\"
     return await hang("lookup")
 
+class Marking(AgentMiddleware):
+    \"\"\"Marks each call the ToolNode runs: the model's step, and its checkpoint, are behind.\"\"\"
+
+    async def awrap_tool_call(self, request, handler):
+        Path(marks, "node-" + request.tool_call["name"]).touch()
+        return await handler(request)
+
 async def main() -> None:
     model, tools = with_headstart(chat_model(Server()), [read_file, fetch, lookup], store=db, session_id=thread,
                                   early=["read_file", "fetch", "lookup"], idempotent=["fetch"])
     async with AsyncSqliteSaver.from_conn_string(checkpoints) as saver:
-        graph = create_agent(model, tools, checkpointer=saver)
+        graph = create_agent(model, tools, checkpointer=saver, middleware=[Marking()])
         await graph.ainvoke({"messages": [{"role": "user", "content": "go"}]}, {"configurable": {"thread_id": thread}},
                             durability="sync")
 
@@ -246,15 +254,16 @@ def test_a_graph_killed_while_its_early_calls_run_resumes_from_its_checkpoint_wi
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
     )
+    marks = [tmp_path / name for name in ("fetch", "lookup", "node-fetch", "node-lookup")]
     try:
         for _ in range(600):
-            if (tmp_path / "fetch").exists() and (tmp_path / "lookup").exists() or child.poll() is not None:
+            if all(mark.exists() for mark in marks) or child.poll() is not None:
                 break
             time.sleep(0.05)
         assert child.poll() is None, f"the agent ended before it was killed: {child.communicate()[0]!r}"
-        assert (tmp_path / "fetch").exists() and (tmp_path / "lookup").exists(), "the early calls never started"
+        assert all(mark.exists() for mark in marks), "the early calls never started, or the ToolNode never ran them"
     finally:
-        child.kill()  # SIGKILL, while fetch and lookup run
+        child.kill()  # SIGKILL, while fetch and lookup run and the ToolNode waits for them
         child.communicate()
 
     runs = Runs()
