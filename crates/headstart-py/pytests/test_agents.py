@@ -8,11 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
 import random
-import subprocess
-import sys
-import time
 from pathlib import Path
 from typing import Any, Optional
 
@@ -35,6 +31,7 @@ from agents import (
 from agents import handoff as handoff_to
 from openai import AsyncOpenAI
 
+import crashes
 import headstart
 from chat_replies import Call, Reply, Runs, serve, started
 from headstart.agents import headstart_session_id, resume, with_headstart
@@ -343,8 +340,8 @@ def test_hooks_guardrails_tool_use_behavior_sessions_and_tracing_see_what_they_s
 
 CRASHING = """
 import asyncio, sys
-from pathlib import Path
 from agents import Agent, Runner, function_tool, set_tracing_disabled
+from crashes import EARLY, hanging_bodies
 from headstart.agents import with_headstart
 from test_agents import model
 
@@ -354,83 +351,24 @@ server, db, session, marks = sys.argv[1:]
 class Server:
     url = server
 
-async def hang(name: str) -> str:
-    Path(marks, name).touch()
-    await asyncio.sleep(3600)  # killed here
-    return name
-
-@function_tool
-async def read_file(path: str) -> str:
-    \"\"\"Reads a file.\"\"\"
-    return f"contents of {path}"
-
-@function_tool
-async def fetch(path: str) -> str:
-    \"\"\"Fetches a file again (idempotent).\"\"\"
-    return await hang("fetch")
-
-@function_tool
-async def lookup(key: str, n: int) -> str:
-    \"\"\"Looks a key up.\"\"\"
-    return await hang("lookup")
-
-agent = Agent(name="crashing", model=model(Server()), tools=[read_file, fetch, lookup])
-agent = with_headstart(agent, store=db, session_id=session, early=["read_file", "fetch", "lookup"])
+tools = [function_tool(body) for body in hanging_bodies(marks)]
+agent = with_headstart(Agent(name="crashing", model=model(Server()), tools=tools), store=db, session_id=session, early=EARLY)
 asyncio.run(Runner.run(agent, "go"))
 """
 
 
 def test_resume_gives_each_call_of_a_killed_run_one_result_and_the_items_to_go_on_with(tmp_path: Path) -> None:
     db, session = str(tmp_path / "agent.db"), "agents-crash"
-    calls = [
-        Call("call_read", "read_file", ['{"path": "a"}']),
-        Call("call_fetch", "fetch", ['{"path": "b"}']),
-        Call("call_lookup", "lookup", ['{"key": "k", "n": 1}']),
-    ]
-    server = serve([Reply(calls=calls, finish="tool_calls")])
-    child = subprocess.Popen(
-        [sys.executable, "-c", CRASHING, server.url, db, session, str(tmp_path)],
-        env={**os.environ, "PYTHONPATH": os.pathsep.join([str(Path(__file__).parent), *sys.path])},
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-    )
-    def read_file_stored() -> bool:
-        # Read from this process, which has no engine on the file (another process may read it).
-        sessions = headstart.inspect(db, session)["sessions"] if Path(db).exists() else []
-        return any(e["message"].get("tool_call_id") == "call_read" for s in sessions for e in s["messages"])
+    server = serve([crashes.RESPONSE])
 
-    try:
-        for _ in range(600):
-            marked = (tmp_path / "fetch").exists() and (tmp_path / "lookup").exists()
-            if marked and read_file_stored() or child.poll() is not None:
-                break
-            time.sleep(0.05)
-        assert child.poll() is None, f"the run ended before it was killed: {child.communicate()[0]!r}"
-    finally:
-        child.kill()  # SIGKILL, while fetch and lookup run
-        child.communicate()
+    def ready() -> bool:
+        # Killed while fetch and lookup run, read_file's result stored.
+        marked = (tmp_path / "fetch").exists() and (tmp_path / "lookup").exists()
+        return marked and "call_read" in crashes.stored_results(db, session)
 
+    crashes.kill_when_ready(CRASHING, [server.url, db, session, str(tmp_path)], ready)
     runs = Runs()
-
-    @function_tool
-    async def read_file(path: str) -> str:
-        """Reads a file."""
-        started(runs, "read_file", {"path": path})
-        return f"contents of {path}"
-
-    @function_tool
-    async def fetch(path: str) -> str:
-        """Fetches a file again (idempotent)."""
-        started(runs, "fetch", {"path": path})
-        return f"fetched {path}"
-
-    @function_tool
-    async def lookup(key: str, n: int) -> str:
-        """Looks a key up."""
-        started(runs, "lookup", {"key": key, "n": n})
-        return f"{key} #{n}"
-
-    tools = [read_file, fetch, lookup]
+    tools = [function_tool(body) for body in crashes.recorded_bodies(runs)]
     items = asyncio.run(resume(db, session, tools=tools, policy="rerun_idempotent", idempotent=["fetch"]))
     assert runs.started == [("fetch", {"path": "b"})], "recovery runs the idempotent call again, once"
     outputs = {item["call_id"]: item["output"] for item in items if item.get("type") == "function_call_output"}
@@ -440,7 +378,7 @@ def test_resume_gives_each_call_of_a_killed_run_one_result_and_the_items_to_go_o
 
     # The run goes on from the items, on the same session; nothing runs again.
     agent: Agent[Any] = Agent(name="resumed", model=model(serve([Reply(text=["ok"])])), tools=tools)
-    agent = with_headstart(agent, store=db, session_id=session, early=["read_file", "fetch", "lookup"])
+    agent = with_headstart(agent, store=db, session_id=session, early=crashes.EARLY)
     result = asyncio.run(Runner.run(agent, items))
     assert result.final_output == "ok"
     assert runs.started == [("fetch", {"path": "b"})]

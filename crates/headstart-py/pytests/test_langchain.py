@@ -6,10 +6,6 @@ later process hands over, and the bad input ``with_headstart`` refuses."""
 from __future__ import annotations
 
 import asyncio
-import os
-import subprocess
-import sys
-import time
 from pathlib import Path
 from typing import Any
 
@@ -22,8 +18,9 @@ from langchain_core.outputs import ChatGeneration, ChatResult
 from langchain_core.tools import InjectedToolArg, tool
 from typing_extensions import Annotated
 
+import crashes
 import headstart
-from chat_replies import Call, Reply, Runs, serve, started
+from chat_replies import Call, Reply, Runs, serve
 from headstart.langchain import with_headstart
 from langchain_agents import EARLY, agent, chat_model, scripted_tools, shown
 
@@ -190,6 +187,7 @@ from langchain.agents import create_agent
 from langchain.agents.middleware import AgentMiddleware
 from langchain_core.tools import tool
 from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
+from crashes import EARLY, hanging_bodies
 from headstart.langchain import with_headstart
 from langchain_agents import chat_model
 
@@ -197,26 +195,6 @@ server, db, checkpoints, thread, marks = sys.argv[1:]
 
 class Server:
     url = server
-
-async def hang(name: str) -> str:
-    Path(marks, name).touch()
-    await asyncio.sleep(3600)  # killed here
-    return name
-
-@tool
-async def read_file(path: str) -> str:
-    \"\"\"Reads a file.\"\"\"
-    return f"contents of {path}"
-
-@tool
-async def fetch(path: str) -> str:
-    \"\"\"Fetches a file again (idempotent).\"\"\"
-    return await hang("fetch")
-
-@tool
-async def lookup(key: str, n: int) -> str:
-    \"\"\"Looks a key up.\"\"\"
-    return await hang("lookup")
 
 class Marking(AgentMiddleware):
     \"\"\"Marks each call the ToolNode runs: the model's step, and its checkpoint, are behind.\"\"\"
@@ -226,8 +204,8 @@ class Marking(AgentMiddleware):
         return await handler(request)
 
 async def main() -> None:
-    model, tools = with_headstart(chat_model(Server()), [read_file, fetch, lookup], store=db, session_id=thread,
-                                  early=["read_file", "fetch", "lookup"], idempotent=["fetch"])
+    tools = [tool(body) for body in hanging_bodies(marks)]
+    model, tools = with_headstart(chat_model(Server()), tools, store=db, session_id=thread, early=EARLY, idempotent=["fetch"])
     async with AsyncSqliteSaver.from_conn_string(checkpoints) as saver:
         graph = create_agent(model, tools, checkpointer=saver, middleware=[Marking()])
         await graph.ainvoke({"messages": [{"role": "user", "content": "go"}]}, {"configurable": {"thread_id": thread}},
@@ -241,58 +219,19 @@ def test_a_graph_killed_while_its_early_calls_run_resumes_from_its_checkpoint_wi
     from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
 
     db, checkpoints, thread = str(tmp_path / "agent.db"), str(tmp_path / "checkpoints.db"), "thread-1"
-    calls = [
-        Call("call_read", "read_file", ['{"path": "a"}']),
-        Call("call_fetch", "fetch", ['{"path": "b"}']),
-        Call("call_lookup", "lookup", ['{"key": "k", "n": 1}']),
-    ]
-    server = serve([Reply(calls=calls, finish="tool_calls")])
-    here = str(Path(__file__).parent)
-    child = subprocess.Popen(
-        [sys.executable, "-c", CRASHING, server.url, db, checkpoints, thread, str(tmp_path)],
-        env={**os.environ, "PYTHONPATH": os.pathsep.join([here, *sys.path])},
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-    )
+    server = serve([crashes.RESPONSE])
     marks = [tmp_path / name for name in ("fetch", "lookup", "node-fetch", "node-lookup")]
-    try:
-        for _ in range(600):
-            if all(mark.exists() for mark in marks) or child.poll() is not None:
-                break
-            time.sleep(0.05)
-        assert child.poll() is None, f"the agent ended before it was killed: {child.communicate()[0]!r}"
-        assert all(mark.exists() for mark in marks), "the early calls never started, or the ToolNode never ran them"
-    finally:
-        child.kill()  # SIGKILL, while fetch and lookup run and the ToolNode waits for them
-        child.communicate()
-
+    # Killed while fetch and lookup run and the ToolNode waits for them.
+    crashes.kill_when_ready(CRASHING, [server.url, db, checkpoints, thread, str(tmp_path)], lambda: all(m.exists() for m in marks))
     runs = Runs()
 
-    @tool
-    async def read_file(path: str) -> str:
-        """Reads a file."""
-        started(runs, "read_file", {"path": path})
-        return f"contents of {path}"
-
-    @tool
-    async def fetch(path: str) -> str:
-        """Fetches a file again (idempotent)."""
-        started(runs, "fetch", {"path": path})
-        return f"fetched {path}"
-
-    @tool
-    async def lookup(key: str, n: int) -> str:
-        """Looks a key up."""
-        started(runs, "lookup", {"key": key, "n": n})
-        return f"{key} #{n}"
-
     async def resumed() -> list[Any]:
-        model, tools = with_headstart(
-            chat_model(serve([Reply(text=["ok"])])), [read_file, fetch, lookup], store=db, session_id=thread,
-            early=["read_file", "fetch", "lookup"], idempotent=["fetch"],
+        tools = [tool(body) for body in crashes.recorded_bodies(runs)]
+        model, wrapped = with_headstart(
+            chat_model(serve([Reply(text=["ok"])])), tools, store=db, session_id=thread, early=crashes.EARLY, idempotent=["fetch"]
         )
         async with AsyncSqliteSaver.from_conn_string(checkpoints) as saver:
-            graph = create_agent(model, tools, checkpointer=saver)
+            graph = create_agent(model, wrapped, checkpointer=saver)
             # The thread goes on from its checkpoint: the ToolNode runs the model's calls again.
             return list((await graph.ainvoke(None, {"configurable": {"thread_id": thread}}))["messages"])
 
@@ -304,8 +243,7 @@ def test_a_graph_killed_while_its_early_calls_run_resumes_from_its_checkpoint_wi
     assert outputs["call_fetch"] == ("fetched b", "success")
     assert outputs["call_lookup"][1] == "error" and "interrupt" in outputs["call_lookup"][0], outputs
     assert messages[-1].content == "ok"
-    stored = [e["message"] for e in headstart.inspect(db, thread)["sessions"][0]["messages"] if e["message"]["role"] == "tool_result"]
-    assert sorted(r["tool_call_id"] for r in stored) == ["call_fetch", "call_lookup", "call_read"], "one result each"
+    assert sorted(crashes.stored_results(db, thread)) == ["call_fetch", "call_lookup", "call_read"], "one result each"
 
 
 class NotStreaming(BaseChatModel):

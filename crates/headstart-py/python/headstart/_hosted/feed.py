@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
+from json.encoder import encode_basestring_ascii as _quoted
 from typing import Any, Callable, Optional
 
 from .object_end import ObjectEnd
@@ -72,10 +73,18 @@ class DeltaFeed:
         return self._closed
 
     def _push(self, event: dict[str, Any]) -> None:
+        self._push_json(json.dumps(event))
+
+    def _push_json(self, text: str) -> None:
         if not self._started:
             self._started = True
             self._native.push(json.dumps({"type": "start"}))
-        self._native.push(json.dumps(event))
+        self._native.push(text)
+
+    def _push_delta(self, kind: str, index: int, delta: str) -> None:
+        """A ``{kind}_delta`` event, the one pushed per chunk: the text ``json.dumps`` gives its dict, byte for byte,
+        written directly (a third of the feed's own time per chunk goes to ``json.dumps`` otherwise)."""
+        self._push_json(f'{{"type": "{kind}_delta", "index": {index}, "delta": {_quoted(delta)}}}')
 
     def text(self, delta: str) -> None:
         """A piece of the response's text."""
@@ -93,7 +102,7 @@ class DeltaFeed:
             self._block = (kind, self._next)
             self._next += 1
             self._push({"type": f"{kind}_start", "index": self._block[1]})
-        self._push({"type": f"{kind}_delta", "index": self._block[1], "delta": delta})
+        self._push_delta(kind, self._block[1], delta)
 
     def _close_block(self) -> None:
         if self._block is not None:
@@ -122,7 +131,7 @@ class DeltaFeed:
             call.text += arguments
             call.end.feed(arguments)
             if call.announced:
-                self._push({"type": "toolcall_delta", "index": call.at, "delta": arguments})
+                self._push_delta("toolcall", call.at, arguments)
         self._announce(call)
         if call.announced and call.end.whole:
             self._seal(call, parsed_arguments(call.text))

@@ -7,10 +7,10 @@ and the deliberate differences from the plain SDK are in the README."""
 
 from __future__ import annotations
 
-from typing import Any, Iterable, Optional
+from typing import Any, Iterable, Optional, cast
 
 try:
-    from agents import Agent
+    from agents import Agent, TResponseInputItem
     from agents.models.interface import Model
     from agents.models.multi_provider import MultiProvider
     from agents.tool import FunctionTool
@@ -152,7 +152,7 @@ async def resume(
     policy: str = "fail",
     idempotent: Iterable[str] = (),
     durability: Optional[str] = None,
-) -> list[dict[str, Any]]:
+) -> list[TResponseInputItem]:
     """After a crash: every call of session ``session_id`` without a result gets exactly one, and the session comes
     back as the input items to go on with (``Runner.run(agent, items)``; with an Agents SDK ``Session``, put them
     in it in place of what it holds: it keeps only the turns that ended).
@@ -174,4 +174,5 @@ async def resume(
     except StoreError as error:
         raise ValueError(f"the store {store!r} cannot be opened: {error}") from error
     await chat.engine.recover(session_id, policy)
-    return input_items_of(await chat.transcript())
+    # The items are the input item shapes, written as dicts.
+    return cast("list[TResponseInputItem]", input_items_of(await chat.transcript()))
