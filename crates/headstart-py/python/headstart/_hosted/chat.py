@@ -14,21 +14,13 @@ from .._engine import Engine
 from .._tools import Tool
 from .answer import Answer, error, stored_text
 from .call import Call
-from .response import Outcome, Response
+from .response import EarlyRuns, Outcome, Response
 from .store import ephemeral_store
 
 
-class Face(Protocol):
-    """What a framework's face gives the chat."""
-
-    async def run_early(self, call: Call, response: Response) -> Outcome:
-        """Runs an early call's tool with its arguments, as the framework would (``invalid`` when the framework
-        would refuse the arguments: it does not run)."""
-        ...
-
-    def answer_of(self, outcome: Outcome) -> Answer:
-        """An outcome's result as the transcript keeps it: what the framework shows the model."""
-        ...
+class Face(EarlyRuns, Protocol):
+    """What a framework's face gives the chat: how it runs early calls and keeps their outcomes, and how it runs a
+    call again for recovery."""
 
     async def run_recovered(self, call_id: str, name: str, arguments: dict[str, Any]) -> Outcome:
         """Runs a call again for recovery (an idempotent call a crash interrupted), outside any model call."""
@@ -192,7 +184,7 @@ class Chat:
         feed, pending = self._engine._native.open(self.id, "headstart", users=fresh, create=not self._exists, after_previous=previous is not None)
         self._exists = True
         events = await pending
-        response = Response(self, feed, events, offered)
+        response = Response(self.face, self.starts_early, feed, events, offered)
         self._responses = [earlier for earlier in self._responses if not earlier.drained.done()] + [response]
         self._streaming = response
         return response

@@ -9,14 +9,11 @@ from __future__ import annotations
 import asyncio
 import json
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Optional
+from typing import Any, Callable, Optional, Protocol
 
 from .answer import Answer, error
 from .call import Call
 from .feed import DeltaFeed, SealedCall
-
-if TYPE_CHECKING:
-    from .chat import Chat
 
 NOT_THE_FRAMEWORKS = "not executed: the model's stream was cut before the call was whole, so the framework never saw it"
 """The result of a call the stream sealed that the framework's own message does not hold."""
@@ -34,11 +31,33 @@ class Outcome:
     invalid: bool = False
 
 
-class Response:
-    """One model call of a chat. ``offered``: the tools the step offers (only their calls may start early)."""
+class EarlyRuns(Protocol):
+    """How a framework runs an early call, and what the transcript keeps of its outcome."""
 
-    def __init__(self, chat: "Chat", native_feed: Any, events: Any, offered: frozenset[str]) -> None:
-        self.chat = chat
+    async def run_early(self, call: Call, response: "Response") -> Outcome:
+        """Runs an early call's tool with its arguments, as the framework would (``invalid`` when the framework
+        would refuse the arguments: it does not run)."""
+        ...
+
+    def answer_of(self, outcome: Outcome) -> Answer:
+        """An outcome's result as the transcript keeps it: what the framework shows the model."""
+        ...
+
+
+class Response:
+    """One model call of a chat. ``runs``: how the framework runs early calls; ``starts_early(name, offered)``:
+    whether a call of tool ``name`` may start at its seal; ``offered``: the tools the step offers."""
+
+    def __init__(
+        self,
+        runs: EarlyRuns,
+        starts_early: Callable[[str, frozenset[str]], bool],
+        native_feed: Any,
+        events: Any,
+        offered: frozenset[str],
+    ) -> None:
+        self._runs = runs
+        self._starts_early = starts_early
         self.offered = offered
         self._loop = asyncio.get_running_loop()
         self._calls: dict[str, Call] = {}
@@ -72,7 +91,7 @@ class Response:
         call.name = sealed.name
         call.text = sealed.text
         call.arguments = sealed.arguments
-        call.early = self.chat.starts_early(sealed.name, self.offered)
+        call.early = self._starts_early(sealed.name, self.offered)
 
     def ended(self, framework_calls: set[str]) -> None:
         """The stream has ended; ``framework_calls``: the ids of the calls the framework's message holds."""
@@ -101,7 +120,7 @@ class Response:
         """An early call's run through the face; the engine has its answer first. A call whose arguments the
         framework would refuse does not run: it is no longer early, and waits as any other call for the framework."""
         try:
-            outcome = await self.chat.face.run_early(call, self)
+            outcome = await self._runs.run_early(call, self)
         except asyncio.CancelledError:
             call.end(error("cancelled: the response was aborted"))
             raise
@@ -110,7 +129,7 @@ class Response:
         if outcome.invalid:
             call.early = False
             return outcome
-        call.end(self.chat.face.answer_of(outcome))
+        call.end(self._runs.answer_of(outcome))
         return outcome
 
     def reconcile(self, outcomes: dict[str, Answer]) -> None:
