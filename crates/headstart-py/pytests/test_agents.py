@@ -127,7 +127,7 @@ def test_an_early_call_starts_while_the_model_streams_in_every_way_of_running(mo
     plain_lead = plain_server.lead("/started/read_file", 0)
     assert plain_lead is not None and plain_lead[1] == 0, "without headstart, the runner runs it after the stream"
     assert sorted(runs.started, key=repr) == sorted(plain_runs.started, key=repr)
-    print(f"{mode}: read_file started {ms:.0f} ms, {events_after} events before the stream's end")
+    print(f"{mode}: read_file started {ms:.0f} ms, {events_after} events before the stream's end; plain {-plain_lead[0]:.0f} ms after it")
 
 
 def test_an_agent_handed_off_to_starts_its_early_calls_too(db: str) -> None:

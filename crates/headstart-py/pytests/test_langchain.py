@@ -82,6 +82,7 @@ def test_an_early_call_starts_while_the_model_streams_however_the_graph_reaches_
         plain_lead = plain_server.lead("/started/read_file", 0)
         assert plain_lead is not None and plain_lead[1] == 0, "without headstart, the graph runs it after the stream"
         assert sorted(plain_runs.started, key=repr) == sorted(runs.started, key=repr)
+        print(f"plain: read_file started {-plain_lead[0]:.0f} ms after the stream's end")
     print(f"{mode}: read_file started {ms:.0f} ms, {events_after} events before the stream's end")
 
 
