@@ -46,9 +46,9 @@ class Recorder:
         self.events: list[dict[str, Any]] = []
         self.ended = False
 
-    def push(self, data: str, event: Any = None) -> None:
+    def push_lines(self, lines: str) -> None:
         assert not self.ended
-        self.events.append(json.loads(data))
+        self.events.extend(json.loads(line) for line in lines.split("\n"))
 
     def end(self) -> None:
         self.ended = True

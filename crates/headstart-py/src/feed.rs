@@ -60,6 +60,13 @@ impl Feed {
         self.inner().push(data, event).map_err(feed_error)
     }
 
+    /// Hands over delta events as JSON, one per line, in one call (a `headstart` feed): a host's burst of events
+    /// without a call, and a wake of the engine, per event. A line that is not a delta event ends the response as
+    /// an error.
+    fn push_lines(&self, lines: String) -> PyResult<()> {
+        self.inner().push_lines(lines).map_err(feed_error)
+    }
+
     /// Hands over the next chunk of the provider's SSE body, as read from the HTTP response (any split). From the
     /// first chunk on the feed reads the body, and its end is the body's (contract §5.5).
     fn push_body(&self, data: &[u8]) -> PyResult<()> {

@@ -139,13 +139,7 @@ fn installed() -> Result<PathBuf, String> {
     let package = format!("{}[langchain,agents]", crate_dir().to_string_lossy());
     pip_install(
         &python,
-        &[
-            &package,
-            "openai",
-            "mypy",
-            "-c",
-            &pins.to_string_lossy(),
-        ],
+        &[&package, "openai", "mypy", "-c", &pins.to_string_lossy()],
         &[
             ("CARGO_TARGET_DIR", target.as_os_str()),
             ("MATURIN_PEP517_ARGS", OsStr::new("--profile dev")),

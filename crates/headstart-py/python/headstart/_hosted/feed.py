@@ -2,19 +2,26 @@
 
 A face says what each chunk of the framework's stream holds: text, reasoning, a piece of a tool call (keyed by the
 stream's index for it; its id and name come with its first piece, or later), an explicit end of a call, the finish.
-The feed turns them into the engine's events (``headstart`` format, one JSON text each) and pushes them into the
-response's native feed at once. A call is sealed at the first of: its streamed arguments form one whole JSON
+The feed turns them into the engine's events (``headstart`` format, one JSON text each) and hands them to the
+response's native feed in bursts (``FLUSH_LINES``). A call is sealed at the first of: its streamed arguments form one whole JSON
 object (providers whose frameworks say when a call ends only once the stream has ended need this), its explicit
 end, the finish. ``on_seal`` hears of each sealed call: it may start now."""
 
 from __future__ import annotations
 
 import json
+import time
 from dataclasses import dataclass, field
 from json.encoder import encode_basestring_ascii as _quoted
 from typing import Any, Callable, Optional
 
 from .object_end import ObjectEnd
+
+FLUSH_LINES = 64
+FLUSH_AFTER_S = 0.002
+"""Events go to the engine in bursts (a wake of its thread per event costs more than the event): at a call's seal
+(at once: the call may start), at the end, and otherwise once 64 are held or the first held is 2 ms old (checked
+as the next arrives)."""
 
 
 @dataclass
@@ -66,6 +73,9 @@ class DeltaFeed:
         self._calls: dict[Any, _Call] = {}
         self.sealed: list[SealedCall] = []
         """The calls sealed so far, in their order."""
+        # Events not yet handed over, and when the first of them was held.
+        self._lines: list[str] = []
+        self._since: Optional[float] = None
 
     @property
     def closed(self) -> bool:
@@ -78,8 +88,20 @@ class DeltaFeed:
     def _push_json(self, text: str) -> None:
         if not self._started:
             self._started = True
-            self._native.push(json.dumps({"type": "start"}))
-        self._native.push(text)
+            self._lines.append('{"type": "start"}')
+        self._lines.append(text)
+        now = time.monotonic()
+        if self._since is None:
+            self._since = now
+        if len(self._lines) >= FLUSH_LINES or now - self._since >= FLUSH_AFTER_S:
+            self._flush()
+
+    def _flush(self) -> None:
+        """Hands the events held so far to the engine, in one burst."""
+        if self._lines:
+            self._native.push_lines("\n".join(self._lines))
+            self._lines = []
+            self._since = None
 
     def _push_delta(self, kind: str, index: int, delta: str) -> None:
         """A ``{kind}_delta`` event, the one pushed per chunk: the text ``json.dumps`` gives its dict, byte for byte,
@@ -175,6 +197,7 @@ class DeltaFeed:
         if arguments is not None:
             event["arguments"] = arguments
         self._push(event)
+        self._flush()  # the engine commits the prefix and may start the call now
         assert call.id is not None and call.name is not None
         sealed = SealedCall(id=call.id, name=call.name, text=call.text, arguments=arguments)
         self.sealed.append(sealed)
@@ -215,4 +238,5 @@ class DeltaFeed:
 
     def _end(self) -> None:
         self._closed = True
+        self._flush()
         self._native.end()

@@ -150,6 +150,10 @@ class Response:
                 for event in batch:
                     if event.get("type") == "message_end" and event["message"].get("role") == "tool_result":
                         self.call(event["message"]["tool_call_id"]).settled_by_engine(event["message"])
+                if not self.feed.closed:
+                    # While the model streams, the engine's events are mostly its updates per delta, which nothing
+                    # here waits for (it asks for calls by another way): a batch a millisecond, not a wake per chunk.
+                    await asyncio.sleep(0.001)
         except Exception:  # noqa: BLE001 - the store failed: the calls end as the engine left them
             pass
         finally:
