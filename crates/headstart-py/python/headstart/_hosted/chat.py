@@ -11,6 +11,7 @@ from typing import Any, Awaitable, Callable, Optional, Protocol
 
 from .._context import ToolContext
 from .._engine import Engine
+from .._native import StoreError
 from .._tools import Tool
 from .answer import Answer, error, stored_text
 from .call import Call
@@ -286,3 +287,26 @@ def _dispatching_tool(chat: Chat, policy: ToolPolicy) -> Tool:
         idempotent=policy.idempotent,
         parameters={"type": "object"},
     )
+
+
+def open_chat(
+    face: Face,
+    descriptions: dict[str, str],
+    *,
+    early: frozenset[str] = frozenset(),
+    idempotent: frozenset[str] = frozenset(),
+    store: Optional[str] = None,
+    durability: Optional[str] = None,
+    session_id: Optional[str] = None,
+    recover: bool = False,
+) -> Chat:
+    """A chat over a framework's tools (their descriptions, by name): ``early`` and ``idempotent`` name the tools so
+    flagged. A store that cannot be opened is a ``ValueError`` naming it."""
+    policies = [
+        ToolPolicy(name, description=description, early=name in early, idempotent=name in idempotent)
+        for name, description in descriptions.items()
+    ]
+    try:
+        return Chat(face, policies, store=store, durability=durability, session_id=session_id, recover=recover)
+    except StoreError as failure:
+        raise ValueError(f"the store {store!r} cannot be opened: {failure}") from failure

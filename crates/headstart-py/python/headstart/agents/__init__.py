@@ -9,19 +9,19 @@ from __future__ import annotations
 
 from typing import Any, Iterable, Optional, cast
 
-try:
-    from agents import Agent, TResponseInputItem
-    from agents.models.interface import Model
-    from agents.models.multi_provider import MultiProvider
-    from agents.tool import FunctionTool
-except ImportError as missing:  # pragma: no cover - the message is the point
-    raise ImportError("headstart.agents needs the OpenAI Agents SDK: pip install openai-agents") from missing
+from .._hosted.requires import require
 
-from .._hosted.chat import Chat, ToolPolicy
-from .._native import StoreError
-from .items import input_items_of
-from .model import HeadstartModel
-from .tools import AgentsFace, wrap_function_tool
+require("agents", "headstart.agents", 'the OpenAI Agents SDK: pip install "headstart[agents]" (or openai-agents)')
+
+from agents import Agent, TResponseInputItem  # noqa: E402 - after the check that names the install
+from agents.models.interface import Model  # noqa: E402
+from agents.models.multi_provider import MultiProvider  # noqa: E402
+from agents.tool import FunctionTool  # noqa: E402
+
+from .._hosted.chat import open_chat  # noqa: E402
+from .items import input_items_of  # noqa: E402
+from .model import HeadstartModel  # noqa: E402
+from .tools import AgentsFace, wrap_function_tool  # noqa: E402
 
 __all__ = ["HeadstartModel", "headstart_session_id", "resume", "with_headstart"]
 
@@ -113,14 +113,17 @@ def with_headstart(
         why = _refuse_early(name, tools[name], agents)
         if why is not None:
             raise ValueError(f"tool {name} cannot be early: {why}")
-    policies = [
-        ToolPolicy(name, description=tool.description, early=name in early_names, idempotent=name in idempotent_names)
-        for name, tool in tools.items()
-    ]
-    try:
-        chat = Chat(AgentsFace(tools), policies, store=store, durability=durability, session_id=session_id, recover=True)
-    except StoreError as error:
-        raise ValueError(f"the store {store!r} cannot be opened: {error}") from error
+    descriptions = {name: tool.description for name, tool in tools.items()}
+    chat = open_chat(
+        AgentsFace(tools),
+        descriptions,
+        early=frozenset(early_names),
+        idempotent=frozenset(idempotent_names),
+        store=store,
+        durability=durability,
+        session_id=session_id,
+        recover=True,
+    )
     wrapped = {name: wrap_function_tool(tool, chat) for name, tool in tools.items()}
     clones: dict[int, Agent[Any]] = {}
 
@@ -168,11 +171,8 @@ async def resume(
     rerun = set(idempotent)
     for name in sorted(rerun - set(function_tools)):
         raise ValueError(f"idempotent names {name!r}, which is not one of the tools ({', '.join(function_tools) or 'none'})")
-    policies = [ToolPolicy(name, description=tool.description, idempotent=name in rerun) for name, tool in function_tools.items()]
-    try:
-        chat = Chat(AgentsFace(function_tools), policies, store=store, durability=durability, session_id=session_id)
-    except StoreError as error:
-        raise ValueError(f"the store {store!r} cannot be opened: {error}") from error
+    descriptions = {name: tool.description for name, tool in function_tools.items()}
+    chat = open_chat(AgentsFace(function_tools), descriptions, idempotent=frozenset(rerun), store=store, durability=durability, session_id=session_id)
     await chat.engine.recover(session_id, policy)
     # The items are the input item shapes, written as dicts.
     return cast("list[TResponseInputItem]", input_items_of(await chat.transcript()))

@@ -11,17 +11,17 @@ from __future__ import annotations
 
 from typing import Any, Iterable, Optional, Sequence
 
-try:
-    from langchain_core.language_models import BaseChatModel
-    from langchain_core.tools import BaseTool
-except ImportError as missing:  # pragma: no cover - the message is the point
-    raise ImportError("headstart.langchain needs LangChain: pip install langchain-core (or langchain)") from missing
+from .._hosted.requires import require
 
-from .._hosted.chat import Chat, ToolPolicy
-from .._hosted.loop_thread import LoopThread
-from .._native import StoreError
-from .model import HeadstartChatModel
-from .tools import LangChainFace, checks_its_arguments, injected_arguments, wrap_tool
+require("langchain_core", "headstart.langchain", 'LangChain: pip install "headstart[langchain]" (or langchain)')
+
+from langchain_core.language_models import BaseChatModel  # noqa: E402 - after the check that names the install
+from langchain_core.tools import BaseTool  # noqa: E402
+
+from .._hosted.chat import open_chat  # noqa: E402
+from .._hosted.loop_thread import LoopThread  # noqa: E402
+from .model import HeadstartChatModel  # noqa: E402
+from .tools import LangChainFace, checks_its_arguments, injected_arguments, wrap_tool  # noqa: E402
 
 __all__ = ["HeadstartChatModel", "with_headstart"]
 
@@ -110,14 +110,16 @@ def with_headstart(
                 "with the tool's pydantic schema before it starts, so it cannot be early"
             )
     idempotent_names = _names(idempotent, by_name, "idempotent")
-    policies = [
-        ToolPolicy(name, description=tool.description, early=name in early_names, idempotent=name in idempotent_names)
-        for name, tool in by_name.items()
-    ]
-    try:
-        chat = Chat(LangChainFace(by_name), policies, store=store, durability=durability, session_id=session_id, recover=True)
-    except StoreError as error:
-        raise ValueError(f"the store {store!r} cannot be opened: {error}") from error
+    chat = open_chat(
+        LangChainFace(by_name),
+        {name: tool.description for name, tool in by_name.items()},
+        early=frozenset(early_names),
+        idempotent=frozenset(idempotent_names),
+        store=store,
+        durability=durability,
+        session_id=session_id,
+        recover=True,
+    )
     thread = LoopThread("headstart-langchain")
     wrapped = HeadstartChatModel(inner=model, profile=model.profile)
     wrapped._chat = chat
