@@ -403,8 +403,8 @@ def test_with_headstart_refuses_bad_input_naming_the_problem() -> None:
     approval = function_tool(lambda path: path, name_override="read_file", needs_approval=True)
     cases: list[tuple[Any, dict[str, Any], type[Exception], str]] = [
         ("an agent", {}, TypeError, "must be an agents.Agent"),
-        (plain, {"early": "read_file"}, TypeError, "lists of tool names"),
-        (plain, {"early": ["delete_all"]}, ValueError, "'delete_all' is not one of"),
+        (plain, {"early": "read_file"}, TypeError, "a list of tool names"),
+        (plain, {"early": ["delete_all"]}, ValueError, "'delete_all', which is not one of"),
         (plain.clone(tools=[approval]), {"early": ["read_file"]}, ValueError, "needs approval"),
         (plain.clone(input_guardrails=[in_parallel]), {"early": ["read_file"]}, ValueError, "run_in_parallel=False"),
         (plain.clone(handoffs=[handoff_to(plain.clone(name="b"))]), {}, TypeError, "Handoff object"),

@@ -9,11 +9,13 @@ from __future__ import annotations
 import asyncio
 import json
 from dataclasses import dataclass
-from typing import Any, Callable, Optional, Protocol
+from typing import Any, AsyncGenerator, AsyncIterator, Callable, Optional, Protocol, TypeVar
 
 from .answer import Answer, error
 from .call import Call
 from .feed import DeltaFeed, SealedCall
+
+T = TypeVar("T")
 
 NOT_THE_FRAMEWORKS = "not executed: the model's stream was cut before the call was whole, so the framework never saw it"
 """The result of a call the stream sealed that the framework's own message does not hold."""
@@ -92,6 +94,20 @@ class Response:
         call.text = sealed.text
         call.arguments = sealed.arguments
         call.early = self._starts_early(sealed.name, self.offered)
+
+    async def passing(self, stream: AsyncIterator[T], read: Callable[[T], None]) -> AsyncGenerator[T, None]:
+        """The model's ``stream``, each item given to ``read`` (which feeds the engine) as it passes on, unchanged.
+        A failure of the stream ends the response as an error, a cancellation as aborted; both go on up."""
+        try:
+            async for item in stream:
+                read(item)
+                yield item
+        except (asyncio.CancelledError, GeneratorExit):
+            self.feed.abort("the model call was cancelled")
+            raise
+        except BaseException as failure:
+            self.feed.fail(f"the model failed: {type(failure).__name__}: {failure}")
+            raise
 
     def ended(self, framework_calls: set[str]) -> None:
         """The stream has ended; ``framework_calls``: the ids of the calls the framework's message holds."""

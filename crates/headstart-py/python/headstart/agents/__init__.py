@@ -19,6 +19,7 @@ from agents.models.multi_provider import MultiProvider  # noqa: E402
 from agents.tool import FunctionTool  # noqa: E402
 
 from .._hosted.chat import open_chat  # noqa: E402
+from .._hosted.options import tool_names  # noqa: E402
 from .items import input_items_of  # noqa: E402
 from .model import HeadstartModel  # noqa: E402
 from .tools import AgentsFace, wrap_function_tool  # noqa: E402
@@ -99,16 +100,11 @@ def with_headstart(
     function tool, needs approval or has guardrails deciding whether it runs, a store that cannot be opened."""
     if not isinstance(agent, Agent):
         raise TypeError(f"with_headstart's agent must be an agents.Agent, not {type(agent).__name__}")
-    if isinstance(early, str) or isinstance(idempotent, str):
-        raise TypeError("early and idempotent must be lists of tool names, not a string")
     agents = _agents(agent)
     if any(isinstance(each.model, HeadstartModel) for each in agents):
         raise TypeError("the agent is already wrapped by with_headstart")
     tools = _function_tools(agents)
-    early_names, idempotent_names = set(early), set(idempotent)
-    for name in sorted(early_names | idempotent_names):
-        if name not in tools:
-            raise ValueError(f"{name!r} is not one of the agents' function tools ({', '.join(tools) or 'none'})")
+    early_names, idempotent_names = tool_names(early, tools, "early"), tool_names(idempotent, tools, "idempotent")
     for name in sorted(early_names):
         why = _refuse_early(name, tools[name], agents)
         if why is not None:
@@ -117,8 +113,8 @@ def with_headstart(
     chat = open_chat(
         AgentsFace(tools),
         descriptions,
-        early=frozenset(early_names),
-        idempotent=frozenset(idempotent_names),
+        early=early_names,
+        idempotent=idempotent_names,
         store=store,
         durability=durability,
         session_id=session_id,
@@ -166,13 +162,9 @@ async def resume(
     if policy not in ("fail", "rerun_idempotent"):
         raise ValueError(f"policy must be 'fail' or 'rerun_idempotent', not {policy!r}")
     function_tools = {tool.name: tool for tool in tools if isinstance(tool, FunctionTool)}
-    if isinstance(idempotent, str):
-        raise TypeError("idempotent must be a list of tool names, not a string")
-    rerun = set(idempotent)
-    for name in sorted(rerun - set(function_tools)):
-        raise ValueError(f"idempotent names {name!r}, which is not one of the tools ({', '.join(function_tools) or 'none'})")
+    rerun = tool_names(idempotent, function_tools, "idempotent")
     descriptions = {name: tool.description for name, tool in function_tools.items()}
-    chat = open_chat(AgentsFace(function_tools), descriptions, idempotent=frozenset(rerun), store=store, durability=durability, session_id=session_id)
+    chat = open_chat(AgentsFace(function_tools), descriptions, idempotent=rerun, store=store, durability=durability, session_id=session_id)
     await chat.engine.recover(session_id, policy)
     # The items are the input item shapes, written as dicts.
     return cast("list[TResponseInputItem]", input_items_of(await chat.transcript()))

@@ -6,7 +6,7 @@ event."""
 
 from __future__ import annotations
 
-import asyncio
+from contextlib import aclosing
 from typing import Any, AsyncIterator, Optional
 
 from agents.items import ModelResponse
@@ -36,16 +36,10 @@ class HeadstartModel(Model):
         input, tools = _input_and_tools(args, kwargs)
         response = await self._chat.respond(users_of(input), offered_of(tools), outcomes_of(input))
         reader = EventReader(response.feed)
-        try:
-            async for event in self.inner.stream_response(*args, **kwargs):
-                reader.read(event)
+        # Closing this closes the pass (a runner that stops reading aborts the response).
+        async with aclosing(response.passing(self.inner.stream_response(*args, **kwargs), reader.read)) as events:
+            async for event in events:
                 yield event
-        except (asyncio.CancelledError, GeneratorExit):
-            response.feed.abort("the model call was cancelled")
-            raise
-        except BaseException as error:
-            response.feed.fail(f"the model failed: {type(error).__name__}: {error}")
-            raise
         if reader.completed is None:
             response.feed.fail("the model's stream ended without a completed response")
             return

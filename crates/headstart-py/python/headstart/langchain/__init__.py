@@ -20,6 +20,7 @@ from langchain_core.tools import BaseTool  # noqa: E402
 
 from .._hosted.chat import open_chat  # noqa: E402
 from .._hosted.loop_thread import LoopThread  # noqa: E402
+from .._hosted.options import tool_names  # noqa: E402
 from .model import HeadstartChatModel  # noqa: E402
 from .tools import LangChainFace, checks_its_arguments, injected_arguments, wrap_tool  # noqa: E402
 
@@ -39,16 +40,6 @@ def _approvals(middleware: Iterable[Any]) -> set[str]:
         interrupt_on = getattr(item, "interrupt_on", None)
         if isinstance(interrupt_on, dict):
             names.update(name for name, config in interrupt_on.items() if config)
-    return names
-
-
-def _names(given: Iterable[str], tools: dict[str, BaseTool], option: str) -> set[str]:
-    if isinstance(given, str):
-        raise TypeError(f"{option} must be a list of tool names, not the string {given!r}")
-    names = set(given)
-    for name in names:
-        if name not in tools:
-            raise ValueError(f"{option} names {name!r}, which is not one of the tools ({', '.join(tools) or 'none'})")
     return names
 
 
@@ -90,7 +81,7 @@ def with_headstart(
         if not isinstance(tool, BaseTool):
             raise TypeError(f"with_headstart's tools must be LangChain tools (BaseTool, @tool), not {type(tool).__name__}")
         by_name[tool.name] = tool
-    early_names = _names(early, by_name, "early")
+    early_names = tool_names(early, by_name, "early")
     needs_approval = early_names & _approvals(middleware)
     if needs_approval:
         raise ValueError(
@@ -109,12 +100,12 @@ def with_headstart(
                 f"tool {name} has a JSON-schema dict for its arguments: headstart checks an early call's arguments "
                 "with the tool's pydantic schema before it starts, so it cannot be early"
             )
-    idempotent_names = _names(idempotent, by_name, "idempotent")
+    idempotent_names = tool_names(idempotent, by_name, "idempotent")
     chat = open_chat(
         LangChainFace(by_name),
         {name: tool.description for name, tool in by_name.items()},
-        early=frozenset(early_names),
-        idempotent=frozenset(idempotent_names),
+        early=early_names,
+        idempotent=idempotent_names,
         store=store,
         durability=durability,
         session_id=session_id,

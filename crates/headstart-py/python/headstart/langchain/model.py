@@ -6,7 +6,7 @@ the message a non-streaming call would have given. The chunks pass on unchanged 
 
 from __future__ import annotations
 
-import asyncio
+from contextlib import aclosing
 from typing import Any, AsyncIterator, Iterator, Optional, Sequence
 
 from langchain_core.callbacks import AsyncCallbackManagerForLLMRun, CallbackManagerForLLMRun
@@ -62,17 +62,10 @@ class HeadstartChatModel(BaseChatModel):
         the response. ``lenient``: the calls are read as LangChain merges a stream."""
         response = await self._chat.respond(users_of(messages), offered_of(kwargs), outcomes_of(messages))
         reader = ChunkReader(response.feed)
-        try:
-            # No run manager: the base class reports each chunk to the callbacks itself.
-            async for chunk in self.inner._astream(messages, stop=stop, **kwargs):
-                reader.read(chunk)
+        # No run manager: the base class reports each chunk to the callbacks itself. Closing this closes the pass.
+        async with aclosing(response.passing(self.inner._astream(messages, stop=stop, **kwargs), reader.read)) as chunks:
+            async for chunk in chunks:
                 yield chunk
-        except (asyncio.CancelledError, GeneratorExit):
-            response.feed.abort("the model call was cancelled")
-            raise
-        except BaseException as error:
-            response.feed.fail(f"the model failed: {type(error).__name__}: {error}")
-            raise
         response.ended(reader.finish(lenient=lenient))
 
     async def _astream(
