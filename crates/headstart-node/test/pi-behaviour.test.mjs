@@ -25,7 +25,7 @@ const LOOPS = [
 ];
 
 /** Runs one loop over `turns`; its events and new messages. */
-async function runLoop(module, turns, tools, config = {}) {
+async function runLoop(module, turns, tools, config = {}, onEvent = () => {}) {
   const events = [];
   const stream = module.agentLoop(
     [user("go")],
@@ -34,7 +34,10 @@ async function runLoop(module, turns, tools, config = {}) {
     undefined,
     scriptedStreamFn(turns),
   );
-  for await (const event of stream) events.push(event);
+  for await (const event of stream) {
+    events.push(event);
+    onEvent(event);
+  }
   return { events, messages: await stream.result() };
 }
 
@@ -82,16 +85,19 @@ behaviour("prepareArguments rewrites the arguments before validation", async (mo
 
 behaviour("tool_execution_end comes in completion order, the result messages in source order", async (module, early) => {
   const completed = [];
-  const body = (rounds) => async (id) => {
-    await ticks(rounds);
+  // The slow call ends once the fast one's end has been seen: an order of completion no timer decides.
+  let fastSeen;
+  const fastEnded = new Promise((resolve) => (fastSeen = resolve));
+  const body = (wait) => async (id) => {
+    await wait();
     completed.push(id);
     return { content: [{ type: "text", text: id }], details: {} };
   };
-  // Without early starts the slow call ends last; an early one starts sooner and may end first.
-  const tools = [tool("slow", body(6), {}, early), tool("fast", body(0), {}, early)];
+  const tools = [tool("slow", body(() => fastEnded), {}, early), tool("fast", body(async () => {}), {}, early)];
   const turns = [{ blocks: [call("c1", "slow", "a"), call("c2", "fast", "b")], stop: "toolUse" }];
-  const { messages, events } = await runLoop(module, turns, tools);
-  if (!early) assert.deepEqual(completed, ["c2", "c1"]);
+  const onEvent = (event) => event.type === "tool_execution_end" && event.toolCallId === "c2" && fastSeen();
+  const { messages, events } = await runLoop(module, turns, tools, {}, onEvent);
+  assert.deepEqual(completed, ["c2", "c1"]);
   assert.deepEqual(ofType(events, "tool_execution_end").map((event) => event.toolCallId), completed);
   assert.deepEqual(results(messages).map((message) => message.toolCallId), ["c1", "c2"]);
 });
