@@ -115,3 +115,52 @@ export class Call {
     this.#answer.resolve(result);
   }
 }
+
+/**
+ * The calls of one response by the engine's id, each made on first use, and what the engine's events say of them:
+ * a call it settled without asking (a limit refused it) is waited for no longer, and once its run has ended no call
+ * is, those made later included.
+ */
+export class CallRecords {
+  /** @type {Map<string, Call>} */
+  #calls = new Map();
+  #runEnded = false;
+
+  /** The record of call `id`, made on first use. */
+  get(id) {
+    let call = this.#calls.get(id);
+    if (!call) {
+      call = new Call(id);
+      this.#calls.set(id, call);
+      if (this.#runEnded) call.settledByEngine(undefined);
+    }
+    return call;
+  }
+
+  /** Whether call `id` has a record. */
+  has(id) {
+    return this.#calls.has(id);
+  }
+
+  /** The records, in the order they were made. */
+  values() {
+    return this.#calls.values();
+  }
+
+  /**
+   * Takes one of the engine's events (`null`: its run has ended). A call it asked for was given its letter before its
+   * result could be stored, and keeps it. Returns whether the run has ended.
+   * @param {any} event
+   */
+  take(event) {
+    if (event === null) {
+      this.#runEnded = true;
+      for (const call of this.#calls.values()) call.settledByEngine(undefined);
+      return true;
+    }
+    if (event.type === "message_end" && event.message?.role === "tool_result") {
+      this.get(event.message.tool_call_id).settledByEngine(event.message);
+    }
+    return false;
+  }
+}

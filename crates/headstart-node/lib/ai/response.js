@@ -2,7 +2,7 @@
 // engine and handed on to the AI SDK part for part, unchanged and undelayed; each call's record; an early call's run,
 // started when the engine asks for it (its owner is durable).
 
-import { Call } from "../call.js";
+import { CallRecords } from "../call.js";
 import { errorResult } from "../results.js";
 import { AiFeed } from "./feed.js";
 import { validateInput } from "./validate.js";
@@ -32,9 +32,7 @@ export function messageOf(error) {
 /** One model call of a chat. */
 export class Response {
   /** The calls of the response by id. */
-  #calls = new Map();
-  /** The engine's run has ended: a call it has not asked for is not asked for any more. */
-  #runEnded = false;
+  #calls = new CallRecords();
   /** The stream has ended: which calls the AI SDK saw (`{ calls, orphans }`). */
   #ending;
   /** The engine's run of the response has ended. */
@@ -58,13 +56,7 @@ export class Response {
 
   /** The record of call `id`, made on first use. */
   call(id) {
-    let call = this.#calls.get(id);
-    if (!call) {
-      call = new Call(id);
-      this.#calls.set(id, call);
-      if (this.#runEnded) call.settledByEngine(undefined);
-    }
-    return call;
+    return this.#calls.get(id);
   }
 
   /** Whether the response holds call `id`. */
@@ -232,14 +224,7 @@ export class Response {
         batch = [null];
       }
       for (const event of batch) {
-        if (event === null) {
-          this.#runEnded = true;
-          for (const call of this.#calls.values()) call.settledByEngine(undefined);
-          return;
-        }
-        if (event.type === "message_end" && event.message?.role === "tool_result") {
-          this.call(event.message.tool_call_id).settledByEngine(event.message);
-        }
+        if (this.#calls.take(event)) return;
       }
     }
   }

@@ -6,7 +6,7 @@
 import { validateToolArguments } from "@earendil-works/pi-ai";
 
 import { isEarly } from "./durable.js";
-import { Call } from "../call.js";
+import { CallRecords } from "../call.js";
 import { runEarlyToolCall } from "./execute.js";
 import { errorResult } from "../results.js";
 import { PiFeed } from "./feed.js";
@@ -20,10 +20,8 @@ const NOT_IN_FINAL_MESSAGE = "Tool call was not executed: it is not in the respo
 /** One response of a loop, and its calls. */
 export class Turn {
   /** Each call's record, by the engine's id of the call. */
-  #calls = new Map();
+  #calls = new CallRecords();
   #drained;
-  /** The engine's run has ended: a call it has not asked for is not asked for any more. */
-  #runEnded = false;
   /** The turn was closed: calls the engine asks for now get an error result. */
   #closed = false;
   /** How the response ended (the final message's calls: late, orphaned), once the stream has. */
@@ -88,13 +86,7 @@ export class Turn {
 
   /** The record of call `id`, made on first use. */
   #call(id) {
-    let call = this.#calls.get(id);
-    if (!call) {
-      call = new Call(id);
-      this.#calls.set(id, call);
-      if (this.#runEnded) call.settledByEngine(undefined);
-    }
-    return call;
+    return this.#calls.get(id);
   }
 
   /** Whether calls of tool `name` run as the engine asks for them, at their seal, rather than in pi's batch. */
@@ -189,21 +181,11 @@ export class Turn {
         batch = [null];
       }
       for (const event of batch) {
-        if (event === null) {
-          // The run has ended: nothing more will be stored, and a call still waiting for the engine's letter waits
-          // no longer.
-          this.#runEnded = true;
-          for (const call of this.#calls.values()) call.settledByEngine(undefined);
-          return;
-        }
-        if (event.type === "turn_end" && event.outcome?.store_failure) {
+        if (event?.type === "turn_end" && event.outcome?.store_failure) {
           this.failure ??= new Error(`the transcript could not be stored: ${event.outcome.store_failure}`);
         }
-        if (event.type === "message_end" && event.message?.role === "tool_result") {
-          // A call the engine settled without asking (a limit refused it) is waited for no longer. One it asked for
-          // was given its letter before its result could be stored, and keeps it.
-          this.#call(event.message.tool_call_id).settledByEngine(event.message);
-        }
+        // The run's end (`null`): nothing more will be stored, and a call still waiting for the letter waits no longer.
+        if (this.#calls.take(event)) return;
       }
     }
   }
