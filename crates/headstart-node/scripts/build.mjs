@@ -1,5 +1,5 @@
 // Builds the addon with cargo (release) from the checkout this folder is in, and puts it beside the package as
-// headstart.<platform>-<arch>.node. npm runs it as `prepare` when it packs the folder (`npm install --install-links
+// headstart.<platform>.node (lib/platform.js). npm runs it as `prepare` when it packs the folder (`npm install --install-links
 // ./crates/headstart-node`: the copy it installs then carries the addon) and as `install` with `--if-missing`, which
 // builds only where the addon is not there yet (a linked install). With HEADSTART_NODE_ADDON set (the test suite's
 // own build), nothing is built.
@@ -7,9 +7,10 @@ import { spawnSync } from "node:child_process";
 import { copyFileSync, existsSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
+import { addonFile, platformName } from "../lib/platform.js";
 
 const here = dirname(dirname(fileURLToPath(import.meta.url)));
-const target = join(here, `headstart.${process.platform}-${process.arch}.node`);
+const target = join(here, addonFile(platformName()));
 if (process.env.HEADSTART_NODE_ADDON || (process.argv.includes("--if-missing") && existsSync(target))) {
   process.exit(0);
 }

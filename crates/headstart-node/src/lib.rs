@@ -19,6 +19,14 @@ pub mod engine;
 pub mod response;
 pub mod store;
 
+/// The version this addon was built as (its crate's, which is the workspace's). The package refuses an addon whose
+/// version is not its own (`lib/platform.js`): a platform package left over from another release would otherwise
+/// answer a protocol it does not speak.
+#[napi_derive::napi]
+pub fn version() -> &'static str {
+    env!("CARGO_PKG_VERSION")
+}
+
 /// The value `name` stands for among two `choices`, or the error naming both: `<parameter> must be 'a' or 'b', not
 /// "x"` (the text Python's package gives for its two-way options).
 pub(crate) fn one_of<T: Copy>(parameter: &str, name: &str, choices: [(&str, T); 2]) -> napi::Result<T> {

@@ -55,16 +55,7 @@ fn the_node_suite_passes() {
 /// The suite's Node; `None` after saying why `what` is skipped, or a panic when `HEADSTART_REQUIRE_NODE=1` (CI)
 /// requires it.
 fn environment_or_skip(what: &str) -> Option<PathBuf> {
-    match environment() {
-        Ok(node) => Some(node),
-        Err(why) if std::env::var(REQUIRE_ENV).is_ok_and(|value| value == "1") => {
-            panic!("{what} cannot run, and {REQUIRE_ENV}=1 requires it: {why}")
-        }
-        Err(why) => {
-            eprintln!("SKIPPED: {what} cannot run: {why} (set {REQUIRE_ENV}=1 to make this a failure)");
-            None
-        }
-    }
+    headstart_testkit::skip::or_skip(REQUIRE_ENV, what, environment())
 }
 
 /// The suite's Node (from the environment, made or re-made when `test/env.json` changed), once for both tests.
