@@ -268,16 +268,29 @@ async def ag_settled(agent: Agent[Any], model: Any) -> None:
     await drained(model._chat)
 
 
+Job = tuple[str, str, Callable[[], Awaitable[float]]]
+
+
+async def interleaved_medians(rounds: int, jobs_of: Callable[[int], list[Job]]) -> dict[tuple[str, str], float]:
+    """Each round's jobs run once, in reverse order every other round (so that no side always runs first, or on a
+    warmer machine); the median seconds of each (subject, kind)."""
+    runs: dict[tuple[str, str], list[float]] = {}
+    for round_ in range(rounds):
+        jobs = jobs_of(round_)
+        for subject, kind, job in jobs if round_ % 2 == 0 else reversed(jobs):
+            runs.setdefault((subject, kind), []).append(await job())
+    return {key: statistics.median(times) for key, times in runs.items()}
+
+
 async def main() -> None:
     lc_fake, ag_fake = FakeChat(), FakeModel(ag_events())
-    runs: dict[tuple[str, str], list[float]] = {}
     with tempfile.TemporaryDirectory() as scratch:
-        for round_ in range(ROUNDS):
 
+        def jobs(round_: int) -> list[Job]:
             def db(kind: str) -> str:
                 return str(Path(scratch) / f"{kind}{round_}.db")
 
-            jobs: list[tuple[str, str, Callable[[], Awaitable[float]]]] = [
+            return [
                 ("langchain", "plain", lambda: lc_plain(lc_fake)),
                 ("langchain", "memory", lambda: lc_wrapped(lc_fake, None)),
                 ("langchain", "sqlite", lambda: lc_wrapped(lc_fake, db("lc"))),
@@ -285,9 +298,8 @@ async def main() -> None:
                 ("agents", "memory", lambda: ag_wrapped(ag_fake, None)),
                 ("agents", "sqlite", lambda: ag_wrapped(ag_fake, db("ag"))),
             ]
-            for framework, store, job in jobs if round_ % 2 == 0 else reversed(jobs):
-                runs.setdefault((framework, store), []).append(await job())
-    median = {key: statistics.median(times) for key, times in runs.items()}
+
+        median = await interleaved_medians(ROUNDS, jobs)
     print(f"{CHUNKS} chunks a stream (2 calls of {PIECES} pieces), a yield every {YIELD_EVERY}, median of {ROUNDS} interleaved rounds")
     head = f"{'framework':<10} {'store':<7} {'plain ms':>9} {'wrapped ms':>11} {'ratio':>7} {'plain us/chunk':>15} {'wrapped us/chunk':>17} {'added us/chunk':>15}"
     print(head + "\n" + "-" * len(head))

@@ -12,9 +12,8 @@ from __future__ import annotations
 
 import asyncio
 import json
-import statistics
 import sys
-from typing import Any, Awaitable, Callable, Optional
+from typing import Any, Optional
 
 import httpx2 as httpx  # the openai SDK's HTTP client (a fork of httpx)
 from agents import Agent, OpenAIChatCompletionsModel
@@ -72,17 +71,13 @@ async def lc_wrapped() -> float:
 
 
 async def main() -> None:
-    runs: dict[tuple[str, str], list[float]] = {}
-    jobs: list[tuple[str, str, Callable[[], Awaitable[float]]]] = [
+    jobs: list[f.Job] = [
         ("ChatOpenAI", "plain", lambda: f.lc_stream(chat_openai(), f.LC_TOOLS)),
         ("ChatOpenAI", "wrapped", lc_wrapped),
         ("OpenAIChatCompletionsModel", "plain", lambda: f.ag_stream(chat_completions(), list(f.AG_TOOLS))),
         ("OpenAIChatCompletionsModel", "wrapped", lambda: f.ag_wrapped(chat_completions(), None)),
     ]
-    for round_ in range(ROUNDS):
-        for model, kind, job in jobs if round_ % 2 == 0 else reversed(jobs):
-            runs.setdefault((model, kind), []).append(await job())
-    median = {key: statistics.median(times) for key, times in runs.items()}
+    median = await f.interleaved_medians(ROUNDS, lambda _round: jobs)
     print(f"{f.CHUNKS} chunks a stream ({len(BODY)} bytes of SSE), median of {ROUNDS} interleaved rounds, in memory")
     head = f"{'model':<27} {'plain ms':>9} {'wrapped ms':>11} {'ratio':>7} {'plain us/chunk':>15} {'added us/chunk':>15}"
     print(head + "\n" + "-" * len(head))

@@ -41,6 +41,8 @@ use pyo3::prelude::*;
 #[pymodule]
 fn _native(module: &Bound<'_, PyModule>) -> PyResult<()> {
     let py = module.py();
+    // The package refuses an extension whose version is not its distribution's (`headstart/_version.py`).
+    module.add("__version__", env!("CARGO_PKG_VERSION"))?;
     module.add_class::<agent::Agent>()?;
     module.add_class::<engine::Engine>()?;
     module.add_class::<request::ModelRequest>()?;

@@ -5,6 +5,8 @@ durably, and only then starts the tool, while the model keeps streaming. See ``E
 ``Engine.wrap``.
 """
 
+from ._version import __version__  # first: refuses an extension of another version before anything uses it
+
 from ._agent import Agent, AgentRun, ModelRequest
 from ._context import ToolContext
 from ._engine import Engine, Run, Wrapped, inspect, savings, submit
@@ -31,6 +33,7 @@ __all__ = [
     "ToolContext",
     "ToolResult",
     "Wrapped",
+    "__version__",
     "inspect",
     "savings",
     "submit",

@@ -24,11 +24,15 @@ __all__ = [
     "ToolContext",
     "ToolResult",
     "Wrapped",
+    "__version__",
     "inspect",
     "savings",
     "submit",
     "tool",
 ]
+
+__version__: str
+"""The package's version (its distribution's, and its native extension's: importing refuses a mismatch)."""
 
 _F = TypeVar("_F", bound=Callable[..., Any])
 

@@ -25,7 +25,11 @@ __all__ = [
     "inspect",
     "savings",
     "submit",
+    "__version__",
 ]
+
+__version__: str
+"""The version the extension was built as; the package refuses one that is not its distribution's."""
 
 class HeadstartError(Exception): ...
 class EngineError(HeadstartError): ...

@@ -50,32 +50,7 @@ pub fn pip_install(python: &Path, what: &[&str], env: &[(&str, &OsStr)]) -> Resu
 /// `value`, or, when the Python tests cannot run, `None` after printing why; a panic instead when
 /// `HEADSTART_REQUIRE_PYTHON=1` (CI) requires them.
 pub fn or_skip<T>(what: &str, value: Result<T, String>) -> Option<T> {
-    match value {
-        Ok(value) => Some(value),
-        Err(why) if std::env::var(REQUIRE_ENV).is_ok_and(|value| value == "1") => {
-            panic!("{what} cannot run, and {REQUIRE_ENV}=1 requires it: {why}")
-        }
-        Err(why) => {
-            eprintln!(
-                "SKIPPED: {what} cannot run: {why} (set {REQUIRE_ENV}=1 to make this a failure)\n\
-                 ===================================================================================="
-            );
-            None
-        }
-    }
+    headstart_testkit::skip::or_skip(REQUIRE_ENV, what, value)
 }
 
-/// Runs a command; its standard output, or why it failed.
-pub fn output(command: &mut Command) -> Result<String, String> {
-    let shown = format!("{command:?}");
-    match command.output() {
-        Ok(out) if out.status.success() => Ok(String::from_utf8_lossy(&out.stdout).into_owned()),
-        Ok(out) => Err(format!(
-            "`{shown}` failed ({}): {}{}",
-            out.status,
-            String::from_utf8_lossy(&out.stdout).trim(),
-            String::from_utf8_lossy(&out.stderr).trim()
-        )),
-        Err(error) => Err(format!("`{shown}` cannot be run: {error}")),
-    }
-}
+pub use headstart_testkit::command::output;
