@@ -41,13 +41,14 @@ fn program(variable: &str, names: &[&str]) -> Option<PathBuf> {
 async fn a_browser_sees_a_result_arrive_live() {
     let chromium = program("CHROMIUM", &["chromium", "chromium-browser", "google-chrome"]);
     let chromedriver = program("CHROMEDRIVER", &["chromedriver"]);
-    let (Some(chromium), Some(chromedriver)) = (chromium, chromedriver) else {
-        let required = std::env::var("HEADSTART_REQUIRE_BROWSER").is_ok_and(|value| value == "1");
-        assert!(
-            !required,
-            "HEADSTART_REQUIRE_BROWSER=1 but chromium or chromedriver is missing (apt-get install chromium chromium-driver)"
-        );
-        eprintln!("\n*** SKIP a_browser_sees_a_result_arrive_live: no chromium and chromedriver (apt-get install chromium chromium-driver) ***\n");
+    let browser = chromium
+        .zip(chromedriver)
+        .ok_or_else(|| "chromium or chromedriver is missing (apt-get install chromium chromium-driver)".to_owned());
+    let Some((chromium, chromedriver)) = headstart_testkit::skip::or_skip(
+        "HEADSTART_REQUIRE_BROWSER",
+        "a_browser_sees_a_result_arrive_live",
+        browser,
+    ) else {
         return;
     };
 

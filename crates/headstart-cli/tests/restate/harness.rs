@@ -36,16 +36,11 @@ pub fn scenario(name: &str) -> PathBuf {
 
 /// The server binary, or `None` (after saying why) when the test should pass without it.
 pub fn server_binary() -> Option<PathBuf> {
-    let why = match find_server(&Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")) {
-        Ok(binary) => return Some(binary),
-        Err(why) => why,
-    };
-    assert!(
-        std::env::var("HEADSTART_REQUIRE_RESTATE").as_deref() != Ok("1"),
-        "{why}, and HEADSTART_REQUIRE_RESTATE=1"
-    );
-    eprintln!("SKIPPED: {why}");
-    None
+    headstart_testkit::skip::or_skip(
+        "HEADSTART_REQUIRE_RESTATE",
+        "the Restate test",
+        find_server(&Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")),
+    )
 }
 
 pub fn port() -> u16 {
