@@ -15,27 +15,16 @@ fn read(path: &str) -> String {
     std::fs::read_to_string(workspace().join(path)).unwrap_or_else(|error| panic!("{path}: {error}"))
 }
 
-/// `[workspace.package] version`.
-fn version() -> String {
-    let manifest = read("Cargo.toml");
-    let section = manifest
-        .split("\n[workspace.package]\n")
-        .nth(1)
-        .expect("Cargo.toml has [workspace.package]");
-    let section = section.split("\n[").next().unwrap_or(section);
-    section
-        .lines()
-        .find_map(|line| line.strip_prefix("version = \""))
-        .and_then(|rest| rest.strip_suffix('"'))
-        .expect("[workspace.package] has a version")
-        .to_owned()
+/// `[workspace.package] version`: this package's own (`version.workspace = true`), as cargo read it.
+fn version() -> &'static str {
+    env!("CARGO_PKG_VERSION")
 }
 
 #[test]
 fn the_npm_package_carries_the_workspace_version() {
     let manifest: serde_json::Value =
         serde_json::from_str(&read("crates/headstart-node/package.json")).expect("package.json is JSON");
-    assert_eq!(manifest["version"].as_str(), Some(version().as_str()));
+    assert_eq!(manifest["version"].as_str(), Some(version()));
 }
 
 #[test]
@@ -107,7 +96,7 @@ fn scripts_dist_says_dirty_exactly_when_git_sees_changes() {
     let expected = if dirty {
         format!("{}+dirty", version())
     } else {
-        version()
+        version().to_owned()
     };
     assert_eq!(String::from_utf8_lossy(&printed.stdout).trim(), expected);
 }
