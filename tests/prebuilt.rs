@@ -24,11 +24,10 @@ mod support;
 use std::ffi::OsString;
 use std::path::Path;
 use std::process::Command;
-use std::time::Instant;
 
 use support::{
-    base_python, dist, figures, fresh, node_tools, or_skip, output, package, pinned, scratch, versioned, workspace,
-    NoToolchain,
+    base_python, dist, figures, fresh, node_tools, or_skip, output, package, pinned, scratch, timed, versioned,
+    workspace, NoToolchain,
 };
 
 /// Beside the npm packages: what the examples import, pinned by `examples/node/package.json`.
@@ -59,18 +58,13 @@ fn the_npm_packages_install_and_run_early_calls_without_a_toolchain() {
     )
     .expect("package.json is writable");
     let npm_install = |what: &[OsString]| {
-        let started = Instant::now();
-        let installed = output(
+        timed(
             user.command(&node)
                 .arg(&npm)
                 .args(["install", "--no-audit", "--no-fund", "--loglevel=error"])
                 .args(what)
                 .current_dir(&project),
-        );
-        if let Err(why) = installed {
-            panic!("npm install {what:?}: {why}");
-        }
-        started.elapsed().as_secs_f64()
+        )
     };
     let mut first: Vec<OsString> = vec![
         package(&dist, "root npm package", |name| versioned(name, ".tgz")).into(),
@@ -179,17 +173,12 @@ fn the_wheel_installs_and_runs_early_calls_without_a_toolchain() {
     let python = venv.join("bin/python");
     let constraints = workspace().join("crates/headstart-py/pytests/requirements.txt");
     let pip_install = |what: &[OsString]| {
-        let started = Instant::now();
-        let installed = output(
+        timed(
             user.command(&python)
                 .args(["-m", "pip", "install", "--quiet", "-c"])
                 .arg(&constraints)
                 .args(what),
-        );
-        if let Err(why) = installed {
-            panic!("pip install {what:?}: {why}");
-        }
-        started.elapsed().as_secs_f64()
+        )
     };
     let wheel = package(&dist, "wheel", |name| name.ends_with(".whl"));
     let name = wheel.file_name().and_then(|name| name.to_str()).unwrap_or_default();

@@ -196,6 +196,15 @@ pub fn node_tools() -> Result<(PathBuf, PathBuf), String> {
     Ok((node, npm))
 }
 
+/// Runs `command` (an install); the seconds it took, or a panic naming the command and what it said.
+pub fn timed(command: &mut Command) -> f64 {
+    let started = Instant::now();
+    if let Err(why) = output(command) {
+        panic!("{why}");
+    }
+    started.elapsed().as_secs_f64()
+}
+
 /// The figures written between `before` and `after` on a line of `text`, in order.
 pub fn figures(text: &str, before: &str, after: &str) -> Vec<f64> {
     text.lines()
